@@ -1,0 +1,300 @@
+/*
+ * nitrix graph IR: the builder API.
+ *
+ * Every op in nitrix is a small expression graph. A graph owns an arena of immutable, hash-consed
+ * nodes; a value is a 32-bit handle (nx_node), 0 meaning none. Shapes and dtypes are static.
+ * Elementwise binary builders broadcast with NumPy's rules; operands must share a dtype (use
+ * nx_cast: there is no implicit promotion).
+ *
+ * Errors never abort. A builder that fails records the first error in the graph and returns 0;
+ * every builder given a 0 operand returns 0 without a new message, so nested calls are safe:
+ *
+ *     nx_node y = nx_add(g, nx_mul(g, a, x), b);    // 0 if anything failed
+ *     if (nx_graph_status(g) != NX_OK) puts(nx_graph_error(g));
+ *
+ * nx_graph_compile reports the recorded error too.
+ *
+ * Example — y = sum_j exp(x_ij) over a 2x3 input, run on the reference interpreter:
+ *
+ *     nx_graph *g = NULL;
+ *     nx_graph_new(ctx, &g);
+ *     int64_t shape[2] = {2, 3};
+ *     nx_node x = nx_input(g, "x", NX_DTYPE_F64, 2, shape);
+ *     int axis = 1;
+ *     nx_node y = nx_reduce(g, nx_exp(g, x), 1, &axis, NX_MONOID_SUM, false);
+ *     nx_compile_opts opts = {.backend = NX_BACKEND_REF, .n_outputs = 1, .outputs = &y};
+ *     nx_program *p = NULL;
+ *     if (nx_graph_compile(g, &opts, &p) == NX_OK) {
+ *         nx_tensor *out = NULL;
+ *         nx_program_run(p, (const nx_tensor *const[]){xt}, &out);   // out: shape (2,)
+ *         ...
+ *     }
+ */
+#ifndef NITRIX_GRAPH_H
+#define NITRIX_GRAPH_H
+
+#include <stdio.h>
+
+#include "nitrix.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef uint32_t nx_node;
+#define NX_NONE ((nx_node)0)
+
+typedef struct nx_graph nx_graph;
+typedef struct nx_program nx_program;
+
+NX_API nx_status nx_graph_new(nx_ctx *ctx, nx_graph **out);
+NX_API void nx_graph_free(nx_graph *g);
+NX_API nx_ctx *nx_graph_ctx(const nx_graph *g);
+/* The first error recorded by a builder (NX_OK if none), and its message ("" if none). */
+NX_API nx_status nx_graph_status(const nx_graph *g);
+NX_API const char *nx_graph_error(const nx_graph *g);
+
+/* Node introspection. Out-of-range handles give NX_DTYPE_COUNT / -1 / false. */
+NX_API nx_dtype nx_node_dtype(const nx_graph *g, nx_node n);
+NX_API int nx_node_ndim(const nx_graph *g, nx_node n);
+NX_API bool nx_node_shape(const nx_graph *g, nx_node n, int64_t shape[NX_MAX_DIMS]);
+NX_API uint32_t nx_graph_num_nodes(const nx_graph *g); /* valid handles are 1..num_nodes */
+
+/* Checks every node: handle ranges, arity, dtypes and shapes against each primitive's rules.
+ * Graphs built through this API always verify; the verifier guards the passes. */
+NX_API nx_status nx_graph_verify(nx_graph *g);
+/* Stable, readable text: one node per line, "%7 = add %3, %5 : f32[2,3]". root == NX_NONE prints
+ * the whole graph, otherwise only the nodes root depends on. */
+NX_API nx_status nx_graph_print(const nx_graph *g, nx_node root, FILE *f);
+
+/* ------------------------------------------------------------------------------------------------
+ * Leaves
+ * ----------------------------------------------------------------------------------------------*/
+
+/* Inputs and parameters are the program's positional arguments, in the order they were created.
+ * A parameter is an input that gradients are taken with respect to by default. */
+NX_API nx_node nx_input(nx_graph *g, const char *name, nx_dtype dtype, int ndim,
+                        const int64_t *shape);
+NX_API nx_node nx_parameter(nx_graph *g, const char *name, nx_dtype dtype, int ndim,
+                            const int64_t *shape);
+/* A constant; data (C order, numel * dtype size bytes) is copied into the graph. */
+NX_API nx_node nx_constant(nx_graph *g, nx_dtype dtype, int ndim, const int64_t *shape,
+                           const void *data);
+/* A 0-d constant holding value converted to dtype. */
+NX_API nx_node nx_scalar(nx_graph *g, nx_dtype dtype, double value);
+/* y[i_0, ..., i_{n-1}] = i_axis, converted to dtype. */
+NX_API nx_node nx_iota(nx_graph *g, nx_dtype dtype, int ndim, const int64_t *shape, int axis);
+
+/* ------------------------------------------------------------------------------------------------
+ * Elementwise
+ * ----------------------------------------------------------------------------------------------*/
+
+NX_API nx_node nx_neg(nx_graph *g, nx_node x);
+NX_API nx_node nx_abs(nx_graph *g, nx_node x);
+NX_API nx_node nx_exp(nx_graph *g, nx_node x);
+NX_API nx_node nx_log(nx_graph *g, nx_node x);
+NX_API nx_node nx_log1p(nx_graph *g, nx_node x);
+NX_API nx_node nx_expm1(nx_graph *g, nx_node x);
+NX_API nx_node nx_sqrt(nx_graph *g, nx_node x);
+NX_API nx_node nx_rsqrt(nx_graph *g, nx_node x);
+NX_API nx_node nx_sin(nx_graph *g, nx_node x);
+NX_API nx_node nx_cos(nx_graph *g, nx_node x);
+NX_API nx_node nx_tanh(nx_graph *g, nx_node x);
+NX_API nx_node nx_erf(nx_graph *g, nx_node x);
+NX_API nx_node nx_floor(nx_graph *g, nx_node x);
+NX_API nx_node nx_ceil(nx_graph *g, nx_node x);
+NX_API nx_node nx_round(nx_graph *g, nx_node x); /* half to even, as numpy.round */
+NX_API nx_node nx_sign(nx_graph *g, nx_node x);
+NX_API nx_node nx_isnan(nx_graph *g, nx_node x); /* -> bool */
+NX_API nx_node nx_not(nx_graph *g, nx_node x);   /* bool -> bool */
+
+NX_API nx_node nx_add(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_sub(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_mul(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_div(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_pow(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_minimum(nx_graph *g, nx_node a, nx_node b); /* NaN-propagating, as numpy */
+NX_API nx_node nx_maximum(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_atan2(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_mod(nx_graph *g, nx_node a, nx_node b); /* sign of b, as numpy.mod */
+NX_API nx_node nx_eq(nx_graph *g, nx_node a, nx_node b);  /* comparisons -> bool */
+NX_API nx_node nx_ne(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_lt(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_le(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_gt(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_ge(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_and(nx_graph *g, nx_node a, nx_node b); /* bool */
+NX_API nx_node nx_or(nx_graph *g, nx_node a, nx_node b);  /* bool */
+
+/* cond ? a : b, broadcasting all three; cond is bool. */
+NX_API nx_node nx_select(nx_graph *g, nx_node cond, nx_node a, nx_node b);
+NX_API nx_node nx_cast(nx_graph *g, nx_node x, nx_dtype dtype);
+
+/* ------------------------------------------------------------------------------------------------
+ * Movement (views; no arithmetic)
+ * ----------------------------------------------------------------------------------------------*/
+
+typedef enum nx_pad_mode {
+    NX_PAD_CONSTANT, /* cval outside */
+    NX_PAD_REFLECT,  /* half-sample symmetric: d c b a | a b c d | d c b a  (scipy 'reflect') */
+    NX_PAD_MIRROR,   /* whole-sample symmetric: d c b | a b c d | c b a     (scipy 'mirror') */
+    NX_PAD_NEAREST,  /* edge value repeated:    a a a | a b c d | d d d     (scipy 'nearest') */
+    NX_PAD_WRAP,     /* periodic:               b c d | a b c d | a b c     (scipy filters' 'wrap') */
+    NX_PAD_MODE_COUNT
+} nx_pad_mode;
+
+/* Same element count, C order; one extent may be -1. */
+NX_API nx_node nx_reshape(nx_graph *g, nx_node x, int ndim, const int64_t *shape);
+/* Axis i of the result is axis perm[i] of x. */
+NX_API nx_node nx_permute(nx_graph *g, nx_node x, const int *perm);
+/* numpy.broadcast_to. */
+NX_API nx_node nx_broadcast(nx_graph *g, nx_node x, int ndim, const int64_t *shape);
+/* Per axis: 0 <= start <= stop <= extent, step >= 1 (NULL step: all 1). */
+NX_API nx_node nx_slice(nx_graph *g, nx_node x, const int64_t *start, const int64_t *stop,
+                        const int64_t *step);
+/* Per axis lo/hi >= 0 elements; padding wider than the axis repeats the mode's rule, as scipy.ndimage
+ * extends. cval is used by NX_PAD_CONSTANT only. */
+NX_API nx_node nx_pad(nx_graph *g, nx_node x, const int64_t *lo, const int64_t *hi,
+                      nx_pad_mode mode, double cval);
+NX_API nx_node nx_reverse(nx_graph *g, nx_node x, int naxes, const int *axes);
+NX_API nx_node nx_concat(nx_graph *g, int n, const nx_node *xs, int axis);
+/* Sliding windows over every axis of x (window 1, stride 1 leaves an axis alone):
+ *   y[o_0..o_{n-1}, k_0..k_{n-1}] = x[o_0*s_0 + k_0*d_0, ...]
+ * shape [out_0..out_{n-1}, w_0..w_{n-1}], out_i = (x_i - d_i*(w_i-1) - 1) / s_i + 1 >= 1 (VALID;
+ * pad first for SAME). NULL stride or dilation means all 1. */
+NX_API nx_node nx_window(nx_graph *g, nx_node x, const int64_t *window, const int64_t *stride,
+                         const int64_t *dilation);
+
+/* ------------------------------------------------------------------------------------------------
+ * Indexing
+ * ----------------------------------------------------------------------------------------------*/
+
+typedef enum nx_monoid {
+    NX_MONOID_SUM,
+    NX_MONOID_PROD,
+    NX_MONOID_MAX,       /* NaN propagates; -inf identity */
+    NX_MONOID_MIN,
+    NX_MONOID_LOGSUMEXP, /* online (m, s) carry; all -inf gives -inf */
+    NX_MONOID_ARGMAX,    /* i64 index, first winner on ties; one axis */
+    NX_MONOID_ARGMIN,
+    NX_MONOID_COUNT
+} nx_monoid;
+
+/* numpy.take(x, idx, axis): shape x[:axis] + idx + x[axis+1:]. idx is i32 or i64; indices outside
+ * [0, extent) are clamped into it. */
+NX_API nx_node nx_gather(nx_graph *g, nx_node x, nx_node idx, int axis);
+/* The adjoint of gather: out = x, then out[.., idx[j], ..] (+)= updates[.., j, ..] under monoid
+ * SUM, MAX or MIN. updates has the shape nx_gather(x, idx, axis) would have. Out-of-range indices
+ * are dropped. */
+NX_API nx_node nx_scatter(nx_graph *g, nx_node x, nx_node idx, nx_node updates, int axis,
+                          nx_monoid monoid);
+
+/* ------------------------------------------------------------------------------------------------
+ * Reductions, scans, sorting
+ * ----------------------------------------------------------------------------------------------*/
+
+/* Folds over axes in ascending index order (the canonical order). ARGMAX/ARGMIN take one axis. */
+NX_API nx_node nx_reduce(nx_graph *g, nx_node x, int naxes, const int *axes, nx_monoid monoid,
+                         bool keepdims);
+
+/* A monoid written as IR expressions over a carry of 1..4 scalar components. Placeholders are
+ * scalar leaves made with nx_placeholder; a monoid's expressions may use only its own
+ * placeholders and constants.
+ *   lift:     carry from one element x           (NX_NONE with ncarry == 1: the element itself)
+ *   combine:  carry from carries a and b         (must be associative)
+ *   identity: constants, the carry of no elements
+ *   finalize: scalar result from carry a         (NX_NONE: a[0]) */
+#define NX_MONOID_MAX_CARRY 4
+typedef struct nx_monoid_def {
+    int ncarry;
+    nx_node x;
+    nx_node a[NX_MONOID_MAX_CARRY];
+    nx_node b[NX_MONOID_MAX_CARRY];
+    nx_node lift[NX_MONOID_MAX_CARRY];
+    nx_node combine[NX_MONOID_MAX_CARRY];
+    nx_node identity[NX_MONOID_MAX_CARRY];
+    nx_node finalize;
+} nx_monoid_def;
+NX_API nx_node nx_placeholder(nx_graph *g, nx_dtype dtype);
+NX_API nx_node nx_reduce_custom(nx_graph *g, nx_node x, int naxes, const int *axes,
+                                const nx_monoid_def *monoid, bool keepdims);
+
+/* Inclusive scan along axis under SUM, PROD, MAX, MIN or LOGSUMEXP; reverse runs from the end. */
+NX_API nx_node nx_scan(nx_graph *g, nx_node x, int axis, nx_monoid monoid, bool reverse);
+/* First-order linear recurrence y_t = a_t * y_{t-1} + b_t with y_{-1} = 0 (broadcast a, b). */
+NX_API nx_node nx_scan_linear(nx_graph *g, nx_node a, nx_node b, int axis, bool reverse);
+
+/* Stable sort along axis; NaN sorts last ascending, first descending, as numpy does for sort. */
+NX_API nx_node nx_sort(nx_graph *g, nx_node x, int axis, bool descending);
+NX_API nx_node nx_argsort(nx_graph *g, nx_node x, int axis, bool descending); /* -> i64 */
+/* The k largest (or smallest) along axis, in order, first index on ties; both outputs optional. */
+NX_API void nx_topk(nx_graph *g, nx_node x, int64_t k, int axis, bool largest, nx_node *values,
+                    nx_node *indices);
+
+/* ------------------------------------------------------------------------------------------------
+ * Extern: a library routine with a declared shape rule, a reference implementation and an adjoint
+ * ----------------------------------------------------------------------------------------------*/
+
+typedef struct nx_extern_def {
+    const char *name;
+    /* Output dtype and shape from the inputs'; NX_OK or an error (message via nx_ctx_log). */
+    nx_status (*shape)(void *user, int n_in, const nx_dtype *dtypes, const int *ndims,
+                       const int64_t *const *shapes, nx_dtype *out_dtype, int *out_ndim,
+                       int64_t out_shape[NX_MAX_DIMS]);
+    /* Fills out (allocated with the declared shape) from contiguous host inputs. */
+    nx_status (*reference)(void *user, nx_ctx *ctx, int n_in, const nx_tensor *const *ins,
+                           nx_tensor *out);
+    /* Builds the input cotangents in g (NX_NONE where zero). NULL: non-differentiable. */
+    nx_status (*vjp)(void *user, nx_graph *g, int n_in, const nx_node *ins, nx_node out,
+                     nx_node cotangent, nx_node *in_cotangents);
+    void *user;
+} nx_extern_def;
+/* def must outlive the graph and every program compiled from it. */
+NX_API nx_node nx_extern(nx_graph *g, const nx_extern_def *def, int n_in, const nx_node *ins);
+
+/* ------------------------------------------------------------------------------------------------
+ * Conveniences composed from primitives
+ * ----------------------------------------------------------------------------------------------*/
+
+typedef nx_node (*nx_binary_builder)(nx_graph *g, nx_node a, nx_node b);
+
+/* Batched matrix product over the last two axes, leading axes broadcast. */
+NX_API nx_node nx_matmul(nx_graph *g, nx_node a, nx_node b);
+/* Einsum-style two-operand contraction under a semiring: out = (+)_{summed} a (x) b, where (+) is
+ * monoid (SUM, MAX, MIN, LOGSUMEXP) and (x) an elementwise binary builder (nx_mul, nx_add, ...).
+ * spec is "ij,jk->ik": lowercase letters, no ellipsis. */
+NX_API nx_node nx_einsum(nx_graph *g, const char *spec, nx_node a, nx_node b, nx_monoid plus,
+                         nx_binary_builder times);
+NX_API nx_node nx_mean(nx_graph *g, nx_node x, int naxes, const int *axes, bool keepdims);
+NX_API nx_node nx_var(nx_graph *g, nx_node x, int naxes, const int *axes, int ddof,
+                      bool keepdims);
+NX_API nx_node nx_softmax(nx_graph *g, nx_node x, int axis);
+NX_API nx_node nx_where(nx_graph *g, nx_node cond, nx_node a, nx_node b); /* = nx_select */
+
+/* ------------------------------------------------------------------------------------------------
+ * Compilation and execution
+ * ----------------------------------------------------------------------------------------------*/
+
+typedef struct nx_compile_opts {
+    nx_backend backend; /* NX_BACKEND_AUTO: NITRIX_BACKEND, then auto resolution */
+    int n_outputs;
+    const nx_node *outputs;
+} nx_compile_opts;
+
+/* Verifies g, then compiles the outputs' subgraph. g may be freed afterwards. */
+NX_API nx_status nx_graph_compile(nx_graph *g, const nx_compile_opts *opts, nx_program **out);
+NX_API void nx_program_free(nx_program *p);
+NX_API int nx_program_num_inputs(const nx_program *p);
+NX_API int nx_program_num_outputs(const nx_program *p);
+NX_API nx_backend nx_program_backend(const nx_program *p);
+/* inputs: one host tensor per graph input, in creation order, with exactly the declared dtype and
+ * shape (any strides). outputs: receives n_outputs new C-contiguous tensors. On failure no output
+ * is left allocated. */
+NX_API nx_status nx_program_run(nx_program *p, const nx_tensor *const *inputs,
+                                nx_tensor **outputs);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NITRIX_GRAPH_H */

@@ -1,0 +1,278 @@
+/*
+ * nitrix — differentiable neuroimaging numerics, as an array-IR compiler with a C runtime.
+ *
+ * This header is the runtime core: the context (allocator, log, settings), status codes, dtypes,
+ * host tensors and `.npy` array I/O. The graph IR builder API lives in <nitrix-graph.h>, which this
+ * header includes.
+ *
+ * Ownership: every function that returns an object through an out-pointer hands the caller one
+ * reference, released with the matching nx_X_free. Pointers returned directly (names, messages,
+ * shapes) are borrowed and stay valid as long as the object they came from.
+ *
+ * Errors: fallible calls return nx_status. NX_OK is 0. The message for the most recent failure
+ * on a context is read with nx_ctx_last_error(ctx). Nothing in the library aborts or exits.
+ *
+ * Example — read an array, double it through a host view, write it back:
+ *
+ *     #include <nitrix.h>
+ *     #include <stdio.h>
+ *
+ *     int main(void)
+ *     {
+ *         nx_ctx *ctx = NULL;
+ *         if (nx_ctx_new(NULL, &ctx) != NX_OK) {
+ *             fprintf(stderr, "nitrix: %s\n", nx_ctx_last_error(NULL));
+ *             return 1;
+ *         }
+ *         int64_t shape[2] = {2, 3};
+ *         nx_tensor *t = NULL;
+ *         if (nx_tensor_new(ctx, NX_DTYPE_F64, 2, shape, &t) != NX_OK) {
+ *             fprintf(stderr, "nitrix: %s\n", nx_ctx_last_error(ctx));
+ *             nx_ctx_free(ctx);
+ *             return 1;
+ *         }
+ *         double *x = nx_tensor_data(t);
+ *         for (int64_t i = 0; i < nx_tensor_numel(t); i++)
+ *             x[i] = 2.0 * (double)i;
+ *         nx_status st = nx_npy_write(ctx, "doubled.npy", t);
+ *         if (st != NX_OK)
+ *             fprintf(stderr, "nitrix: %s\n", nx_ctx_last_error(ctx));
+ *         nx_tensor_free(t);
+ *         nx_ctx_free(ctx);
+ *         return st == NX_OK ? 0 : 1;
+ *     }
+ */
+#ifndef NITRIX_H
+#define NITRIX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(NX_BUILDING_LIBRARY) && defined(__GNUC__)
+#define NX_API __attribute__((visibility("default")))
+#else
+#define NX_API
+#endif
+
+#define NITRIX_VERSION_MAJOR 0
+#define NITRIX_VERSION_MINOR 1
+#define NITRIX_VERSION_PATCH 0
+
+/* "0.1.0": the version of the library that is loaded, which may differ from the header's. */
+NX_API const char *nx_version(void);
+
+/* ------------------------------------------------------------------------------------------------
+ * Status codes
+ * ----------------------------------------------------------------------------------------------*/
+
+typedef enum nx_status {
+    NX_OK = 0,
+    NX_ERR_INVALID_ARG,  /* an argument is out of its domain (NULL, bad option, bad axis) */
+    NX_ERR_NOMEM,        /* the allocator returned NULL */
+    NX_ERR_SHAPE,        /* shapes disagree, or a shape is out of range or overflows */
+    NX_ERR_DTYPE,        /* a dtype is not accepted here */
+    NX_ERR_PARSE,        /* malformed input text or file (.npy, formula) */
+    NX_ERR_IO,           /* a file could not be opened, read or written */
+    NX_ERR_UNSUPPORTED,  /* valid request this build or backend does not provide */
+    NX_ERR_BACKEND,      /* a backend failed to initialise or to run (driver, JIT) */
+    NX_ERR_INTERNAL,     /* a broken invariant inside the library: a bug, please report it */
+    NX_STATUS_COUNT
+} nx_status;
+
+/* Static name of a code: "NX_OK", "NX_ERR_NOMEM", ... ("NX_ERR_UNKNOWN" out of range). */
+NX_API const char *nx_status_str(nx_status status);
+
+/* ------------------------------------------------------------------------------------------------
+ * dtypes
+ * ----------------------------------------------------------------------------------------------*/
+
+typedef enum nx_dtype {
+    NX_DTYPE_F32,
+    NX_DTYPE_F64,
+    NX_DTYPE_F16,
+    NX_DTYPE_BF16,
+    NX_DTYPE_I8,
+    NX_DTYPE_I16,
+    NX_DTYPE_I32,
+    NX_DTYPE_I64,
+    NX_DTYPE_U8,
+    NX_DTYPE_BOOL, /* one byte, 0 or 1 */
+    NX_DTYPE_COUNT
+} nx_dtype;
+
+/* Bytes per element; 0 for a value that is not a dtype. */
+NX_API size_t nx_dtype_size(nx_dtype dtype);
+/* "f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "bool"; NULL if not a dtype. */
+NX_API const char *nx_dtype_name(nx_dtype dtype);
+/* Parses a name above (NumPy spellings "float32", "int64", "uint8", "bool_", ... are accepted too).
+ * Returns false when the name is unknown. */
+NX_API bool nx_dtype_from_name(const char *name, nx_dtype *out);
+NX_API bool nx_dtype_is_float(nx_dtype dtype);
+NX_API bool nx_dtype_is_int(nx_dtype dtype); /* signed or unsigned integers; not bool */
+
+/* IEEE binary16 and bfloat16 conversions, correctly rounded (round to nearest, ties to even),
+ * with overflow to infinity, gradual underflow and NaN preserved as a quiet NaN. */
+NX_API uint16_t nx_f32_to_f16(float x);
+NX_API uint16_t nx_f64_to_f16(double x);
+NX_API float nx_f16_to_f32(uint16_t h);
+NX_API uint16_t nx_f32_to_bf16(float x);
+NX_API uint16_t nx_f64_to_bf16(double x);
+NX_API float nx_bf16_to_f32(uint16_t b);
+
+/* ------------------------------------------------------------------------------------------------
+ * Context
+ * ----------------------------------------------------------------------------------------------*/
+
+typedef struct nx_ctx nx_ctx;
+
+/* Host allocator hook. alloc returns memory aligned to at least `align` (a power of two, at most
+ * 4096) or NULL; free receives the size that was asked for. Both may be called from any thread. */
+typedef struct nx_allocator {
+    void *(*alloc)(void *user, size_t size, size_t align);
+    void (*free)(void *user, void *ptr, size_t size);
+    void *user;
+} nx_allocator;
+
+typedef enum nx_log_level {
+    NX_LOG_DEBUG,
+    NX_LOG_INFO,
+    NX_LOG_WARN,
+    NX_LOG_ERROR,
+} nx_log_level;
+
+/* Log sink. msg is one line without a trailing newline, valid only during the call. */
+typedef void (*nx_log_fn)(void *user, nx_log_level level, const char *msg);
+
+typedef enum nx_backend {
+    NX_BACKEND_AUTO, /* CUDA when a GPU of compute capability >= 8.0 answers, else CPU */
+    NX_BACKEND_CPU,
+    NX_BACKEND_CUDA,
+    NX_BACKEND_REF, /* the reference interpreter: slow, obviously right */
+    NX_BACKEND_COUNT
+} nx_backend;
+
+/* "auto", "cpu", "cuda", "ref"; NULL out of range. */
+NX_API const char *nx_backend_name(nx_backend backend);
+
+typedef struct nx_ctx_opts {
+    const nx_allocator *allocator; /* NULL: malloc-based; copied, so it may be a temporary */
+    nx_log_fn log;                 /* NULL: lines go to stderr as "nitrix: <level>: <msg>" */
+    void *log_user;
+    bool ignore_env; /* true: do not read NITRIX_* variables; the defaults below apply */
+} nx_ctx_opts;
+
+/* Settings, read from the environment at creation (unless opts.ignore_env):
+ *   NITRIX_BACKEND           auto | cpu | cuda | ref                   (default auto)
+ *   NITRIX_NUM_THREADS       integer 1..1024, or 0 for all cores        (default 0)
+ *   NITRIX_CACHE_DIR         a non-empty path     (default $XDG_CACHE_HOME/nitrix or ~/.cache/nitrix)
+ *   NITRIX_REPRODUCIBLE      0|1|false|true|no|yes|off|on               (default 0)
+ *   NITRIX_STRICT_BACKEND    same boolean spellings                     (default 0)
+ *   NITRIX_SILENCE_FALLBACK  same boolean spellings                     (default 0)
+ * A bad value fails creation with NX_ERR_INVALID_ARG and a message naming the variable and the values
+ * it accepts. When creation fails, *out is NULL and nx_ctx_last_error(NULL) holds the message. */
+NX_API nx_status nx_ctx_new(const nx_ctx_opts *opts, nx_ctx **out);
+NX_API void nx_ctx_free(nx_ctx *ctx);
+
+/* The message of the most recent failure on ctx ("" if none). With ctx == NULL: the message of the
+ * most recent context-less failure on this thread (a failed nx_ctx_new). The string is a
+ * thread-local copy, valid until the next call of this function on the same thread, so contexts
+ * shared between threads are safe. */
+NX_API const char *nx_ctx_last_error(const nx_ctx *ctx);
+
+NX_API nx_backend nx_ctx_backend(const nx_ctx *ctx);
+NX_API int nx_ctx_num_threads(const nx_ctx *ctx); /* resolved: >= 1 */
+NX_API const char *nx_ctx_cache_dir(const nx_ctx *ctx);
+NX_API bool nx_ctx_reproducible(const nx_ctx *ctx);
+NX_API bool nx_ctx_strict_backend(const nx_ctx *ctx);
+NX_API bool nx_ctx_silence_fallback(const nx_ctx *ctx);
+
+/* Sends one formatted line to the context's log sink. */
+NX_API void nx_ctx_log(nx_ctx *ctx, nx_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ------------------------------------------------------------------------------------------------
+ * Tensors
+ * ----------------------------------------------------------------------------------------------*/
+
+#define NX_MAX_DIMS 8
+
+typedef enum nx_device {
+    NX_DEVICE_HOST,
+    NX_DEVICE_CUDA,
+} nx_device;
+
+typedef struct nx_tensor nx_tensor;
+
+/* A new host tensor, C-contiguous, zero-filled, data aligned to 64 bytes. ndim is 0..NX_MAX_DIMS;
+ * every extent is >= 0 and the byte size must fit in int64 (NX_ERR_SHAPE otherwise). */
+NX_API nx_status nx_tensor_new(nx_ctx *ctx, nx_dtype dtype, int ndim, const int64_t *shape,
+                               nx_tensor **out);
+/* A tensor over caller memory, which is borrowed: the caller keeps it alive and frees it. strides
+ * are in elements (may be negative or zero); NULL means C-contiguous. */
+NX_API nx_status nx_tensor_wrap(nx_ctx *ctx, void *data, nx_dtype dtype, int ndim,
+                                const int64_t *shape, const int64_t *strides, nx_tensor **out);
+/* Releases this tensor handle; the storage goes when its last view goes. NULL is ignored. */
+NX_API void nx_tensor_free(nx_tensor *t);
+
+NX_API nx_ctx *nx_tensor_ctx(const nx_tensor *t);
+NX_API nx_dtype nx_tensor_dtype(const nx_tensor *t);
+NX_API int nx_tensor_ndim(const nx_tensor *t);
+NX_API const int64_t *nx_tensor_shape(const nx_tensor *t);   /* ndim extents (borrowed) */
+NX_API const int64_t *nx_tensor_strides(const nx_tensor *t); /* ndim strides, in elements */
+NX_API int64_t nx_tensor_numel(const nx_tensor *t);
+NX_API nx_device nx_tensor_device(const nx_tensor *t);
+NX_API bool nx_tensor_is_contiguous(const nx_tensor *t); /* C order, no gaps */
+/* Address of element (0, ..., 0); NULL for a tensor with no elements. */
+NX_API void *nx_tensor_data(const nx_tensor *t);
+
+/* A new C-contiguous tensor with the same dtype and values. */
+NX_API nx_status nx_tensor_copy(const nx_tensor *t, nx_tensor **out);
+/* t itself (one more reference) if it is contiguous, else a contiguous copy. */
+NX_API nx_status nx_tensor_contiguous(const nx_tensor *t, nx_tensor **out);
+/* Values converted to dtype, as NumPy's astype: floats to ints truncate toward zero (NaN and out of
+ * range give NX_ERR_INVALID_ARG rather than undefined behaviour), nonzero to bool is 1, f16/bf16
+ * round to nearest even. */
+NX_API nx_status nx_tensor_cast(const nx_tensor *t, nx_dtype dtype, nx_tensor **out);
+
+/* Views share storage with t and copy nothing. */
+/* New shape with the same element count; one extent may be -1 (inferred). Fails with NX_ERR_SHAPE
+ * when the strides of t cannot express it without a copy (use nx_tensor_contiguous first). */
+NX_API nx_status nx_tensor_reshape(const nx_tensor *t, int ndim, const int64_t *shape,
+                                   nx_tensor **out);
+/* Axis i of the view is axis perm[i] of t; perm is a permutation of 0..ndim-1. */
+NX_API nx_status nx_tensor_permute(const nx_tensor *t, const int *perm, nx_tensor **out);
+/* Python-style start:stop:step on one axis. Negative start/stop count from the end and are clamped
+ * as Python does; step is nonzero and may be negative. */
+NX_API nx_status nx_tensor_slice(const nx_tensor *t, int axis, int64_t start, int64_t stop,
+                                 int64_t step, nx_tensor **out);
+
+/* ------------------------------------------------------------------------------------------------
+ * .npy array I/O (NumPy format versions 1.0, 2.0, 3.0; little-endian; C or Fortran order)
+ * ----------------------------------------------------------------------------------------------*/
+
+/* Reads a file or buffer into a new C-contiguous host tensor. Malformed, truncated or absurd input
+ * is NX_ERR_PARSE with a message saying what is wrong; the reader never reads out of bounds. */
+NX_API nx_status nx_npy_read(nx_ctx *ctx, const char *path, nx_tensor **out);
+NX_API nx_status nx_npy_read_mem(nx_ctx *ctx, const void *buf, size_t len, nx_tensor **out);
+/* Writes version 1.0 (2.0 when the header needs it), C order, little-endian. The file is written
+ * to a temporary name and renamed, so readers never see a partial array. */
+NX_API nx_status nx_npy_write(nx_ctx *ctx, const char *path, const nx_tensor *t);
+/* Writes into a buffer from the context allocator; free it with nx_ctx_buffer_free(ctx, buf, len). */
+NX_API nx_status nx_npy_write_mem(nx_ctx *ctx, const nx_tensor *t, void **buf, size_t *len);
+NX_API void nx_ctx_buffer_free(nx_ctx *ctx, void *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+
+#include "nitrix-graph.h"
+
+#endif /* NITRIX_H */

@@ -1,0 +1,441 @@
+/* The context: allocator hook, log sink, settings from the environment, and the per-context last
+ * error. A context may be shared between threads; its error slot is guarded by a mutex and read
+ * out through a thread-local copy. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define NX_ERRMSG_LEN 512
+#define NX_PATH_LEN 4096
+
+struct nx_ctx {
+    nx_allocator alloc;
+    nx_log_fn log;
+    void *log_user;
+
+    nx_backend backend;
+    int num_threads;
+    bool reproducible;
+    bool strict_backend;
+    bool silence_fallback;
+    char cache_dir[NX_PATH_LEN];
+
+    pthread_mutex_t err_lock;
+    nx_status err_status;
+    char err_msg[NX_ERRMSG_LEN];
+};
+
+static _Thread_local char tls_nullctx_msg[NX_ERRMSG_LEN];
+static _Thread_local char tls_read_copy[NX_ERRMSG_LEN];
+
+const char *nx_version(void)
+{
+    return "0.1.0";
+}
+
+const char *nx_status_str(nx_status status)
+{
+    static const char *const names[NX_STATUS_COUNT] = {
+        [NX_OK] = "NX_OK",
+        [NX_ERR_INVALID_ARG] = "NX_ERR_INVALID_ARG",
+        [NX_ERR_NOMEM] = "NX_ERR_NOMEM",
+        [NX_ERR_SHAPE] = "NX_ERR_SHAPE",
+        [NX_ERR_DTYPE] = "NX_ERR_DTYPE",
+        [NX_ERR_PARSE] = "NX_ERR_PARSE",
+        [NX_ERR_IO] = "NX_ERR_IO",
+        [NX_ERR_UNSUPPORTED] = "NX_ERR_UNSUPPORTED",
+        [NX_ERR_BACKEND] = "NX_ERR_BACKEND",
+        [NX_ERR_INTERNAL] = "NX_ERR_INTERNAL",
+    };
+    if ((unsigned)status >= NX_STATUS_COUNT)
+        return "NX_ERR_UNKNOWN";
+    return names[status];
+}
+
+const char *nx_backend_name(nx_backend backend)
+{
+    static const char *const names[NX_BACKEND_COUNT] = {"auto", "cpu", "cuda", "ref"};
+    if ((unsigned)backend >= NX_BACKEND_COUNT)
+        return NULL;
+    return names[backend];
+}
+
+/* ---- allocation ------------------------------------------------------------------------------*/
+
+static void *default_alloc(void *user, size_t size, size_t align)
+{
+    (void)user;
+    if (align < sizeof(void *))
+        align = sizeof(void *);
+    void *p = NULL;
+    if (posix_memalign(&p, align, size) != 0)
+        return NULL;
+    return p;
+}
+
+static void default_free(void *user, void *ptr, size_t size)
+{
+    (void)user;
+    (void)size;
+    free(ptr);
+}
+
+void *nx_rt_alloc_aligned(nx_ctx *ctx, size_t size, size_t align)
+{
+    if (size == 0)
+        size = 1;
+    if (align == 0 || (align & (align - 1)) != 0 || align > 4096)
+        return NULL;
+    return ctx->alloc.alloc(ctx->alloc.user, size, align);
+}
+
+void *nx_rt_alloc(nx_ctx *ctx, size_t size)
+{
+    return nx_rt_alloc_aligned(ctx, size, 16);
+}
+
+void *nx_rt_calloc(nx_ctx *ctx, size_t n, size_t size)
+{
+    size_t bytes;
+    if (__builtin_mul_overflow(n, size, &bytes))
+        return NULL;
+    void *p = nx_rt_alloc(ctx, bytes);
+    if (p)
+        memset(p, 0, bytes);
+    return p;
+}
+
+void nx_rt_free(nx_ctx *ctx, void *p, size_t size)
+{
+    if (!p)
+        return;
+    if (size == 0)
+        size = 1;
+    ctx->alloc.free(ctx->alloc.user, p, size);
+}
+
+bool nx_rt_grow(nx_ctx *ctx, void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return true;
+    size_t ncap = *cap ? *cap : 16;
+    while (ncap < need) {
+        if (ncap > SIZE_MAX / 2)
+            return false;
+        ncap *= 2;
+    }
+    size_t bytes;
+    if (__builtin_mul_overflow(ncap, elem, &bytes))
+        return false;
+    void *np = nx_rt_alloc(ctx, bytes);
+    if (!np)
+        return false;
+    if (*p) {
+        memcpy(np, *p, *cap * elem);
+        nx_rt_free(ctx, *p, *cap * elem);
+    }
+    *p = np;
+    *cap = ncap;
+    return true;
+}
+
+char *nx_rt_strdup(nx_ctx *ctx, const char *s)
+{
+    size_t n = strlen(s) + 1;
+    char *p = nx_rt_alloc(ctx, n);
+    if (p)
+        memcpy(p, s, n);
+    return p;
+}
+
+/* ---- errors ----------------------------------------------------------------------------------*/
+
+nx_status nx_rt_verror(nx_ctx *ctx, nx_status status, const char *fmt, va_list ap)
+{
+    if (!ctx) {
+        vsnprintf(tls_nullctx_msg, sizeof tls_nullctx_msg, fmt, ap);
+        return status;
+    }
+    char buf[NX_ERRMSG_LEN];
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    pthread_mutex_lock(&ctx->err_lock);
+    ctx->err_status = status;
+    memcpy(ctx->err_msg, buf, sizeof buf);
+    pthread_mutex_unlock(&ctx->err_lock);
+    return status;
+}
+
+nx_status nx_rt_error(nx_ctx *ctx, nx_status status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    nx_rt_verror(ctx, status, fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+nx_status nx_rt_nomem(nx_ctx *ctx, const char *what, size_t bytes)
+{
+    return nx_rt_error(ctx, NX_ERR_NOMEM, "%s: out of memory (allocating %zu bytes)", what,
+                       bytes);
+}
+
+const char *nx_ctx_last_error(const nx_ctx *ctx)
+{
+    if (!ctx)
+        return tls_nullctx_msg;
+    nx_ctx *c = (nx_ctx *)ctx; /* the lock is not part of the logical state */
+    pthread_mutex_lock(&c->err_lock);
+    memcpy(tls_read_copy, c->err_msg, sizeof tls_read_copy);
+    pthread_mutex_unlock(&c->err_lock);
+    return tls_read_copy;
+}
+
+/* ---- logging ---------------------------------------------------------------------------------*/
+
+static void default_log(void *user, nx_log_level level, const char *msg)
+{
+    (void)user;
+    static const char *const names[] = {"debug", "info", "warning", "error"};
+    const char *name = (unsigned)level <= NX_LOG_ERROR ? names[level] : "log";
+    fprintf(stderr, "nitrix: %s: %s\n", name, msg);
+}
+
+void nx_ctx_log(nx_ctx *ctx, nx_log_level level, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (ctx)
+        ctx->log(ctx->log_user, level, buf);
+    else
+        default_log(NULL, level, buf);
+}
+
+/* ---- settings --------------------------------------------------------------------------------*/
+
+static const char BOOL_VALUES[] = "0, 1, false, true, no, yes, off or on";
+
+static nx_status parse_bool_env(const char *var, bool *out)
+{
+    const char *v = getenv(var);
+    if (!v || !*v)
+        return NX_OK;
+    static const char *const yes[] = {"1", "true", "yes", "on"};
+    static const char *const no[] = {"0", "false", "no", "off"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0) {
+            *out = true;
+            return NX_OK;
+        }
+        if (strcasecmp(v, no[i]) == 0) {
+            *out = false;
+            return NX_OK;
+        }
+    }
+    return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s='%.64s' is not a boolean; expected %s", var,
+                       v, BOOL_VALUES);
+}
+
+static nx_status parse_backend_env(nx_backend *out)
+{
+    const char *v = getenv("NITRIX_BACKEND");
+    if (!v || !*v)
+        return NX_OK;
+    for (int b = 0; b < NX_BACKEND_COUNT; b++) {
+        if (strcasecmp(v, nx_backend_name((nx_backend)b)) == 0) {
+            *out = (nx_backend)b;
+            return NX_OK;
+        }
+    }
+    return nx_rt_error(NULL, NX_ERR_INVALID_ARG,
+                       "NITRIX_BACKEND='%.64s' is not a backend; expected auto, cpu, cuda or ref",
+                       v);
+}
+
+static nx_status parse_threads_env(int *out)
+{
+    const char *v = getenv("NITRIX_NUM_THREADS");
+    if (!v || !*v)
+        return NX_OK;
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno != 0 || end == v || *end != '\0' || n < 0 || n > 1024)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG,
+                           "NITRIX_NUM_THREADS='%.64s' is not valid; expected an integer from 1 "
+                           "to 1024, or 0 for all cores",
+                           v);
+    *out = (int)n;
+    return NX_OK;
+}
+
+static nx_status default_cache_dir(char *buf, size_t len)
+{
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    const char *home = getenv("HOME");
+    int n;
+    if (xdg && xdg[0] == '/')
+        n = snprintf(buf, len, "%s/nitrix", xdg);
+    else if (home && *home)
+        n = snprintf(buf, len, "%s/.cache/nitrix", home);
+    else
+        n = snprintf(buf, len, "/tmp/nitrix-cache");
+    if (n < 0 || (size_t)n >= len)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG,
+                           "the default cache directory (from XDG_CACHE_HOME or HOME) is longer "
+                           "than %zu bytes; set NITRIX_CACHE_DIR",
+                           len - 1);
+    return NX_OK;
+}
+
+static nx_status parse_cache_env(char *buf, size_t len)
+{
+    const char *v = getenv("NITRIX_CACHE_DIR");
+    if (!v)
+        return default_cache_dir(buf, len);
+    if (!*v)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG,
+                           "NITRIX_CACHE_DIR is set but empty; expected a directory path");
+    if (strlen(v) >= len)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG,
+                           "NITRIX_CACHE_DIR is %zu bytes long; expected a path under %zu bytes",
+                           strlen(v), len);
+    memcpy(buf, v, strlen(v) + 1);
+    return NX_OK;
+}
+
+int nx_rt_cpu_count(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n >= 1 ? (int)(n > 1024 ? 1024 : n) : 1;
+}
+
+static nx_status read_env(nx_ctx *c)
+{
+    nx_status st;
+    if ((st = parse_backend_env(&c->backend)) != NX_OK)
+        return st;
+    if ((st = parse_threads_env(&c->num_threads)) != NX_OK)
+        return st;
+    if ((st = parse_cache_env(c->cache_dir, sizeof c->cache_dir)) != NX_OK)
+        return st;
+    if ((st = parse_bool_env("NITRIX_REPRODUCIBLE", &c->reproducible)) != NX_OK)
+        return st;
+    if ((st = parse_bool_env("NITRIX_STRICT_BACKEND", &c->strict_backend)) != NX_OK)
+        return st;
+    return parse_bool_env("NITRIX_SILENCE_FALLBACK", &c->silence_fallback);
+}
+
+nx_status nx_ctx_new(const nx_ctx_opts *opts, nx_ctx **out)
+{
+    if (!out)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "nx_ctx_new: out is NULL");
+    *out = NULL;
+    nx_allocator alloc = {default_alloc, default_free, NULL};
+    if (opts && opts->allocator) {
+        if (!opts->allocator->alloc || !opts->allocator->free)
+            return nx_rt_error(NULL, NX_ERR_INVALID_ARG,
+                               "nx_ctx_new: allocator must set both alloc and free");
+        alloc = *opts->allocator;
+    }
+    nx_ctx *c = alloc.alloc(alloc.user, sizeof *c, _Alignof(nx_ctx));
+    if (!c)
+        return nx_rt_nomem(NULL, "nx_ctx_new", sizeof *c);
+    memset(c, 0, sizeof *c);
+    c->alloc = alloc;
+    c->log = opts && opts->log ? opts->log : default_log;
+    c->log_user = opts && opts->log ? opts->log_user : NULL;
+    c->backend = NX_BACKEND_AUTO;
+
+    nx_status st = NX_OK;
+    if (opts && opts->ignore_env)
+        st = default_cache_dir(c->cache_dir, sizeof c->cache_dir);
+    else
+        st = read_env(c);
+    if (st == NX_OK && pthread_mutex_init(&c->err_lock, NULL) != 0)
+        st = nx_rt_error(NULL, NX_ERR_INTERNAL, "nx_ctx_new: pthread_mutex_init failed");
+    if (st != NX_OK) {
+        alloc.free(alloc.user, c, sizeof *c);
+        return st;
+    }
+    if (c->num_threads == 0)
+        c->num_threads = nx_rt_cpu_count();
+    *out = c;
+    return NX_OK;
+}
+
+void nx_ctx_free(nx_ctx *ctx)
+{
+    if (!ctx)
+        return;
+    pthread_mutex_destroy(&ctx->err_lock);
+    nx_allocator a = ctx->alloc;
+    a.free(a.user, ctx, sizeof *ctx);
+}
+
+nx_backend nx_ctx_backend(const nx_ctx *ctx)
+{
+    return ctx->backend;
+}
+int nx_ctx_num_threads(const nx_ctx *ctx)
+{
+    return ctx->num_threads;
+}
+const char *nx_ctx_cache_dir(const nx_ctx *ctx)
+{
+    return ctx->cache_dir;
+}
+bool nx_ctx_reproducible(const nx_ctx *ctx)
+{
+    return ctx->reproducible;
+}
+bool nx_ctx_strict_backend(const nx_ctx *ctx)
+{
+    return ctx->strict_backend;
+}
+bool nx_ctx_silence_fallback(const nx_ctx *ctx)
+{
+    return ctx->silence_fallback;
+}
+
+void nx_ctx_buffer_free(nx_ctx *ctx, void *buf, size_t len)
+{
+    if (ctx)
+        nx_rt_free(ctx, buf, len);
+}
+
+/* ---- shapes ----------------------------------------------------------------------------------*/
+
+bool nx_shape_numel(int ndim, const int64_t *shape, int64_t *numel)
+{
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) {
+        if (shape[i] < 0 || !nx_mul_i64(n, shape[i], &n))
+            return false;
+    }
+    *numel = n;
+    return true;
+}
+
+const char *nx_shape_str(char *buf, size_t len, int ndim, const int64_t *shape)
+{
+    size_t off = 0;
+    int n = snprintf(buf, len, "[");
+    off = n > 0 ? (size_t)n : 0;
+    for (int i = 0; i < ndim && off < len; i++) {
+        n = snprintf(buf + off, len - off, i ? ",%lld" : "%lld", (long long)shape[i]);
+        off += n > 0 ? (size_t)n : 0;
+    }
+    if (off < len)
+        snprintf(buf + off, len - off, "]");
+    return buf;
+}

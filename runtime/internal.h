@@ -1,0 +1,68 @@
+/* Runtime internals shared across the library: allocation through the context hook, error
+ * recording, overflow-checked arithmetic. Not installed. */
+#ifndef NX_RUNTIME_INTERNAL_H
+#define NX_RUNTIME_INTERNAL_H
+
+#include <stdarg.h>
+
+#include "nitrix.h"
+
+#if defined(__GNUC__)
+#define NX_HIDDEN __attribute__((visibility("hidden")))
+#define NX_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define NX_HIDDEN
+#define NX_PRINTF(f, a)
+#endif
+
+#ifdef NX_DEBUG_ASSERTS
+#include <stdlib.h>
+#define NX_ASSERT(x)                                                                               \
+    do {                                                                                           \
+        if (!(x)) {                                                                                \
+            fprintf(stderr, "%s:%d: NX_ASSERT(%s) failed\n", __FILE__, __LINE__, #x);              \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+#else
+#define NX_ASSERT(x) ((void)0)
+#endif
+
+/* Host memory through the context's allocator. Sizes of 0 allocate 1 byte so NULL always means
+ * failure. nx_rt_alloc does not record an error; callers report NX_ERR_NOMEM with context. */
+NX_HIDDEN void *nx_rt_alloc(nx_ctx *ctx, size_t size);
+NX_HIDDEN void *nx_rt_alloc_aligned(nx_ctx *ctx, size_t size, size_t align);
+NX_HIDDEN void *nx_rt_calloc(nx_ctx *ctx, size_t n, size_t size);
+NX_HIDDEN void nx_rt_free(nx_ctx *ctx, void *p, size_t size);
+/* Grows *p (holding *cap elements of elem bytes) to at least need elements, doubling. On failure
+ * *p and *cap are unchanged and false is returned. */
+NX_HIDDEN bool nx_rt_grow(nx_ctx *ctx, void **p, size_t *cap, size_t need, size_t elem);
+/* A copy of s from the context allocator (freed with nx_rt_free(ctx, p, strlen(p) + 1)). */
+NX_HIDDEN char *nx_rt_strdup(nx_ctx *ctx, const char *s);
+
+/* Records status and a formatted message on ctx (first argument may be NULL: the thread-local
+ * context-less slot) and returns status, so `return nx_rt_error(ctx, NX_ERR_SHAPE, "...")`. */
+NX_HIDDEN nx_status nx_rt_error(nx_ctx *ctx, nx_status status, const char *fmt, ...)
+    NX_PRINTF(3, 4);
+NX_HIDDEN nx_status nx_rt_verror(nx_ctx *ctx, nx_status status, const char *fmt, va_list ap);
+/* NX_ERR_NOMEM with "what: out of memory (N bytes)". */
+NX_HIDDEN nx_status nx_rt_nomem(nx_ctx *ctx, const char *what, size_t bytes);
+
+/* Overflow-checked arithmetic: false on overflow, *out untouched. */
+static inline bool nx_mul_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+static inline bool nx_add_i64(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
+/* Product of ndim extents (each must be >= 0), checked; false on a negative extent or overflow. */
+NX_HIDDEN bool nx_shape_numel(int ndim, const int64_t *shape, int64_t *numel);
+/* "[2,3,4]" into buf (always terminated). Returns buf. */
+NX_HIDDEN const char *nx_shape_str(char *buf, size_t len, int ndim, const int64_t *shape);
+
+/* Number of online CPUs (>= 1). */
+NX_HIDDEN int nx_rt_cpu_count(void);
+
+#endif /* NX_RUNTIME_INTERNAL_H */

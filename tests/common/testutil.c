@@ -1,0 +1,105 @@
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "testutil.h"
+
+#define HDR 64 /* keeps the user pointer 64-byte aligned */
+
+static void *sweep_alloc_fn(void *user, size_t size, size_t align)
+{
+    nx_test_alloc *ta = user;
+    ta->count++;
+    if (ta->fail_at > 0 && ta->count == ta->fail_at)
+        return NULL;
+    if (align > HDR)
+        return NULL; /* the library never asks for more than 64 */
+    void *base = NULL;
+    if (posix_memalign(&base, HDR, size + HDR) != 0)
+        return NULL;
+    memcpy(base, &size, sizeof size);
+    ta->live++;
+    ta->live_bytes += (int64_t)size;
+    return (char *)base + HDR;
+}
+
+static void sweep_free_fn(void *user, void *ptr, size_t size)
+{
+    nx_test_alloc *ta = user;
+    if (!ptr)
+        return;
+    char *base = (char *)ptr - HDR;
+    size_t recorded;
+    memcpy(&recorded, base, sizeof recorded);
+    if (recorded != size)
+        ta->size_errors++;
+    ta->live--;
+    ta->live_bytes -= (int64_t)recorded;
+    free(base);
+}
+
+nx_allocator nx_test_allocator(nx_test_alloc *ta)
+{
+    nx_allocator a = {sweep_alloc_fn, sweep_free_fn, ta};
+    return a;
+}
+
+nx_ctx *nx_test_ctx(nx_test_alloc *ta)
+{
+    nx_allocator a = nx_test_allocator(ta);
+    nx_ctx_opts opts = {.allocator = &a, .ignore_env = true};
+    nx_ctx *ctx = NULL;
+    nx_status st = nx_ctx_new(&opts, &ctx);
+    if (st != NX_OK)
+        fail_msg("nx_ctx_new failed: %s", nx_ctx_last_error(NULL));
+    return ctx;
+}
+
+int64_t nx_test_alloc_sweep(nx_test_body body, void *user, int64_t max_n)
+{
+    for (int64_t n = 1; n <= max_n; n++) {
+        nx_test_alloc ta = {0};
+        nx_ctx *ctx = nx_test_ctx(&ta);
+        int64_t before = ta.count;
+        ta.fail_at = before + n;
+        nx_status st = body(ctx, user);
+        int64_t made = ta.count - before;
+        bool fired = ta.count >= ta.fail_at;
+        ta.fail_at = 0;
+        nx_ctx_free(ctx);
+        if (ta.live != 0 || ta.size_errors != 0)
+            fail_msg("allocation sweep: failing allocation %lld leaked %lld allocations "
+                     "(%lld bytes), %lld size mismatches",
+                     (long long)n, (long long)ta.live, (long long)ta.live_bytes,
+                     (long long)ta.size_errors);
+        if (!fired) {
+            if (st != NX_OK)
+                fail_msg("allocation sweep: the unfailed run returned %s", nx_status_str(st));
+            return made;
+        }
+        if (st != NX_ERR_NOMEM)
+            fail_msg("allocation sweep: failing allocation %lld returned %s, expected "
+                     "NX_ERR_NOMEM",
+                     (long long)n, nx_status_str(st));
+    }
+    fail_msg("allocation sweep: body still allocating after %lld allocations", (long long)max_n);
+    return -1;
+}
+
+int nx_test_close(double a, double b, double rtol, double atol)
+{
+    if (isnan(a) || isnan(b))
+        return isnan(a) && isnan(b);
+    if (isinf(a) || isinf(b))
+        return a == b;
+    return fabs(a - b) <= atol + rtol * fabs(b);
+}
+
+const char *nx_test_data_dir(void)
+{
+#ifdef NX_TEST_DATA_DIR
+    return NX_TEST_DATA_DIR;
+#else
+    return "tests/data";
+#endif
+}

@@ -1,0 +1,42 @@
+/* Shared test helpers: a counting allocator that can fail the n-th allocation and reports leaks,
+ * and an allocation-failure sweep. */
+#ifndef NX_TESTUTIL_H
+#define NX_TESTUTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "nitrix.h"
+
+typedef struct nx_test_alloc {
+    int64_t fail_at;     /* 1-based index of the allocation to fail; 0: never fail */
+    int64_t count;       /* allocations attempted so far */
+    int64_t live;        /* allocations not yet freed */
+    int64_t live_bytes;  /* bytes not yet freed */
+    int64_t size_errors; /* frees whose size did not match the allocation */
+} nx_test_alloc;
+
+/* An allocator over ta (malloc-backed, with a header recording the size). */
+nx_allocator nx_test_allocator(nx_test_alloc *ta);
+
+/* A context using ta, ignoring the environment. Fails the test if creation fails. */
+nx_ctx *nx_test_ctx(nx_test_alloc *ta);
+
+/* Runs body(ctx, user) with allocation n failing, for n = 1, 2, ... until a run completes without
+ * reaching the failing allocation (at most max_n runs). Each run gets a fresh context. Every run
+ * where the failure fired must return NX_ERR_NOMEM; every run must leave no live allocation after
+ * the context is freed. Returns the number of allocations a full run makes. */
+typedef nx_status (*nx_test_body)(nx_ctx *ctx, void *user);
+int64_t nx_test_alloc_sweep(nx_test_body body, void *user, int64_t max_n);
+
+/* Scale-free closeness: |a - b| <= atol + rtol * |b|, NaN equal to NaN, inf equal to same inf. */
+int nx_test_close(double a, double b, double rtol, double atol);
+
+/* Directory holding committed test fixtures (set by meson as NX_TEST_DATA_DIR). */
+const char *nx_test_data_dir(void);
+
+#endif

@@ -1,0 +1,46 @@
+/* dtype sizes and names. (Conversions to and from f16/bf16 are tested in tests/tensor.) */
+#include <string.h>
+
+#include "testutil.h"
+
+static void test_sizes_names(void **state)
+{
+    (void)state;
+    static const struct {
+        nx_dtype d;
+        size_t size;
+        const char *name, *numpy;
+    } rows[] = {
+        {NX_DTYPE_F32, 4, "f32", "float32"}, {NX_DTYPE_F64, 8, "f64", "float64"},
+        {NX_DTYPE_F16, 2, "f16", "float16"}, {NX_DTYPE_BF16, 2, "bf16", "bfloat16"},
+        {NX_DTYPE_I8, 1, "i8", "int8"},      {NX_DTYPE_I16, 2, "i16", "int16"},
+        {NX_DTYPE_I32, 4, "i32", "int32"},   {NX_DTYPE_I64, 8, "i64", "int64"},
+        {NX_DTYPE_U8, 1, "u8", "uint8"},     {NX_DTYPE_BOOL, 1, "bool", "bool_"},
+    };
+    assert_int_equal(sizeof rows / sizeof *rows, NX_DTYPE_COUNT);
+    for (size_t i = 0; i < NX_DTYPE_COUNT; i++) {
+        assert_int_equal(nx_dtype_size(rows[i].d), rows[i].size);
+        assert_string_equal(nx_dtype_name(rows[i].d), rows[i].name);
+        nx_dtype d = NX_DTYPE_COUNT;
+        assert_true(nx_dtype_from_name(rows[i].name, &d));
+        assert_int_equal(d, rows[i].d);
+        d = NX_DTYPE_COUNT;
+        assert_true(nx_dtype_from_name(rows[i].numpy, &d));
+        assert_int_equal(d, rows[i].d);
+    }
+    nx_dtype d;
+    assert_false(nx_dtype_from_name("float128", &d));
+    assert_false(nx_dtype_from_name(NULL, &d));
+    assert_int_equal(nx_dtype_size(NX_DTYPE_COUNT), 0);
+    assert_null(nx_dtype_name((nx_dtype)-3));
+    assert_true(nx_dtype_is_float(NX_DTYPE_BF16));
+    assert_false(nx_dtype_is_float(NX_DTYPE_I32));
+    assert_true(nx_dtype_is_int(NX_DTYPE_U8));
+    assert_false(nx_dtype_is_int(NX_DTYPE_BOOL));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sizes_names)};
+    return cmocka_run_group_tests_name("dtype", tests, NULL, NULL);
+}
