@@ -254,6 +254,42 @@ NX_API nx_status nx_tensor_permute(const nx_tensor *t, const int *perm, nx_tenso
 NX_API nx_status nx_tensor_slice(const nx_tensor *t, int axis, int64_t start, int64_t stop,
                                  int64_t step, nx_tensor **out);
 
+/* Device tensors (CUDA backend). A device tensor's data pointer is a device address; host-only
+ * calls on it (cast, .npy write) fail with NX_ERR_INVALID_ARG. Without a usable GPU these return
+ * NX_ERR_BACKEND with the reason (no driver, no device, compute capability below 8.0). */
+NX_API nx_status nx_tensor_to_device(const nx_tensor *t, nx_device device, nx_tensor **out);
+
+/* ------------------------------------------------------------------------------------------------
+ * System information (what `nitrix info` prints)
+ * ----------------------------------------------------------------------------------------------*/
+
+#define NX_MAX_GPUS 8
+typedef struct nx_gpu_info {
+    char name[128];
+    int cc_major, cc_minor;
+    int sm_count;
+    int64_t memory_bytes;
+} nx_gpu_info;
+
+typedef struct nx_system_info {
+    char version[16];
+    char cpu_name[64];      /* e.g. "AMD EPYC 9R14" */
+    char cpu_features[256]; /* space-separated: "sse4.2 avx2 fma avx512f ..." */
+    int cpu_cores;
+    char llvm_version[16];  /* the LLVM the CPU backend was built against */
+    bool cuda_driver_found; /* libcuda.so.1 opened and cuInit succeeded */
+    int cuda_driver_version; /* e.g. 13000 */
+    char cuda_status[160];  /* why CUDA is unavailable, or "ok" */
+    bool nvrtc_found;
+    int nvrtc_major, nvrtc_minor;
+    int gpu_count;
+    nx_gpu_info gpus[NX_MAX_GPUS];
+    char cache_dir[4096];
+    int64_t cache_bytes; /* size of the on-disk kernel cache, -1 if unknown */
+} nx_system_info;
+
+NX_API nx_status nx_system_info_get(nx_ctx *ctx, nx_system_info *out);
+
 /* ------------------------------------------------------------------------------------------------
  * .npy array I/O (NumPy format versions 1.0, 2.0, 3.0; little-endian; C or Fortran order)
  * ----------------------------------------------------------------------------------------------*/

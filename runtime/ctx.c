@@ -26,6 +26,10 @@ struct nx_ctx {
     bool silence_fallback;
     char cache_dir[NX_PATH_LEN];
 
+    pthread_mutex_t slot_lock;
+    void *slots[NX_SLOT_COUNT];
+    nx_slot_destroy slot_destroy[NX_SLOT_COUNT];
+
     pthread_mutex_t err_lock;
     nx_status err_status;
     char err_msg[NX_ERRMSG_LEN];
@@ -363,6 +367,10 @@ nx_status nx_ctx_new(const nx_ctx_opts *opts, nx_ctx **out)
         st = read_env(c);
     if (st == NX_OK && pthread_mutex_init(&c->err_lock, NULL) != 0)
         st = nx_rt_error(NULL, NX_ERR_INTERNAL, "nx_ctx_new: pthread_mutex_init failed");
+    if (st == NX_OK && pthread_mutex_init(&c->slot_lock, NULL) != 0) {
+        pthread_mutex_destroy(&c->err_lock);
+        st = nx_rt_error(NULL, NX_ERR_INTERNAL, "nx_ctx_new: pthread_mutex_init failed");
+    }
     if (st != NX_OK) {
         alloc.free(alloc.user, c, sizeof *c);
         return st;
@@ -377,6 +385,11 @@ void nx_ctx_free(nx_ctx *ctx)
 {
     if (!ctx)
         return;
+    for (int i = NX_SLOT_COUNT - 1; i >= 0; i--) {
+        if (ctx->slots[i] && ctx->slot_destroy[i])
+            ctx->slot_destroy[i](ctx, ctx->slots[i]);
+    }
+    pthread_mutex_destroy(&ctx->slot_lock);
     pthread_mutex_destroy(&ctx->err_lock);
     nx_allocator a = ctx->alloc;
     a.free(a.user, ctx, sizeof *ctx);
@@ -405,6 +418,26 @@ bool nx_ctx_strict_backend(const nx_ctx *ctx)
 bool nx_ctx_silence_fallback(const nx_ctx *ctx)
 {
     return ctx->silence_fallback;
+}
+
+void *nx_rt_ctx_get(nx_ctx *ctx, nx_ctx_slot slot)
+{
+    pthread_mutex_lock(&ctx->slot_lock);
+    void *obj = ctx->slots[slot];
+    pthread_mutex_unlock(&ctx->slot_lock);
+    return obj;
+}
+
+void *nx_rt_ctx_install(nx_ctx *ctx, nx_ctx_slot slot, void *obj, nx_slot_destroy destroy)
+{
+    pthread_mutex_lock(&ctx->slot_lock);
+    if (!ctx->slots[slot]) {
+        ctx->slots[slot] = obj;
+        ctx->slot_destroy[slot] = destroy;
+    }
+    void *now = ctx->slots[slot];
+    pthread_mutex_unlock(&ctx->slot_lock);
+    return now;
 }
 
 void nx_ctx_buffer_free(nx_ctx *ctx, void *buf, size_t len)

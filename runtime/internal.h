@@ -65,4 +65,24 @@ NX_HIDDEN const char *nx_shape_str(char *buf, size_t len, int ndim, const int64_
 /* Number of online CPUs (>= 1). */
 NX_HIDDEN int nx_rt_cpu_count(void);
 
+/* Per-context services created lazily (thread pool, kernel cache, JIT, CUDA), destroyed in reverse
+ * slot order by nx_ctx_free. */
+typedef enum nx_ctx_slot {
+    NX_SLOT_POOL,
+    NX_SLOT_CACHE,
+    NX_SLOT_JIT,
+    NX_SLOT_CUDA,
+    NX_SLOT_COUNT
+} nx_ctx_slot;
+typedef void (*nx_slot_destroy)(nx_ctx *ctx, void *obj);
+/* The object in slot, or NULL. */
+NX_HIDDEN void *nx_rt_ctx_get(nx_ctx *ctx, nx_ctx_slot slot);
+/* Installs obj unless the slot is already taken; returns the object now in the slot (obj, or the
+ * one another thread installed first: the caller then destroys its own). Thread-safe. */
+NX_HIDDEN void *nx_rt_ctx_install(nx_ctx *ctx, nx_ctx_slot slot, void *obj,
+                                  nx_slot_destroy destroy);
+
+/* CUDA probe for nx_system_info (runtime/cuda.c): fills the cuda_* and nvrtc_* fields, never fails. */
+NX_HIDDEN void nx_rt_cuda_probe(nx_ctx *ctx, nx_system_info *info);
+
 #endif /* NX_RUNTIME_INTERNAL_H */

@@ -137,7 +137,9 @@ void nx_tensor_free(nx_tensor *t)
     nx_rt_free(ctx, t, sizeof *t);
     if (--s->refs > 0)
         return;
-    if (s->owned)
+    if (s->owned && s->release)
+        s->release(s);
+    else if (s->owned)
         nx_rt_free(ctx, s->data, s->bytes);
     nx_rt_free(ctx, s, sizeof *s);
 }

@@ -13,6 +13,10 @@ typedef struct nx_storage {
     int64_t refs;
     bool owned;
     nx_device device;
+    /* Frees data for owned storage that did not come from the host allocator (device memory);
+     * NULL: nx_rt_free(ctx, data, bytes). */
+    void (*release)(struct nx_storage *s);
+    void *release_user;
 } nx_storage;
 
 struct nx_tensor {
