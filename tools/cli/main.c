@@ -2,30 +2,43 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "nitrix.h"
+#include "cli.h"
 
-static int cmd_info(void)
+static void print_usage(FILE *f)
 {
-    nx_ctx *ctx = NULL;
-    if (nx_ctx_new(NULL, &ctx) != NX_OK) {
-        fprintf(stderr, "nitrix: %s\n", nx_ctx_last_error(NULL));
-        return 2;
-    }
-    printf("nitrix %s\n", nx_version());
-    printf("backend: %s\nthreads: %d\ncache: %s\n", nx_backend_name(nx_ctx_backend(ctx)),
-           nx_ctx_num_threads(ctx), nx_ctx_cache_dir(ctx));
-    nx_ctx_free(ctx);
-    return 0;
+    fputs("usage: nitrix COMMAND [--help]\n"
+          "\n"
+          "commands:\n"
+          "  info    library version, CPU features, backends compiled in and found, cache\n"
+          "  run     run one op on .npy arrays (nitrix run --list shows the ops)\n"
+          "  demo    synthesise a 3-D phantom and run a small pipeline on each backend\n"
+          "\n"
+          "nitrix COMMAND --help describes a command. Exit status: 0 done; 1 the library failed\n"
+          "at run time; 2 bad command line or input file.\n",
+          f);
 }
 
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "--help") == 0) {
-        puts("usage: nitrix <info|demo> [--help]");
-        return argc < 2 ? 2 : 0;
+    if (argc < 2) {
+        cli_error("missing command; expected info, run or demo (see nitrix --help)");
+        return CLI_EXIT_USAGE;
     }
-    if (strcmp(argv[1], "info") == 0 || strcmp(argv[1], "demo") == 0)
-        return cmd_info();
-    fprintf(stderr, "nitrix: unknown command '%s' (expected info or demo)\n", argv[1]);
-    return 2;
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        print_usage(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        printf("nitrix %s\n", nx_version());
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(cmd, "info") == 0)
+        return cli_cmd_info(argc - 1, argv + 1);
+    if (strcmp(cmd, "run") == 0)
+        return cli_cmd_run(argc - 1, argv + 1);
+    if (strcmp(cmd, "demo") == 0)
+        return cli_cmd_demo(argc - 1, argv + 1);
+    cli_error("unknown command '%s'; expected info, run or demo (see nitrix --help)", cmd);
+    return CLI_EXIT_USAGE;
 }
