@@ -1,0 +1,619 @@
+/* The CPU backend's JIT (see jit.h): LLVM C API + ORC LLJIT, object buffers all the way. */
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <llvm-c/Analysis.h>
+#include <llvm-c/Error.h>
+#include <llvm-c/ErrorHandling.h>
+#include <llvm-c/IRReader.h>
+#include <llvm-c/LLJIT.h>
+#include <llvm-c/Orc.h>
+#include <llvm-c/Target.h>
+#include <llvm-c/TargetMachine.h>
+#include <llvm-c/Transforms/PassBuilder.h>
+#include <llvm/Config/llvm-config.h>
+
+#include "codegen/x86/jit.h"
+
+/* Target machines are not safe to share between threads that optimise or emit at the same time
+ * (the subtarget cache is filled lazily), so each user takes one from a pool. */
+#define TM_POOL 8
+#define DIAG_LEN 512
+
+struct nx_x86_jit {
+    nx_ctx *ctx;
+    pthread_mutex_t lock; /* the LLJIT's symbol table, the pool, the kernel list, the stats */
+    LLVMOrcLLJITRef lljit;
+    LLVMTargetRef target;
+    nx_x86_target info; /* strings below are from the context allocator */
+    char *triple, *cpu, *features, *data_layout;
+    LLVMTargetMachineRef pool[TM_POOL];
+    int pool_len;
+    nx_x86_kernel *kernels; /* live kernels, freed with the JIT if the caller did not */
+    nx_x86_jit_stats stats;
+};
+
+struct nx_x86_module {
+    nx_x86_jit *jit;
+    LLVMContextRef llctx;
+    LLVMModuleRef mod;
+    bool diag_error;     /* LLVM reported an error diagnostic in this context */
+    char diag[DIAG_LEN]; /* its text */
+};
+
+struct nx_x86_kernel {
+    nx_x86_jit *jit;
+    LLVMOrcResourceTrackerRef rt;
+    nx_x86_kernel *prev, *next;
+};
+
+/* ---------------------------------------------------------------------------------------------
+ * Process-wide LLVM set-up
+ * -------------------------------------------------------------------------------------------*/
+
+static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
+static bool llvm_native_ok;
+
+/* LLVM calls this, then exits: there is no way back into the library from here. Logging is all
+ * that can be done, so the reason is not lost. */
+static void fatal_handler(const char *reason)
+{
+    fprintf(stderr, "nitrix: error: LLVM fatal error (unrecoverable, LLVM ends the process): %s\n",
+            reason);
+}
+
+static void llvm_init(void)
+{
+    llvm_native_ok = !LLVMInitializeNativeTarget() && !LLVMInitializeNativeAsmPrinter() &&
+                     !LLVMInitializeNativeAsmParser();
+    LLVMInstallFatalErrorHandler(fatal_handler);
+}
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* Turns an LLVMErrorRef into a status with its message (consuming the error). */
+static nx_status llvm_error(nx_ctx *ctx, nx_status st, const char *what, LLVMErrorRef err)
+{
+    char *msg = LLVMGetErrorMessage(err);
+    nx_rt_error(ctx, st, "x86 jit: %s: %s", what, msg ? msg : "(no message)");
+    LLVMDisposeErrorMessage(msg);
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Target machines
+ * -------------------------------------------------------------------------------------------*/
+
+static LLVMTargetMachineRef tm_create(const nx_x86_jit *jit)
+{
+    return LLVMCreateTargetMachine(jit->target, jit->triple, jit->cpu, jit->features,
+                                   LLVMCodeGenLevelAggressive, LLVMRelocDefault,
+                                   LLVMCodeModelJITDefault);
+}
+
+static LLVMTargetMachineRef tm_take(nx_x86_jit *jit)
+{
+    LLVMTargetMachineRef tm = NULL;
+    pthread_mutex_lock(&jit->lock);
+    if (jit->pool_len > 0)
+        tm = jit->pool[--jit->pool_len];
+    pthread_mutex_unlock(&jit->lock);
+    return tm ? tm : tm_create(jit);
+}
+
+static void tm_give(nx_x86_jit *jit, LLVMTargetMachineRef tm)
+{
+    pthread_mutex_lock(&jit->lock);
+    if (jit->pool_len < TM_POOL) {
+        jit->pool[jit->pool_len++] = tm;
+        tm = NULL;
+    }
+    pthread_mutex_unlock(&jit->lock);
+    if (tm)
+        LLVMDisposeTargetMachine(tm);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * The JIT
+ * -------------------------------------------------------------------------------------------*/
+
+static void str_free(nx_ctx *ctx, char *s)
+{
+    if (s)
+        nx_rt_free(ctx, s, strlen(s) + 1);
+}
+
+/* A context-allocated copy of an LLVM message, which is disposed in every case. */
+static char *take_message(nx_ctx *ctx, char *msg)
+{
+    char *copy = msg ? nx_rt_strdup(ctx, msg) : NULL;
+    LLVMDisposeMessage(msg);
+    return copy;
+}
+
+static int vector_bits_of(const char *features)
+{
+    if (strstr(features, "+avx512f"))
+        return 512;
+    if (strstr(features, "+avx,") || strstr(features, "+avx2"))
+        return 256;
+    return 128;
+}
+
+static void jit_destroy(nx_ctx *ctx, void *obj)
+{
+    nx_x86_jit *jit = obj;
+    while (jit->kernels) {
+        nx_x86_kernel *k = jit->kernels;
+        jit->kernels = k->next;
+        LLVMOrcReleaseResourceTracker(k->rt);
+        nx_rt_free(ctx, k, sizeof *k);
+    }
+    if (jit->lljit) {
+        LLVMErrorRef err = LLVMOrcDisposeLLJIT(jit->lljit);
+        if (err) {
+            char *msg = LLVMGetErrorMessage(err);
+            nx_ctx_log(ctx, NX_LOG_WARN, "x86 jit: disposing the LLJIT: %s", msg);
+            LLVMDisposeErrorMessage(msg);
+        }
+    }
+    for (int i = 0; i < jit->pool_len; i++)
+        LLVMDisposeTargetMachine(jit->pool[i]);
+    str_free(ctx, jit->triple);
+    str_free(ctx, jit->cpu);
+    str_free(ctx, jit->features);
+    str_free(ctx, jit->data_layout);
+    pthread_mutex_destroy(&jit->lock);
+    nx_rt_free(ctx, jit, sizeof *jit);
+}
+
+static void session_error(void *user, LLVMErrorRef err)
+{
+    char *msg = LLVMGetErrorMessage(err);
+    nx_ctx_log(user, NX_LOG_ERROR, "x86 jit: ORC session error: %s", msg);
+    LLVMDisposeErrorMessage(msg);
+}
+
+static nx_status host_describe(nx_x86_jit *jit)
+{
+    nx_ctx *ctx = jit->ctx;
+    char *err = NULL;
+    jit->triple = take_message(ctx, LLVMGetDefaultTargetTriple());
+    jit->cpu = take_message(ctx, LLVMGetHostCPUName());
+    jit->features = take_message(ctx, LLVMGetHostCPUFeatures());
+    if (!jit->triple || !jit->cpu || !jit->features)
+        return nx_rt_nomem(ctx, "x86 jit: host description", 256);
+    if (LLVMGetTargetFromTriple(jit->triple, &jit->target, &err)) {
+        nx_status st = nx_rt_error(ctx, NX_ERR_BACKEND, "x86 jit: LLVM has no target for '%s': %s",
+                                   jit->triple, err ? err : "");
+        LLVMDisposeMessage(err);
+        return st;
+    }
+    LLVMTargetMachineRef tm = tm_create(jit);
+    if (!tm)
+        return nx_rt_error(ctx, NX_ERR_BACKEND, "x86 jit: no target machine for %s/%s",
+                           jit->triple, jit->cpu);
+    LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
+    jit->data_layout = take_message(ctx, LLVMCopyStringRepOfTargetData(td));
+    LLVMDisposeTargetData(td);
+    jit->pool[jit->pool_len++] = tm;
+    if (!jit->data_layout)
+        return nx_rt_nomem(ctx, "x86 jit: data layout", 128);
+    jit->info = (nx_x86_target){jit->triple, jit->cpu, jit->features, jit->data_layout,
+                                LLVM_VERSION_STRING, vector_bits_of(jit->features)};
+    return NX_OK;
+}
+
+static nx_status lljit_create(nx_x86_jit *jit)
+{
+    LLVMErrorRef err = LLVMOrcCreateLLJIT(&jit->lljit, NULL);
+    if (err) {
+        jit->lljit = NULL;
+        return llvm_error(jit->ctx, NX_ERR_BACKEND, "creating the LLJIT", err);
+    }
+    LLVMOrcExecutionSessionSetErrorReporter(LLVMOrcLLJITGetExecutionSession(jit->lljit),
+                                            session_error, jit->ctx);
+    /* Optimised loops may call memset/memcpy: resolve them from the process. */
+    LLVMOrcDefinitionGeneratorRef gen = NULL;
+    err = LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+        &gen, LLVMOrcLLJITGetGlobalPrefix(jit->lljit), NULL, NULL);
+    if (err)
+        return llvm_error(jit->ctx, NX_ERR_BACKEND, "process symbol generator", err);
+    LLVMOrcJITDylibAddGenerator(LLVMOrcLLJITGetMainJITDylib(jit->lljit), gen);
+    return NX_OK;
+}
+
+static nx_status jit_create(nx_ctx *ctx, nx_x86_jit **out)
+{
+    pthread_once(&llvm_once, llvm_init);
+    if (!llvm_native_ok)
+        return nx_rt_error(ctx, NX_ERR_BACKEND,
+                           "x86 jit: LLVM's native target could not be initialised");
+    nx_x86_jit *jit = nx_rt_calloc(ctx, 1, sizeof *jit);
+    if (!jit)
+        return nx_rt_nomem(ctx, "x86 jit", sizeof *jit);
+    jit->ctx = ctx;
+    if (pthread_mutex_init(&jit->lock, NULL) != 0) {
+        nx_rt_free(ctx, jit, sizeof *jit);
+        return nx_rt_error(ctx, NX_ERR_BACKEND, "x86 jit: pthread_mutex_init failed");
+    }
+    nx_status st = host_describe(jit);
+    if (st == NX_OK)
+        st = lljit_create(jit);
+    if (st != NX_OK) {
+        jit_destroy(ctx, jit);
+        return st;
+    }
+    *out = jit;
+    return NX_OK;
+}
+
+nx_status nx_x86_jit_get(nx_ctx *ctx, nx_x86_jit **out)
+{
+    *out = nx_rt_ctx_get(ctx, NX_SLOT_JIT);
+    if (*out)
+        return NX_OK;
+    nx_x86_jit *jit = NULL;
+    nx_status st = jit_create(ctx, &jit);
+    if (st != NX_OK)
+        return st;
+    *out = nx_rt_ctx_install(ctx, NX_SLOT_JIT, jit, jit_destroy);
+    if (*out != jit)
+        jit_destroy(ctx, jit); /* another thread installed its JIT first */
+    return NX_OK;
+}
+
+const nx_x86_target *nx_x86_jit_target(const nx_x86_jit *jit)
+{
+    return &jit->info;
+}
+
+nx_ctx *nx_x86_jit_ctx(const nx_x86_jit *jit)
+{
+    return jit->ctx;
+}
+
+void nx_x86_jit_stats_get(nx_x86_jit *jit, nx_x86_jit_stats *out)
+{
+    pthread_mutex_lock(&jit->lock);
+    *out = jit->stats;
+    pthread_mutex_unlock(&jit->lock);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Modules
+ * -------------------------------------------------------------------------------------------*/
+
+/* Without a handler, LLVMContext prints an error diagnostic and calls exit(1). */
+static void diag_handler(LLVMDiagnosticInfoRef di, void *user)
+{
+    nx_x86_module *m = user;
+    if (LLVMGetDiagInfoSeverity(di) != LLVMDSError || m->diag_error)
+        return;
+    char *desc = LLVMGetDiagInfoDescription(di);
+    m->diag_error = true;
+    snprintf(m->diag, sizeof m->diag, "%s", desc ? desc : "(no description)");
+    LLVMDisposeMessage(desc);
+}
+
+static nx_status module_alloc(nx_x86_jit *jit, nx_x86_module **out)
+{
+    nx_x86_module *m = nx_rt_calloc(jit->ctx, 1, sizeof *m);
+    if (!m)
+        return nx_rt_nomem(jit->ctx, "x86 jit: module", sizeof *m);
+    m->jit = jit;
+    m->llctx = LLVMContextCreate();
+    LLVMContextSetDiagnosticHandler(m->llctx, diag_handler, m);
+    *out = m;
+    return NX_OK;
+}
+
+static void module_set_target(nx_x86_module *m)
+{
+    LLVMSetTarget(m->mod, m->jit->triple);
+    LLVMSetDataLayout(m->mod, m->jit->data_layout);
+}
+
+nx_status nx_x86_module_new(nx_x86_jit *jit, const char *name, nx_x86_module **out)
+{
+    nx_x86_module *m = NULL;
+    nx_status st = module_alloc(jit, &m);
+    if (st != NX_OK)
+        return st;
+    m->mod = LLVMModuleCreateWithNameInContext(name, m->llctx);
+    module_set_target(m);
+    *out = m;
+    return NX_OK;
+}
+
+nx_status nx_x86_module_parse(nx_x86_jit *jit, const char *name, const char *text, size_t len,
+                              nx_x86_module **out)
+{
+    nx_x86_module *m = NULL;
+    nx_status st = module_alloc(jit, &m);
+    if (st != NX_OK)
+        return st;
+    /* The copy is NUL-terminated, as the IR lexer requires; the parser takes ownership of it. */
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(text, len, name);
+    char *msg = NULL;
+    if (LLVMParseIRInContext(m->llctx, mb, &m->mod, &msg)) {
+        m->mod = NULL;
+        st = nx_rt_error(jit->ctx, NX_ERR_INTERNAL, "x86 jit: textual IR of '%s' does not parse: %s",
+                         name, msg ? msg : "(no message)");
+        LLVMDisposeMessage(msg);
+        nx_x86_module_free(m);
+        return st;
+    }
+    module_set_target(m);
+    st = nx_x86_module_verify(m);
+    if (st != NX_OK) {
+        nx_x86_module_free(m);
+        return st;
+    }
+    *out = m;
+    return NX_OK;
+}
+
+void nx_x86_module_free(nx_x86_module *m)
+{
+    if (!m)
+        return;
+    if (m->mod)
+        LLVMDisposeModule(m->mod);
+    LLVMContextDispose(m->llctx);
+    nx_rt_free(m->jit->ctx, m, sizeof *m);
+}
+
+LLVMModuleRef nx_x86_module_llvm(const nx_x86_module *m)
+{
+    return m->mod;
+}
+
+LLVMContextRef nx_x86_module_context(const nx_x86_module *m)
+{
+    return m->llctx;
+}
+
+static const char *module_name(const nx_x86_module *m)
+{
+    size_t len = 0;
+    const char *name = LLVMGetModuleIdentifier(m->mod, &len);
+    return name ? name : "?";
+}
+
+nx_status nx_x86_module_verify(nx_x86_module *m)
+{
+    char *msg = NULL;
+    bool broken = LLVMVerifyModule(m->mod, LLVMReturnStatusAction, &msg);
+    nx_status st = NX_OK;
+    if (broken)
+        st = nx_rt_error(m->jit->ctx, NX_ERR_INTERNAL,
+                         "x86 jit: module '%s' is not valid LLVM IR (rejected before LLVM sees "
+                         "it): %s",
+                         module_name(m), msg && *msg ? msg : "(no message)");
+    LLVMDisposeMessage(msg);
+    return st;
+}
+
+static nx_status diag_status(nx_x86_module *m, const char *stage)
+{
+    if (!m->diag_error)
+        return NX_OK;
+    return nx_rt_error(m->jit->ctx, NX_ERR_BACKEND, "x86 jit: LLVM error while %s '%s': %s",
+                       stage, module_name(m), m->diag);
+}
+
+static void add_time(nx_x86_jit *jit, double *field, double seconds)
+{
+    pthread_mutex_lock(&jit->lock);
+    *field += seconds;
+    pthread_mutex_unlock(&jit->lock);
+}
+
+nx_status nx_x86_module_optimize(nx_x86_module *m, nx_x86_opt opt)
+{
+    nx_status st = nx_x86_module_verify(m);
+    if (st != NX_OK || opt == NX_X86_OPT_NONE)
+        return st;
+    nx_x86_jit *jit = m->jit;
+    LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
+    /* Unrolling and interleaving triple the compile time for no measured speed (toolchain notes);
+     * the vectorisers stay on. */
+    LLVMPassBuilderOptionsSetLoopInterleaving(po, 0);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, 0);
+    LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
+    LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
+    LLVMTargetMachineRef tm = tm_take(jit);
+    if (!tm) {
+        LLVMDisposePassBuilderOptions(po);
+        return nx_rt_error(jit->ctx, NX_ERR_BACKEND, "x86 jit: no target machine");
+    }
+    double t0 = now_seconds();
+    LLVMErrorRef err = LLVMRunPasses(m->mod, "default<O3>", tm, po);
+    add_time(jit, &jit->stats.opt_seconds, now_seconds() - t0);
+    tm_give(jit, tm);
+    LLVMDisposePassBuilderOptions(po);
+    if (err)
+        return llvm_error(jit->ctx, NX_ERR_INTERNAL, "default<O3> failed", err);
+    st = diag_status(m, "optimising");
+    return st != NX_OK ? st : nx_x86_module_verify(m);
+}
+
+nx_status nx_x86_module_print(nx_x86_module *m, char **out)
+{
+    char *text = LLVMPrintModuleToString(m->mod);
+    *out = take_message(m->jit->ctx, text);
+    if (!*out)
+        return nx_rt_nomem(m->jit->ctx, "x86 jit: module text", 4096);
+    return NX_OK;
+}
+
+/* Verified module -> LLVM memory buffer holding a relocatable object. */
+static nx_status emit(nx_x86_module *m, LLVMMemoryBufferRef *out)
+{
+    nx_x86_jit *jit = m->jit;
+    nx_status st = nx_x86_module_verify(m);
+    if (st != NX_OK)
+        return st;
+    LLVMTargetMachineRef tm = tm_take(jit);
+    if (!tm)
+        return nx_rt_error(jit->ctx, NX_ERR_BACKEND, "x86 jit: no target machine");
+    char *msg = NULL;
+    double t0 = now_seconds();
+    bool failed = LLVMTargetMachineEmitToMemoryBuffer(tm, m->mod, LLVMObjectFile, &msg, out);
+    add_time(jit, &jit->stats.codegen_seconds, now_seconds() - t0);
+    tm_give(jit, tm);
+    if (failed) {
+        st = nx_rt_error(jit->ctx, NX_ERR_BACKEND, "x86 jit: code generation for '%s' failed: %s",
+                         module_name(m), msg ? msg : "(no message)");
+        LLVMDisposeMessage(msg);
+        return st;
+    }
+    st = diag_status(m, "generating code for");
+    if (st != NX_OK)
+        LLVMDisposeMemoryBuffer(*out);
+    return st;
+}
+
+static nx_status copy_buffer(nx_ctx *ctx, LLVMMemoryBufferRef mb, void **buf, size_t *len)
+{
+    size_t n = LLVMGetBufferSize(mb);
+    void *p = nx_rt_alloc(ctx, n);
+    if (!p)
+        return nx_rt_nomem(ctx, "x86 jit: object buffer", n);
+    memcpy(p, LLVMGetBufferStart(mb), n);
+    *buf = p;
+    *len = n;
+    return NX_OK;
+}
+
+nx_status nx_x86_module_emit_object(nx_x86_module *m, void **buf, size_t *len)
+{
+    LLVMMemoryBufferRef mb = NULL;
+    nx_status st = emit(m, &mb);
+    if (st != NX_OK)
+        return st;
+    st = copy_buffer(m->jit->ctx, mb, buf, len);
+    LLVMDisposeMemoryBuffer(mb);
+    return st;
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * Kernels
+ * -------------------------------------------------------------------------------------------*/
+
+/* Links mb (consumed) as the kernel k (allocated by the caller, freed here on failure). */
+static nx_status kernel_add(nx_x86_jit *jit, nx_x86_kernel *k, LLVMMemoryBufferRef mb)
+{
+    pthread_mutex_lock(&jit->lock);
+    LLVMOrcJITDylibRef jd = LLVMOrcLLJITGetMainJITDylib(jit->lljit);
+    k->jit = jit;
+    k->rt = LLVMOrcJITDylibCreateResourceTracker(jd);
+    LLVMErrorRef err = LLVMOrcLLJITAddObjectFileWithRT(jit->lljit, k->rt, mb);
+    if (err) {
+        LLVMErrorRef rm = LLVMOrcResourceTrackerRemove(k->rt);
+        if (rm)
+            LLVMConsumeError(rm);
+        LLVMOrcReleaseResourceTracker(k->rt);
+        pthread_mutex_unlock(&jit->lock);
+        nx_rt_free(jit->ctx, k, sizeof *k);
+        return llvm_error(jit->ctx, NX_ERR_BACKEND, "linking a kernel object", err);
+    }
+    k->next = jit->kernels;
+    if (jit->kernels)
+        jit->kernels->prev = k;
+    jit->kernels = k;
+    jit->stats.kernels_live++;
+    jit->stats.kernels_total++;
+    pthread_mutex_unlock(&jit->lock);
+    return NX_OK;
+}
+
+nx_status nx_x86_module_compile(nx_x86_module *m, nx_x86_kernel **out, void **buf, size_t *len)
+{
+    nx_x86_jit *jit = m->jit;
+    nx_x86_kernel *k = nx_rt_calloc(jit->ctx, 1, sizeof *k);
+    if (!k) {
+        nx_x86_module_free(m);
+        return nx_rt_nomem(jit->ctx, "x86 jit: kernel", sizeof *k);
+    }
+    LLVMMemoryBufferRef mb = NULL;
+    nx_status st = emit(m, &mb);
+    nx_x86_module_free(m);
+    if (st == NX_OK && buf)
+        st = copy_buffer(jit->ctx, mb, buf, len);
+    if (st != NX_OK) {
+        if (mb)
+            LLVMDisposeMemoryBuffer(mb);
+        nx_rt_free(jit->ctx, k, sizeof *k);
+        return st;
+    }
+    st = kernel_add(jit, k, mb);
+    if (st != NX_OK && buf) {
+        nx_rt_free(jit->ctx, *buf, *len);
+        *buf = NULL;
+        *len = 0;
+    }
+    if (st == NX_OK)
+        *out = k;
+    return st;
+}
+
+nx_status nx_x86_kernel_load(nx_x86_jit *jit, const void *buf, size_t len, nx_x86_kernel **out)
+{
+    nx_x86_kernel *k = nx_rt_calloc(jit->ctx, 1, sizeof *k);
+    if (!k)
+        return nx_rt_nomem(jit->ctx, "x86 jit: kernel", sizeof *k);
+    LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(buf, len, "nx-object");
+    nx_status st = kernel_add(jit, k, mb);
+    if (st == NX_OK)
+        *out = k;
+    return st;
+}
+
+nx_status nx_x86_kernel_lookup(nx_x86_kernel *k, const char *symbol, void **addr)
+{
+    nx_x86_jit *jit = k->jit;
+    LLVMOrcExecutorAddress a = 0;
+    pthread_mutex_lock(&jit->lock);
+    LLVMErrorRef err = LLVMOrcLLJITLookup(jit->lljit, &a, symbol);
+    pthread_mutex_unlock(&jit->lock);
+    if (err) {
+        char what[160];
+        snprintf(what, sizeof what, "looking up '%s'", symbol);
+        return llvm_error(jit->ctx, NX_ERR_BACKEND, what, err);
+    }
+    *addr = (void *)(uintptr_t)a;
+    return NX_OK;
+}
+
+void nx_x86_kernel_free(nx_x86_kernel *k)
+{
+    if (!k)
+        return;
+    nx_x86_jit *jit = k->jit;
+    pthread_mutex_lock(&jit->lock);
+    LLVMErrorRef err = LLVMOrcResourceTrackerRemove(k->rt);
+    LLVMOrcReleaseResourceTracker(k->rt);
+    if (k->prev)
+        k->prev->next = k->next;
+    else
+        jit->kernels = k->next;
+    if (k->next)
+        k->next->prev = k->prev;
+    jit->stats.kernels_live--;
+    pthread_mutex_unlock(&jit->lock);
+    if (err) {
+        char *msg = LLVMGetErrorMessage(err);
+        nx_ctx_log(jit->ctx, NX_LOG_WARN, "x86 jit: removing a kernel: %s", msg);
+        LLVMDisposeErrorMessage(msg);
+    }
+    nx_rt_free(jit->ctx, k, sizeof *k);
+}

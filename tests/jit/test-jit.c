@@ -1,0 +1,517 @@
+/* The x86 JIT layer: builder and textual IR kernels against C loops, vector code in the optimised
+ * IR, object round trip between contexts, invalid IR and bad objects rejected with messages,
+ * kernel release, threads, allocation failures. */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "jit-kernels.h"
+#include "testutil.h"
+
+#define N_ELEM 1037 /* not a multiple of any vector width: the remainder loop runs too */
+
+static void fill(float *x, int64_t n, unsigned seed)
+{
+    srand(seed);
+    for (int64_t i = 0; i < n; i++)
+        x[i] = (float)(rand() % 20001 - 10000) / 128.0f;
+}
+
+static nx_x86_jit *jit_of(nx_ctx *ctx)
+{
+    nx_x86_jit *jit = NULL;
+    nx_status st = nx_x86_jit_get(ctx, &jit);
+    if (st != NX_OK)
+        fail_msg("nx_x86_jit_get: %s", nx_ctx_last_error(ctx));
+    return jit;
+}
+
+static void check_ok(nx_ctx *ctx, nx_status st, const char *what)
+{
+    if (st != NX_OK)
+        fail_msg("%s: %s: %s", what, nx_status_str(st), nx_ctx_last_error(ctx));
+}
+
+/* Compiles the builder max-plus kernel named name at opt and returns the kernel and function. */
+static nx_x86_kernel *compile_maxplus(nx_ctx *ctx, const char *name, nx_x86_opt opt,
+                                      maxplus_fn *fn)
+{
+    nx_x86_jit *jit = jit_of(ctx);
+    nx_x86_module *m = NULL;
+    check_ok(ctx, nx_x86_module_new(jit, name, &m), "module_new");
+    jk_build_maxplus(m, name);
+    check_ok(ctx, nx_x86_module_optimize(m, opt), "optimize");
+    nx_x86_kernel *k = NULL;
+    check_ok(ctx, nx_x86_module_compile(m, &k, NULL, NULL), "compile");
+    void *addr = NULL;
+    check_ok(ctx, nx_x86_kernel_lookup(k, name, &addr), "lookup");
+    *fn = (maxplus_fn)addr;
+    return k;
+}
+
+static void check_maxplus(maxplus_fn fn, unsigned seed)
+{
+    float *a = malloc(N_ELEM * sizeof *a), *b = malloc(N_ELEM * sizeof *b);
+    float *out = malloc(N_ELEM * sizeof *out), *ref = malloc(N_ELEM * sizeof *ref);
+    fill(a, N_ELEM, seed);
+    fill(b, N_ELEM, seed + 1);
+    fill(out, N_ELEM, seed + 2);
+    memcpy(ref, out, N_ELEM * sizeof *ref);
+    fn(out, a, b, N_ELEM);
+    jk_ref_maxplus(ref, a, b, N_ELEM);
+    /* one rounding per element in both: the results are identical bits */
+    assert_memory_equal(out, ref, N_ELEM * sizeof *out);
+    fn(out, a, b, 0); /* n = 0 touches nothing */
+    assert_memory_equal(out, ref, N_ELEM * sizeof *out);
+    free(a);
+    free(b);
+    free(out);
+    free(ref);
+}
+
+static void test_target(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    const nx_x86_target *t = nx_x86_jit_target(jit_of(ctx));
+    assert_true(strlen(t->cpu) > 0);
+    assert_non_null(strstr(t->triple, "x86_64"));
+    assert_non_null(strstr(t->features, "+sse2"));
+    assert_true(strlen(t->data_layout) > 0);
+    assert_true(t->llvm_version[0] >= '1');
+    bool avx512 = __builtin_cpu_supports("avx512f"), avx2 = __builtin_cpu_supports("avx2");
+    assert_int_equal(t->vector_bits, avx512 ? 512 : avx2 ? 256 : 128);
+    /* the same JIT on the second call */
+    assert_ptr_equal(jit_of(ctx), jit_of(ctx));
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+static void test_builder_kernel(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
+    maxplus_fn fn = NULL;
+    nx_x86_kernel *k0 = compile_maxplus(ctx, "mp_none", NX_X86_OPT_NONE, &fn);
+    check_maxplus(fn, 1);
+    nx_x86_kernel *k3 = compile_maxplus(ctx, "mp_o3", NX_X86_OPT_O3, &fn);
+    check_maxplus(fn, 7);
+    nx_x86_kernel_free(k0);
+    nx_x86_kernel_free(k3);
+    nx_ctx_free(ctx);
+}
+
+/* The optimised module of the elementwise kernel holds vector operations of the host's width. */
+static void test_vectorised(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
+    nx_x86_jit *jit = jit_of(ctx);
+    const char *want = NULL;
+    if (__builtin_cpu_supports("avx512f"))
+        want = "<16 x float>";
+    else if (__builtin_cpu_supports("avx2"))
+        want = "<8 x float>";
+    if (!want) {
+        nx_ctx_free(ctx);
+        skip();
+    }
+    nx_x86_module *m = NULL;
+    check_ok(ctx, nx_x86_module_new(jit, "vec", &m), "module_new");
+    jk_build_maxplus(m, "vec");
+    char *text = NULL;
+    check_ok(ctx, nx_x86_module_print(m, &text), "print");
+    assert_null(strstr(text, " x float>")); /* scalar before the passes */
+    nx_rt_free(ctx, text, strlen(text) + 1);
+    check_ok(ctx, nx_x86_module_optimize(m, NX_X86_OPT_O3), "optimize");
+    check_ok(ctx, nx_x86_module_print(m, &text), "print");
+    if (!strstr(text, want) || !strstr(text, "fadd <"))
+        fail_msg("optimised IR has no %s fadd:\n%s", want, text);
+    nx_rt_free(ctx, text, strlen(text) + 1);
+    nx_x86_module_free(m);
+
+    /* the textual reduction vectorises too, thanks to `fadd reassoc` */
+    char ir[2048];
+    jk_text_sum(ir, sizeof ir, "vsum");
+    check_ok(ctx, nx_x86_module_parse(jit, "vsum", ir, strlen(ir), &m), "parse");
+    check_ok(ctx, nx_x86_module_optimize(m, NX_X86_OPT_O3), "optimize");
+    check_ok(ctx, nx_x86_module_print(m, &text), "print");
+    if (!strstr(text, want))
+        fail_msg("optimised reduction has no %s:\n%s", want, text);
+    nx_rt_free(ctx, text, strlen(text) + 1);
+    nx_x86_module_free(m);
+    nx_ctx_free(ctx);
+}
+
+static void test_text_kernels(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
+    nx_x86_jit *jit = jit_of(ctx);
+    char ir[4096];
+    jk_text_maxplus(ir, sizeof ir, "tmp");
+    size_t len = strlen(ir);
+    jk_text_sum(ir + len, sizeof ir - len, "tsum");
+    nx_x86_module *m = NULL;
+    check_ok(ctx, nx_x86_module_parse(jit, "text", ir, strlen(ir), &m), "parse");
+    check_ok(ctx, nx_x86_module_optimize(m, NX_X86_OPT_O3), "optimize");
+    nx_x86_kernel *k = NULL;
+    check_ok(ctx, nx_x86_module_compile(m, &k, NULL, NULL), "compile");
+    void *p = NULL;
+    check_ok(ctx, nx_x86_kernel_lookup(k, "tmp", &p), "lookup tmp");
+    check_maxplus((maxplus_fn)p, 11);
+    check_ok(ctx, nx_x86_kernel_lookup(k, "tsum", &p), "lookup tsum");
+    sum_fn sum = (sum_fn)p;
+
+    enum { N = 100003 };
+    float *a = malloc(N * sizeof *a);
+    fill(a, N, 5);
+    double exact = 0, mag = 0;
+    for (int i = 0; i < N; i++) {
+        exact += a[i];
+        mag += fabs(a[i]);
+    }
+    /* any summation order: |error| <= (n-1) u sum|a| (Higham, 4.3), u = 2^-24; the double
+     * reference is exact to 1e-16 relative here */
+    float got = sum(a, N);
+    double bound = (N - 1) * 0x1p-24 * mag;
+    if (fabs(got - exact) > bound)
+        fail_msg("sum %.9g, exact %.17g, bound %.3g", got, exact, bound);
+    assert_true(sum(a, 0) == 0.0f);
+    float one = 1.5f;
+    assert_true(sum(&one, 1) == 1.5f);
+    /* integers summed in any order are exact while partial sums stay below 2^24 */
+    for (int i = 0; i < 4099; i++)
+        a[i] = (float)(i % 7);
+    double isum = 0;
+    for (int i = 0; i < 4099; i++)
+        isum += a[i];
+    assert_true(sum(a, 4099) == (float)isum);
+    free(a);
+    nx_x86_kernel_free(k);
+    nx_ctx_free(ctx);
+}
+
+/* Compile once, store the bytes, load them in another context (as the disk cache does). */
+static void test_object_round_trip(void **state)
+{
+    (void)state;
+    nx_ctx *c1 = NULL, *c2 = NULL;
+    assert_int_equal(nx_ctx_new(NULL, &c1), NX_OK);
+    assert_int_equal(nx_ctx_new(NULL, &c2), NX_OK);
+    nx_x86_module *m = NULL;
+    check_ok(c1, nx_x86_module_new(jit_of(c1), "obj", &m), "module_new");
+    jk_build_maxplus(m, "obj_mp");
+    check_ok(c1, nx_x86_module_optimize(m, NX_X86_OPT_O3), "optimize");
+    void *obj = NULL;
+    size_t len = 0;
+    check_ok(c1, nx_x86_module_emit_object(m, &obj, &len), "emit");
+    assert_true(len > 64);
+    assert_memory_equal(obj, "\177ELF", 4);
+    nx_x86_module_free(m);
+    /* compiling is deterministic: a second build of the kernel gives the same bytes */
+    check_ok(c1, nx_x86_module_new(jit_of(c1), "obj", &m), "module_new");
+    jk_build_maxplus(m, "obj_mp");
+    check_ok(c1, nx_x86_module_optimize(m, NX_X86_OPT_O3), "optimize");
+    nx_x86_kernel *k1 = NULL;
+    void *obj1 = NULL;
+    size_t len1 = 0;
+    check_ok(c1, nx_x86_module_compile(m, &k1, &obj1, &len1), "compile");
+    assert_int_equal(len1, len);
+    assert_memory_equal(obj1, obj, len);
+    nx_rt_free(c1, obj1, len1);
+
+    void *copy = malloc(len);
+    memcpy(copy, obj, len);
+    nx_rt_free(c1, obj, len);
+    nx_x86_kernel_free(k1);
+    nx_ctx_free(c1);
+
+    nx_x86_kernel *k2 = NULL;
+    check_ok(c2, nx_x86_kernel_load(jit_of(c2), copy, len, &k2), "load");
+    memset(copy, 0, len); /* the JIT holds its own copy */
+    free(copy);
+    void *p = NULL;
+    check_ok(c2, nx_x86_kernel_lookup(k2, "obj_mp", &p), "lookup");
+    check_maxplus((maxplus_fn)p, 21);
+    nx_x86_kernel_free(k2);
+    nx_ctx_free(c2);
+}
+
+static void expect_error(nx_ctx *ctx, nx_status st, nx_status want, const char *needle)
+{
+    assert_int_equal(st, want);
+    const char *msg = nx_ctx_last_error(ctx);
+    if (!strstr(msg, needle))
+        fail_msg("error message '%s' lacks '%s'", msg, needle);
+}
+
+static void test_invalid_ir(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    nx_x86_jit *jit = jit_of(ctx);
+
+    /* builder: a block without a terminator, and a use that its definition does not dominate */
+    nx_x86_module *m = NULL;
+    check_ok(ctx, nx_x86_module_new(jit, "bad", &m), "module_new");
+    LLVMContextRef c = nx_x86_module_context(m);
+    LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
+    LLVMValueRef fn = LLVMAddFunction(nx_x86_module_llvm(m), "bad", LLVMFunctionType(i32, &i32, 1, 0));
+    LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(c, fn, "entry");
+    LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
+    LLVMPositionBuilderAtEnd(b, bb);
+    LLVMBuildAdd(b, LLVMGetParam(fn, 0), LLVMConstInt(i32, 1, 0), "x");
+    expect_error(ctx, nx_x86_module_optimize(m, NX_X86_OPT_O3), NX_ERR_INTERNAL, "terminator");
+    expect_error(ctx, nx_x86_module_emit_object(m, &(void *){NULL}, &(size_t){0}),
+                 NX_ERR_INTERNAL, "not valid LLVM IR");
+    nx_x86_kernel *k = NULL;
+    expect_error(ctx, nx_x86_module_compile(m, &k, NULL, NULL), NX_ERR_INTERNAL, "terminator");
+    assert_null(k);
+    LLVMDisposeBuilder(b);
+
+    /* text: a syntax error, a type error, and IR that parses but does not verify */
+    const char *syntax = "define i32 @f(i32 %a) {\n  %x = addd i32 %a, 1\n  ret i32 %x\n}\n";
+    expect_error(ctx, nx_x86_module_parse(jit, "syntax", syntax, strlen(syntax), &m),
+                 NX_ERR_INTERNAL, "addd");
+    const char *type = "define i32 @f(float %a) {\n  %x = add i32 %a, 1\n  ret i32 %x\n}\n";
+    expect_error(ctx, nx_x86_module_parse(jit, "type", type, strlen(type), &m), NX_ERR_INTERNAL,
+                 "does not parse");
+    const char *dom = "define i32 @f(i32 %a) {\nentry:\n  br label %b2\nb1:\n"
+                      "  %x = add i32 %a, 1\n  br label %b2\nb2:\n  ret i32 %x\n}\n";
+    expect_error(ctx, nx_x86_module_parse(jit, "dom", dom, strlen(dom), &m), NX_ERR_INTERNAL,
+                 "dominate");
+    /* LLVM 14 has no opaque pointers: the notes' pitfall 3, reported, not fatal */
+    const char *ptr = "define void @f(ptr %p) {\n  ret void\n}\n";
+    nx_status st = nx_x86_module_parse(jit, "ptr", ptr, strlen(ptr), &m);
+    if (st == NX_OK)
+        nx_x86_module_free(m);
+    else
+        assert_int_equal(st, NX_ERR_INTERNAL);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+static void test_bad_object_and_symbols(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
+    nx_x86_jit *jit = jit_of(ctx);
+    char junk[256];
+    for (size_t i = 0; i < sizeof junk; i++)
+        junk[i] = (char)(i * 37 + 11);
+    nx_x86_kernel *k = NULL;
+    assert_int_equal(nx_x86_kernel_load(jit, junk, sizeof junk, &k), NX_ERR_BACKEND);
+    assert_true(strlen(nx_ctx_last_error(ctx)) > 20);
+
+    maxplus_fn fn = NULL;
+    nx_x86_kernel *k1 = compile_maxplus(ctx, "dup", NX_X86_OPT_O3, &fn);
+    void *p = NULL;
+    expect_error(ctx, nx_x86_kernel_lookup(k1, "no_such_symbol", &p), NX_ERR_BACKEND,
+                 "no_such_symbol");
+    /* a second definition of a live name is refused; once the first is freed it is accepted */
+    nx_x86_module *m = NULL;
+    check_ok(ctx, nx_x86_module_new(jit, "dup2", &m), "module_new");
+    jk_build_maxplus(m, "dup");
+    nx_x86_kernel *k2 = NULL;
+    expect_error(ctx, nx_x86_module_compile(m, &k2, NULL, NULL), NX_ERR_BACKEND, "dup");
+    nx_x86_kernel_free(k1);
+    nx_x86_kernel *k3 = compile_maxplus(ctx, "dup", NX_X86_OPT_O3, &fn);
+    check_maxplus(fn, 3);
+    nx_x86_kernel_free(k3);
+    nx_x86_kernel_free(NULL);
+    nx_ctx_free(ctx);
+}
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, rss = 0;
+    if (!f)
+        return -1;
+    if (fscanf(f, "%ld %ld", &pages, &rss) != 2)
+        rss = -1;
+    fclose(f);
+    return rss < 0 ? -1 : rss * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* Compiling and freeing the same kernel many times keeps memory bounded: freed code and data go. */
+static void test_release_cycles(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    nx_x86_jit *jit = jit_of(ctx);
+    long before = 0;
+    enum { WARM = 40, CYCLES = 240 };
+    for (int i = 0; i < CYCLES; i++) {
+        if (i == WARM)
+            before = rss_kib();
+        maxplus_fn fn = NULL;
+        nx_x86_kernel *k = compile_maxplus(ctx, "cycle", NX_X86_OPT_NONE, &fn);
+        if (i % 50 == 0)
+            check_maxplus(fn, (unsigned)i);
+        nx_x86_kernel_free(k);
+    }
+    long after = rss_kib();
+    nx_x86_jit_stats s;
+    nx_x86_jit_stats_get(jit, &s);
+    assert_int_equal(s.kernels_live, 0);
+    assert_int_equal(s.kernels_total, CYCLES);
+    /* a leak of the code (>= one 4 KiB page per kernel) would grow RSS by >= 800 KiB over 200
+     * cycles; allocator noise stays well under that */
+    print_message("release cycles: RSS %ld KiB after %d kernels, %ld KiB after %d (+%ld)\n",
+                  before, WARM, after, CYCLES, after - before);
+    if (before > 0 && after > 0)
+        assert_true(after - before < 600);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+typedef struct {
+    nx_ctx *ctx;
+    int id;
+    int ok;
+} thread_arg;
+
+static void *thread_body(void *p)
+{
+    thread_arg *t = p;
+    for (int round = 0; round < 6; round++) {
+        char name[32];
+        snprintf(name, sizeof name, "t%d_r%d", t->id, round);
+        nx_x86_jit *jit = NULL;
+        nx_x86_module *m = NULL;
+        nx_x86_kernel *k = NULL;
+        void *fn = NULL;
+        if (nx_x86_jit_get(t->ctx, &jit) != NX_OK || nx_x86_module_new(jit, name, &m) != NX_OK)
+            return NULL;
+        jk_build_maxplus(m, name);
+        if (nx_x86_module_optimize(m, NX_X86_OPT_O3) != NX_OK ||
+            nx_x86_module_compile(m, &k, NULL, NULL) != NX_OK ||
+            nx_x86_kernel_lookup(k, name, &fn) != NX_OK)
+            return NULL;
+        float out[100], ref[100], a[100], b[100];
+        fill(a, 100, (unsigned)round);
+        fill(b, 100, (unsigned)t->id);
+        fill(out, 100, 99);
+        memcpy(ref, out, sizeof out);
+        ((maxplus_fn)fn)(out, a, b, 100);
+        jk_ref_maxplus(ref, a, b, 100);
+        nx_x86_kernel_free(k);
+        if (memcmp(out, ref, sizeof out) != 0)
+            return NULL;
+    }
+    t->ok = 1;
+    return NULL;
+}
+
+/* Several threads of one context create the JIT, compile, run and free kernels at once. */
+static void test_threads(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
+    enum { T = 4 };
+    pthread_t th[T];
+    thread_arg args[T];
+    for (int i = 0; i < T; i++) {
+        args[i] = (thread_arg){ctx, i, 0};
+        assert_int_equal(pthread_create(&th[i], NULL, thread_body, &args[i]), 0);
+    }
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        if (!args[i].ok)
+            fail_msg("thread %d failed: %s", i, nx_ctx_last_error(ctx));
+    }
+    nx_ctx_free(ctx);
+}
+
+/* Every allocation from the context allocator may fail: NX_ERR_NOMEM, nothing leaked. */
+static nx_status sweep_body(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    nx_x86_jit *jit = NULL;
+    nx_status st = nx_x86_jit_get(ctx, &jit);
+    if (st != NX_OK)
+        return st;
+    nx_x86_module *m = NULL;
+    if ((st = nx_x86_module_new(jit, "sweep", &m)) != NX_OK)
+        return st;
+    jk_build_maxplus(m, "sweep");
+    void *obj = NULL;
+    size_t len = 0;
+    if ((st = nx_x86_module_optimize(m, NX_X86_OPT_O3)) != NX_OK ||
+        (st = nx_x86_module_emit_object(m, &obj, &len)) != NX_OK) {
+        nx_x86_module_free(m);
+        return st;
+    }
+    char *text = NULL;
+    if ((st = nx_x86_module_print(m, &text)) != NX_OK) {
+        nx_rt_free(ctx, obj, len);
+        nx_x86_module_free(m);
+        return st;
+    }
+    nx_rt_free(ctx, text, strlen(text) + 1);
+    nx_x86_kernel *k = NULL;
+    void *obj2 = NULL;
+    size_t len2 = 0;
+    st = nx_x86_module_compile(m, &k, &obj2, &len2);
+    if (st != NX_OK) {
+        nx_rt_free(ctx, obj, len);
+        return st;
+    }
+    nx_rt_free(ctx, obj2, len2);
+    nx_x86_kernel_free(k);
+    st = nx_x86_kernel_load(jit, obj, len, &k);
+    nx_rt_free(ctx, obj, len);
+    if (st != NX_OK)
+        return st;
+    void *fn = NULL;
+    st = nx_x86_kernel_lookup(k, "sweep", &fn);
+    if (st == NX_OK) {
+        float out[3] = {1, 5, -2}, a[3] = {1, 2, 3}, b[3] = {1, 1, 1};
+        ((maxplus_fn)fn)(out, a, b, 3);
+        if (out[0] != 2 || out[1] != 5 || out[2] != 4)
+            st = NX_ERR_INTERNAL;
+    }
+    nx_x86_kernel_free(k);
+    char ir[2048];
+    jk_text_sum(ir, sizeof ir, "sweep_sum");
+    if (st == NX_OK && (st = nx_x86_module_parse(jit, "s", ir, strlen(ir), &m)) == NX_OK)
+        nx_x86_module_free(m);
+    return st;
+}
+
+static void test_alloc_sweep(void **state)
+{
+    (void)state;
+    int64_t n = nx_test_alloc_sweep(sweep_body, NULL, 200);
+    assert_true(n > 5);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_target),
+        cmocka_unit_test(test_builder_kernel),
+        cmocka_unit_test(test_vectorised),
+        cmocka_unit_test(test_text_kernels),
+        cmocka_unit_test(test_object_round_trip),
+        cmocka_unit_test(test_invalid_ir),
+        cmocka_unit_test(test_bad_object_and_symbols),
+        cmocka_unit_test(test_release_cycles),
+        cmocka_unit_test(test_threads),
+        cmocka_unit_test(test_alloc_sweep),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
