@@ -1,0 +1,251 @@
+#!/bin/sh
+# Drives the built `nitrix` executable and checks exit codes and outputs. POSIX sh, no Python.
+#
+#   cli-test.sh info   NITRIX VERSION
+#   cli-test.sh run    NITRIX DATA_DIR
+#   cli-test.sh errors NITRIX DATA_DIR
+#   cli-test.sh demo   NITRIX
+#
+# Expected .npy outputs in DATA_DIR were written by NumPy (tools/cli/gen-cli-fixtures.py); the
+# CLI's output must equal them byte for byte, header included.
+set -u
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok: $1"; }
+bad() { fail=$((fail + 1)); echo "FAIL: $1"; }
+
+mode=$1
+exe=$2
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/nitrix-cli-test.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# run CMD...: runs it, stdout in $tmp/out, stderr in $tmp/err, exit code in $rc.
+run() {
+    "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+}
+
+# expect_rc WANT DESC CMD...
+expect_rc() {
+    want=$1
+    desc=$2
+    shift 2
+    run "$@"
+    if [ "$rc" -eq "$want" ]; then
+        ok "$desc (exit $rc)"
+    else
+        bad "$desc: exit $rc, expected $want; stderr: $(head -c 300 "$tmp/err")"
+    fi
+}
+
+# expect_error WANT DESC CMD...: exit WANT, nothing on stdout, one line on stderr: "nitrix: ...".
+expect_error() {
+    want=$1
+    desc=$2
+    shift 2
+    run "$@"
+    lines=$(wc -l <"$tmp/err")
+    if [ "$rc" -ne "$want" ]; then
+        bad "$desc: exit $rc, expected $want; stderr: $(head -c 300 "$tmp/err")"
+    elif [ "$lines" -ne 1 ] || ! grep -q '^nitrix: ' "$tmp/err"; then
+        bad "$desc: expected one line 'nitrix: ...' on stderr, got $lines: $(head -c 300 "$tmp/err")"
+    elif [ -s "$tmp/out" ]; then
+        bad "$desc: expected nothing on stdout, got: $(head -c 200 "$tmp/out")"
+    else
+        ok "$desc (exit $rc: $(cat "$tmp/err"))"
+    fi
+}
+
+# expect_out DESC PATTERN: the last command's stdout has a line matching the basic regex.
+expect_out() {
+    if grep -q -- "$2" "$tmp/out"; then
+        ok "$1"
+    else
+        bad "$1: no line matching '$2' in: $(head -c 600 "$tmp/out")"
+    fi
+}
+
+# same DESC GOT WANT: byte-identical files.
+same() {
+    if [ -f "$2" ] && cmp -s "$2" "$3"; then
+        ok "$1"
+    else
+        bad "$1: $2 differs from $3 ($(cmp "$2" "$3" 2>&1 | head -c 200))"
+    fi
+}
+
+# ---------------------------------------------------------------------------------------------
+test_info() {
+    version=$1
+    cache="$tmp/cache"
+    mkdir -p "$cache/sub/deeper"
+    # 1000 bytes in three files at three depths; a symlink that must not be followed or counted.
+    head -c 100 /dev/zero >"$cache/a"
+    head -c 200 /dev/zero >"$cache/sub/b"
+    head -c 700 /dev/zero >"$cache/sub/deeper/c"
+    ln -s /dev/zero "$cache/link" 2>/dev/null || true
+    run env NITRIX_CACHE_DIR="$cache" "$exe" info
+    [ "$rc" -eq 0 ] && ok "info exits 0" || bad "info: exit $rc: $(cat "$tmp/err")"
+    expect_out "info prints the version" "^nitrix  *$version\$"
+    expect_out "info prints the cache dir and its size" "^cache  *$cache (1000 B)\$"
+    expect_out "info prints the CPU" "^cpu  *.*[1-9][0-9]* logical CPUs\$"
+    expect_out "info prints the LLVM version" "^llvm  *[0-9][0-9]*\.[0-9]"
+    expect_out "info lists the backends" "^backends  *ref"
+    expect_out "info prints the CUDA status" "^cuda  *."
+    expect_out "info prints the settings" "^settings  *backend=auto "
+    run env NITRIX_CACHE_DIR="$tmp/missing" NITRIX_BACKEND=ref "$exe" info
+    expect_out "info: a cache dir that does not exist" "^cache  *$tmp/missing (not created yet)\$"
+    expect_out "info shows NITRIX_BACKEND" "^settings  *backend=ref "
+    expect_rc 0 "info --help" "$exe" info --help
+    expect_out "info --help prints usage" "^usage: nitrix info"
+    expect_error 2 "info --divergent is not an option yet" "$exe" info --divergent
+    expect_error 2 "info with an extra argument" "$exe" info extra
+    expect_error 2 "a bad NITRIX_BACKEND" env NITRIX_BACKEND=gpu "$exe" info
+    expect_error 2 "a bad NITRIX_NUM_THREADS" env NITRIX_NUM_THREADS=lots "$exe" info
+    expect_rc 0 "--version" "$exe" --version
+    expect_out "--version prints the version" "^nitrix $version\$"
+    expect_rc 0 "--help" "$exe" --help
+    expect_out "--help lists the commands" "^  run "
+}
+
+# ---------------------------------------------------------------------------------------------
+# cast_case IN DTYPE WANT
+cast_case() {
+    out="$tmp/cast-$1-$2.npy"
+    expect_rc 0 "run cast $1 --dtype=$2" "$exe" run cast "--dtype=$2" "$data/x-$1.npy" -o "$out"
+    same "cast $1 to $2 equals numpy's astype, byte for byte" "$out" "$data/$3"
+}
+
+test_run() {
+    for f in f64 i32 u8 bool f32-fortran f64-v2 f64-0d i16-empty; do
+        out="$tmp/copy-$f.npy"
+        expect_rc 0 "run copy x-$f.npy" "$exe" run copy "$data/x-$f.npy" -o "$out"
+        want="$data/want-$f-copy.npy"
+        [ -f "$want" ] || want="$data/x-$f.npy"
+        same "copy of x-$f.npy equals numpy's C-order file, byte for byte" "$out" "$want"
+    done
+    expect_rc 0 "run copy, options after the file" "$exe" run copy "$data/x-f64.npy" \
+        -o "$tmp/copy2.npy" --backend=ref
+    same "copy with --backend=ref" "$tmp/copy2.npy" "$data/x-f64.npy"
+    expect_rc 0 "run copy of a copy" "$exe" run copy "$tmp/copy2.npy" -o "$tmp/copy3.npy"
+    same "a copy of a copy is the same file" "$tmp/copy3.npy" "$data/x-f64.npy"
+    expect_rc 0 "run copy -- FILE" "$exe" run copy -o "$tmp/copy4.npy" -- "$data/x-f64.npy"
+    same "copy after --" "$tmp/copy4.npy" "$data/x-f64.npy"
+
+    cast_case f64 f32 want-f64-to-f32.npy
+    cast_case f64 f16 want-f64-to-f16.npy
+    cast_case f64 i32 want-f64-to-i32.npy
+    cast_case f64 int64 want-f64-to-i64.npy
+    cast_case f64 bool want-f64-to-bool.npy
+    cast_case i32 f64 want-i32-to-f64.npy
+    cast_case i32 float32 want-i32-to-f32.npy
+    cast_case i32 i64 want-i32-to-i64.npy
+    cast_case i32 bool want-i32-to-bool.npy
+    cast_case i32 i16 want-i32-to-i16.npy
+    cast_case i32 u8 want-i32-to-u8.npy
+    cast_case u8 f32 want-u8-to-f32.npy
+    cast_case bool i32 want-bool-to-i32.npy
+    cast_case f64 f64 x-f64.npy
+
+    # The library refuses these at run time: exit 1 with its message.
+    expect_error 1 "cast NaN to i32 fails at run time" \
+        "$exe" run cast --dtype=i32 "$data/x-f64-nan.npy" -o "$tmp/nan.npy"
+    expect_error 1 "cast 65519.0 to i8 fails at run time" \
+        "$exe" run cast --dtype=i8 "$data/x-f64.npy" -o "$tmp/i16.npy"
+    if [ -e "$tmp/nan.npy" ] || [ -e "$tmp/i16.npy" ]; then
+        bad "a failed run left an output file"
+    else
+        ok "a failed run leaves no output file"
+    fi
+    expect_error 1 "cast on the cuda backend is not provided" \
+        "$exe" run cast --dtype=f32 --backend=cuda "$data/x-f64.npy" -o "$tmp/c.npy"
+    # copy --backend=cuda goes through the device: it works on a GPU and fails cleanly elsewhere.
+    run "$exe" run copy --backend=cuda "$data/x-f64.npy" -o "$tmp/cuda.npy"
+    if [ "$rc" -eq 0 ] && cmp -s "$tmp/cuda.npy" "$data/x-f64.npy"; then
+        ok "copy --backend=cuda round-trips through the GPU"
+    elif [ "$rc" -eq 1 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ]; then
+        ok "copy --backend=cuda without a GPU: exit 1, $(cat "$tmp/err")"
+    else
+        bad "copy --backend=cuda: exit $rc: $(cat "$tmp/err")"
+    fi
+
+    expect_rc 0 "run --list" "$exe" run --list
+    expect_out "run --list names copy" "^copy  *y = x"
+    expect_out "run --list names cast" "^cast  *y = x.astype"
+    expect_rc 0 "run --help" "$exe" run --help
+    expect_out "run --help prints usage" "^usage: nitrix run OP"
+    expect_rc 0 "run cast --help" "$exe" run cast --help
+    expect_out "run cast --help shows the usage" "^usage: nitrix run cast \[options\] x.npy -o OUT.npy"
+    expect_out "run cast --help shows --dtype as required" "^  --dtype=dtype .*(required)"
+    expect_out "run cast --help shows --backend" "^  --backend=auto|cpu|cuda|ref"
+    expect_rc 0 "run copy --help with other arguments" "$exe" run copy x.npy --help
+    expect_out "run copy --help" "^usage: nitrix run copy"
+}
+
+# ---------------------------------------------------------------------------------------------
+test_errors() {
+    x="$data/x-f64.npy"
+    o="$tmp/o.npy"
+    expect_error 2 "no command" "$exe"
+    expect_error 2 "unknown command" "$exe" frobnicate
+    expect_error 2 "run without an op" "$exe" run
+    expect_error 2 "unknown op" "$exe" run dilate_everything "$x" -o "$o"
+    expect_error 2 "unknown option" "$exe" run copy --size=3 "$x" -o "$o"
+    expect_error 2 "unknown short option" "$exe" run copy -x "$x" -o "$o"
+    expect_error 2 "bad dtype" "$exe" run cast --dtype=f99 "$x" -o "$o"
+    expect_error 2 "empty dtype" "$exe" run cast --dtype= "$x" -o "$o"
+    expect_error 2 "dtype without a value" "$exe" run cast --dtype "$x" -o "$o"
+    expect_error 2 "missing required option" "$exe" run cast "$x" -o "$o"
+    expect_error 2 "option given twice" "$exe" run cast --dtype=f32 --dtype=f64 "$x" -o "$o"
+    expect_error 2 "bad backend" "$exe" run copy --backend=gpu "$x" -o "$o"
+    expect_error 2 "backend given twice" "$exe" run copy --backend=ref --backend=cpu "$x" -o "$o"
+    expect_error 2 "missing input file" "$exe" run copy "$tmp/nope.npy" -o "$o"
+    expect_error 2 "no input" "$exe" run copy -o "$o"
+    expect_error 2 "too many inputs" "$exe" run copy "$x" "$x" -o "$o"
+    expect_error 2 "no output" "$exe" run copy "$x"
+    expect_error 2 "-o without a file" "$exe" run copy "$x" -o
+    expect_error 2 "too many outputs" "$exe" run copy "$x" -o "$o" -o "$tmp/p.npy"
+    expect_error 2 "output into a missing directory" "$exe" run copy "$x" -o "$tmp/no/dir/o.npy"
+    expect_error 2 "an input that is not .npy" "$exe" run copy "$data/bad-magic.npy" -o "$o"
+    expect_error 2 "an input that is a directory" "$exe" run copy "$data" -o "$o"
+    nl='
+'
+    expect_error 2 "a newline in a value stays one line" "$exe" run cast "--dtype=f3${nl}2" "$x" -o "$o"
+    if [ -e "$o" ]; then
+        bad "a rejected command line wrote an output"
+    else
+        ok "rejected command lines write nothing"
+    fi
+}
+
+# ---------------------------------------------------------------------------------------------
+test_demo() {
+    run "$exe" demo --size=16
+    [ "$rc" -eq 0 ] && ok "demo --size=16 exits 0" || bad "demo --size=16: exit $rc: $(cat "$tmp/err")"
+    expect_out "demo makes a 16^3 phantom" "^phantom: f32\[16,16,16\]"
+    expect_out "demo round-trips .npy bit-identically" "^\.npy round trip.*bit-identical"
+    expect_out "demo finishes" "^demo: ok\$"
+    run "$exe" demo
+    [ "$rc" -eq 0 ] && ok "demo (default 64^3) exits 0" || bad "demo: exit $rc: $(cat "$tmp/err")"
+    expect_out "demo makes a 64^3 phantom by default" "^phantom: f32\[64,64,64\]"
+    expect_rc 0 "demo --help" "$exe" demo --help
+    expect_out "demo --help prints usage" "^usage: nitrix demo"
+    expect_error 2 "demo --size out of range" "$exe" demo --size=3
+    expect_error 2 "demo --size not a number" "$exe" demo --size=big
+    expect_error 2 "demo unknown option" "$exe" demo --backend=cpu
+}
+
+case "$mode" in
+info) test_info "$3" ;;
+run) data=$3 && test_run ;;
+errors) data=$3 && test_errors ;;
+demo) test_demo ;;
+*)
+    echo "usage: cli-test.sh info|run|errors|demo NITRIX [ARG]" >&2
+    exit 2
+    ;;
+esac
+
+echo "cli $mode: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
