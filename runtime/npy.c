@@ -1,7 +1,1021 @@
-/* .npy reader and writer (placeholder until implemented). */
+/*
+ * .npy array I/O: NumPy's format, versions 1.0, 2.0 and 3.0.
+ *
+ * A file is the magic "\x93NUMPY", two version bytes (major, minor), the header length (uint16 LE
+ * for 1.0, uint32 LE for 2.0 and 3.0), the header, then the raw elements. The header is a Python
+ * dict literal, {'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }, padded with spaces and
+ * a final '\n' so the data starts at a multiple of 64 bytes. Version 3.0 only differs from 2.0 in
+ * allowing utf-8 in the header, which a supported header never needs (all of it is ASCII).
+ *
+ * Choices the format leaves to us:
+ * - bf16 has no NumPy dtype. nitrix writes it as descr '|V2' (NumPy's spelling of a 2-byte
+ *   void) holding each element's bfloat16 bit pattern as a little-endian uint16, and reads '|V2'
+ *   and '<V2' back as bf16. In NumPy, np.load(f).view('<u2') gives the bits and
+ *   (a.view('<u2').astype('<u4') << 16).view('<f4') the float32 values (ml_dtypes users can
+ *   .view(ml_dtypes.bfloat16)). Voids of any other size are rejected.
+ * - Big-endian files ('>f4', ...) are read and byte-swapped; the writer always writes
+ *   little-endian. '=' (native order) is rejected, since a file has no native order; '|' (no
+ *   order) is accepted for the one-byte types and V2 only, where NumPy writes it.
+ * - Bytes after the data are rejected: they come from a damaged file or from several arrays
+ *   appended to one file, and ignoring them would hide both.
+ * - bool elements are stored as 0 or 1: nonzero bytes read from a file (NumPy calls them True) and
+ *   nonzero bytes of a bool tensor being written both become 1.
+ * - The header parser is strict: exactly the keys 'descr', 'fortran_order' and 'shape', each once,
+ *   in any order; strings in single or double quotes without escapes; True or False; a tuple of
+ *   non-negative decimal integers (a 1-tuple needs its comma; in versions 1.0 and 2.0 the 'L'
+ *   suffix of Python 2 writers is accepted, as NumPy does); spaces, tabs and newlines between
+ *   tokens; an optional trailing comma; nothing but whitespace after the closing brace.
+ * - The file reader streams: it reads the preamble and the header, checks that the file holds
+ *   exactly the bytes the shape needs, and only then allocates the tensor and reads the data
+ *   straight into it (through one scratch buffer when the file is in Fortran order, which is
+ *   transposed into C order). A small file claiming a huge shape fails before any allocation.
+ *   Pipes and other non-regular files are read whole into memory first.
+ *
+ * The writer produces NumPy 1.24's bytes for the same C-contiguous array: sorted keys, repr()
+ * values, spare spaces letting the first extent grow to 21 digits in place, padding to 64 bytes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include "tensor.h"
 
-nx_status nx_npy_read(nx_ctx *ctx, const char *path, nx_tensor **out) { (void)path; (void)out; return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "nx_npy_read: not implemented"); }
-nx_status nx_npy_read_mem(nx_ctx *ctx, const void *b, size_t n, nx_tensor **out) { (void)b; (void)n; (void)out; return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "nx_npy_read_mem: not implemented"); }
-nx_status nx_npy_write(nx_ctx *ctx, const char *path, const nx_tensor *t) { (void)path; (void)t; return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "nx_npy_write: not implemented"); }
-nx_status nx_npy_write_mem(nx_ctx *ctx, const nx_tensor *t, void **b, size_t *n) { (void)t; (void)b; (void)n; return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "nx_npy_write_mem: not implemented"); }
+#define NPY_PREFIX_MAX 12     /* magic (6), version (2), header length (4 from version 2.0) */
+#define NPY_ALIGN 64          /* NumPy pads the header so the data starts on this boundary */
+#define NPY_GROWTH_DIGITS 21  /* NumPy leaves room for the first extent to grow to this many */
+#define NPY_HEADER_TEXT 512   /* bytes enough for any header the writer makes (NX_MAX_DIMS axes) */
+#define NPY_WHERE 224         /* "nx_npy_read: <path>" prefix of messages, truncated */
+#define NPY_CHUNK (64 * 1024) /* the file writer converts and writes this many bytes at a time */
+
+static const uint8_t npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+static const bool host_big_endian = true;
+#else
+static const bool host_big_endian = false;
+#endif
+
+/* descr kind letter and byte size for each dtype; bf16 is the 2-byte void (see the top). */
+static const struct {
+    char kind;
+    int size;
+    nx_dtype dtype;
+} descr_table[] = {
+    {'f', 4, NX_DTYPE_F32}, {'f', 8, NX_DTYPE_F64}, {'f', 2, NX_DTYPE_F16},
+    {'V', 2, NX_DTYPE_BF16}, {'i', 1, NX_DTYPE_I8}, {'i', 2, NX_DTYPE_I16},
+    {'i', 4, NX_DTYPE_I32}, {'i', 8, NX_DTYPE_I64}, {'u', 1, NX_DTYPE_U8},
+    {'b', 1, NX_DTYPE_BOOL},
+};
+#define DESCR_COUNT (sizeof descr_table / sizeof *descr_table)
+#define DESCR_EXPECTED                                                                             \
+    "'<f4' '<f8' '<f2' '|i1' '<i2' '<i4' '<i8' '|u1' '|b1' or '|V2' (bf16), '>' for big-endian"
+
+/* What the preamble and header say. */
+typedef struct npy_info {
+    unsigned major, minor;
+    size_t hstart;  /* offset of the header text */
+    uint64_t hlen;  /* bytes of header text */
+    nx_dtype dtype;
+    bool big_endian; /* data bytes are big-endian ('>') */
+    bool fortran;
+    int ndim;
+    int64_t shape[NX_MAX_DIMS];
+    int64_t data_bytes;
+    bool seen_descr, seen_fortran, seen_shape;
+} npy_info;
+
+/* A strided array of elements: what the writer reads from and a Fortran file is read through. */
+typedef struct layout {
+    const uint8_t *base; /* element (0, ..., 0) */
+    size_t elsize;
+    int ndim;
+    int64_t shape[NX_MAX_DIMS];
+    int64_t strides[NX_MAX_DIMS]; /* in elements */
+} layout;
+
+/* ---- element copies ------------------------------------------------------------------------*/
+
+/* Drops extent-1 axes and merges neighbours that are contiguous with each other, so a C-contiguous
+ * array becomes a single run and is copied with one memcpy. */
+static void layout_simplify(layout *l)
+{
+    int n = 0;
+    for (int i = 0; i < l->ndim; i++) {
+        int64_t span;
+        if (l->shape[i] == 1)
+            continue;
+        if (n > 0 && nx_mul_i64(l->strides[i], l->shape[i], &span) && l->strides[n - 1] == span) {
+            l->shape[n - 1] *= l->shape[i];
+            l->strides[n - 1] = l->strides[i];
+            continue;
+        }
+        l->shape[n] = l->shape[i];
+        l->strides[n] = l->strides[i];
+        n++;
+    }
+    l->ndim = n;
+}
+
+static void copy_run(uint8_t *dst, const uint8_t *src, size_t elsize, int64_t stride, int64_t n)
+{
+    if (stride == 1) {
+        memcpy(dst, src, (size_t)n * elsize);
+        return;
+    }
+    ptrdiff_t step = (ptrdiff_t)stride * (ptrdiff_t)elsize;
+    /* constant sizes let the compiler turn each memcpy into one load and store */
+    switch (elsize) {
+    case 1:
+        for (int64_t k = 0; k < n; k++, src += step)
+            dst[k] = *src;
+        break;
+    case 2:
+        for (int64_t k = 0; k < n; k++, src += step)
+            memcpy(dst + 2 * k, src, 2);
+        break;
+    case 4:
+        for (int64_t k = 0; k < n; k++, src += step)
+            memcpy(dst + 4 * k, src, 4);
+        break;
+    default:
+        for (int64_t k = 0; k < n; k++, src += step)
+            memcpy(dst + (size_t)k * elsize, src, elsize);
+        break;
+    }
+}
+
+/* Copies count elements of l, from C-order position start on, contiguously into dst. */
+static void gather(uint8_t *dst, const layout *l, int64_t start, int64_t count)
+{
+    if (l->ndim == 0) {
+        if (count > 0)
+            memcpy(dst, l->base, l->elsize);
+        return;
+    }
+    int last = l->ndim - 1;
+    int64_t idx[NX_MAX_DIMS];
+    int64_t rem = start;
+    for (int i = last; i >= 0; i--) {
+        idx[i] = rem % l->shape[i];
+        rem /= l->shape[i];
+    }
+    while (count > 0) {
+        int64_t off = 0;
+        for (int i = 0; i < l->ndim; i++)
+            off += idx[i] * l->strides[i];
+        int64_t run = l->shape[last] - idx[last];
+        if (run > count)
+            run = count;
+        copy_run(dst, l->base + off * (int64_t)l->elsize, l->elsize, l->strides[last], run);
+        dst += (size_t)run * l->elsize;
+        count -= run;
+        idx[last] += run;
+        for (int i = last; i > 0 && idx[i] == l->shape[i]; i--) {
+            idx[i] = 0;
+            idx[i - 1]++;
+        }
+    }
+}
+
+static void swap_bytes(uint8_t *p, size_t elsize, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++, p += elsize) {
+        if (elsize == 2) {
+            uint16_t v;
+            memcpy(&v, p, 2);
+            v = __builtin_bswap16(v);
+            memcpy(p, &v, 2);
+        } else if (elsize == 4) {
+            uint32_t v;
+            memcpy(&v, p, 4);
+            v = __builtin_bswap32(v);
+            memcpy(p, &v, 4);
+        } else if (elsize == 8) {
+            uint64_t v;
+            memcpy(&v, p, 8);
+            v = __builtin_bswap64(v);
+            memcpy(p, &v, 8);
+        }
+    }
+}
+
+/* Brings n elements between file and host form: byte order, and bools to 0/1. */
+static void fix_elements(uint8_t *p, nx_dtype dtype, int64_t n, bool swap)
+{
+    size_t elsize = nx_dtype_size(dtype);
+    if (swap && elsize > 1)
+        swap_bytes(p, elsize, n);
+    if (dtype == NX_DTYPE_BOOL) {
+        for (int64_t i = 0; i < n; i++)
+            p[i] = p[i] != 0;
+    }
+}
+
+/* ---- messages --------------------------------------------------------------------------------*/
+
+/* Up to 40 bytes of s for a message, non-printable bytes as '?'. */
+static const char *excerpt(char *buf, size_t cap, const char *s, size_t n)
+{
+    size_t k = 0;
+    size_t lim = n < 40 ? n : 40;
+    for (size_t i = 0; i < lim && k + 1 < cap; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        buf[k++] = ch >= 0x20 && ch < 0x7f ? (char)ch : '?';
+    }
+    if (n > lim && k + 4 < cap) {
+        memcpy(buf + k, "...", 3);
+        k += 3;
+    }
+    buf[k] = '\0';
+    return buf;
+}
+
+static const char *where_path(char *buf, const char *fn, const char *path)
+{
+    int n = snprintf(buf, NPY_WHERE, "%s: %s", fn, path);
+    if (n >= NPY_WHERE)
+        memcpy(buf + NPY_WHERE - 4, "...", 4);
+    return buf;
+}
+
+static nx_status io_error(nx_ctx *ctx, const char *where, const char *what, int err)
+{
+    char msg[128];
+    return nx_rt_error(ctx, NX_ERR_IO, "%s: %s: %s", where, what,
+                       strerror_r(err, msg, sizeof msg));
+}
+
+/* ---- preamble --------------------------------------------------------------------------------*/
+
+static nx_status check_magic(nx_ctx *ctx, const char *where, const uint8_t *p, size_t have,
+                             uint64_t total)
+{
+    size_t n = have < sizeof npy_magic ? have : sizeof npy_magic;
+    if (n > 0 && memcmp(p, npy_magic, n) != 0) {
+        char hex[6 * 3 + 1] = "";
+        for (size_t i = 0; i < n; i++)
+            snprintf(hex + 3 * i, 4, "%02x ", p[i]);
+        hex[3 * n - 1] = '\0';
+        return nx_rt_error(ctx, NX_ERR_PARSE,
+                           "%s: bad magic: not a .npy file (starts with bytes %s); expected "
+                           "93 4e 55 4d 50 59 (\"\\x93NUMPY\")",
+                           where, hex);
+    }
+    if (total < sizeof npy_magic)
+        return nx_rt_error(ctx, NX_ERR_PARSE,
+                           "%s: truncated header: the input is %llu bytes, shorter than the "
+                           "6-byte magic \"\\x93NUMPY\"",
+                           where, (unsigned long long)total);
+    return NX_OK;
+}
+
+/* Reads magic, version and header length from the first have (= min(total, 12)) bytes of an
+ * input of total bytes. */
+static nx_status parse_preamble(nx_ctx *ctx, const char *where, const uint8_t *p, size_t have,
+                                uint64_t total, npy_info *h)
+{
+    nx_status st = check_magic(ctx, where, p, have, total);
+    if (st != NX_OK)
+        return st;
+    if (total < 8)
+        return nx_rt_error(ctx, NX_ERR_PARSE,
+                           "%s: truncated header: the input is %llu bytes and ends inside the "
+                           "version; expected at least 10 bytes of preamble",
+                           where, (unsigned long long)total);
+    h->major = p[6];
+    h->minor = p[7];
+    if (h->major < 1 || h->major > 3 || h->minor != 0)
+        return nx_rt_error(ctx, NX_ERR_PARSE,
+                           "%s: unsupported format version %u.%u; expected 1.0, 2.0 or 3.0",
+                           where, h->major, h->minor);
+    h->hstart = h->major == 1 ? 10 : 12;
+    if (total < h->hstart)
+        return nx_rt_error(ctx, NX_ERR_PARSE,
+                           "%s: truncated header: the input is %llu bytes and ends inside the "
+                           "header length; version %u.0 needs %zu bytes of preamble",
+                           where, (unsigned long long)total, h->major, h->hstart);
+    h->hlen = p[8] | (uint64_t)p[9] << 8;
+    if (h->major > 1)
+        h->hlen |= (uint64_t)p[10] << 16 | (uint64_t)p[11] << 24;
+    if (h->hlen > total - h->hstart)
+        return nx_rt_error(ctx, NX_ERR_PARSE,
+                           "%s: header length %llu goes beyond the end of the input: the header "
+                           "would end at byte %llu but the input has %llu bytes",
+                           where, (unsigned long long)h->hlen,
+                           (unsigned long long)(h->hstart + h->hlen), (unsigned long long)total);
+    return NX_OK;
+}
+
+/* ---- header dict -----------------------------------------------------------------------------*/
+
+typedef struct cursor {
+    nx_ctx *ctx;
+    const char *where;
+    const char *s;
+    size_t n, i;
+    bool py2_longs; /* versions 1.0 and 2.0 may come from Python 2, which wrote 3L */
+} cursor;
+
+/* "malformed header dict at offset 12: expected ':' after a key, found 'x' (near "x...")". */
+static nx_status malformed(cursor *c, const char *expected)
+{
+    char found[16], near[48];
+    if (c->i >= c->n) {
+        snprintf(found, sizeof found, "the end");
+        near[0] = '\0';
+    } else {
+        unsigned char ch = (unsigned char)c->s[c->i];
+        if (ch >= 0x20 && ch < 0x7f)
+            snprintf(found, sizeof found, "'%c'", ch);
+        else
+            snprintf(found, sizeof found, "byte 0x%02x", ch);
+        excerpt(near, sizeof near, c->s + c->i, c->n - c->i);
+    }
+    return nx_rt_error(c->ctx, NX_ERR_PARSE,
+                       "%s: malformed header dict at offset %zu: expected %s, found %s%s%s%s",
+                       c->where, c->i, expected, found, near[0] ? " (at \"" : "", near,
+                       near[0] ? "\")" : "");
+}
+
+static bool is_space(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+}
+
+static void skip_space(cursor *c)
+{
+    while (c->i < c->n && is_space(c->s[c->i]))
+        c->i++;
+}
+
+static bool peek(const cursor *c, char ch)
+{
+    return c->i < c->n && c->s[c->i] == ch;
+}
+
+static bool eat(cursor *c, char ch)
+{
+    if (!peek(c, ch))
+        return false;
+    c->i++;
+    return true;
+}
+
+/* A quoted string without escapes; *str and *len point into the header. */
+static nx_status parse_string(cursor *c, const char *what, const char **str, size_t *len)
+{
+    if (!peek(c, '\'') && !peek(c, '"'))
+        return malformed(c, what);
+    char quote = c->s[c->i++];
+    size_t start = c->i;
+    while (c->i < c->n && c->s[c->i] != quote) {
+        char ch = c->s[c->i];
+        if (ch == '\\' || ch == '\n' || ch == '\r')
+            return malformed(c, "a string without escapes or line breaks");
+        c->i++;
+    }
+    if (c->i >= c->n)
+        return malformed(c, "the closing quote of a string");
+    *str = c->s + start;
+    *len = c->i - start;
+    c->i++;
+    return NX_OK;
+}
+
+static nx_status set_descr(cursor *c, npy_info *h, const char *s, size_t n)
+{
+    char order = n > 0 ? s[0] : '\0';
+    int size = 0;
+    bool digits = n >= 3 && n <= 4 && s[2] != '0';
+    for (size_t i = 2; digits && i < n; i++) {
+        digits = s[i] >= '0' && s[i] <= '9';
+        size = size * 10 + (s[i] - '0');
+    }
+    size_t row = DESCR_COUNT;
+    for (size_t r = 0; digits && r < DESCR_COUNT; r++) {
+        if (descr_table[r].kind == s[1] && descr_table[r].size == size)
+            row = r;
+    }
+    char shown[48];
+    excerpt(shown, sizeof shown, s, n);
+    if (row == DESCR_COUNT || (order != '<' && order != '>' && order != '|' && order != '='))
+        return nx_rt_error(c->ctx, NX_ERR_PARSE, "%s: unknown descr '%s'; expected " DESCR_EXPECTED,
+                           c->where, shown);
+    bool orderless = size == 1 || s[1] == 'V';
+    if (order == '=')
+        return nx_rt_error(c->ctx, NX_ERR_PARSE,
+                           "%s: descr '%s' has native byte order '=', which a file cannot have; "
+                           "expected '<' or '>'",
+                           c->where, shown);
+    if ((order == '|' && !orderless) || (order == '>' && s[1] == 'V'))
+        return nx_rt_error(c->ctx, NX_ERR_PARSE,
+                           "%s: descr '%s' has the wrong byte order mark; expected %s", c->where,
+                           shown, s[1] == 'V' ? "'|V2' or '<V2'" : "'<' or '>' before a "
+                                                                   "multi-byte type");
+    h->dtype = descr_table[row].dtype;
+    h->big_endian = order == '>' && size > 1;
+    return NX_OK;
+}
+
+static nx_status parse_descr(cursor *c, npy_info *h)
+{
+    if (peek(c, '['))
+        return nx_rt_error(c->ctx, NX_ERR_PARSE,
+                           "%s: the header's descr is a list (a structured dtype), which nitrix "
+                           "does not support; expected a string, one of " DESCR_EXPECTED,
+                           c->where);
+    const char *s;
+    size_t n;
+    nx_status st = parse_string(c, "a quoted string as the value of 'descr'", &s, &n);
+    if (st != NX_OK)
+        return st;
+    return set_descr(c, h, s, n);
+}
+
+static bool word_at(const cursor *c, const char *w)
+{
+    size_t n = strlen(w);
+    if (c->n - c->i < n || memcmp(c->s + c->i, w, n) != 0)
+        return false;
+    if (c->i + n == c->n)
+        return true;
+    char next = c->s[c->i + n];
+    return !(next == '_' || (next >= '0' && next <= '9') || ((next | 0x20) >= 'a' &&
+                                                             (next | 0x20) <= 'z'));
+}
+
+static nx_status parse_fortran(cursor *c, npy_info *h)
+{
+    if (word_at(c, "True")) {
+        h->fortran = true;
+        c->i += 4;
+    } else if (word_at(c, "False")) {
+        h->fortran = false;
+        c->i += 5;
+    } else {
+        return malformed(c, "True or False as the value of 'fortran_order'");
+    }
+    return NX_OK;
+}
+
+static nx_status parse_extent(cursor *c, int axis, int64_t *out)
+{
+    if (peek(c, '-'))
+        return nx_rt_error(c->ctx, NX_ERR_PARSE,
+                           "%s: shape extent %d is negative; expected an integer >= 0", c->where,
+                           axis);
+    if (c->i >= c->n || c->s[c->i] < '0' || c->s[c->i] > '9')
+        return malformed(c, "a non-negative integer in the shape");
+    if (c->s[c->i] == '0' && c->i + 1 < c->n && c->s[c->i + 1] >= '0' && c->s[c->i + 1] <= '9')
+        return malformed(c, "an integer without leading zeros in the shape");
+    int64_t v = 0;
+    while (c->i < c->n && c->s[c->i] >= '0' && c->s[c->i] <= '9') {
+        if (!nx_mul_i64(v, 10, &v) || !nx_add_i64(v, c->s[c->i] - '0', &v))
+            return nx_rt_error(c->ctx, NX_ERR_PARSE,
+                               "%s: shape extent %d does not fit in 64 bits; expected at most "
+                               "%lld",
+                               c->where, axis, (long long)INT64_MAX);
+        c->i++;
+    }
+    if (c->py2_longs && (peek(c, 'L') || peek(c, 'l')))
+        c->i++;
+    *out = v;
+    return NX_OK;
+}
+
+/* ( ) | ( int , ) | ( int , int [,] ) ... */
+static nx_status parse_shape(cursor *c, npy_info *h)
+{
+    if (!eat(c, '('))
+        return malformed(c, "'(' opening the tuple value of 'shape'");
+    h->ndim = 0;
+    skip_space(c);
+    bool comma = false;
+    while (!peek(c, ')')) {
+        if (h->ndim == NX_MAX_DIMS)
+            return nx_rt_error(c->ctx, NX_ERR_PARSE,
+                               "%s: the shape has more than %d dimensions; nitrix supports at "
+                               "most NX_MAX_DIMS = %d",
+                               c->where, NX_MAX_DIMS, NX_MAX_DIMS);
+        nx_status st = parse_extent(c, h->ndim, &h->shape[h->ndim]);
+        if (st != NX_OK)
+            return st;
+        h->ndim++;
+        skip_space(c);
+        comma = eat(c, ',');
+        skip_space(c);
+        if (!comma && !peek(c, ')'))
+            return malformed(c, "',' or ')' in the shape tuple");
+    }
+    if (h->ndim == 1 && !comma)
+        return malformed(c, "',' after the only extent: a 1-tuple is written (n,)");
+    c->i++;
+    return NX_OK;
+}
+
+static nx_status parse_entry(cursor *c, npy_info *h)
+{
+    const char *key;
+    size_t n;
+    size_t at = c->i;
+    nx_status st = parse_string(c, "a quoted key or '}'", &key, &n);
+    if (st != NX_OK)
+        return st;
+    bool *seen = NULL;
+    if (n == 5 && memcmp(key, "descr", 5) == 0)
+        seen = &h->seen_descr;
+    else if (n == 13 && memcmp(key, "fortran_order", 13) == 0)
+        seen = &h->seen_fortran;
+    else if (n == 5 && memcmp(key, "shape", 5) == 0)
+        seen = &h->seen_shape;
+    char shown[48];
+    excerpt(shown, sizeof shown, key, n);
+    if (!seen)
+        return nx_rt_error(c->ctx, NX_ERR_PARSE,
+                           "%s: malformed header dict: unexpected key '%s' at offset %zu; "
+                           "expected only 'descr', 'fortran_order' and 'shape'",
+                           c->where, shown, at);
+    if (*seen)
+        return nx_rt_error(c->ctx, NX_ERR_PARSE,
+                           "%s: malformed header dict: key '%s' appears twice; expected each "
+                           "key once",
+                           c->where, shown);
+    *seen = true;
+    skip_space(c);
+    if (!eat(c, ':'))
+        return malformed(c, "':' after a key");
+    skip_space(c);
+    if (seen == &h->seen_descr)
+        return parse_descr(c, h);
+    if (seen == &h->seen_fortran)
+        return parse_fortran(c, h);
+    return parse_shape(c, h);
+}
+
+static nx_status parse_header(nx_ctx *ctx, const char *where, const char *text, size_t len,
+                              npy_info *h)
+{
+    cursor c = {ctx, where, text, len, 0, h->major < 3};
+    h->seen_descr = h->seen_fortran = h->seen_shape = false;
+    skip_space(&c);
+    if (!eat(&c, '{'))
+        return malformed(&c, "'{' opening the header dict");
+    skip_space(&c);
+    while (!eat(&c, '}')) {
+        nx_status st = parse_entry(&c, h);
+        if (st != NX_OK)
+            return st;
+        skip_space(&c);
+        if (eat(&c, ',')) {
+            skip_space(&c);
+        } else if (!peek(&c, '}')) {
+            return malformed(&c, "',' or '}' after a value");
+        }
+    }
+    if (!h->seen_descr || !h->seen_fortran || !h->seen_shape)
+        return nx_rt_error(ctx, NX_ERR_PARSE,
+                           "%s: malformed header dict: it lacks %s; expected the keys 'descr', "
+                           "'fortran_order' and 'shape'",
+                           where,
+                           !h->seen_descr     ? "'descr'"
+                           : !h->seen_fortran ? "'fortran_order'"
+                                              : "'shape'");
+    skip_space(&c);
+    if (c.i < c.n)
+        return malformed(&c, "only spaces and a newline after the header dict");
+    return NX_OK;
+}
+
+/* ---- reading ---------------------------------------------------------------------------------*/
+
+/* The data must be exactly what the shape needs: checked before anything is allocated. */
+static nx_status check_data(nx_ctx *ctx, const char *where, npy_info *h, uint64_t avail)
+{
+    char sh[192];
+    int64_t elsize = (int64_t)nx_dtype_size(h->dtype);
+    int64_t numel;
+    nx_shape_str(sh, sizeof sh, h->ndim, h->shape);
+    if (!nx_shape_numel(h->ndim, h->shape, &numel) ||
+        !nx_mul_i64(numel, elsize, &h->data_bytes))
+        return nx_rt_error(ctx, NX_ERR_PARSE,
+                           "%s: shape %s of %s overflows: its byte size does not fit in 64 bits",
+                           where, sh, nx_dtype_name(h->dtype));
+    if ((uint64_t)h->data_bytes > avail)
+        return nx_rt_error(ctx, NX_ERR_PARSE,
+                           "%s: data is truncated: shape %s of %s needs %lld bytes but only %llu "
+                           "follow the header",
+                           where, sh, nx_dtype_name(h->dtype), (long long)h->data_bytes,
+                           (unsigned long long)avail);
+    if ((uint64_t)h->data_bytes < avail)
+        return nx_rt_error(ctx, NX_ERR_PARSE,
+                           "%s: %llu bytes of trailing data after the array: shape %s of %s "
+                           "needs %lld bytes but %llu follow the header; expected the input to "
+                           "end with the data",
+                           where, (unsigned long long)(avail - (uint64_t)h->data_bytes), sh,
+                           nx_dtype_name(h->dtype), (long long)h->data_bytes,
+                           (unsigned long long)avail);
+    return NX_OK;
+}
+
+static bool needs_transpose(const npy_info *h)
+{
+    return h->fortran && h->ndim > 1;
+}
+
+/* Moves the file-ordered data at src (which may be t's own data) into t, C order, host form. */
+static void fill(const npy_info *h, const uint8_t *src, nx_tensor *t)
+{
+    uint8_t *dst = t->storage->data;
+    int64_t numel = h->data_bytes / (int64_t)nx_dtype_size(h->dtype);
+    if (needs_transpose(h)) {
+        layout l = {src, nx_dtype_size(h->dtype), h->ndim, {0}, {0}};
+        int64_t s = 1;
+        for (int i = 0; i < h->ndim; i++) {
+            l.shape[i] = h->shape[i];
+            l.strides[i] = s;
+            s *= h->shape[i];
+        }
+        layout_simplify(&l);
+        gather(dst, &l, 0, numel);
+    } else if (src != dst) {
+        memcpy(dst, src, (size_t)h->data_bytes);
+    }
+    bool swap = h->dtype == NX_DTYPE_BF16 ? host_big_endian : h->big_endian != host_big_endian;
+    fix_elements(dst, h->dtype, numel, swap);
+}
+
+static nx_status read_buffer(nx_ctx *ctx, const char *where, const uint8_t *buf, size_t len,
+                             nx_tensor **out)
+{
+    npy_info h;
+    size_t have = len < NPY_PREFIX_MAX ? len : NPY_PREFIX_MAX;
+    nx_status st = parse_preamble(ctx, where, buf, have, len, &h);
+    if (st != NX_OK)
+        return st;
+    st = parse_header(ctx, where, (const char *)buf + h.hstart, (size_t)h.hlen, &h);
+    if (st != NX_OK)
+        return st;
+    size_t data_at = h.hstart + (size_t)h.hlen;
+    st = check_data(ctx, where, &h, len - data_at);
+    if (st != NX_OK)
+        return st;
+    nx_tensor *t = NULL;
+    st = nx_tensor_new(ctx, h.dtype, h.ndim, h.shape, &t);
+    if (st != NX_OK)
+        return st;
+    if (h.data_bytes > 0)
+        fill(&h, buf + data_at, t);
+    *out = t;
+    return NX_OK;
+}
+
+nx_status nx_npy_read_mem(nx_ctx *ctx, const void *buf, size_t len, nx_tensor **out)
+{
+    if (!ctx || !out || (!buf && len > 0))
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "nx_npy_read_mem: ctx and out must be non-NULL, and buf non-NULL "
+                           "unless len is 0");
+    *out = NULL;
+    return read_buffer(ctx, "nx_npy_read_mem", buf, len, out);
+}
+
+static nx_status pread_all(nx_ctx *ctx, const char *where, int fd, void *buf, size_t n,
+                           uint64_t off)
+{
+    size_t done = 0;
+    while (done < n) {
+        ssize_t r = pread(fd, (uint8_t *)buf + done, n - done, (off_t)(off + done));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return io_error(ctx, where, "read failed", errno);
+        if (r == 0)
+            return nx_rt_error(ctx, NX_ERR_IO,
+                               "%s: the file ended at byte %llu, expected %llu bytes (did it "
+                               "change while being read?)",
+                               where, (unsigned long long)(off + done),
+                               (unsigned long long)(off + n));
+        done += (size_t)r;
+    }
+    return NX_OK;
+}
+
+static nx_status read_header_fd(nx_ctx *ctx, const char *where, int fd, uint64_t size,
+                                npy_info *h)
+{
+    uint8_t pre[NPY_PREFIX_MAX];
+    size_t have = size < sizeof pre ? (size_t)size : sizeof pre;
+    nx_status st = pread_all(ctx, where, fd, pre, have, 0);
+    if (st == NX_OK)
+        st = parse_preamble(ctx, where, pre, have, size, h);
+    if (st != NX_OK)
+        return st;
+    char *text = nx_rt_alloc(ctx, (size_t)h->hlen);
+    if (!text)
+        return nx_rt_nomem(ctx, where, (size_t)h->hlen);
+    st = pread_all(ctx, where, fd, text, (size_t)h->hlen, h->hstart);
+    if (st == NX_OK)
+        st = parse_header(ctx, where, text, (size_t)h->hlen, h);
+    nx_rt_free(ctx, text, (size_t)h->hlen);
+    if (st != NX_OK)
+        return st;
+    return check_data(ctx, where, h, size - h->hstart - h->hlen);
+}
+
+static nx_status read_data_fd(nx_ctx *ctx, const char *where, int fd, const npy_info *h,
+                              nx_tensor *t)
+{
+    size_t bytes = (size_t)h->data_bytes;
+    uint64_t off = h->hstart + h->hlen;
+    if (bytes == 0)
+        return NX_OK;
+    if (!needs_transpose(h)) {
+        nx_status st = pread_all(ctx, where, fd, t->storage->data, bytes, off);
+        if (st == NX_OK)
+            fill(h, t->storage->data, t);
+        return st;
+    }
+    uint8_t *tmp = nx_rt_alloc(ctx, bytes);
+    if (!tmp)
+        return nx_rt_nomem(ctx, where, bytes);
+    nx_status st = pread_all(ctx, where, fd, tmp, bytes, off);
+    if (st == NX_OK)
+        fill(h, tmp, t);
+    nx_rt_free(ctx, tmp, bytes);
+    return st;
+}
+
+static nx_status read_regular(nx_ctx *ctx, const char *where, int fd, uint64_t size,
+                              nx_tensor **out)
+{
+    npy_info h;
+    nx_status st = read_header_fd(ctx, where, fd, size, &h);
+    if (st != NX_OK)
+        return st;
+    nx_tensor *t = NULL;
+    st = nx_tensor_new(ctx, h.dtype, h.ndim, h.shape, &t);
+    if (st != NX_OK)
+        return st;
+    st = read_data_fd(ctx, where, fd, &h, t);
+    if (st != NX_OK) {
+        nx_tensor_free(t);
+        return st;
+    }
+    *out = t;
+    return NX_OK;
+}
+
+/* Pipes and character devices have no size up front: read them whole, then parse. */
+static nx_status read_stream(nx_ctx *ctx, const char *where, int fd, nx_tensor **out)
+{
+    uint8_t *buf = NULL;
+    size_t cap = 0, len = 0;
+    nx_status st = NX_OK;
+    for (;;) {
+        if (len == cap && !nx_rt_grow(ctx, (void **)&buf, &cap, cap + 1, 1)) {
+            st = nx_rt_nomem(ctx, where, cap * 2);
+            break;
+        }
+        ssize_t r = read(fd, buf + len, cap - len);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            st = io_error(ctx, where, "read failed", errno);
+            break;
+        }
+        if (r == 0)
+            break;
+        len += (size_t)r;
+    }
+    if (st == NX_OK)
+        st = read_buffer(ctx, where, buf, len, out);
+    nx_rt_free(ctx, buf, cap);
+    return st;
+}
+
+nx_status nx_npy_read(nx_ctx *ctx, const char *path, nx_tensor **out)
+{
+    if (!ctx || !path || !out)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "nx_npy_read: ctx, path and out must be non-NULL");
+    *out = NULL;
+    char where[NPY_WHERE];
+    where_path(where, "nx_npy_read", path);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return io_error(ctx, where, "cannot open the file", errno);
+    struct stat sb;
+    nx_status st;
+    if (fstat(fd, &sb) != 0)
+        st = io_error(ctx, where, "cannot stat the file", errno);
+    else if (S_ISDIR(sb.st_mode))
+        st = nx_rt_error(ctx, NX_ERR_IO, "%s: is a directory; expected a .npy file", where);
+    else if (S_ISREG(sb.st_mode))
+        st = read_regular(ctx, where, fd, (uint64_t)sb.st_size, out);
+    else
+        st = read_stream(ctx, where, fd, out);
+    close(fd);
+    return st;
+}
+
+/* ---- writing ---------------------------------------------------------------------------------*/
+
+/* A tensor ready to write: its header bytes and its elements as a simplified layout. */
+typedef struct npy_out {
+    uint8_t pre[NPY_HEADER_TEXT + NPY_PREFIX_MAX + NPY_ALIGN];
+    size_t pre_len; /* magic through the final '\n': a multiple of 64 */
+    layout elems;
+    nx_dtype dtype;
+    int64_t numel;
+    size_t data_bytes;
+} npy_out;
+
+static size_t header_dict(const nx_tensor *t, char *buf, size_t cap)
+{
+    size_t k = 0;
+    int size = (int)nx_dtype_size(t->dtype);
+    char order = size == 1 || t->dtype == NX_DTYPE_BF16 ? '|' : '<';
+    char kind = 'f';
+    for (size_t r = 0; r < DESCR_COUNT; r++) {
+        if (descr_table[r].dtype == t->dtype)
+            kind = descr_table[r].kind;
+    }
+    k += (size_t)snprintf(buf + k, cap - k,
+                          "{'descr': '%c%c%d', 'fortran_order': False, 'shape': (", order, kind,
+                          size);
+    for (int i = 0; i < t->ndim; i++)
+        k += (size_t)snprintf(buf + k, cap - k, "%s%lld", i ? ", " : "", (long long)t->shape[i]);
+    k += (size_t)snprintf(buf + k, cap - k, "%s), }", t->ndim == 1 ? "," : "");
+    if (t->ndim > 0) {
+        /* NumPy's spare room for the first extent to grow in place */
+        int digits = snprintf(NULL, 0, "%lld", (long long)t->shape[0]);
+        for (int i = digits; i < NPY_GROWTH_DIGITS; i++)
+            buf[k++] = ' ';
+    }
+    return k;
+}
+
+/* Version 1.0 unless the padded header length overflows its 16-bit field, as NumPy decides. */
+static void build_preamble(const nx_tensor *t, npy_out *o)
+{
+    char text[NPY_HEADER_TEXT];
+    size_t n = header_dict(t, text, sizeof text);
+    size_t hlen = n + 1; /* with the final '\n' */
+    size_t prefix = 10;
+    size_t pad = NPY_ALIGN - (prefix + hlen) % NPY_ALIGN;
+    if (hlen + pad > 65535) {
+        prefix = 12;
+        pad = NPY_ALIGN - (prefix + hlen) % NPY_ALIGN;
+    }
+    uint64_t field = hlen + pad;
+    uint8_t *p = o->pre;
+    memcpy(p, npy_magic, sizeof npy_magic);
+    p[6] = prefix == 10 ? 1 : 2;
+    p[7] = 0;
+    for (size_t i = 0; i < prefix - 8; i++)
+        p[8 + i] = (uint8_t)(field >> (8 * i));
+    memcpy(p + prefix, text, n);
+    memset(p + prefix + n, ' ', pad);
+    p[prefix + n + pad] = '\n';
+    o->pre_len = prefix + hlen + pad;
+}
+
+static nx_status prepare(nx_ctx *ctx, const char *where, const nx_tensor *t, npy_out *o)
+{
+    if (nx_dtype_size(t->dtype) == 0 || t->ndim < 0 || t->ndim > NX_MAX_DIMS)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: the tensor is malformed", where);
+    if (t->storage->device != NX_DEVICE_HOST)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "%s: the tensor is in device memory; expected a host tensor (copy it "
+                           "with nx_tensor_to_device(t, NX_DEVICE_HOST, &h) first)",
+                           where);
+    o->dtype = t->dtype;
+    o->numel = nx_tensor_numel(t);
+    o->data_bytes = (size_t)o->numel * nx_dtype_size(t->dtype);
+    o->elems.elsize = nx_dtype_size(t->dtype);
+    o->elems.base = o->numel > 0 ? nx_tensor_data(t) : NULL;
+    o->elems.ndim = t->ndim;
+    for (int i = 0; i < t->ndim; i++) {
+        o->elems.shape[i] = t->shape[i];
+        o->elems.strides[i] = t->strides[i];
+    }
+    layout_simplify(&o->elems);
+    build_preamble(t, o);
+    return NX_OK;
+}
+
+/* Elements start .. start+count-1 (C order) in file form at dst. */
+static void emit(const npy_out *o, int64_t start, int64_t count, uint8_t *dst)
+{
+    gather(dst, &o->elems, start, count);
+    fix_elements(dst, o->dtype, count, host_big_endian);
+}
+
+nx_status nx_npy_write_mem(nx_ctx *ctx, const nx_tensor *t, void **buf, size_t *len)
+{
+    if (!ctx || !t || !buf || !len)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "nx_npy_write_mem: ctx, t, buf and len must be non-NULL");
+    *buf = NULL;
+    *len = 0;
+    npy_out o;
+    nx_status st = prepare(ctx, "nx_npy_write_mem", t, &o);
+    if (st != NX_OK)
+        return st;
+    size_t total = o.pre_len + o.data_bytes;
+    uint8_t *p = nx_rt_alloc(ctx, total);
+    if (!p)
+        return nx_rt_nomem(ctx, "nx_npy_write_mem", total);
+    memcpy(p, o.pre, o.pre_len);
+    if (o.numel > 0)
+        emit(&o, 0, o.numel, p + o.pre_len);
+    *buf = p;
+    *len = total;
+    return NX_OK;
+}
+
+static nx_status write_all(nx_ctx *ctx, const char *where, int fd, const uint8_t *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t r = write(fd, p, n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return io_error(ctx, where, "write failed", errno);
+        p += r;
+        n -= (size_t)r;
+    }
+    return NX_OK;
+}
+
+static nx_status write_body(nx_ctx *ctx, const char *where, int fd, const npy_out *o,
+                            uint8_t *chunk, size_t chunk_bytes)
+{
+    nx_status st = write_all(ctx, where, fd, o->pre, o->pre_len);
+    int64_t per = (int64_t)(chunk_bytes / o->elems.elsize);
+    for (int64_t at = 0; st == NX_OK && at < o->numel; at += per) {
+        int64_t count = o->numel - at < per ? o->numel - at : per;
+        emit(o, at, count, chunk);
+        st = write_all(ctx, where, fd, chunk, (size_t)count * o->elems.elsize);
+    }
+    return st;
+}
+
+/* Creates path.<pid>.<n>.tmp beside path: O_EXCL so two writers never share one. */
+static int open_temp(const char *path, char *tmp, size_t cap)
+{
+    static unsigned counter;
+    for (int attempt = 0; attempt < 100; attempt++) {
+        unsigned n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+        snprintf(tmp, cap, "%s.%ld.%u.tmp", path, (long)getpid(), n);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0 || errno != EEXIST)
+            return fd;
+    }
+    return -1;
+}
+
+static nx_status write_temp(nx_ctx *ctx, const char *where, const char *path, char *tmp,
+                            size_t cap, const npy_out *o, uint8_t *chunk, size_t chunk_bytes)
+{
+    int fd = open_temp(path, tmp, cap);
+    if (fd < 0)
+        return io_error(ctx, where, "cannot create the temporary file beside it", errno);
+    nx_status st = write_body(ctx, where, fd, o, chunk, chunk_bytes);
+    if (st == NX_OK && fsync(fd) != 0)
+        st = io_error(ctx, where, "fsync failed", errno);
+    if (close(fd) != 0 && st == NX_OK)
+        st = io_error(ctx, where, "close failed", errno);
+    if (st == NX_OK && rename(tmp, path) != 0)
+        st = io_error(ctx, where, "cannot rename the temporary file onto it", errno);
+    if (st != NX_OK)
+        unlink(tmp);
+    return st;
+}
+
+nx_status nx_npy_write(nx_ctx *ctx, const char *path, const nx_tensor *t)
+{
+    if (!ctx || !path || !t)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "nx_npy_write: ctx, path and t must be non-NULL");
+    char where[NPY_WHERE];
+    where_path(where, "nx_npy_write", path);
+    npy_out o;
+    nx_status st = prepare(ctx, where, t, &o);
+    if (st != NX_OK)
+        return st;
+    size_t chunk_bytes = o.data_bytes < NPY_CHUNK ? o.data_bytes : NPY_CHUNK;
+    size_t cap = strlen(path) + 48;
+    uint8_t *chunk = nx_rt_alloc(ctx, chunk_bytes);
+    char *tmp = nx_rt_alloc(ctx, cap);
+    if (!chunk || !tmp)
+        st = nx_rt_nomem(ctx, where, chunk ? cap : chunk_bytes);
+    else
+        st = write_temp(ctx, where, path, tmp, cap, &o, chunk, chunk_bytes);
+    nx_rt_free(ctx, tmp, cap);
+    nx_rt_free(ctx, chunk, chunk_bytes);
+    return st;
+}
