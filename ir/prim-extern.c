@@ -1,0 +1,86 @@
+/* Extern: a call to a library routine (LAPACK, FFT, ...) declared by an nx_extern_def, which
+ * brings its own shape rule, reference implementation and (optionally) adjoint.
+ *
+ *   extern   y = def->reference(x_0, ..., x_{n-1})
+ *
+ * Equal calls (same def, same inputs) are one node: an extern must be a pure function. */
+#include <string.h>
+
+#include "ir.h"
+
+#define EXTERN_MAX_IN 64
+
+static const nx_extern_def *def_of(const int64_t *attrs)
+{
+    return (const nx_extern_def *)(intptr_t)attrs[0];
+}
+
+nx_status nx_ir_shape_extern(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_proto *p,
+                             nx_ir_sig *out)
+{
+    (void)s;
+    if (p->nattrs != 1 || !p->attrs[0])
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "%d attributes; expected [def]", p->nattrs);
+    const nx_extern_def *def = def_of(p->attrs);
+    if (p->nops > EXTERN_MAX_IN)
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "'%s' has %d inputs; expected at most %d",
+                          def->name, p->nops, EXTERN_MAX_IN);
+    nx_dtype dt[EXTERN_MAX_IN];
+    int nd[EXTERN_MAX_IN];
+    const int64_t *sh[EXTERN_MAX_IN];
+    for (int i = 0; i < p->nops; i++) {
+        dt[i] = p->ins[i].dtype;
+        nd[i] = p->ins[i].ndim;
+        sh[i] = p->ins[i].shape;
+    }
+    nx_dtype od = NX_DTYPE_COUNT;
+    int ond = -1;
+    int64_t osh[NX_MAX_DIMS] = {0};
+    nx_status st = def->shape(def->user, p->nops, dt, nd, sh, &od, &ond, osh);
+    if (st != NX_OK)
+        return nx_ir_fail(ck, st, "'%s': its shape rule rejected the inputs (%s)", def->name,
+                          nx_status_str(st));
+    int64_t numel;
+    if (!nx_ir_dtype_ok(od) || ond < 0 || ond > NX_MAX_DIMS || !nx_shape_numel(ond, osh, &numel))
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG,
+                          "'%s': its shape rule answered dtype %d, ndim %d; expected a dtype and "
+                          "0 to %d extents >= 0",
+                          def->name, (int)od, ond, NX_MAX_DIMS);
+    out->dtype = od;
+    out->ndim = ond;
+    memcpy(out->shape, osh, (size_t)ond * sizeof *osh);
+    return NX_OK;
+}
+
+nx_node nx_extern(nx_graph *g, const nx_extern_def *def, int n_in, const nx_node *ins)
+{
+    if (!g)
+        return NX_NONE;
+    if (!def || !def->name || !def->shape || !def->reference)
+        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
+                                 "nx_extern: def%s lacks a name, shape rule or reference; "
+                                 "expected all three",
+                                 def ? "" : " (NULL)");
+    if (n_in < 0 || (n_in > 0 && !ins))
+        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
+                                 "nx_extern: '%s' given %d inputs%s; expected n_in >= 0 nodes",
+                                 def->name, n_in, ins ? "" : " (NULL)");
+    int64_t attr = (int64_t)(intptr_t)def;
+    return nx_ir_make(g, "nx_extern", NX_PRIM_EXTERN, n_in, ins, 1, &attr, 0, NULL);
+}
+
+nx_status nx_ir_ref_extern(const nx_ir_eval *ev, const nx_ir_node *n, const nx_tensor *const *ins,
+                           nx_tensor *out)
+{
+    const nx_extern_def *def = def_of(nx_ir_node_attrs(ev->s, n));
+    nx_status st = def->reference(def->user, ev->ctx, (int)n->nops, ins, out);
+    if (st != NX_OK)
+        return nx_rt_error(ev->ctx, st, "interpreter: extern '%s' failed in its reference (%s)",
+                           def->name, nx_status_str(st));
+    return NX_OK;
+}
+
+void nx_ir_attrs_extern(FILE *f, const nx_ir_store *s, const nx_ir_node *n)
+{
+    fprintf(f, "[name=%s]", def_of(nx_ir_node_attrs(s, n))->name);
+}

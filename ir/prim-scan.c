@@ -1,0 +1,177 @@
+/* Scans along one axis.
+ *
+ *   scan         y[t] = x[0] (+) x[1] (+) ... (+) x[t]      (inclusive; reverse: x[t] .. x[n-1])
+ *                under sum, prod, max, min or logsumexp, folded one element at a time with the
+ *                same carry as reduce (ir/prim-reduce.c), so y[n-1] equals the reduction
+ *   scan_linear  y[t] = a[t] * y[t-1] + b[t], y[-1] = 0     (reverse: y[t+1]; a, b broadcast)
+ *                each step rounds the product, then the sum, as a sequential C loop would */
+#include <string.h>
+
+#include "ir.h"
+
+nx_status nx_ir_shape_scan(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_proto *p,
+                           nx_ir_sig *out)
+{
+    (void)s;
+    const nx_ir_sig *x = &p->ins[0];
+    if (p->nattrs != 3)
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "%d attributes; expected [axis, monoid, reverse]",
+                          p->nattrs);
+    int64_t axis = p->attrs[0], m = p->attrs[1];
+    if (axis < 0 || axis >= x->ndim)
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "axis %lld is out of range for %d dims",
+                          (long long)axis, x->ndim);
+    if (m < 0 || m > NX_MONOID_LOGSUMEXP)
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG,
+                          "monoid %s cannot scan; expected SUM, PROD, MAX, MIN or LOGSUMEXP",
+                          nx_ir_monoid_name(m));
+    if (p->attrs[2] != 0 && p->attrs[2] != 1)
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "reverse is %lld; expected 0 or 1",
+                          (long long)p->attrs[2]);
+    nx_status st = nx_ir_monoid_dtype(ck, m, x->dtype);
+    if (st == NX_OK)
+        *out = *x;
+    return st;
+}
+
+nx_node nx_scan(nx_graph *g, nx_node x, int axis, nx_monoid monoid, bool reverse)
+{
+    if (!g || !nx_ir_check_handles(g, "nx_scan", 1, &x))
+        return NX_NONE;
+    int nd = g->s.nodes[x].ndim, a;
+    if (!nx_ir_axis(axis, nd, &a))
+        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
+                                 "nx_scan: axis %d is out of range for %d dims; expected %d to %d",
+                                 axis, nd, -nd, nd - 1);
+    int64_t attrs[3] = {a, monoid, reverse};
+    return nx_ir_make(g, "nx_scan", NX_PRIM_SCAN, 1, &x, 3, attrs, 0, NULL);
+}
+
+/* Line starts: every multi-index of shape with shape[axis] replaced by 1. */
+static int64_t line_count(int nd, const int64_t *shape, int axis, int64_t *lshape)
+{
+    memcpy(lshape, shape, (size_t)nd * sizeof *shape);
+    lshape[axis] = 1;
+    return nx_ir_numel(nd, lshape);
+}
+
+nx_status nx_ir_ref_scan(const nx_ir_eval *ev, const nx_ir_node *n, const nx_tensor *const *ins,
+                         nx_tensor *out)
+{
+    const int64_t *a = nx_ir_node_attrs(ev->s, n);
+    int axis = (int)a[0];
+    int64_t m = a[1];
+    bool rev = a[2] != 0;
+    const nx_tensor *x = ins[0];
+    nx_dtype d = x->dtype;
+    int64_t lshape[NX_MAX_DIMS], idx[NX_MAX_DIMS] = {0};
+    int64_t lines = line_count(n->ndim, n->shape, axis, lshape), len = n->shape[axis];
+    int64_t stride = x->strides[axis];
+    const void *xd = nx_tensor_data(x);
+    void *yd = nx_tensor_data(out);
+    for (int64_t l = 0; l < lines && len > 0; l++) {
+        int64_t base = 0;
+        for (int dd = 0; dd < n->ndim; dd++)
+            base += idx[dd] * x->strides[dd];
+        nx_ir_carry c = nx_ir_monoid_init(m, d);
+        for (int64_t k = 0; k < len; k++) {
+            int64_t off = base + (rev ? len - 1 - k : k) * stride;
+            nx_ir_monoid_step(&c, m, d, nx_ir_get(xd, d, off), k);
+            nx_ir_put(yd, d, off, nx_ir_monoid_finish(&c, m, d));
+        }
+        nx_ir_next(n->ndim, lshape, idx);
+    }
+    return NX_OK;
+}
+
+void nx_ir_attrs_scan(FILE *f, const nx_ir_store *s, const nx_ir_node *n)
+{
+    const int64_t *a = nx_ir_node_attrs(s, n);
+    fprintf(f, "[axis=%lld, monoid=%s, reverse=%lld]", (long long)a[0], nx_ir_monoid_name(a[1]),
+            (long long)a[2]);
+}
+
+/* ---- scan_linear ---------------------------------------------------------------------------*/
+
+nx_status nx_ir_shape_scan_linear(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_proto *p,
+                                  nx_ir_sig *out)
+{
+    (void)s;
+    const nx_ir_sig *a = &p->ins[0], *b = &p->ins[1];
+    if (p->nattrs != 2)
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "%d attributes; expected [axis, reverse]",
+                          p->nattrs);
+    if (a->dtype != b->dtype)
+        return nx_ir_fail(ck, NX_ERR_DTYPE,
+                          "dtypes %s and %s of a and b differ; expected equal dtypes (no "
+                          "implicit promotion: nx_cast one operand)",
+                          nx_dtype_name(a->dtype), nx_dtype_name(b->dtype));
+    if (!nx_ir_is_core_float(a->dtype))
+        return nx_ir_fail(ck, NX_ERR_DTYPE, "a and b are %s; expected f32 or f64",
+                          nx_dtype_name(a->dtype));
+    nx_status st = nx_ir_broadcast_shapes(ck, a, b, "a", "b", out);
+    if (st != NX_OK)
+        return st;
+    out->dtype = a->dtype;
+    if (p->attrs[0] < 0 || p->attrs[0] >= out->ndim)
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "axis %lld is out of range for %d dims",
+                          (long long)p->attrs[0], out->ndim);
+    if (p->attrs[1] != 0 && p->attrs[1] != 1)
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "reverse is %lld; expected 0 or 1",
+                          (long long)p->attrs[1]);
+    return NX_OK;
+}
+
+nx_node nx_scan_linear(nx_graph *g, nx_node a, nx_node b, int axis, bool reverse)
+{
+    nx_node ops[2] = {a, b};
+    if (!g || !nx_ir_check_handles(g, "nx_scan_linear", 2, ops))
+        return NX_NONE;
+    int na = g->s.nodes[a].ndim, nb = g->s.nodes[b].ndim, nd = na > nb ? na : nb, ax;
+    if (!nx_ir_axis(axis, nd, &ax))
+        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
+                                 "nx_scan_linear: axis %d is out of range for %d dims; expected "
+                                 "%d to %d",
+                                 axis, nd, -nd, nd - 1);
+    int64_t attrs[2] = {ax, reverse};
+    return nx_ir_make(g, "nx_scan_linear", NX_PRIM_SCAN_LINEAR, 2, ops, 2, attrs, 0, NULL);
+}
+
+nx_status nx_ir_ref_scan_linear(const nx_ir_eval *ev, const nx_ir_node *n,
+                                const nx_tensor *const *ins, nx_tensor *out)
+{
+    const int64_t *at = nx_ir_node_attrs(ev->s, n);
+    int axis = (int)at[0], nd = n->ndim;
+    bool rev = at[1] != 0;
+    nx_dtype d = out->dtype;
+    int64_t sa[NX_MAX_DIMS], sb[NX_MAX_DIMS], lshape[NX_MAX_DIMS], idx[NX_MAX_DIMS] = {0};
+    nx_ir_bcast_strides(ins[0], nd, n->shape, sa);
+    nx_ir_bcast_strides(ins[1], nd, n->shape, sb);
+    int64_t lines = line_count(nd, n->shape, axis, lshape), len = n->shape[axis];
+    const void *ad = nx_tensor_data(ins[0]), *bd = nx_tensor_data(ins[1]);
+    void *yd = nx_tensor_data(out);
+    for (int64_t l = 0; l < lines && len > 0; l++) {
+        int64_t oa = 0, ob = 0, oy = 0;
+        for (int k = 0; k < nd; k++) {
+            oa += idx[k] * sa[k];
+            ob += idx[k] * sb[k];
+            oy += idx[k] * out->strides[k];
+        }
+        nx_ir_val y = nx_ir_from_double(0, d);
+        for (int64_t k = 0; k < len; k++) {
+            int64_t t = rev ? len - 1 - k : k;
+            nx_ir_val ay = nx_ir_scalar_binary(NX_PRIM_MUL, d, d,
+                                               nx_ir_get(ad, d, oa + t * sa[axis]), y);
+            y = nx_ir_scalar_binary(NX_PRIM_ADD, d, d, ay, nx_ir_get(bd, d, ob + t * sb[axis]));
+            nx_ir_put(yd, d, oy + t * out->strides[axis], y);
+        }
+        nx_ir_next(nd, lshape, idx);
+    }
+    return NX_OK;
+}
+
+void nx_ir_attrs_scan_linear(FILE *f, const nx_ir_store *s, const nx_ir_node *n)
+{
+    const int64_t *a = nx_ir_node_attrs(s, n);
+    fprintf(f, "[axis=%lld, reverse=%lld]", (long long)a[0], (long long)a[1]);
+}
