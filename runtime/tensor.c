@@ -179,6 +179,8 @@ int64_t nx_tensor_numel(const nx_tensor *t)
 
 bool nx_tensor_is_contiguous(const nx_tensor *t)
 {
+    if (nx_tensor_numel(t) == 0)
+        return true; /* no element is addressed, so any strides will do (as in NumPy) */
     int64_t s = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->shape[i] != 1 && t->strides[i] != s)
