@@ -85,13 +85,15 @@ test_info() {
     head -c 200 /dev/zero >"$cache/sub/b"
     head -c 700 /dev/zero >"$cache/sub/deeper/c"
     ln -s /dev/zero "$cache/link" 2>/dev/null || true
-    run env NITRIX_CACHE_DIR="$cache" "$exe" info
+    run env NITRIX_CACHE_DIR="$cache" NITRIX_BACKEND=auto "$exe" info
     [ "$rc" -eq 0 ] && ok "info exits 0" || bad "info: exit $rc: $(cat "$tmp/err")"
     expect_out "info prints the version" "^nitrix  *$version\$"
     expect_out "info prints the cache dir and its size" "^cache  *$cache (1000 B)\$"
     expect_out "info prints the CPU" "^cpu  *.*[1-9][0-9]* logical CPUs\$"
     expect_out "info prints the LLVM version" "^llvm  *[0-9][0-9]*\.[0-9]"
-    expect_out "info lists the backends" "^backends  *ref"
+    expect_out "info finds the ref backend" "^backends  *ref  *compiled in (reference interpreter), available$"
+    expect_out "info lists the cpu backend" "^  *cpu  *compiled in (LLVM"
+    expect_out "info lists the cuda backend" "^  *cuda  *compiled in (NVRTC"
     expect_out "info prints the CUDA status" "^cuda  *."
     expect_out "info prints the settings" "^settings  *backend=auto "
     run env NITRIX_CACHE_DIR="$tmp/missing" NITRIX_BACKEND=ref "$exe" info
@@ -226,6 +228,12 @@ test_demo() {
     expect_out "demo makes a 16^3 phantom" "^phantom: f32\[16,16,16\]"
     expect_out "demo round-trips .npy bit-identically" "^\.npy round trip.*bit-identical"
     expect_out "demo finishes" "^demo: ok\$"
+    expect_out "demo runs the pipeline on ref" "^  ref   compile .* max |error| vs C loop"
+    expect_out "demo reports cpu" "^  cpu   "
+    expect_out "demo reports cuda" "^  cuda  "
+    expect_rc 0 "demo under NITRIX_STRICT_BACKEND=1" env NITRIX_STRICT_BACKEND=1 "$exe" demo --size=8
+    expect_rc 0 "demo under NITRIX_BACKEND=cuda" env NITRIX_BACKEND=cuda "$exe" demo --size=8
+    expect_out "demo under NITRIX_BACKEND=cuda still runs ref" "^  ref   compile"
     run "$exe" demo
     [ "$rc" -eq 0 ] && ok "demo (default 64^3) exits 0" || bad "demo: exit $rc: $(cat "$tmp/err")"
     expect_out "demo makes a 64^3 phantom by default" "^phantom: f32\[64,64,64\]"

@@ -6,6 +6,8 @@
 #   example-test.sh run     HELLO_EXE VERSION
 #   example-test.sh readme  README.md hello.c
 #   example-test.sh install MESON BUILD_ROOT PKG_CONFIG hello.c VERSION CC [CFLAG ...]
+#   example-test.sh graph   GRAPH_EXE
+#   example-test.sh op-matrix docs/op-matrix.md ir/prims.def tools/cli/ops.def
 set -u
 
 mode=$1
@@ -107,8 +109,32 @@ install)
         exit 1
     fi
     ;;
+graph)
+    # x = 1 2 3 4 5 with reflect padding is 1 1 2 3 4 5 5; the 3-tap means are 4/3 2 3 4 14/3.
+    want="moving average: 1.3333 2.0000 3.0000 4.0000 4.6667"
+    got=$("$1") || { echo "FAIL: graph example exited $?"; exit 1; }
+    [ "$got" = "$want" ] || { echo "FAIL: graph example printed '$got', expected '$want'"; exit 1; }
+    echo "ok: graph example printed '$got'"
+    ;;
+op-matrix)
+    # Every primitive and every `nitrix run` op has a row (the table is maintained by hand).
+    missing=0
+    names=$(grep -o 'NX_PRIM([A-Z_0-9]*, *"[a-z_0-9]*"' "$2" | sed 's/.*"\(.*\)"/\1/')
+    names="$names $(grep -o '^NX_CLI_OP([a-z_0-9]*' "$3" | sed 's/NX_CLI_OP(//')"
+    count=0
+    for n in $names; do
+        count=$((count + 1))
+        if ! grep -q "^| \`$n\` |" "$1"; then
+            echo "FAIL: $1 has no row for '$n'"
+            missing=$((missing + 1))
+        fi
+    done
+    [ "$count" -gt 2 ] || { echo "FAIL: found only $count names in $2 and $3"; exit 1; }
+    [ "$missing" -eq 0 ] || exit 1
+    echo "ok: $1 has a row for each of the $count primitives and ops"
+    ;;
 *)
-    echo "usage: example-test.sh run|readme|install ..." >&2
+    echo "usage: example-test.sh run|readme|install|graph|op-matrix ..." >&2
     exit 2
     ;;
 esac

@@ -25,6 +25,16 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
 /* Prints "nitrix: <message>\n" on stderr. The message must be one line. */
 void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
 
+/* A context log sink that holds back the first warning between cli_log_begin and cli_log_end (in
+ * last) so it can be reported in place; everything else goes to stderr as the default sink does. */
+typedef struct cli_log {
+    bool capture;
+    char last[512];
+} cli_log;
+nx_status cli_ctx_new_logged(cli_log *log, nx_ctx **out);
+void cli_log_begin(cli_log *log);
+void cli_log_end(cli_log *log);
+
 /* ------------------------------------------------------------------------------------------------
  * Typed options
  * ----------------------------------------------------------------------------------------------*/

@@ -182,7 +182,8 @@ int cli_cmd_demo(int argc, char **argv)
     if (rc != CLI_EXIT_OK)
         return rc < 0 ? CLI_EXIT_OK : rc;
     nx_ctx *ctx = NULL;
-    if (nx_ctx_new(NULL, &ctx) != NX_OK) {
+    cli_log log;
+    if (cli_ctx_new_logged(&log, &ctx) != NX_OK) {
         cli_error("demo: %s", nx_ctx_last_error(NULL));
         return CLI_EXIT_USAGE;
     }
@@ -204,7 +205,7 @@ int cli_cmd_demo(int argc, char **argv)
     print_stats("phantom", nx_tensor_data(x), nx_tensor_numel(x));
     rc = npy_round_trip(ctx, x);
     if (rc == CLI_EXIT_OK)
-        rc = cli_demo_pipeline(ctx, x);
+        rc = cli_demo_pipeline(ctx, &log, x);
     nx_tensor_free(x);
     nx_ctx_free(ctx);
     if (rc == CLI_EXIT_OK)
