@@ -188,104 +188,152 @@ static bool is_float(nx_dtype d)
     return nx_dtype_is_float(d);
 }
 
+/* Unaligned loads and stores of one element (strided views need not be aligned). */
+static inline double ld_f64(const char *p)
+{
+    double x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+static inline float ld_f32(const char *p)
+{
+    float x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+static inline uint16_t ld_u16(const char *p)
+{
+    uint16_t x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+static inline int16_t ld_i16(const char *p)
+{
+    int16_t x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+static inline int32_t ld_i32(const char *p)
+{
+    int32_t x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+static inline int64_t ld_i64(const char *p)
+{
+    int64_t x;
+    memcpy(&x, p, sizeof x);
+    return x;
+}
+
+/* The dtype switches sit outside the loops so each loop is one tight conversion. */
 static void read_float(nx_dtype d, const char *src, int64_t n, int64_t stride, double *v)
 {
-    for (int64_t i = 0; i < n; i++, src += stride) {
-        uint16_t h;
-        float f;
-        switch (d) {
-        case NX_DTYPE_F64:
-            memcpy(&v[i], src, sizeof v[i]);
-            break;
-        case NX_DTYPE_F32:
-            memcpy(&f, src, sizeof f);
-            v[i] = f;
-            break;
-        case NX_DTYPE_F16:
-            memcpy(&h, src, sizeof h);
-            v[i] = nx_f16_to_f32(h);
-            break;
-        default:
-            memcpy(&h, src, sizeof h);
-            v[i] = nx_bf16_to_f32(h);
-            break;
-        }
+    int64_t i;
+    switch (d) {
+    case NX_DTYPE_F64:
+        for (i = 0; i < n; i++)
+            v[i] = ld_f64(src + i * stride);
+        break;
+    case NX_DTYPE_F32:
+        for (i = 0; i < n; i++)
+            v[i] = ld_f32(src + i * stride);
+        break;
+    case NX_DTYPE_F16:
+        for (i = 0; i < n; i++)
+            v[i] = nx_f16_to_f32(ld_u16(src + i * stride));
+        break;
+    default:
+        for (i = 0; i < n; i++)
+            v[i] = nx_bf16_to_f32(ld_u16(src + i * stride));
+        break;
     }
 }
 
 static void read_int(nx_dtype d, const char *src, int64_t n, int64_t stride, int64_t *v)
 {
-    for (int64_t i = 0; i < n; i++, src += stride) {
-        int8_t i8;
-        int16_t i16;
-        int32_t i32;
-        switch (d) {
-        case NX_DTYPE_I8:
-            memcpy(&i8, src, 1);
-            v[i] = i8;
-            break;
-        case NX_DTYPE_I16:
-            memcpy(&i16, src, 2);
-            v[i] = i16;
-            break;
-        case NX_DTYPE_I32:
-            memcpy(&i32, src, 4);
-            v[i] = i32;
-            break;
-        case NX_DTYPE_I64:
-            memcpy(&v[i], src, 8);
-            break;
-        case NX_DTYPE_U8:
-            v[i] = (uint8_t)*src;
-            break;
-        default: /* bool: any nonzero byte is true */
-            v[i] = *src != 0;
-            break;
-        }
+    int64_t i;
+    switch (d) {
+    case NX_DTYPE_I8:
+        for (i = 0; i < n; i++)
+            v[i] = (int8_t)src[i * stride];
+        break;
+    case NX_DTYPE_I16:
+        for (i = 0; i < n; i++)
+            v[i] = ld_i16(src + i * stride);
+        break;
+    case NX_DTYPE_I32:
+        for (i = 0; i < n; i++)
+            v[i] = ld_i32(src + i * stride);
+        break;
+    case NX_DTYPE_I64:
+        for (i = 0; i < n; i++)
+            v[i] = ld_i64(src + i * stride);
+        break;
+    case NX_DTYPE_U8:
+        for (i = 0; i < n; i++)
+            v[i] = (uint8_t)src[i * stride];
+        break;
+    default: /* bool: any nonzero byte is true */
+        for (i = 0; i < n; i++)
+            v[i] = src[i * stride] != 0;
+        break;
     }
 }
 
-/* Stores the low bits of v: integer narrowing wraps modulo 2^bits, as NumPy's astype does. */
-static void store_int(nx_dtype d, char *dst, uint64_t v)
+/* Stores the low bits of each value: integer narrowing wraps modulo 2^bits, as NumPy's astype
+ * does. */
+static void store_ints(nx_dtype d, const uint64_t *v, int64_t n, char *dst)
 {
-    uint8_t b1 = (uint8_t)v;
-    uint16_t b2 = (uint16_t)v;
-    uint32_t b4 = (uint32_t)v;
+    int64_t i;
     switch (d) {
     case NX_DTYPE_I8:
     case NX_DTYPE_U8:
-        memcpy(dst, &b1, 1);
+        for (i = 0; i < n; i++)
+            dst[i] = (char)(uint8_t)v[i];
         break;
     case NX_DTYPE_I16:
-        memcpy(dst, &b2, 2);
+        for (i = 0; i < n; i++) {
+            uint16_t x = (uint16_t)v[i];
+            memcpy(dst + 2 * i, &x, 2);
+        }
         break;
     case NX_DTYPE_I32:
-        memcpy(dst, &b4, 4);
+        for (i = 0; i < n; i++) {
+            uint32_t x = (uint32_t)v[i];
+            memcpy(dst + 4 * i, &x, 4);
+        }
         break;
     default:
-        memcpy(dst, &v, 8);
+        memcpy(dst, v, (size_t)n * 8);
         break;
     }
 }
 
-static void store_float(nx_dtype d, char *dst, double v)
+static void store_floats(nx_dtype d, const double *v, int64_t n, char *dst)
 {
-    float f = (float)v;
-    uint16_t h;
+    int64_t i;
     switch (d) {
     case NX_DTYPE_F64:
-        memcpy(dst, &v, 8);
+        memcpy(dst, v, (size_t)n * 8);
         break;
     case NX_DTYPE_F32:
-        memcpy(dst, &f, 4);
+        for (i = 0; i < n; i++) {
+            float f = (float)v[i];
+            memcpy(dst + 4 * i, &f, 4);
+        }
         break;
     case NX_DTYPE_F16:
-        h = nx_f64_to_f16(v);
-        memcpy(dst, &h, 2);
+        for (i = 0; i < n; i++) {
+            uint16_t h = nx_f64_to_f16(v[i]);
+            memcpy(dst + 2 * i, &h, 2);
+        }
         break;
     default:
-        h = nx_f64_to_bf16(v);
-        memcpy(dst, &h, 2);
+        for (i = 0; i < n; i++) {
+            uint16_t h = nx_f64_to_bf16(v[i]);
+            memcpy(dst + 2 * i, &h, 2);
+        }
         break;
     }
 }
@@ -313,19 +361,19 @@ static void int_range(nx_dtype d, double *lo, double *hi_excl)
     }
 }
 
-/* Converts n values to dtype d at dst. Returns the index of the first value a float-to-int cast
- * cannot represent (NaN, or integer part out of range), or -1 when all were stored. */
-static int64_t write_from_float(nx_dtype d, const double *v, int64_t n, char *dst)
+/* Converts n values to dtype d at dst (scratch: n integers). Returns the index of the first value
+ * a float-to-int cast cannot represent (NaN, or integer part out of range), or -1 when all were
+ * stored. */
+static int64_t write_from_float(nx_dtype d, const double *v, int64_t n, char *dst,
+                                uint64_t *scratch)
 {
-    size_t es = nx_dtype_size(d);
     if (d == NX_DTYPE_BOOL) {
         for (int64_t i = 0; i < n; i++)
             dst[i] = v[i] != 0.0; /* NaN != 0 */
         return -1;
     }
     if (is_float(d)) {
-        for (int64_t i = 0; i < n; i++)
-            store_float(d, dst + i * (int64_t)es, v[i]);
+        store_floats(d, v, n, dst);
         return -1;
     }
     double lo, hi;
@@ -334,8 +382,9 @@ static int64_t write_from_float(nx_dtype d, const double *v, int64_t n, char *ds
         double t = trunc(v[i]);
         if (!(t >= lo && t < hi)) /* also catches NaN */
             return i;
-        store_int(d, dst + i * (int64_t)es, (uint64_t)(int64_t)t);
+        scratch[i] = (uint64_t)(int64_t)t;
     }
+    store_ints(d, scratch, n, dst);
     return -1;
 }
 
@@ -354,33 +403,34 @@ static double int_to_double_odd(int64_t v)
     return v < 0 ? -d : d;
 }
 
-static void write_from_int(nx_dtype d, const int64_t *v, int64_t n, char *dst)
+static void write_from_int(nx_dtype d, const int64_t *v, int64_t n, char *dst, double *scratch)
 {
-    size_t es = nx_dtype_size(d);
-    for (int64_t i = 0; i < n; i++) {
-        char *p = dst + i * (int64_t)es;
-        float f;
-        double x;
-        switch (d) {
-        case NX_DTYPE_BOOL:
-            *p = v[i] != 0;
-            break;
-        case NX_DTYPE_F64:
-            x = (double)v[i];
-            memcpy(p, &x, 8);
-            break;
-        case NX_DTYPE_F32:
-            f = (float)v[i];
-            memcpy(p, &f, 4);
-            break;
-        case NX_DTYPE_F16:
-        case NX_DTYPE_BF16:
-            store_float(d, p, int_to_double_odd(v[i]));
-            break;
-        default:
-            store_int(d, p, (uint64_t)v[i]);
-            break;
+    int64_t i;
+    switch (d) {
+    case NX_DTYPE_BOOL:
+        for (i = 0; i < n; i++)
+            dst[i] = v[i] != 0;
+        break;
+    case NX_DTYPE_F64:
+        for (i = 0; i < n; i++)
+            scratch[i] = (double)v[i];
+        memcpy(dst, scratch, (size_t)n * 8);
+        break;
+    case NX_DTYPE_F32: /* one rounding straight from the integer */
+        for (i = 0; i < n; i++) {
+            float f = (float)v[i];
+            memcpy(dst + 4 * i, &f, 4);
         }
+        break;
+    case NX_DTYPE_F16:
+    case NX_DTYPE_BF16:
+        for (i = 0; i < n; i++)
+            scratch[i] = int_to_double_odd(v[i]);
+        store_floats(d, scratch, n, dst);
+        break;
+    default:
+        store_ints(d, (const uint64_t *)v, n, dst);
+        break;
     }
 }
 
@@ -419,12 +469,12 @@ static nx_status cast_into(const nx_tensor *t, nx_dtype d, char *dst)
             const char *src = base + r.off + j * r.stride;
             if (from_float) {
                 read_float(t->dtype, src, m, r.stride, fv);
-                int64_t bad = write_from_float(d, fv, m, dst);
+                int64_t bad = write_from_float(d, fv, m, dst, (uint64_t *)iv);
                 if (bad >= 0)
                     return cast_error(t, d, done + bad, fv[bad]);
             } else {
                 read_int(t->dtype, src, m, r.stride, iv);
-                write_from_int(d, iv, m, dst);
+                write_from_int(d, iv, m, dst, fv);
             }
             dst += m * des;
             done += m;
