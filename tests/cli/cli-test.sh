@@ -160,8 +160,22 @@ test_run() {
     else
         ok "a failed run leaves no output file"
     fi
-    expect_error 1 "cast on the cuda backend is not provided" \
-        "$exe" run cast --dtype=f32 --backend=cuda "$data/x-f64.npy" -o "$tmp/c.npy"
+    # No device cast yet: a cuda request falls back to the host loudly, as the library does.
+    run "$exe" run cast --dtype=f32 --backend=cuda "$data/x-f64.npy" -o "$tmp/c.npy"
+    if [ "$rc" -eq 0 ] && [ "$(wc -l <"$tmp/err")" -eq 1 ] && grep -q "^nitrix: warning: cast:" "$tmp/err"; then
+        ok "cast --backend=cuda falls back to the host with one warning"
+    else
+        bad "cast --backend=cuda: exit $rc, stderr: $(cat "$tmp/err")"
+    fi
+    same "cast --backend=cuda output" "$tmp/c.npy" "$data/want-f64-to-f32.npy"
+    run env NITRIX_SILENCE_FALLBACK=1 "$exe" run cast --dtype=f32 --backend=cuda "$data/x-f64.npy" -o "$tmp/c2.npy"
+    if [ "$rc" -eq 0 ] && [ ! -s "$tmp/err" ]; then
+        ok "NITRIX_SILENCE_FALLBACK=1 silences the fallback warning"
+    else
+        bad "cast --backend=cuda, silenced: exit $rc, stderr: $(cat "$tmp/err")"
+    fi
+    expect_error 1 "cast --backend=cuda under NITRIX_STRICT_BACKEND=1 fails" env NITRIX_STRICT_BACKEND=1 \
+        "$exe" run cast --dtype=f32 --backend=cuda "$data/x-f64.npy" -o "$tmp/c3.npy"
     # copy --backend=cuda goes through the device: it works on a GPU and fails cleanly elsewhere.
     run "$exe" run copy --backend=cuda "$data/x-f64.npy" -o "$tmp/cuda.npy"
     if [ "$rc" -eq 0 ] && cmp -s "$tmp/cuda.npy" "$data/x-f64.npy"; then

@@ -44,14 +44,23 @@ nx_status cli_run_copy(nx_ctx *ctx, const cli_call *call, nx_tensor **outs)
     return st;
 }
 
+/* There is no device cast yet: a cuda request falls back to the host loudly, as the library's
+ * backends do (a warning, silenced by NITRIX_SILENCE_FALLBACK, an error under
+ * NITRIX_STRICT_BACKEND). */
 nx_status cli_run_cast(nx_ctx *ctx, const cli_call *call, nx_tensor **outs)
 {
-    (void)ctx;
     if (call->backend == NX_BACKEND_CUDA) {
-        snprintf(call->err, call->errlen,
-                 "cast: the cuda backend has no cast yet (casts run on host tensors); expected "
-                 "--backend=auto, cpu or ref");
-        return NX_ERR_UNSUPPORTED;
+        if (nx_ctx_strict_backend(ctx)) {
+            snprintf(call->err, call->errlen,
+                     "cast: the cuda backend has no cast yet and strict backend mode "
+                     "(NITRIX_STRICT_BACKEND) forbids running it on the host");
+            return NX_ERR_UNSUPPORTED;
+        }
+        if (!nx_ctx_silence_fallback(ctx))
+            nx_ctx_log(ctx, NX_LOG_WARN,
+                       "cast: the cuda backend has no cast yet; casting on the host. "
+                       "NITRIX_SILENCE_FALLBACK=1 silences this warning, NITRIX_STRICT_BACKEND=1 "
+                       "makes it an error");
     }
     return nx_tensor_cast(call->inputs[0], call->values[CLI_OPT_cast_dtype].dtype, &outs[0]);
 }
