@@ -554,8 +554,8 @@ static void log_miss(nx_rt_cache *c, verdict v, const char *path, const char *wh
                path, why);
 }
 
-nx_status nx_rt_cache_load(nx_rt_cache *c, const nx_rt_cache_key *key, void **payload,
-                           size_t *len, bool *found)
+nx_status nx_rt_cache_load(nx_rt_cache *c, const nx_rt_cache_key *key, void **payload, size_t *len,
+                           bool *found)
 {
     *payload = NULL;
     *len = 0;
@@ -664,8 +664,22 @@ static bool ensure_dir(nx_rt_cache *c)
     return true;
 }
 
-void nx_rt_cache_store(nx_rt_cache *c, const nx_rt_cache_key *key, const void *payload,
-                       size_t len)
+/* Creates the temporary file; if the directory went away since it was made (someone removed the
+ * cache by hand), makes it again once. */
+static int open_temp(nx_rt_cache *c, const char *tmp)
+{
+    int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW;
+    int fd = open(tmp, flags, 0600);
+    if (fd < 0 && errno == ENOENT) {
+        atomic_store(&c->dir_ready, false);
+        if (!ensure_dir(c))
+            return -2;
+        fd = open(tmp, flags, 0600);
+    }
+    return fd;
+}
+
+void nx_rt_cache_store(nx_rt_cache *c, const nx_rt_cache_key *key, const void *payload, size_t len)
 {
     bump(&c->stores);
     if (!c->dir || atomic_load(&c->disk_off) || !ensure_dir(c))
@@ -677,9 +691,10 @@ void nx_rt_cache_store(nx_rt_cache *c, const nx_rt_cache_key *key, const void *p
     unsigned long long seq = atomic_fetch_add(&c->seq, 1);
     snprintf(tmp, sizeof tmp, "%s/tmp-%ld-%llu-%s", c->dir, (long)getpid(), seq, hex);
     entry_path(c, key, path);
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
+    int fd = open_temp(c, tmp);
     if (fd < 0) {
-        disable_disk(c, "creating a temporary file", errno);
+        if (fd == -1) /* -2: ensure_dir has reported it */
+            disable_disk(c, "creating a temporary file", errno);
         return;
     }
     bool ok = write_full(fd, h, sizeof h) && write_full(fd, key->blob, key->blob_len) &&

@@ -1,11 +1,12 @@
-/* The kernel cache: compiled kernels by content-addressed key, in memory and on disk (DESIGN.md §5).
+/* The kernel cache: compiled kernels by content-addressed key, in memory and on disk (DESIGN.md
+ * §5).
  *
  * Key. The caller serialises everything that determines the compiled code into one byte string, the
  * key blob: canonical kernel IR + dtypes + shapes + backend + target (CPU features or sm_XX) +
  * toolchain versions + library version + driver choice. nx_rt_cache_key_init hashes it with
  * SipHash-2-4 with 128-bit output (Aumasson & Bernstein; 2 compression and 4 finalisation rounds)
- * under the fixed key NX_CACHE_HASH_KEY. Message words are read little-endian and the 16 output bytes
- * are the two 64-bit results, each little-endian, so the hash is the same on every machine.
+ * under the fixed key NX_CACHE_HASH_KEY. Message words are read little-endian and the 16 output
+ * bytes are the two 64-bit results, each little-endian, so the hash is the same on every machine.
  *
  * Typical use by a backend:
  *
@@ -22,10 +23,14 @@
  *         if ((st = nx_rt_cache_insert(cache, &key, kernel, destroy, user, &kernel)) != NX_OK) ...
  *     }
  *
- * Memory. Objects are kept until the cache is closed (with the context for nx_rt_cache_of), so
- * pointers returned by find/insert stay valid that long; the cache never evicts. Their destroy
- * callbacks run at close. The context's slots are destroyed in reverse slot order, so a backend whose
- * objects need its own slot alive at destruction must say so (see the report on slot order).
+ * Memory. The map is keyed by the 128-bit hash alone (two distinct blobs of one hash are not
+ * expected in the life of the universe; the disk, which other processes and people can write, is
+ * where the blob itself is compared). Objects are kept until the cache is closed (with the context
+ * for nx_rt_cache_of), so pointers returned by find/insert stay valid that long; the cache never
+ * evicts. Their destroy callbacks run at close. nx_ctx_free destroys the slots in reverse order,
+ * and NX_SLOT_CACHE comes before NX_SLOT_JIT and NX_SLOT_CUDA: the JIT and CUDA services are gone
+ * by the time the context's cache destroys its objects, so those destroy callbacks must not need
+ * them.
  *
  * Disk. One file per entry, <dir>/<32 lowercase hex digits of the key hash>.nxk:
  *
@@ -36,8 +41,8 @@
  *     16     16   key hash (as in the file name)
  *     32      8   key blob length, little-endian u64
  *     40      8   payload length, little-endian u64
- *     48     16   checksum: SipHash-2-4-128 under NX_CACHE_SUM_KEY of bytes [0, 48) ++ blob ++ payload
- *     64          the key blob, then the payload
+ *     48     16   checksum: SipHash-2-4-128 under NX_CACHE_SUM_KEY of bytes [0, 48) ++ blob ++
+ * payload 64          the key blob, then the payload
  *
  * A file is trusted only if every field checks out: magic, version, header size, the key hash and
  * the whole blob equal the caller's, the file size equals 64 + blob + payload, and the checksum
@@ -114,15 +119,16 @@ NX_HIDDEN bool nx_rt_cache_disk_writable(const nx_rt_cache *cache);
 NX_HIDDEN void *nx_rt_cache_find(nx_rt_cache *cache, const nx_rt_cache_key *key);
 /* Stores obj (non-NULL) under key and sets *winner to the object now stored. If another thread
  * inserted the key first, obj is destroyed at once (destroy(user, obj)) and *winner is theirs. On
- * NX_ERR_NOMEM nothing is stored, *winner is NULL and obj still belongs to the caller. Thread-safe. */
+ * NX_ERR_NOMEM nothing is stored, *winner is NULL and obj still belongs to the caller. Thread-safe.
+ */
 NX_HIDDEN nx_status nx_rt_cache_insert(nx_rt_cache *cache, const nx_rt_cache_key *key, void *obj,
                                        nx_rt_cache_destroy_fn destroy, void *user, void **winner);
 
 /* Reads key's payload from disk. On a hit *found is true and *payload (from the context allocator,
  * freed with nx_rt_free(ctx, *payload, *len)) holds *len bytes; on any kind of miss *found is false
  * and *payload NULL. Fails only with NX_ERR_NOMEM. */
-NX_HIDDEN nx_status nx_rt_cache_load(nx_rt_cache *cache, const nx_rt_cache_key *key,
-                                     void **payload, size_t *len, bool *found);
+NX_HIDDEN nx_status nx_rt_cache_load(nx_rt_cache *cache, const nx_rt_cache_key *key, void **payload,
+                                     size_t *len, bool *found);
 /* Writes key's payload to disk (atomically replacing any entry). Never fails: write problems turn
  * the disk off for this cache with one warning. */
 NX_HIDDEN void nx_rt_cache_store(nx_rt_cache *cache, const nx_rt_cache_key *key,
@@ -134,7 +140,8 @@ typedef struct nx_rt_cache_stats {
 } nx_rt_cache_stats;
 NX_HIDDEN void nx_rt_cache_get_stats(nx_rt_cache *cache, nx_rt_cache_stats *out);
 
-/* ---- the directory (for `nitrix info` and `nitrix cache clear`) --------------------------------*/
+/* ---- the directory (for `nitrix info` and `nitrix cache clear`)
+ * --------------------------------*/
 
 /* Entries (*.nxk files named by a key) and their bytes, plus the bytes of leftover temporary files,
  * in dir (NULL: nx_ctx_cache_dir(ctx)). A missing directory is empty. NX_ERR_IO if it cannot be

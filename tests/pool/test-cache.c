@@ -525,7 +525,8 @@ static void test_disk_damage(void **state)
     assert_int_equal(rename(other_path, path), 0);
     expect_miss_then_repair(c, ctx, &key, path, payload, 300, "a foreign key");
     cases++;
-    /* ... and one forged to carry this key's hash, with a correct checksum: only the blob differs */
+    /* ... and one forged to carry this key's hash, with a correct checksum: only the blob differs
+     */
     nx_rt_cache_store(c, &other, payload, 300);
     size_t n = read_file(other_path, bad, sizeof bad);
     memcpy(bad + 16, key.hash, 16);
@@ -628,7 +629,8 @@ static void test_usage_and_clear(void **state)
     (void)state;
     char dir[512], path[900];
     fresh_dir(dir, sizeof dir, "usage");
-    nx_ctx *ctx = ctx_dir(dir, NULL);
+    log_count lc = {0};
+    nx_ctx *ctx = ctx_dir(dir, &lc);
     int64_t bytes = -1, entries = -1, removed = -1;
     assert_int_equal(nx_rt_cache_disk_usage(ctx, NULL, &bytes, &entries), NX_OK);
     assert_true(bytes == 0 && entries == 0); /* missing directory */
@@ -663,6 +665,19 @@ static void test_usage_and_clear(void **state)
     assert_true(bytes == 0 && entries == 0);
     assert_int_equal(count_files(dir, "notes.txt"), 1);
     assert_int_equal(count_files(dir, "0123"), 1);
+
+    /* the directory removed by hand while the cache is open: the next store makes it again */
+    assert_int_equal(unlink(path), 0);
+    snprintf(path, sizeof path, "%s/notes.txt", dir);
+    assert_int_equal(unlink(path), 0);
+    assert_int_equal(rmdir(dir), 0);
+    nx_rt_cache_key key;
+    nx_rt_cache_key_init(&key, "again", 5);
+    nx_rt_cache_store(c, &key, "x", 1);
+    assert_int_equal(nx_rt_cache_disk_usage(ctx, NULL, &bytes, &entries), NX_OK);
+    assert_true(entries == 1 && bytes == 64 + 5 + 1);
+    assert_true(nx_rt_cache_disk_writable(c));
+    assert_int_equal(lc.warn, 0);
     nx_ctx_free(ctx);
 }
 

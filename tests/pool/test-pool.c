@@ -92,8 +92,8 @@ static void rec_body(void *user, int64_t begin, int64_t end, int chunk)
 static void rec_check(const record *r, int64_t grain, int threads)
 {
     char what[96];
-    snprintf(what, sizeof what, "n=%lld grain=%lld threads=%d", (long long)r->n,
-             (long long)grain, threads);
+    snprintf(what, sizeof what, "n=%lld grain=%lld threads=%d", (long long)r->n, (long long)grain,
+             threads);
     if (r->bad_chunk)
         fail_msg("%s: chunk index out of range", what);
     for (int64_t i = 0; i < r->n && i < MAX_N; i++) {
@@ -604,11 +604,16 @@ int main(void)
 {
     unsetenv("NITRIX_NUM_THREADS");
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_partition),      cmocka_unit_test(test_cover),
-        cmocka_unit_test(test_huge),           cmocka_unit_test(test_determinism),
-        cmocka_unit_test(test_nested),         cmocka_unit_test(test_many_contexts),
-        cmocka_unit_test(test_concurrent_callers), cmocka_unit_test(test_spawn_failure),
-        cmocka_unit_test(test_inline_paths),   cmocka_unit_test(test_invalid),
+        cmocka_unit_test(test_partition),
+        cmocka_unit_test(test_cover),
+        cmocka_unit_test(test_huge),
+        cmocka_unit_test(test_determinism),
+        cmocka_unit_test(test_nested),
+        cmocka_unit_test(test_many_contexts),
+        cmocka_unit_test(test_concurrent_callers),
+        cmocka_unit_test(test_spawn_failure),
+        cmocka_unit_test(test_inline_paths),
+        cmocka_unit_test(test_invalid),
         cmocka_unit_test(test_alloc_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
