@@ -172,8 +172,9 @@ static void list_devices(nx_rt_cuda_driver *d, int count)
             continue;
         bool ok = g->cc_major >= 8;
         d->usable[d->gpu_count] = ok;
+        d->ordinal[d->gpu_count] = i;
         if (ok && d->first_usable < 0)
-            d->first_usable = i;
+            d->first_usable = d->gpu_count;
         if (!ok && unusable < 0)
             unusable = d->gpu_count;
         d->gpu_count++;
@@ -486,13 +487,8 @@ static nx_status cuda_create(nx_ctx *ctx, nx_rt_cuda **out)
         return nx_rt_nomem(ctx, "CUDA context state", sizeof *cu);
     memset(cu, 0, sizeof *cu);
     cu->drv = d;
-    cu->ordinal = d->first_usable;
-    for (int i = 0; i < d->gpu_count; i++) {
-        if (d->usable[i]) {
-            cu->info = d->gpus[i];
-            break;
-        }
-    }
+    cu->ordinal = d->ordinal[d->first_usable];
+    cu->info = d->gpus[d->first_usable];
     /* A quarter of the device may sit in the free lists; beyond that, frees go to the driver. */
     cu->cache_limit = (size_t)(cu->info.memory_bytes / 4);
     if (pthread_mutex_init(&cu->lock, NULL) != 0) {

@@ -86,7 +86,8 @@ typedef struct nx_rt_cuda_driver {
     int gpu_count;
     nx_gpu_info gpus[NX_MAX_GPUS];
     bool usable[NX_MAX_GPUS]; /* compute capability >= 8.0 */
-    int first_usable;         /* ordinal of the device the backend uses; -1: none */
+    int ordinal[NX_MAX_GPUS]; /* the driver's ordinal of each listed GPU */
+    int first_usable;         /* index in gpus of the device the backend uses; -1: none */
     char status[NX_RT_STATUS_LEN]; /* "ok", or why the backend cannot run */
 } nx_rt_cuda_driver;
 
