@@ -127,6 +127,45 @@ static void gather_row(char *dst, const char *src, int64_t n, int64_t stride, si
     }
 }
 
+/* One (na, nb) plane whose source is contiguous along a but strided along b (a transpose): walked
+ * in square tiles so each cache line read along a is used up by the tile's b columns before it
+ * is evicted (an untiled walk rereads it nb times from memory). */
+static inline void transpose_plane(char *dst, const char *src, int64_t na, int64_t nb,
+                                   int64_t sb, size_t es)
+{
+    enum { TILE = 16 };
+    int64_t e = (int64_t)es;
+    for (int64_t a0 = 0; a0 < na; a0 += TILE) {
+        int64_t a1 = a0 + TILE < na ? a0 + TILE : na;
+        for (int64_t b0 = 0; b0 < nb; b0 += TILE) {
+            int64_t b1 = b0 + TILE < nb ? b0 + TILE : nb;
+            for (int64_t a = a0; a < a1; a++) {
+                for (int64_t b = b0; b < b1; b++)
+                    memcpy(dst + (a * nb + b) * e, src + a * e + b * sb, es);
+            }
+        }
+    }
+}
+
+static void transpose_plane_es(char *dst, const char *src, int64_t na, int64_t nb, int64_t sb,
+                               size_t es)
+{
+    switch (es) {
+    case 1:
+        transpose_plane(dst, src, na, nb, sb, 1);
+        break;
+    case 2:
+        transpose_plane(dst, src, na, nb, sb, 2);
+        break;
+    case 4:
+        transpose_plane(dst, src, na, nb, sb, 4);
+        break;
+    default:
+        transpose_plane(dst, src, na, nb, sb, 8);
+        break;
+    }
+}
+
 /* Writes t's elements in C order into dst (numel * element size bytes). */
 static void copy_into(const nx_tensor *t, char *dst)
 {
@@ -134,6 +173,19 @@ static void copy_into(const nx_tensor *t, char *dst)
     const char *base = base_of(t);
     rows r;
     rows_init(&r, t);
+    int o = r.outer - 1;
+    if (o >= 0 && r.step[o] == (int64_t)es && r.shape[o] >= 8 && r.n >= 8) {
+        /* the two innermost axes form transposed planes: iterate over the planes instead */
+        int64_t na = r.shape[o], plane = na * r.n * (int64_t)es;
+        r.outer = o;
+        r.count /= na;
+        for (int64_t k = 0; k < r.count; k++) {
+            transpose_plane_es(dst, base + r.off, na, r.n, r.stride, es);
+            dst += plane;
+            rows_next(&r);
+        }
+        return;
+    }
     for (int64_t k = 0; k < r.count; k++) {
         gather_row(dst, base + r.off, r.n, r.stride, es);
         dst += r.n * (int64_t)es;

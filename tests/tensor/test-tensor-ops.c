@@ -520,6 +520,52 @@ static void test_cast_long_rows(void **state)
     nx_tensor_free(t);
 }
 
+/* Copies of every permutation of a (3, 37, 45) tensor, plain and with a reversed axis, so the
+ * tiled transpose sees full and partial tiles, a plane loop and negative strides; each element
+ * of the copy is compared with the view read through its own strides. */
+static void test_copy_permutations(void **state)
+{
+    fixture *f = *state;
+    static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2},
+                                    {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+    static const nx_dtype ds[4] = {NX_DTYPE_U8, NX_DTYPE_BF16, NX_DTYPE_I32, NX_DTYPE_F64};
+    int64_t shape[3] = {3, 37, 45};
+    for (int di = 0; di < 4; di++) {
+        nx_tensor *base = NULL;
+        assert_int_equal(nx_tensor_new(f->ctx, ds[di], 3, shape, &base), NX_OK);
+        size_t es = nx_dtype_size(ds[di]);
+        unsigned char *p = nx_tensor_data(base);
+        for (int64_t k = 0; k < 3 * 37 * 45; k++) {
+            for (size_t j = 0; j < es; j++)
+                p[k * (int64_t)es + (int64_t)j] = (unsigned char)((k * 7 + (int64_t)j) % 251);
+        }
+        for (int pi = 0; pi < 6; pi++) {
+            for (int rev = 0; rev < 2; rev++) {
+                nx_tensor *v = NULL, *w = NULL, *c = NULL;
+                assert_int_equal(nx_tensor_permute(base, perms[pi], &v), NX_OK);
+                if (rev)
+                    assert_int_equal(nx_tensor_slice(v, 2, -1, INT64_MIN, -1, &w), NX_OK);
+                const nx_tensor *src = rev ? w : v;
+                assert_int_equal(nx_tensor_copy(src, &c), NX_OK);
+                const unsigned char *o = nx_tensor_data(c);
+                int64_t idx[NX_MAX_DIMS] = {0}, i = 0;
+                do {
+                    if (memcmp(o + i * (int64_t)es, elem_at(src, idx), es) != 0)
+                        fail_msg("%s perm %d%d%d rev %d: element %lld differs",
+                                 nx_dtype_name(ds[di]), perms[pi][0], perms[pi][1],
+                                 perms[pi][2], rev, (long long)i);
+                    i++;
+                } while (next_index(src, idx));
+                assert_int_equal(i, 3 * 37 * 45);
+                nx_tensor_free(c);
+                nx_tensor_free(w);
+                nx_tensor_free(v);
+            }
+        }
+        nx_tensor_free(base);
+    }
+}
+
 /* ---- geometry edge cases ---- */
 
 static void test_zero_strides_and_empty(void **state)
@@ -750,6 +796,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cast_invalid_fixtures, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cast_semantics, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cast_long_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copy_permutations, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zero_strides_and_empty, setup, teardown),
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_rejected, setup, teardown),
