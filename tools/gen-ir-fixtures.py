@@ -82,7 +82,8 @@ class Case:
     def inp(self, dt, base, views=()):
         """base: the array stored in the file; views: ('slice', axis, start, count, step) or
         ('perm', p...). Returns the viewed value the op sees."""
-        base = np.asarray(base, dtype=NP_DTYPE[dt])
+        with np.errstate(over='ignore'):  # f32 specials such as 1e300 -> inf are deliberate
+            base = np.asarray(base, dtype=NP_DTYPE[dt])
         val = base
         for v in views:
             if v[0] == 'slice':
@@ -189,7 +190,10 @@ UNARY = {
     'erf': (sps.erf, (-3, 3), [INF, -INF, NAN, 1e-9]),
     'floor': (np.floor, (-5, 5), [-0.5, 2.0, -2.0, INF, NAN]),
     'ceil': (np.ceil, (-5, 5), [-0.5, 2.0, -2.0, -INF, NAN]),
-    'round': (np.round, (-5, 5), [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999, 3.5000001, NAN]),
+    # 0.49999999999999994 and 2^52+1 defeat floor(x + 0.5)
+    'round': (np.round, (-5, 5), [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 2.4999, 3.5000001, NAN,
+                                  0.49999999999999994, -0.49999999999999994, 4503599627370497.0,
+                                  -4503599627370497.0, 1e300, INF]),
     'sign': (np.sign, (-5, 5), [0.0, -3.0, INF, -INF, NAN]),
 }
 
@@ -287,8 +291,9 @@ def gen_binary():
     gen_binary_float('mul', np.multiply, sym, sym, (sp_a, sp_b))
     gen_binary_float('div', np.divide, sym, nz, (sp_a, sp_b))
     gen_binary_float('pow', np.power, pos, sym,
-                     ([0.0, 0.0, 2.0, -2.0, -2.0, 1.0, NAN, 4.0, -8.0, INF],
-                      [0.0, 2.0, -1.0, 3.0, 2.0, NAN, 0.0, 0.5, 1.0 / 3.0, -1.0]))
+                     ([0.0, 0.0, 2.0, -2.0, -2.0, 1.0, NAN, 4.0, -8.0, INF, 0.0, -0.0, -INF, -INF],
+                      [0.0, 2.0, -1.0, 3.0, 2.0, NAN, 0.0, 0.5, 1.0 / 3.0, -1.0, -1.0, -1.0, 3.0,
+                       2.0]))
     gen_binary_float('minimum', np.minimum, sym, sym,
                      ([NAN, 1.0, NAN, -INF, 2.0, 0.0], [1.0, NAN, NAN, 3.0, INF, -0.0]))
     gen_binary_float('maximum', np.maximum, sym, sym,
@@ -297,8 +302,8 @@ def gen_binary():
                      ([0.0, 0.0, -0.0, 1.0, -1.0, INF, NAN, 0.0],
                       [1.0, -1.0, -1.0, 0.0, 0.0, INF, 1.0, 0.0]))
     gen_binary_float('mod', np.mod, sym, nz,
-                     ([7.5, -7.5, 7.5, -7.5, 1.0, 0.0, -0.0, NAN, 5.0, INF],
-                      [2.0, 2.0, -2.0, -2.0, 0.0, 3.0, 3.0, 1.0, INF, 2.0]))
+                     ([7.5, -7.5, 7.5, -7.5, 1.0, 0.0, -0.0, NAN, 5.0, INF, -1e-20, 1e-20],
+                      [2.0, 2.0, -2.0, -2.0, 0.0, 3.0, 3.0, 1.0, INF, 2.0, 1.0, -1.0]))
     cmp_a = [1.0, NAN, 2.0, -INF, 0.0, 3.0, NAN, INF]
     cmp_b = [1.0, 1.0, NAN, -INF, -0.0, 2.0, NAN, 5.0]
     for op, fn in (('eq', np.equal), ('ne', np.not_equal), ('lt', np.less),
@@ -1147,6 +1152,198 @@ def gen_compositions():
         add(c.out('f64', y))
 
 
+# ------------------------------------------------------------------------------------------------
+# Edge cases that defeat common shortcuts, chains of movement ops, extern
+# ------------------------------------------------------------------------------------------------
+
+def gen_edges():
+    # signed zeros compare equal: a stable sort keeps them in input order
+    for desc in (False, True):
+        c = Case('argsort_signed_zeros_d%d' % int(desc), 'argsort')
+        c.attr('axis', 0).attr('descending', int(desc))
+        x = c.inp('f64', [0.0, -0.0, 1.0, 0.0, -0.0, -1.0])
+        add(c.out('i64', sort_perm(x, 0, desc)))
+    # argmax among equal signed zeros: the first wins
+    c = Case('reduce_argmax_signed_zeros', 'reduce')
+    c.attr('axes', 0).attr('monoid', 'argmax').attr('keepdims', 0)
+    x = c.inp('f64', [-0.0, 0.0, -0.0])
+    add(c.out('i64', np.argmax(x)))
+    # indices at the ends of the index dtype are clamped, not wrapped
+    for idt in ('i32', 'i64'):
+        info = np.iinfo(NP_DTYPE[idt])
+        c = Case('gather_extreme_%s' % idt, 'gather')
+        c.attr('axis', 1)
+        x = c.inp('f64', np.round(uni(-3, 3, (2, 5)), 3))
+        i = c.inp(idt, [info.min, info.max, info.min + 1, info.max - 1, 2])
+        add(c.out('f64', np.take(x, i.astype(np.int64), axis=1, mode='clip')))
+        c = Case('scatter_extreme_%s' % idt, 'scatter')
+        c.attr('axis', 0).attr('monoid', 'sum')
+        x = c.inp('f64', [1.0, 2.0, 3.0])
+        i = c.inp(idt, [info.min, info.max, 1, -1, 3])
+        u = c.inp('f64', [10.0, 20.0, 30.0, 40.0, 50.0])
+        add(c.out('f64', scatter_oracle(x, i.astype(np.int64), u, 0, 'sum')))
+    # max/min reductions and scans of ints at the ends of their range (no identity overflow)
+    for dt in ('i32', 'i64', 'i8', 'u8'):
+        info = np.iinfo(NP_DTYPE[dt])
+        for monoid in ('max', 'min', 'argmax', 'argmin'):
+            c = Case('reduce_%s_extreme_%s' % (monoid, dt), 'reduce')
+            c.attr('axes', 1).attr('monoid', monoid).attr('keepdims', 0)
+            x = c.inp(dt, [[info.min, info.min, info.min], [info.max, info.max, info.max],
+                           [info.min, info.max, 0]])
+            y = red_oracle(x, (1,), monoid, False)
+            add(c.out('i64' if monoid.startswith('arg') else dt, y))
+    # softmax of a row that is all equal and huge; logsumexp of huge values (no overflow)
+    c = Case('reduce_logsumexp_huge_f64', 'reduce')
+    c.attr('axes', 1).attr('monoid', 'logsumexp').attr('keepdims', 0)
+    x = c.inp('f64', [[1000.0, 1000.0, 999.0], [-1000.0, -1001.0, -1002.0], [1e308, 1e308, 0.0]])
+    add(c.out('f64', sps.logsumexp(x, axis=1)).tolerance(1e-13, 0.0))
+    c = Case('scan_logsumexp_huge_f64', 'scan')
+    c.attr('axis', 1).attr('monoid', 'logsumexp').attr('reverse', 0)
+    x = c.inp('f64', [[1000.0, 1000.0, 999.0], [-1000.0, -1001.0, -1002.0]])
+    add(c.out('f64', np.logaddexp.accumulate(x, axis=1)).tolerance(1e-13, 0.0))
+    c = Case('einsum_logsumexp_huge_f64', 'einsum')
+    c.attr('spec', 'ij,jk->ik').attr('plus', 'logsumexp').attr('times', 'add')
+    a = c.inp('f64', [[800.0, 700.0], [-800.0, -900.0]])
+    b = c.inp('f64', [[100.0], [250.0]])
+    add(c.out('f64', einsum_semiring('ij,jk->ik', a, b, 'logsumexp', 'add')[0])
+        .tolerance(1e-13, 0.0))
+    # var of a large offset: a one-pass formula loses everything here
+    c = Case('var_offset_f64', 'var')
+    c.attr('axes', 0).attr('ddof', 0).attr('keepdims', 0)
+    x = c.inp('f64', 1e8 + np.array([1.0, 2.0, 3.0, 4.0]))
+    add(c.out('f64', np.var(x)).tolerance(1e-6, 0.0))
+
+
+MODE_IDS = ('constant', 'reflect', 'mirror', 'nearest', 'wrap')
+CHAIN_CVAL = 0.5
+
+
+def chain_step(x, step):
+    name, v = step[0], list(step[1:])
+    n = x.ndim
+    if name == 'reverse':
+        return np.flip(x, axis=tuple(v)) if v else x
+    if name == 'permute':
+        return np.transpose(x, v)
+    if name == 'slice':
+        return x[tuple(slice(v[3 * i], v[3 * i + 1], v[3 * i + 2]) for i in range(n))]
+    if name == 'pad':
+        return pad_oracle(x, v[1:1 + n], v[1 + n:1 + 2 * n], MODE_IDS[v[0]], CHAIN_CVAL)
+    if name == 'broadcast':
+        return np.broadcast_to(x, v)
+    if name == 'reshape':
+        return x.reshape(v)
+    if name == 'window':
+        return window_oracle(x, v[:n], v[n:2 * n], v[2 * n:3 * n])
+    if name == 'reducemax':
+        return np.max(x, axis=v[0])
+    if name == 'concatself':
+        return np.concatenate([x, x], axis=v[0])
+    if name == 'gather':
+        return np.take(x, np.array(v[1:]), axis=v[0], mode='clip')
+    raise ValueError(name)
+
+
+def random_step(x):
+    """A random movement step valid for x (or None), keeping sizes small."""
+    n = x.ndim
+    kinds = ['reverse', 'permute', 'slice', 'pad', 'broadcast', 'reshape', 'window', 'reducemax',
+             'concatself', 'gather']
+    name = kinds[rng.integers(len(kinds))]
+    if n == 0 and name not in ('broadcast', 'reshape'):
+        return None
+    if name == 'reverse':
+        axes = [a for a in range(n) if rng.random() < 0.5]
+        return ['reverse'] + axes
+    if name == 'permute':
+        return ['permute'] + list(rng.permutation(n))
+    if name == 'slice':
+        v = []
+        for e in x.shape:
+            a = int(rng.integers(0, e))
+            b = int(rng.integers(a + 1, e + 1))
+            v += [a, b, int(rng.integers(1, 3))]
+        return ['slice'] + v
+    if name == 'pad':
+        lo = [int(rng.integers(0, e + 2)) for e in x.shape]
+        hi = [int(rng.integers(0, e + 2)) for e in x.shape]
+        return ['pad', int(rng.integers(5))] + lo + hi
+    if name == 'broadcast':
+        shp = [int(rng.integers(1, 3))] if n < 4 and rng.random() < 0.5 else []
+        shp += [int(rng.integers(2, 4)) if e == 1 else e for e in x.shape]
+        return ['broadcast'] + shp
+    if name == 'reshape':
+        total = x.size
+        shp = []
+        while total > 1 and len(shp) < 3:
+            divs = [d for d in range(2, total + 1) if total % d == 0]
+            d = divs[rng.integers(len(divs))]
+            shp.append(d)
+            total //= d
+        if total > 1 or not shp:
+            shp.append(total)
+        return ['reshape'] + [int(e) for e in rng.permutation(shp)]
+    if name == 'window':
+        if n > 2:
+            return None
+        w = [int(rng.integers(1, min(e, 3) + 1)) for e in x.shape]
+        s = [int(rng.integers(1, 3)) for e in x.shape]
+        d = [1 if (2 * (wi - 1) + 1 > e) else int(rng.integers(1, 3)) for wi, e in zip(w, x.shape)]
+        return ['window'] + w + s + d
+    if name == 'reducemax':
+        return ['reducemax', int(rng.integers(n))]
+    if name == 'concatself':
+        return ['concatself', int(rng.integers(n))]
+    axis = int(rng.integers(n))
+    return ['gather', axis] + [int(i) for i in rng.integers(-2, x.shape[axis] + 2, 3)]
+
+
+def gen_chains():
+    made = 0
+    while made < 60:
+        dt = ('f64', 'f32', 'i32')[made % 3]
+        shp = tuple(int(e) for e in rng.integers(1, 5, int(rng.integers(1, 4))))
+        base = np.round(uni(-3, 3, shp), 3) if dt != 'i32' else rng.integers(-9, 10, shp)
+        x = np.asarray(base, dtype=NP_DTYPE[dt])
+        steps = []
+        for _ in range(int(rng.integers(2, 7))):
+            st = random_step(x)
+            if st is None:
+                continue
+            y = chain_step(x, st)
+            if y.size > 512 or y.ndim > 6 or y.size == 0:
+                continue
+            steps.append(st)
+            x = y
+        if len(steps) < 2:
+            continue
+        c = Case('chain_%02d_%s' % (made, dt), 'chain')
+        for k, st in enumerate(steps):
+            c.attr('s%d' % k, *st)
+        v = c.inp(dt, base)
+        y = v
+        for st in steps:
+            y = chain_step(y, st)
+        add(c.out(dt, np.array(y)))
+        made += 1
+
+
+def gen_extern():
+    # an extern op defined by the C test: rowsum(x)[i] = sum_j x[i, j]; the interpreter must hand
+    # its reference contiguous inputs even when the graph input is a strided view
+    for k, views in enumerate([[], [('perm', 1, 0)], [('slice', 1, 4, 3, -2)]]):
+        for dt in FLOATS:
+            c = Case('extern_rowsum_%d_%s' % (k, dt), 'extern_rowsum')
+            x = c.inp(dt, uni(-2, 2, (3, 5)), views).astype(np.float64)
+            c.tolerance(RTOL[dt], sum_atol(dt, x.shape[1], np.sum(np.abs(x), axis=1)))
+            add(c.out(dt, np.sum(x, axis=1)))
+    # an extern's output feeding primitives, and a primitive feeding an extern
+    c = Case('extern_rowsum_chain_f64', 'extern_rowsum_chain')
+    x = c.inp('f64', uni(-2, 2, (4, 3)))
+    c.tolerance(1e-13, sum_atol('f64', 4, 4 * 2 * np.e ** 2))
+    add(c.out('f64', np.exp(np.sum(np.flip(x, 0) * 2.0, axis=1))))
+
+
 def main():
     gen_unary()
     gen_binary()
@@ -1159,6 +1356,9 @@ def main():
     gen_sort()
     gen_conveniences()
     gen_compositions()
+    gen_edges()
+    gen_chains()
+    gen_extern()
     write_all()
     return 0
 
