@@ -429,6 +429,17 @@ static void test_known_values(void **state)
     assert_true(nx_f16_to_f32(0x0001) == 0x1p-24f);
     assert_true(nx_f16_to_f32(0x7bff) == 65504.0f);
     assert_true(nx_bf16_to_f32(0x0001) == 0x1p-133f);
+#ifdef NX_HAVE_FLOAT16
+    /* the compiler oracle itself rounds as IEEE says (ties to even, overflow, subnormals) */
+    assert_int_equal(f16_oracle_f(65520.0f), 0x7c00);
+    assert_int_equal(f16_oracle_f(65519.996f), 0x7bff);
+    assert_int_equal(f16_oracle_f(0x1p-25f), 0x0000);
+    assert_int_equal(f16_oracle_f(0x1.8p-24f), 0x0002);
+    assert_int_equal(f16_oracle_d(1.0 + 0x1p-11 + 0x1p-40), 0x3c01);
+    printf("oracles: _Float16 and the nearest-value search\n");
+#else
+    printf("oracles: the nearest-value search (no _Float16 in this compiler)\n");
+#endif
 }
 
 int main(void)
