@@ -30,7 +30,10 @@ check_hello_output() {
 
 case "$mode" in
 run)
-    "$1" "$tmp/hello.npy" >"$tmp/out" || { echo "FAIL: hello exited $?"; exit 1; }
+    if ! "$1" "$tmp/hello.npy" >"$tmp/out" 2>"$tmp/err"; then
+        echo "FAIL: hello exited with an error: $(head -c 400 "$tmp/err")"
+        exit 1
+    fi
     check_hello_output "$tmp/out" "$2" || exit 1
     # The file it wrote is a version 1.0 .npy of little-endian int32, shape (2, 3).
     if head -c 80 "$tmp/hello.npy" | grep -q "'descr': '<i4', 'fortran_order': False, 'shape': (2, 3)"; then
@@ -112,7 +115,10 @@ install)
 graph)
     # x = 1 2 3 4 5 with reflect padding is 1 1 2 3 4 5 5; the 3-tap means are 4/3 2 3 4 14/3.
     want="moving average: 1.3333 2.0000 3.0000 4.0000 4.6667"
-    got=$("$1") || { echo "FAIL: graph example exited $?"; exit 1; }
+    if ! got=$("$1" 2>"$tmp/err"); then
+        echo "FAIL: graph example exited with an error: $(head -c 400 "$tmp/err")"
+        exit 1
+    fi
     [ "$got" = "$want" ] || { echo "FAIL: graph example printed '$got', expected '$want'"; exit 1; }
     echo "ok: graph example printed '$got'"
     ;;

@@ -26,20 +26,17 @@ const cli_op_opt cli_op_opts[CLI_OPT_COUNT] = {
  * copy, cast: runtime operations on host tensors
  * ----------------------------------------------------------------------------------------------*/
 
-/* --backend=cuda sends the array through the device and back, which exercises the device path;
- * every other backend copies on the host, where tensors live. */
+/* --backend=cuda sends the array to the device and back, which exercises the device path; every
+ * other backend copies on the host, where tensors live. */
 nx_status cli_run_copy(nx_ctx *ctx, const cli_call *call, nx_tensor **outs)
 {
     (void)ctx;
     if (call->backend != NX_BACKEND_CUDA)
         return nx_tensor_copy(call->inputs[0], &outs[0]);
-    nx_tensor *dev = NULL, *dev_copy = NULL;
+    nx_tensor *dev = NULL;
     nx_status st = nx_tensor_to_device(call->inputs[0], NX_DEVICE_CUDA, &dev);
     if (st == NX_OK)
-        st = nx_tensor_copy(dev, &dev_copy);
-    if (st == NX_OK)
-        st = nx_tensor_to_device(dev_copy, NX_DEVICE_HOST, &outs[0]);
-    nx_tensor_free(dev_copy);
+        st = nx_tensor_to_device(dev, NX_DEVICE_HOST, &outs[0]);
     nx_tensor_free(dev);
     return st;
 }
