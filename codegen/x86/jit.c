@@ -16,6 +16,7 @@
 #include <llvm/Config/llvm-config.h>
 
 #include "codegen/x86/jit.h"
+#include "codegen/x86/math.h"
 
 /* Target machines are not safe to share between threads that optimise or emit at the same time
  * (the subtarget cache is filled lazily), so each user takes one from a pool. */
@@ -352,7 +353,9 @@ nx_status nx_x86_module_parse(nx_x86_jit *jit, const char *name, const char *tex
         return st;
     }
     module_set_target(m);
-    st = nx_x86_module_verify(m);
+    st = nx_x86_math_define_declared(jit->ctx, m->mod);
+    if (st == NX_OK)
+        st = nx_x86_module_verify(m);
     if (st != NX_OK) {
         nx_x86_module_free(m);
         return st;

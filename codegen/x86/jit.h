@@ -18,6 +18,7 @@
  * on it otherwise), LLVM diagnostics are captured per module rather than ending the process, and
  * a fatal-error handler logs LLVM's reason to stderr. LLVM's fatal paths (report_fatal_error from
  * a codegen bug, out of memory inside LLVM) cannot be recovered: LLVM exits after the handler.
+ * The handler is process-wide (LLVM has one slot): it replaces one the host program installed.
  * Memory that LLVM allocates for itself does not go through the context allocator.
  *
  * Kernel symbols share one namespace per JIT (ORC's main JITDylib): a name defined by a live
@@ -54,8 +55,9 @@ NX_HIDDEN nx_ctx *nx_x86_jit_ctx(const nx_x86_jit *jit);
  * nx_x86_module_free. */
 NX_HIDDEN nx_status nx_x86_module_new(nx_x86_jit *jit, const char *name, nx_x86_module **out);
 /* A module from textual IR (typed-pointer syntax, e.g. `float*`, which LLVM 14 and 19 read). The
- * triple and data layout are set to the JIT's. A parse error or invalid IR is NX_ERR_INTERNAL
- * with LLVM's message. */
+ * triple and data layout are set to the JIT's. Functions of the math library (math.h) that the
+ * text declares, e.g. `declare float @nx.math.exp.f32(float)`, are defined. A parse error or
+ * invalid IR is NX_ERR_INTERNAL with LLVM's message. */
 NX_HIDDEN nx_status nx_x86_module_parse(nx_x86_jit *jit, const char *name, const char *text,
                                         size_t len, nx_x86_module **out);
 NX_HIDDEN void nx_x86_module_free(nx_x86_module *m);
@@ -77,7 +79,9 @@ NX_HIDDEN nx_status nx_x86_module_optimize(nx_x86_module *m, nx_x86_opt opt);
 NX_HIDDEN nx_status nx_x86_module_print(nx_x86_module *m, char **out);
 
 /* Verifies and emits a relocatable object for the host into a buffer from the context allocator
- * (free with nx_rt_free(ctx, *buf, *len)). The module is unchanged and stays the caller's. */
+ * (free with nx_rt_free(ctx, *buf, *len)). The module stays the caller's; codegen lowers parts of
+ * its IR in place (still valid IR), so emit after the last change. Deterministic: the same IR
+ * on the same target gives the same bytes. */
 NX_HIDDEN nx_status nx_x86_module_emit_object(nx_x86_module *m, void **buf, size_t *len);
 /* Verifies, emits and links the module as a new kernel with its own resource tracker. When buf is
  * not NULL the object bytes are returned too, as by nx_x86_module_emit_object. The module is

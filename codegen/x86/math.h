@@ -1,0 +1,62 @@
+/* Vectorisable math for JIT-ed kernels: exp, log, log1p, expm1, sin, cos, tanh, erf, pow, sqrt as
+ * LLVM IR, in f32 and f64 (scalar or vector types).
+ *
+ * Each function is emitted into the kernel's module as an internal, always-inline function of
+ * straight-line code (range reduction, polynomials, integer bit tricks, selects for special values
+ * and ranges), with no call into libm: after inlining, the loop vectoriser widens it like any
+ * other arithmetic. LLVM 14 would keep a libm call scalar.
+ *
+ * Methods (f64): exp, expm1, log, log1p, erf, sin/cos kernels are fdlibm's algorithms and
+ * coefficients, made branch-free (every path is computed, selects pick); tanh from expm1 as in
+ * fdlibm; pow as exp(y log x) with log x in double-double (a 5-entry select table narrows the
+ * reduced argument) and an exp that takes a double-double argument. f32 exp and log use f32
+ * polynomials; the other f32 functions evaluate the f64 code and round once (as glibc's do).
+ * The measured accuracy (tests/jit/test-math.c states the bounds it checks) is within a few ulp;
+ * sin and cos reduce arguments with a 3-part pi/2 (fdlibm's medium range): they are accurate for
+ * |x| <= NX_X86_TRIG_MAX = 2^20 pi/2 ~ 1.6e6 and return NaN beyond it (there is no Payne-Hanek
+ * reduction; a NaN is better than a silently wrong value), as for infinities.
+ *
+ * Special values follow C99 Annex F: NaN in, NaN out (except pow(x, 0) = pow(1, y) = 1); inf, -inf
+ * and signed zeros as libm; overflow to inf and gradual underflow to subnormals and 0. */
+#ifndef NX_CODEGEN_X86_MATH_H
+#define NX_CODEGEN_X86_MATH_H
+
+#include <llvm-c/Core.h>
+
+#include "runtime/internal.h"
+
+/* Largest |x| that sin and cos reduce accurately (2^20 pi/2); NaN beyond. */
+#define NX_X86_TRIG_MAX 0x1.921fb54442d18p+20
+
+typedef enum nx_x86_math_fn {
+    NX_X86_MATH_EXP,
+    NX_X86_MATH_LOG,
+    NX_X86_MATH_LOG1P,
+    NX_X86_MATH_EXPM1,
+    NX_X86_MATH_SIN,
+    NX_X86_MATH_COS,
+    NX_X86_MATH_TANH,
+    NX_X86_MATH_ERF,
+    NX_X86_MATH_POW, /* two arguments */
+    NX_X86_MATH_SQRT,
+    NX_X86_MATH_COUNT
+} nx_x86_math_fn;
+
+/* "exp", "log", ...; NULL out of range. */
+NX_HIDDEN const char *nx_x86_math_name(nx_x86_math_fn fn);
+/* 1, or 2 for pow. */
+NX_HIDDEN int nx_x86_math_arity(nx_x86_math_fn fn);
+
+/* The function `ty fn(ty[, ty])` in mod, named "nx.math.<name>.<f32|f64|vNf32|vNf64>", defined
+ * on first request (internal, alwaysinline). ty is float, double or a vector of them; NULL for
+ * other types. */
+NX_HIDDEN LLVMValueRef nx_x86_math_function(LLVMModuleRef mod, nx_x86_math_fn fn, LLVMTypeRef ty);
+/* A call of it at the builder's position (y is ignored unless fn is pow). NULL as above. */
+NX_HIDDEN LLVMValueRef nx_x86_math_call(LLVMBuilderRef b, LLVMModuleRef mod, nx_x86_math_fn fn,
+                                        LLVMValueRef x, LLVMValueRef y);
+/* Gives a body to every function of this library that mod declares but does not define, so
+ * textual IR can say `declare float @nx.math.exp.f32(float)` and call it. A declaration with
+ * the right name but the wrong type is NX_ERR_INTERNAL, naming it. */
+NX_HIDDEN nx_status nx_x86_math_define_declared(nx_ctx *ctx, LLVMModuleRef mod);
+
+#endif /* NX_CODEGEN_X86_MATH_H */
