@@ -47,9 +47,11 @@ nx_node nx_matmul(nx_graph *g, nx_node a, nx_node b)
                                  "nx_matmul: a is %s but b is %s; the inner dims differ (%lld vs "
                                  "%lld)",
                                  sa, sb, (long long)k, (long long)kb);
-    /* a[..., m, k, 1] * b[..., 1, k, n] summed over k */
-    nx_node a3 = insert_unit(g, a, na->ndim);
-    nx_node b3 = insert_unit(g, b, nb->ndim - 2);
+    /* a[..., m, k, 1] * b[..., 1, k, n] summed over k. Node pointers die when the arena grows,
+     * so the dims are read before the first builder call. */
+    int nda = na->ndim, ndb = nb->ndim;
+    nx_node a3 = insert_unit(g, a, nda);
+    nx_node b3 = insert_unit(g, b, ndb - 2);
     nx_node prod = nx_mul(g, a3, b3);
     int axis = -2;
     return nx_reduce(g, prod, 1, &axis, NX_MONOID_SUM, false);

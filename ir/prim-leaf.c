@@ -80,8 +80,6 @@ nx_status nx_ir_shape_leaf(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_pr
         if (ndim == 0 || axis < 0 || axis >= ndim)
             return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "axis %lld is out of range for %lld dims",
                               (long long)axis, (long long)ndim);
-        if (a[0] == NX_DTYPE_BOOL)
-            return nx_ir_fail(ck, NX_ERR_DTYPE, "dtype bool cannot count; expected a number");
     }
     if ((p->op == NX_PRIM_INPUT || p->op == NX_PRIM_PARAMETER) &&
         (a[2 + ndim] < 0 || p->nblob == 0 || ((const char *)p->blob)[p->nblob - 1] != '\0'))
