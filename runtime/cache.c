@@ -150,6 +150,68 @@ void nx_rt_cache_key_hex(const nx_rt_cache_key *key, char out[33])
     out[32] = '\0';
 }
 
+/* ---- key blobs -------------------------------------------------------------------------------*/
+
+static void blob_put(nx_rt_cache_blob *b, const void *p, size_t n)
+{
+    if (b->failed)
+        return;
+    size_t need;
+    if (__builtin_add_overflow(b->len, n, &need) ||
+        !nx_rt_grow(b->ctx, (void **)&b->data, &b->cap, need, 1)) {
+        b->failed = true;
+        return;
+    }
+    if (n > 0)
+        memcpy(b->data + b->len, p, n);
+    b->len = need;
+}
+
+void nx_rt_cache_blob_init(nx_rt_cache_blob *b, nx_ctx *ctx)
+{
+    memset(b, 0, sizeof *b);
+    b->ctx = ctx;
+    nx_rt_cache_blob_str(b, "nitrix", nx_version());
+}
+
+void nx_rt_cache_blob_bytes(nx_rt_cache_blob *b, const char *name, const void *value, size_t len)
+{
+    uint8_t n32[4], n64[8];
+    size_t name_len = strlen(name);
+    put_le32(n32, (uint32_t)name_len);
+    put_le64(n64, (uint64_t)len);
+    blob_put(b, n32, 4);
+    blob_put(b, name, name_len);
+    blob_put(b, n64, 8);
+    blob_put(b, value, len);
+}
+
+void nx_rt_cache_blob_str(nx_rt_cache_blob *b, const char *name, const char *value)
+{
+    nx_rt_cache_blob_bytes(b, name, value, strlen(value));
+}
+
+void nx_rt_cache_blob_i64(nx_rt_cache_blob *b, const char *name, int64_t value)
+{
+    uint8_t le[8];
+    put_le64(le, (uint64_t)value);
+    nx_rt_cache_blob_bytes(b, name, le, 8);
+}
+
+nx_status nx_rt_cache_blob_key(nx_rt_cache_blob *b, nx_rt_cache_key *key)
+{
+    if (b->failed)
+        return nx_rt_nomem(b->ctx, "kernel cache: building a key", b->cap * 2);
+    nx_rt_cache_key_init(key, b->data, b->len);
+    return NX_OK;
+}
+
+void nx_rt_cache_blob_free(nx_rt_cache_blob *b)
+{
+    nx_rt_free(b->ctx, b->data, b->cap);
+    memset(b, 0, sizeof *b);
+}
+
 /* ---- the cache object ------------------------------------------------------------------------*/
 
 typedef struct entry {

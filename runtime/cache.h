@@ -10,8 +10,12 @@
  *
  * Typical use by a backend:
  *
+ *     nx_rt_cache_blob b;                         // or any canonical byte string
+ *     nx_rt_cache_blob_init(&b, ctx);
+ *     nx_rt_cache_blob_bytes(&b, "ir", ir_bytes, ir_len);
+ *     nx_rt_cache_blob_str(&b, "target", "znver3 +avx2 +avx512f"); ...
  *     nx_rt_cache_key key;
- *     nx_rt_cache_key_init(&key, blob, blob_len);
+ *     if ((st = nx_rt_cache_blob_key(&b, &key)) != NX_OK) ...
  *     nx_rt_cache *cache;
  *     if ((st = nx_rt_cache_of(ctx, &cache)) != NX_OK) return st;
  *     void *kernel = nx_rt_cache_find(cache, &key);          // hit: a hash and a probe
@@ -22,6 +26,7 @@
  *         kernel = link(obj, len); nx_rt_free(ctx, obj, len);
  *         if ((st = nx_rt_cache_insert(cache, &key, kernel, destroy, user, &kernel)) != NX_OK) ...
  *     }
+ *     nx_rt_cache_blob_free(&b);
  *
  * Memory. The map is keyed by the 128-bit hash alone (two distinct blobs of one hash are not
  * expected in the life of the universe; the disk, which other processes and people can write, is
@@ -98,6 +103,29 @@ typedef struct nx_rt_cache_key {
 NX_HIDDEN void nx_rt_cache_key_init(nx_rt_cache_key *key, const void *blob, size_t blob_len);
 /* 32 lowercase hex digits and a terminator. */
 NX_HIDDEN void nx_rt_cache_key_hex(const nx_rt_cache_key *key, char out[33]);
+
+/* Building a key blob field by field. Each field is encoded as
+ *     name length (u32 LE), name bytes, value length (u64 LE), value bytes
+ * so no two different field lists give the same blob ("ab" + "c" differs from "a" + "bc"). The
+ * first field is always ("nitrix", nx_version()), so a new library version never reuses old
+ * entries. Appends never fail: an allocation failure is remembered and reported by finish. */
+typedef struct nx_rt_cache_blob {
+    nx_ctx *ctx;
+    uint8_t *data;
+    size_t len, cap;
+    bool failed;
+} nx_rt_cache_blob;
+
+NX_HIDDEN void nx_rt_cache_blob_init(nx_rt_cache_blob *b, nx_ctx *ctx);
+NX_HIDDEN void nx_rt_cache_blob_bytes(nx_rt_cache_blob *b, const char *name, const void *value,
+                                      size_t len);
+NX_HIDDEN void nx_rt_cache_blob_str(nx_rt_cache_blob *b, const char *name, const char *value);
+/* The value as 8 bytes, little-endian. */
+NX_HIDDEN void nx_rt_cache_blob_i64(nx_rt_cache_blob *b, const char *name, int64_t value);
+/* The key of the blob (borrowing b's bytes: keep b until the key is no longer used), or
+ * NX_ERR_NOMEM if an append failed. */
+NX_HIDDEN nx_status nx_rt_cache_blob_key(nx_rt_cache_blob *b, nx_rt_cache_key *key);
+NX_HIDDEN void nx_rt_cache_blob_free(nx_rt_cache_blob *b);
 
 /* ---- the cache -------------------------------------------------------------------------------*/
 

@@ -102,6 +102,17 @@ def entry_file(blob, payload):
     return head + checksum + blob + payload
 
 
+def blob_field(name, value):
+    """One key-blob field as runtime/cache.h documents it."""
+    return struct.pack("<I", len(name)) + name + struct.pack("<Q", len(value)) + value
+
+
+BLOB_VERSION = b"0.1.0"
+BLOB_FIELDS = [(b"ir", b"kernel(v1){out[i]=max(a[i]+b[i],out[i])}"), (b"dtype", b"f32"),
+               (b"rank", struct.pack("<q", 2)), (b"shape", struct.pack("<qq", 64, -1)),
+               (b"empty", b""), (b"backend", b"cpu")]
+
+
 def c_string(b):
     return '"' + "".join(c if c.isalnum() or c in " .,:;=_-[]|/()+" else "\\%03o" % ord(c)
                          for c in b.decode("latin-1")) + '"'
@@ -146,6 +157,17 @@ def main():
     lines.append("static const unsigned char kat_entry[%d] = {" % len(data))
     for i in range(0, len(data), 16):
         lines.append("    " + " ".join("0x%02x," % b for b in data[i:i + 16]))
+    lines.append("};\n")
+    tail = b"".join(blob_field(n, v) for n, v in BLOB_FIELDS)
+    whole = blob_field(b"nitrix", BLOB_VERSION) + tail
+    lines.append("/* A key blob built from fields: ir, dtype, rank (i64 2), shape (i64 64, -1), empty,")
+    lines.append(" * backend (see BLOB_FIELDS in the generator); the bytes after the leading nitrix")
+    lines.append(" * field, and the hash of the whole blob when that field is kat_blob_version. */")
+    lines.append('static const char kat_blob_version[] = "%s";' % BLOB_VERSION.decode())
+    lines.append('static const char kat_blob_hash[] = "%s";' % siphash128(HASH_KEY, whole).hex())
+    lines.append("static const unsigned char kat_blob_tail[%d] = {" % len(tail))
+    for i in range(0, len(tail), 16):
+        lines.append("    " + " ".join("0x%02x," % b for b in tail[i:i + 16]))
     lines.append("};\n")
     lines.append("#endif")
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cache-vectors.h")

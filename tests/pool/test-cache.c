@@ -246,6 +246,83 @@ static void test_hash_distribution(void **state)
     free(hs);
 }
 
+/* ---- key blobs -------------------------------------------------------------------------------*/
+
+static void build_kat_blob(nx_rt_cache_blob *b, nx_ctx *ctx)
+{
+    nx_rt_cache_blob_init(b, ctx);
+    nx_rt_cache_blob_str(b, "ir", "kernel(v1){out[i]=max(a[i]+b[i],out[i])}");
+    nx_rt_cache_blob_str(b, "dtype", "f32");
+    nx_rt_cache_blob_i64(b, "rank", 2);
+    uint8_t shape[16];
+    const int64_t extents[2] = {64, -1};
+    for (int d = 0; d < 2; d++)
+        for (int i = 0; i < 8; i++)
+            shape[8 * d + i] = (uint8_t)((uint64_t)extents[d] >> (8 * i));
+    nx_rt_cache_blob_bytes(b, "shape", shape, sizeof shape);
+    nx_rt_cache_blob_bytes(b, "empty", NULL, 0);
+    nx_rt_cache_blob_str(b, "backend", "cpu");
+}
+
+static void test_blob(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    nx_rt_cache_blob b;
+    build_kat_blob(&b, ctx);
+    nx_rt_cache_key key;
+    assert_int_equal(nx_rt_cache_blob_key(&b, &key), NX_OK);
+    /* the leading field, written out by hand: 6, "nitrix", strlen(version), version */
+    const char *v = nx_version();
+    size_t vlen = strlen(v);
+    uint8_t head[64] = {6, 0, 0, 0, 'n', 'i', 't', 'r', 'i', 'x', (uint8_t)vlen};
+    memcpy(head + 18, v, vlen);
+    assert_int_equal(key.blob_len, 18 + vlen + sizeof kat_blob_tail);
+    assert_memory_equal(key.blob, head, 18 + vlen);
+    assert_memory_equal((const uint8_t *)key.blob + 18 + vlen, kat_blob_tail, sizeof kat_blob_tail);
+    char hex[33];
+    nx_rt_cache_key_hex(&key, hex);
+    if (strcmp(v, kat_blob_version) == 0)
+        assert_string_equal(hex, kat_blob_hash);
+    nx_rt_cache_blob_free(&b);
+
+    /* moving a byte from one field to the next changes the key */
+    nx_rt_cache_blob x, y;
+    nx_rt_cache_blob_init(&x, ctx);
+    nx_rt_cache_blob_str(&x, "a", "bc");
+    nx_rt_cache_blob_str(&x, "d", "e");
+    nx_rt_cache_blob_init(&y, ctx);
+    nx_rt_cache_blob_str(&y, "a", "b");
+    nx_rt_cache_blob_str(&y, "d", "ce");
+    nx_rt_cache_key kx, ky;
+    assert_int_equal(nx_rt_cache_blob_key(&x, &kx), NX_OK);
+    assert_int_equal(nx_rt_cache_blob_key(&y, &ky), NX_OK);
+    assert_true(memcmp(kx.hash, ky.hash, 16) != 0);
+    nx_rt_cache_blob_free(&x);
+    nx_rt_cache_blob_free(&y);
+    nx_ctx_free(ctx);
+    assert_true(ta.live == 0);
+}
+
+static nx_status sweep_blob(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    nx_rt_cache_blob b;
+    build_kat_blob(&b, ctx);
+    char big[300];
+    memset(big, 'q', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    for (int i = 0; i < 8; i++) /* several doublings */
+        nx_rt_cache_blob_str(&b, "filler", big);
+    nx_rt_cache_key key;
+    nx_status st = nx_rt_cache_blob_key(&b, &key);
+    if (st == NX_OK && key.blob_len < 8 * 300)
+        st = NX_ERR_INTERNAL;
+    nx_rt_cache_blob_free(&b);
+    return st;
+}
+
 /* ---- in memory -------------------------------------------------------------------------------*/
 
 enum { NOBJ = 1000 };
@@ -823,6 +900,7 @@ static void test_alloc_sweeps(void **state)
 {
     (void)state;
     assert_true(nx_test_alloc_sweep(sweep_memory, NULL, 100) >= 5);
+    assert_true(nx_test_alloc_sweep(sweep_blob, NULL, 100) >= 4);
     memset(destroyed, 0, sizeof destroyed);
     assert_true(nx_test_alloc_sweep(sweep_context, NULL, 100) >= 2);
     char dir[512];
@@ -854,6 +932,7 @@ int main(void)
         cmocka_unit_test(test_hash_vectors),
         cmocka_unit_test(test_hash_streaming),
         cmocka_unit_test(test_hash_distribution),
+        cmocka_unit_test(test_blob),
         cmocka_unit_test(test_memory),
         cmocka_unit_test(test_memory_race),
         cmocka_unit_test(test_disk_format_and_round_trip),
