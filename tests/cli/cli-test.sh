@@ -242,6 +242,7 @@ test_demo() {
     expect_out "demo makes a 16^3 phantom" "^phantom: f32\[16,16,16\]"
     expect_out "demo round-trips .npy bit-identically" "^\.npy round trip.*bit-identical"
     expect_out "demo finishes" "^demo: ok\$"
+    expect_out "demo tries the device round trip" "^cuda device round trip: \(not available: .\|[0-9]* bytes up and down, bit-identical\)"
     expect_out "demo runs the pipeline on ref" "^  ref   compile .* max |error| vs C loop"
     expect_out "demo reports cpu" "^  cpu   "
     expect_out "demo reports cuda" "^  cuda  "
