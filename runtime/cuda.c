@@ -393,6 +393,7 @@ struct nx_rt_cuda {
     block *large;
     size_t cache_limit;
     nx_rt_cuda_stats stats;
+    bool warned; /* a failure on a path that cannot return one was logged */
 };
 
 static nx_status cu_fail(nx_ctx *ctx, const nx_rt_cuda_driver *d, nx_cu_result r, const char *fn,
@@ -403,6 +404,17 @@ static nx_status cu_fail(nx_ctx *ctx, const nx_rt_cuda_driver *d, nx_cu_result r
     if (r == NX_CU_ERROR_OUT_OF_MEMORY)
         return nx_rt_error(ctx, NX_ERR_NOMEM, "CUDA: %s failed %s: %s", fn, what, err);
     return nx_rt_error(ctx, NX_ERR_BACKEND, "CUDA: %s failed %s: %s", fn, what, err);
+}
+
+/* Frees and unloads cannot return a status; their failures (after a sticky launch error, say) go
+ * to the log, once per context so that a broken device does not flood it. */
+static void warn_failure(nx_ctx *ctx, nx_rt_cuda *cu, nx_cu_result r, const char *fn)
+{
+    if (r == NX_CU_SUCCESS || __atomic_exchange_n(&cu->warned, true, __ATOMIC_RELAXED))
+        return;
+    char err[160];
+    nx_ctx_log(ctx, NX_LOG_WARN, "CUDA: %s failed while releasing resources: %s", fn,
+               nx_rt_cuda_strerror(cu->drv, r, err, sizeof err));
 }
 
 nx_status nx_rt_cuda_available(nx_ctx *ctx)
@@ -418,7 +430,7 @@ static void flush_list(nx_ctx *ctx, nx_rt_cuda *cu, block **list)
     while (*list) {
         block *b = *list;
         *list = b->next;
-        cu->drv->api.cuMemFree_v2(b->ptr);
+        warn_failure(ctx, cu, cu->drv->api.cuMemFree_v2(b->ptr), "cuMemFree_v2");
         cu->stats.driver_frees++;
         cu->stats.cached_blocks--;
         cu->stats.cached_bytes -= b->size;
@@ -443,12 +455,13 @@ static void cuda_destroy(nx_ctx *ctx, void *obj)
     flush_cache(ctx, cu);
     pthread_mutex_unlock(&cu->lock);
     if (cu->stream) {
-        a->cuStreamSynchronize(cu->stream);
-        a->cuStreamDestroy_v2(cu->stream);
+        warn_failure(ctx, cu, a->cuStreamSynchronize(cu->stream), "cuStreamSynchronize");
+        warn_failure(ctx, cu, a->cuStreamDestroy_v2(cu->stream), "cuStreamDestroy_v2");
     }
     a->cuCtxSetCurrent(NULL);
     if (cu->cuctx)
-        a->cuDevicePrimaryCtxRelease_v2(cu->dev);
+        warn_failure(ctx, cu, a->cuDevicePrimaryCtxRelease_v2(cu->dev),
+                     "cuDevicePrimaryCtxRelease_v2");
     pthread_mutex_destroy(&cu->lock);
     nx_rt_free(ctx, cu, sizeof *cu);
 }
@@ -649,7 +662,7 @@ void nx_rt_cuda_free(nx_ctx *ctx, nx_rt_cuda_block *blk)
     cu->stats.live_blocks--;
     if (cu->stats.cached_bytes + b->size > cu->cache_limit) {
         cu->drv->api.cuCtxSetCurrent(cu->cuctx);
-        cu->drv->api.cuMemFree_v2(b->ptr);
+        warn_failure(ctx, cu, cu->drv->api.cuMemFree_v2(b->ptr), "cuMemFree_v2");
         cu->stats.driver_frees++;
         nx_rt_free(ctx, b, sizeof *b);
     } else {
@@ -767,7 +780,7 @@ void nx_rt_cuda_module_unload(nx_ctx *ctx, nx_cu_module m)
     nx_rt_cuda *cu;
     if (!m || nx_rt_cuda_get(ctx, &cu) != NX_OK)
         return;
-    cu->drv->api.cuModuleUnload(m);
+    warn_failure(ctx, cu, cu->drv->api.cuModuleUnload(m), "cuModuleUnload");
 }
 
 nx_status nx_rt_cuda_module_function(nx_ctx *ctx, nx_cu_module m, const char *name,
