@@ -2,7 +2,7 @@
  * printed, compiled for the reference backend, run twice) and random invalid builder calls, each
  * in a fresh context with the counting allocator so that leaks fail the test.
  *
- * Usage: fuzz-graph [--seed N] [--iters N] [--invalid-iters N] [--from I] [--template T]
+ * Usage: fuzz-graph [--seed N] [--iters N] [--invalid-iters N] [--sweep-iters N] [--from I] [--template T]
  *                   [--skip-op OP]...   (OP: a name from the op statistics line)
  * Graph i uses its own seed derived from (seed, i), so a failure names the seed and index that
  * reproduce it alone: fuzz-graph --seed S --from I --iters 1 --invalid-iters 0.
@@ -17,8 +17,12 @@
 #include "gen.h"
 #include "testutil.h"
 
+#ifndef NX_FUZZ_KNOWN /* meson passes the source path */
+#define NX_FUZZ_KNOWN "tests/fuzz/graph/known-failures.txt"
+#endif
+
 static uint64_t seed = 1;
-static int64_t iters = 3000, invalid_iters = 3000, from = 0;
+static int64_t iters = 3000, invalid_iters = 3000, sweep_iters = 40, from = 0;
 
 static uint64_t graph_seed(uint64_t s, int64_t i)
 {
@@ -99,6 +103,44 @@ static bool load_known(const char *path)
     return ok;
 }
 
+typedef struct sweep_arg {
+    int64_t index;
+    fz_stats st;
+    char msg[1 << 16];
+} sweep_arg;
+
+static nx_status sweep_body(nx_ctx *ctx, void *user)
+{
+    sweep_arg *a = user;
+    fz_rng r;
+    fz_rng_seed(&r, graph_seed(seed ^ 0x5eed, a->index));
+    nx_status st = fz_valid_graph_sweep(ctx, &r, &a->st, a->msg, sizeof a->msg);
+    if (st != NX_OK && st != NX_ERR_NOMEM) {
+        printf("allocation sweep, seed %llu, index %lld: %s\n", (unsigned long long)seed,
+               (long long)a->index, a->msg);
+        fflush(stdout);
+        fail_msg("allocation sweep, seed %llu, index %lld failed (details above)",
+                 (unsigned long long)seed, (long long)a->index);
+    }
+    return st;
+}
+
+/* Small random graphs built, compiled and run with allocation n failing, for every n: each
+ * failure must surface as NX_ERR_NOMEM and leak nothing. */
+static void test_alloc_sweeps(void **state)
+{
+    (void)state;
+    static sweep_arg a;
+    int64_t total = 0;
+    for (int64_t i = from; i < from + sweep_iters; i++) {
+        memset(&a, 0, sizeof a);
+        a.index = i;
+        total += nx_test_alloc_sweep(sweep_body, &a, 20000);
+    }
+    print_message("[   INFO   ] %lld graphs swept over %lld allocations\n", (long long)sweep_iters,
+                  (long long)total);
+}
+
 static bool arg_int(int argc, char **argv, int *i, const char *name, int64_t *out)
 {
     if (strcmp(argv[*i], name) != 0 || *i + 1 >= argc)
@@ -124,21 +166,19 @@ int main(int argc, char **argv)
             i++;
         else if (!arg_int(argc, argv, &i, "--iters", &iters) &&
                  !arg_int(argc, argv, &i, "--invalid-iters", &invalid_iters) &&
+                 !arg_int(argc, argv, &i, "--sweep-iters", &sweep_iters) &&
                  !arg_int(argc, argv, &i, "--from", &from)) {
-            fprintf(stderr, "usage: %s [--seed N] [--iters N] [--invalid-iters N] [--from I] [--template T] [--skip-op OP]... [--no-known]\n",
+            fprintf(stderr, "usage: %s [--seed N] [--iters N] [--invalid-iters N] [--sweep-iters N] [--from I] [--template T] [--skip-op OP]... [--no-known]\n",
                     argv[0]);
             return 2;
         }
     }
-#ifdef NX_FUZZ_KNOWN
     if (known && !load_known(NX_FUZZ_KNOWN))
         return 2;
-#else
-    (void)known;
-#endif
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_valid_graphs),
         cmocka_unit_test(test_invalid_calls),
+        cmocka_unit_test(test_alloc_sweeps),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -97,8 +97,11 @@ typedef struct fz {
     int nin;
     const char *op;
     bool bad;
+    bool sweep;       /* allocation-failure sweep: NX_ERR_NOMEM ends the graph quietly */
+    nx_status status; /* why bad: NX_ERR_NOMEM in a sweep, else NX_ERR_INTERNAL */
     char *msg;
     size_t len;
+    char text[8192]; /* the graph printed before it was freed early */
 } fz;
 
 static void failf(fz *f, const char *fmt, ...)
@@ -106,10 +109,25 @@ static void failf(fz *f, const char *fmt, ...)
     if (f->bad)
         return;
     f->bad = true;
+    f->status = NX_ERR_INTERNAL;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(f->msg, f->len, fmt, ap);
     va_end(ap);
+}
+
+/* In a sweep, an out-of-memory status is the expected outcome: it ends the graph without a
+ * failure. True when st was handled that way. */
+static bool nomem(fz *f, nx_status st)
+{
+    if (!f->sweep || st != NX_ERR_NOMEM)
+        return false;
+    if (!f->bad) {
+        f->bad = true;
+        f->status = NX_ERR_NOMEM;
+        snprintf(f->msg, f->len, "%s: out of memory", f->op);
+    }
+    return true;
 }
 
 static int kind(nx_dtype d)
@@ -153,6 +171,8 @@ static val *push(fz *f, nx_node n, nx_dtype dt, int nd, const int64_t *sh, int64
     if (f->bad)
         return NULL;
     if (n == NX_NONE || nx_graph_status(f->g) != NX_OK) {
+        if (nomem(f, nx_graph_status(f->g)))
+            return NULL;
         char want[96];
         shape_text(want, sizeof want, dt, nd, sh);
         failf(f, "%s: builder refused a valid call (expected %s): %s: %s", f->op, want,
@@ -1429,7 +1449,77 @@ static void check_output(fz *f, const val *v, int k, const nx_tensor *t)
     }
 }
 
-static void run_program(fz *f, const val *outs, int nout, const pair *pairs, int npairs)
+static void check_pairs(fz *f, const val *outs, int nout, const pair *pairs, int npairs,
+                        nx_tensor **o)
+{
+    /* pairs occupy the last 2 * npairs outputs */
+    for (int q = 0; q < npairs && !f->bad; q++) {
+        int k = nout - 2 * npairs + 2 * q;
+        int64_t at = 0;
+        if (!equal_values(o[k], o[k + 1], &at))
+            failf(f, "identity %s fails: nodes %%%u and %%%u differ at element %lld", pairs[q].rel,
+                  outs[k].n, outs[k + 1].n, (long long)at);
+    }
+}
+
+static void run_program(fz *f, nx_program *p, const val *outs, int nout, const pair *pairs,
+                        int npairs)
+{
+    nx_tensor *ins[MAX_INPUTS + 1] = {NULL}, *o[2][MAX_OUTS] = {{NULL}};
+    void *bufs[MAX_INPUTS] = {NULL};
+    nx_status st = NX_OK;
+    for (int i = 0; i < f->nin && !f->bad; i++) {
+        st = make_input(f, &f->ins[i], &ins[i], &bufs[i]);
+        if (st != NX_OK && !nomem(f, st))
+            failf(f, "test: input %d: %s", i, nx_ctx_last_error(f->ctx));
+    }
+    for (int pass = 0; pass < 2 && !f->bad; pass++) {
+        st = nx_program_run(p, (const nx_tensor *const *)ins, o[pass]);
+        f->st->runs++;
+        if (st != NX_OK) {
+            /* "on failure no output is left allocated": nothing to free (leaks are counted) */
+            memset(o[pass], 0, sizeof o[pass]);
+            if (!nomem(f, st))
+                failf(f, "nx_program_run (pass %d): %s: %s", pass + 1, nx_status_str(st),
+                      nx_ctx_last_error(f->ctx));
+        }
+    }
+    for (int k = 0; k < nout && !f->bad; k++) {
+        if (!o[0][k] || !o[1][k]) {
+            failf(f, "nx_program_run returned NX_OK without output %d", k);
+            break;
+        }
+        check_output(f, &outs[k], k, o[0][k]);
+        if (!f->bad && !same_values(o[0][k], o[1][k]))
+            failf(f, "output %d (node %%%u) differs between two runs on the same inputs", k,
+                  outs[k].n);
+    }
+    if (!f->bad)
+        check_pairs(f, outs, nout, pairs, npairs, o[0]);
+    for (int k = 0; k < nout; k++) {
+        nx_tensor_free(o[0][k]);
+        nx_tensor_free(o[1][k]);
+    }
+    for (int i = 0; i < f->nin; i++) {
+        nx_tensor_free(ins[i]);
+        free(bufs[i]);
+    }
+}
+
+/* Keeps the printed graph for a failure message, before the graph is freed early. */
+static void save_text(fz *f)
+{
+    f->text[0] = '\0';
+    FILE *m = fmemopen(f->text, sizeof f->text, "w");
+    if (!m)
+        return;
+    nx_graph_print(f->g, NX_NONE, m);
+    fclose(m);
+    f->text[sizeof f->text - 1] = '\0';
+}
+
+/* Compiles the outputs, maybe frees the graph ("g may be freed afterwards"), runs. */
+static void compile_and_run(fz *f, const val *outs, int nout, const pair *pairs, int npairs)
 {
     nx_node nodes[MAX_OUTS];
     for (int i = 0; i < nout; i++)
@@ -1438,7 +1528,8 @@ static void run_program(fz *f, const val *outs, int nout, const pair *pairs, int
     nx_program *p = NULL;
     nx_status st = nx_graph_compile(f->g, &opts, &p);
     if (st != NX_OK) {
-        failf(f, "nx_graph_compile: %s: %s", nx_status_str(st), nx_ctx_last_error(f->ctx));
+        if (!nomem(f, st))
+            failf(f, "nx_graph_compile: %s: %s", nx_status_str(st), nx_ctx_last_error(f->ctx));
         return;
     }
     if (nx_program_num_inputs(p) != f->nin || nx_program_num_outputs(p) != nout ||
@@ -1446,47 +1537,14 @@ static void run_program(fz *f, const val *outs, int nout, const pair *pairs, int
         failf(f, "program reports %d inputs, %d outputs, backend %d; expected %d, %d, ref",
               nx_program_num_inputs(p), nx_program_num_outputs(p), (int)nx_program_backend(p),
               f->nin, nout);
-    nx_tensor *ins[MAX_INPUTS + 1] = {NULL}, *o1[MAX_OUTS] = {NULL}, *o2[MAX_OUTS] = {NULL};
-    void *bufs[MAX_INPUTS] = {NULL};
-    for (int i = 0; i < f->nin && !f->bad; i++) {
-        st = make_input(f, &f->ins[i], &ins[i], &bufs[i]);
-        if (st != NX_OK)
-            failf(f, "test: input %d: %s", i, nx_ctx_last_error(f->ctx));
+    if (chance(f->r, 50)) {
+        if (!f->sweep)
+            save_text(f);
+        nx_graph_free(f->g);
+        f->g = NULL;
     }
-    for (int pass = 0; pass < 2 && !f->bad; pass++) {
-        st = nx_program_run(p, (const nx_tensor *const *)ins, pass ? o2 : o1);
-        f->st->runs++;
-        if (st != NX_OK)
-            failf(f, "nx_program_run (pass %d): %s: %s", pass + 1, nx_status_str(st),
-                  nx_ctx_last_error(f->ctx));
-    }
-    for (int k = 0; k < nout && !f->bad; k++) {
-        if (!o1[k] || !o2[k]) {
-            failf(f, "nx_program_run returned NX_OK without output %d", k);
-            break;
-        }
-        check_output(f, &outs[k], k, o1[k]);
-        if (!f->bad && !same_values(o1[k], o2[k]))
-            failf(f, "output %d (node %%%u) differs between two runs on the same inputs", k,
-                  outs[k].n);
-    }
-    /* pairs occupy the last 2 * npairs outputs */
-    for (int q = 0; q < npairs && !f->bad; q++) {
-        int k = nout - 2 * npairs + 2 * q;
-        int64_t at = 0;
-        if (!equal_values(o1[k], o1[k + 1], &at))
-            failf(f, "identity %s fails for node %%%u: nodes %%%u and %%%u differ at element %lld",
-                  pairs[q].rel, pairs[q].lhs.n == outs[k].n ? outs[k].n : 0, outs[k].n,
-                  outs[k + 1].n, (long long)at);
-    }
-    for (int k = 0; k < nout; k++) {
-        nx_tensor_free(o1[k]);
-        nx_tensor_free(o2[k]);
-    }
-    for (int i = 0; i < f->nin; i++) {
-        nx_tensor_free(ins[i]);
-        free(bufs[i]);
-    }
+    if (!f->bad)
+        run_program(f, p, outs, nout, pairs, npairs);
     nx_program_free(p);
 }
 
@@ -1499,73 +1557,106 @@ static void append_graph(fz *f)
     FILE *m = fmemopen(f->msg + used, f->len - used, "w");
     if (!m)
         return;
-    fprintf(m, "\ngraph:\n");
-    nx_graph_print(f->g, NX_NONE, m);
+    if (f->g) {
+        fprintf(m, "\ngraph:\n");
+        nx_graph_print(f->g, NX_NONE, m);
+    } else {
+        fprintf(m, "\ngraph (freed after compile, before the run):\n%s", f->text);
+    }
     fclose(m);
     f->msg[f->len - 1] = '\0';
 }
 
-bool fz_valid_graph(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len)
+/* Random ops, then outputs: the last value, up to three others (repeats allowed) and identity
+ * pairs. */
+static void build_random(fz *f, int max_steps, val *outs, int *nout, pair *pairs, int *npairs)
 {
-    fz f = {.ctx = ctx, .r = r, .st = st, .msg = msg, .len = len};
-    f.vs = (uint64_t)below(r, 1u << 16) * 0x10001u + (uint64_t)below(r, 1u << 16);
+    int steps = range(f->r, 1, max_steps);
+    for (int s = 0; s < steps && !f->bad; s++) {
+        int i = pick_op(f);
+        f->st->op_count[i]++;
+        ops[i].fn(f);
+    }
+    if (f->npool == 0 && !f->bad)
+        op_leaf(f);
+    if (f->bad)
+        return;
+    *nout = 1;
+    *npairs = 0;
+    outs[0] = f->pool[f->npool - 1];
+    int extra = range(f->r, 0, 3);
+    for (int i = 0; i < extra; i++)
+        outs[(*nout)++] = f->pool[below(f->r, (uint32_t)f->npool)];
+    int want = range(f->r, 0, MAX_PAIRS);
+    for (int i = 0; i < want && *npairs < MAX_PAIRS - 1 && !f->bad; i++) {
+        val v = f->pool[below(f->r, (uint32_t)f->npool)];
+        int rel = (int)below(f->r, NREL);
+        if (identity(f, &v, rel, &pairs[*npairs]))
+            *npairs += rel == 12 ? 2 : 1;
+    }
+    for (int q = 0; q < *npairs; q++) {
+        outs[(*nout)++] = pairs[q].lhs;
+        outs[(*nout)++] = pairs[q].rhs;
+    }
+}
+
+static nx_status valid_graph(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len,
+                             bool sweep)
+{
+    fz *f = calloc(1, sizeof *f);
+    if (!f) {
+        snprintf(msg, len, "test: out of memory");
+        return NX_ERR_INTERNAL;
+    }
+    *f = (fz){.ctx = ctx, .r = r, .st = st, .msg = msg, .len = len, .sweep = sweep};
+    f->vs = (uint64_t)below(r, 1u << 16) * 0x10001u + (uint64_t)below(r, 1u << 16);
     msg[0] = '\0';
-    if (nx_graph_new(ctx, &f.g) != NX_OK) {
+    nx_status gs = nx_graph_new(ctx, &f->g);
+    if (gs != NX_OK) {
         snprintf(msg, len, "nx_graph_new: %s", nx_ctx_last_error(ctx));
-        return false;
+        free(f);
+        return sweep && gs == NX_ERR_NOMEM ? gs : NX_ERR_INTERNAL;
     }
-    int steps = range(r, 1, 30);
-    for (int s = 0; s < steps && !f.bad; s++) {
-        int i = pick_op(&f);
-        st->op_count[i]++;
-        ops[i].fn(&f);
-    }
-    if (f.npool == 0 && !f.bad)
-        op_leaf(&f);
+    val outs[MAX_OUTS];
+    pair pairs[MAX_PAIRS + 1];
+    int nout = 0, npairs = 0;
+    build_random(f, sweep ? 8 : 30, outs, &nout, pairs, &npairs);
     st->graphs++;
-    st->nodes += nx_graph_num_nodes(f.g);
-    if (!f.bad) {
-        nx_status vs = nx_graph_verify(f.g);
-        if (vs != NX_OK)
-            failf(&f, "nx_graph_verify rejected a built graph: %s: %s", nx_status_str(vs),
+    st->nodes += nx_graph_num_nodes(f->g);
+    f->op = "verify";
+    if (!f->bad) {
+        nx_status vs = nx_graph_verify(f->g);
+        if (vs != NX_OK && !nomem(f, vs))
+            failf(f, "nx_graph_verify rejected a built graph: %s: %s", nx_status_str(vs),
                   nx_ctx_last_error(ctx));
     }
-    FILE *null = fopen("/dev/null", "w");
-    if (!f.bad && null) {
-        if (nx_graph_print(f.g, NX_NONE, null) != NX_OK ||
-            nx_graph_print(f.g, f.pool[f.npool - 1].n, null) != NX_OK)
-            failf(&f, "nx_graph_print failed: %s", nx_ctx_last_error(ctx));
+    FILE *null = sweep ? NULL : fopen("/dev/null", "w");
+    if (!f->bad && null) {
+        if (nx_graph_print(f->g, NX_NONE, null) != NX_OK ||
+            nx_graph_print(f->g, outs[0].n, null) != NX_OK)
+            failf(f, "nx_graph_print failed: %s", nx_ctx_last_error(ctx));
     }
     if (null)
         fclose(null);
-    if (!f.bad) {
-        /* the last value, up to three others (repeats allowed), then identity pairs */
-        val outs[MAX_OUTS];
-        pair pairs[MAX_PAIRS + 1];
-        int nout = 1, npairs = 0;
-        outs[0] = f.pool[f.npool - 1];
-        int extra = range(r, 0, 3);
-        for (int i = 0; i < extra; i++)
-            outs[nout++] = f.pool[below(r, (uint32_t)f.npool)];
-        int want = range(r, 0, MAX_PAIRS);
-        for (int i = 0; i < want && npairs < MAX_PAIRS - 1 && !f.bad; i++) {
-            val v = f.pool[below(r, (uint32_t)f.npool)];
-            int rel = (int)below(r, NREL);
-            if (identity(&f, &v, rel, &pairs[npairs]))
-                npairs += rel == 12 ? 2 : 1;
-        }
-        for (int q = 0; q < npairs; q++) {
-            outs[nout++] = pairs[q].lhs;
-            outs[nout++] = pairs[q].rhs;
-        }
-        f.op = "run";
-        if (!f.bad)
-            run_program(&f, outs, nout, pairs, npairs);
-    }
-    if (f.bad)
-        append_graph(&f);
-    nx_graph_free(f.g);
-    return !f.bad;
+    f->op = "run";
+    if (!f->bad)
+        compile_and_run(f, outs, nout, pairs, npairs);
+    if (f->bad && f->status != NX_ERR_NOMEM)
+        append_graph(f);
+    nx_graph_free(f->g);
+    nx_status result = f->bad ? f->status : NX_OK;
+    free(f);
+    return result;
+}
+
+bool fz_valid_graph(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len)
+{
+    return valid_graph(ctx, r, st, msg, len, false) == NX_OK;
+}
+
+nx_status fz_valid_graph_sweep(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len)
+{
+    return valid_graph(ctx, r, st, msg, len, true);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -1573,7 +1664,8 @@ bool fz_valid_graph(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len)
  * ----------------------------------------------------------------------------------------------*/
 
 int fz_force_template = -1;
-static bool template_off[128];
+#define NBAD_MAX 128
+static bool template_off[NBAD_MAX];
 
 bool fz_disable_template(int t)
 {
@@ -1780,7 +1872,7 @@ static nx_node bad_call(fz_rng *r, bad_ctx *b, int t, const char **what)
 }
 #define NBAD 91
 
-bool fz_invalid_call(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len)
+static bool invalid_builder(nx_ctx *ctx, fz_rng *r, fz_stats *st, int t, char *msg, size_t len)
 {
     msg[0] = '\0';
     bad_ctx b = {0};
@@ -1811,11 +1903,6 @@ bool fz_invalid_call(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len
                  b.garbage);
         ok = false;
     }
-    int t = (int)below(r, NBAD);
-    for (int k = 0; k < NBAD && template_off[t]; k++)
-        t = (t + 1) % NBAD;
-    if (fz_force_template >= 0)
-        t = fz_force_template % NBAD;
     const char *what = "?";
     nx_node res = ok ? bad_call(r, &b, t, &what) : NX_NONE;
     st->invalid_calls++;
@@ -1852,4 +1939,125 @@ bool fz_invalid_call(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len
     }
     nx_graph_free(b.g);
     return ok;
+}
+
+/* ------------------------------------------------------------------------------------------------
+ * Invalid compile and run calls: refused with a status, nothing leaked, the program still usable
+ * ----------------------------------------------------------------------------------------------*/
+
+#define NRUN 13
+
+static const char *run_what[NRUN] = {
+    "run with an input of the wrong dtype", "run with an input of the wrong shape",
+    "run with an input of the wrong rank",  "run with NULL inputs",
+    "run with a NULL input tensor",         "run with NULL outputs",
+    "compile a garbage output handle",      "compile with NULL options",
+    "compile for an invalid backend",       "compile with a NULL program pointer",
+    "compile with NULL outputs",            "compile with a negative output count",
+    "compile the none handle as output",
+};
+
+static nx_status bad_compile(nx_graph *g, nx_node x, nx_node y, int t, nx_program **p)
+{
+    nx_node garbage = nx_graph_num_nodes(g) + 7, none = NX_NONE;
+    nx_compile_opts o = {.backend = NX_BACKEND_REF, .n_outputs = 1, .outputs = &y};
+    (void)x;
+    switch (t) {
+    case 6: o.outputs = &garbage; return nx_graph_compile(g, &o, p);
+    case 7: return nx_graph_compile(g, NULL, p);
+    case 8: o.backend = NX_BACKEND_COUNT; return nx_graph_compile(g, &o, p);
+    case 9: return nx_graph_compile(g, &o, NULL);
+    case 10: o.outputs = NULL; return nx_graph_compile(g, &o, p);
+    case 11: o.n_outputs = -1; return nx_graph_compile(g, &o, p);
+    default: o.outputs = &none; return nx_graph_compile(g, &o, p);
+    }
+}
+
+static nx_status bad_run_call(nx_ctx *ctx, nx_program *p, const int64_t *sh, int t,
+                              const nx_tensor *good, nx_tensor **out)
+{
+    nx_tensor *bad = NULL;
+    int64_t wrong[3] = {sh[0], sh[1], sh[2] + 1};
+    nx_status st = NX_OK;
+    if (t == 0)
+        st = nx_tensor_new(ctx, NX_DTYPE_F32, 3, sh, &bad);
+    else if (t == 1)
+        st = nx_tensor_new(ctx, NX_DTYPE_F64, 3, wrong, &bad);
+    else if (t == 2)
+        st = nx_tensor_new(ctx, NX_DTYPE_F64, 2, sh, &bad);
+    if (st != NX_OK)
+        return NX_OK; /* cannot make the bad input: nothing tested, report as refused */
+    const nx_tensor *ins[1] = {t <= 2 ? bad : t == 4 ? NULL : good};
+    if (t == 3)
+        st = nx_program_run(p, NULL, out);
+    else if (t == 5)
+        st = nx_program_run(p, ins, NULL);
+    else
+        st = nx_program_run(p, ins, out);
+    nx_tensor_free(bad);
+    return st == NX_OK ? NX_OK : NX_ERR_INVALID_ARG;
+}
+
+static bool invalid_run(nx_ctx *ctx, fz_rng *r, int t, char *msg, size_t len)
+{
+    nx_graph *g = NULL;
+    if (nx_graph_new(ctx, &g) != NX_OK) {
+        snprintf(msg, len, "nx_graph_new: %s", nx_ctx_last_error(ctx));
+        return false;
+    }
+    int64_t sh[3] = {range(r, 1, 4), range(r, 1, 4), range(r, 1, 4)};
+    nx_node x = nx_input(g, "x", NX_DTYPE_F64, 3, sh);
+    int axis = 1;
+    nx_node y = nx_reduce(g, nx_exp(g, x), 1, &axis, NX_MONOID_SUM, false);
+    nx_compile_opts o = {.backend = NX_BACKEND_REF, .n_outputs = 1, .outputs = &y};
+    nx_program *p = NULL, *q = NULL;
+    nx_tensor *in = NULL, *out[2] = {NULL, NULL};
+    bool ok = nx_graph_compile(g, &o, &p) == NX_OK &&
+              nx_tensor_new(ctx, NX_DTYPE_F64, 3, sh, &in) == NX_OK;
+    if (!ok)
+        snprintf(msg, len, "%s: setting up a valid program failed: %s", run_what[t],
+                 nx_ctx_last_error(ctx));
+    if (ok && t >= 6) {
+        nx_status st = bad_compile(g, x, y, t, &q);
+        if (st == NX_OK || q != NULL) {
+            snprintf(msg, len, "%s: returned %s with program %p", run_what[t], nx_status_str(st),
+                     (void *)q);
+            ok = false;
+        }
+        nx_program_free(q);
+    } else if (ok) {
+        if (bad_run_call(ctx, p, sh, t, in, out) == NX_OK) {
+            snprintf(msg, len, "%s: returned NX_OK", run_what[t]);
+            ok = false;
+            nx_tensor_free(out[0]);
+        }
+    }
+    out[0] = NULL;
+    /* the program still runs after a refused call */
+    const nx_tensor *ins[1] = {in};
+    if (ok && nx_program_run(p, ins, out) != NX_OK) {
+        snprintf(msg, len, "after %s: a valid run failed: %s", run_what[t],
+                 nx_ctx_last_error(ctx));
+        ok = false;
+    }
+    nx_tensor_free(out[0]);
+    nx_tensor_free(in);
+    nx_program_free(p);
+    nx_graph_free(g);
+    return ok;
+}
+
+bool fz_invalid_call(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len)
+{
+    int n = NBAD + NRUN;
+    int t = (int)below(r, (uint32_t)n);
+    for (int k = 0; k < n && template_off[t]; k++)
+        t = (t + 1) % n;
+    if (fz_force_template >= 0)
+        t = fz_force_template % n;
+    msg[0] = '\0';
+    if (t < NBAD)
+        return invalid_builder(ctx, r, st, t, msg, len);
+    st->invalid_calls++;
+    return invalid_run(ctx, r, t - NBAD, msg, len);
 }

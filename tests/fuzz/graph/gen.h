@@ -36,6 +36,9 @@ bool fz_disable_op(const char *name);
 /* One random valid graph, end to end. False with a message (including the printed graph) when
  * the library violates its contract. */
 bool fz_valid_graph(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len);
+/* The same, small, for an allocation-failure sweep: NX_OK, NX_ERR_NOMEM when an allocation
+ * failed and that was reported, NX_ERR_INTERNAL (with a message) on a contract violation. */
+nx_status fz_valid_graph_sweep(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len);
 /* One random invalid builder call. False with a message when it is accepted or mishandled. */
 bool fz_invalid_call(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len);
 /* >= 0: every invalid call uses this template (for reproducing one report). */
