@@ -179,13 +179,13 @@ static uint64_t poll_u64(const nx_rt_pool *p, _Atomic uint64_t *word, uint64_t v
     }
 }
 
-/* The same for the 32-bit countdown. */
-static uint32_t poll_u32(const nx_rt_pool *p, _Atomic uint32_t *word, uint32_t val)
+/* Polls until the countdown *word reaches 0 or p->spin_ns has passed; returns the last value. */
+static uint32_t poll_zero(const nx_rt_pool *p, _Atomic uint32_t *word)
 {
     int64_t until = 0;
     for (uint32_t i = 0;; i++) {
         uint32_t now = atomic_load_explicit(word, memory_order_acquire);
-        if (now != val || p->spin_ns == 0)
+        if (now == 0 || p->spin_ns == 0)
             return now;
         if ((i & 63) == 0) {
             int64_t t = now_ns();
@@ -254,16 +254,15 @@ static void publish(nx_rt_pool *p, int active)
 
 static void wait_done(nx_rt_pool *p)
 {
-    uint32_t left = atomic_load_explicit(&p->remaining, memory_order_acquire);
-    while (left != 0) {
-        left = poll_u32(p, &p->remaining, left);
-        if (left == 0)
-            return;
-        atomic_store(&p->caller_waiting, 1);
-        while ((left = atomic_load(&p->remaining)) != 0)
-            word_wait(p, &p->remaining, left);
-        atomic_store(&p->caller_waiting, 0);
-    }
+    if (poll_zero(p, &p->remaining) == 0)
+        return;
+    /* Only the worker that brings the count to 0 wakes us; intermediate values just make the
+     * futex return early and the loop sleep again. */
+    atomic_store(&p->caller_waiting, 1);
+    uint32_t left;
+    while ((left = atomic_load(&p->remaining)) != 0)
+        word_wait(p, &p->remaining, left);
+    atomic_store(&p->caller_waiting, 0);
 }
 
 static void run_region(nx_rt_pool *p, const job *j)

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "testutil.h"
 #include "pool.h"
@@ -480,6 +481,38 @@ static void test_concurrent_callers(void **state)
     nx_ctx_free(ctx);
 }
 
+/* Chunks that take milliseconds, and idle gaps between regions, push the caller and the workers
+ * past their polling into sleeping: a lost wake-up would hang here. */
+typedef struct slow {
+    record rec;
+    int slow_chunk; /* -1: every chunk but 0 is slow */
+} slow;
+
+static void slow_body(void *user, int64_t begin, int64_t end, int chunk)
+{
+    slow *s = user;
+    if (chunk == s->slow_chunk || (s->slow_chunk < 0 && chunk > 0))
+        usleep(400);
+    rec_body(&s->rec, begin, end, chunk);
+}
+
+static void test_sleep_paths(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_threads(4, NULL, NULL);
+    slow *s = malloc(sizeof *s);
+    for (int rep = 0; rep < 60; rep++) {
+        rec_reset(&s->rec, 1000);
+        s->slow_chunk = rep % 5 - 1; /* the caller's chunk slow, a worker's, or all workers' */
+        assert_int_equal(nx_rt_parallel_for(ctx, 1000, 1, slow_body, s), NX_OK);
+        rec_check(&s->rec, 1, 4);
+        if (rep % 3 == 0)
+            usleep(1000); /* the workers stop polling and sleep */
+    }
+    free(s);
+    nx_ctx_free(ctx);
+}
+
 /* ---- degradation and failures ----------------------------------------------------------------*/
 
 static void test_spawn_failure(void **state)
@@ -611,6 +644,7 @@ int main(void)
         cmocka_unit_test(test_nested),
         cmocka_unit_test(test_many_contexts),
         cmocka_unit_test(test_concurrent_callers),
+        cmocka_unit_test(test_sleep_paths),
         cmocka_unit_test(test_spawn_failure),
         cmocka_unit_test(test_inline_paths),
         cmocka_unit_test(test_invalid),
