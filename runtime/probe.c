@@ -67,6 +67,7 @@ typedef struct cpu_feature {
     feat_state state;
 } cpu_feature;
 
+/* clang-format off */
 static const cpu_feature features[] = {
     {"sse2", 1, 0, 'd', 26, NEEDS_SSE},
     {"sse3", 1, 0, 'c', 0, NEEDS_SSE},
@@ -91,6 +92,7 @@ static const cpu_feature features[] = {
     {"avx512bf16", 7, 1, 'a', 5, NEEDS_AVX512},
     {"avx512fp16", 7, 0, 'd', 23, NEEDS_AVX512},
 };
+/* clang-format on */
 
 static unsigned reg_of(cpuid_regs r, char reg)
 {

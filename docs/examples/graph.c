@@ -24,8 +24,8 @@ int main(void)
     int axis = 1;
     nx_node x = nx_input(g, "x", NX_DTYPE_F64, 1, &n);
     nx_node windows = nx_window(g, nx_pad(g, x, &one, &one, NX_PAD_REFLECT, 0.0), &three, NULL,
-                                NULL);                          /* shape [5, 3] */
-    nx_node y = nx_mean(g, windows, 1, &axis, false);           /* shape [5] */
+                                NULL);                /* shape [5, 3] */
+    nx_node y = nx_mean(g, windows, 1, &axis, false); /* shape [5] */
 
     nx_compile_opts opts = {.backend = NX_BACKEND_REF, .n_outputs = 1, .outputs = &y};
     nx_program *prog = NULL;

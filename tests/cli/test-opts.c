@@ -156,9 +156,9 @@ static void test_op_table(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_int),          cmocka_unit_test(test_float),
-        cmocka_unit_test(test_lists),        cmocka_unit_test(test_enum_dtype_bool),
-        cmocka_unit_test(test_split_long),   cmocka_unit_test(test_op_table),
+        cmocka_unit_test(test_int),        cmocka_unit_test(test_float),
+        cmocka_unit_test(test_lists),      cmocka_unit_test(test_enum_dtype_bool),
+        cmocka_unit_test(test_split_long), cmocka_unit_test(test_op_table),
     };
     return cmocka_run_group_tests_name("cli-opts", tests, NULL, NULL);
 }

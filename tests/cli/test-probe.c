@@ -15,14 +15,28 @@
 
 /* Our spelling (LLVM's) and the kernel's. */
 static const char *const feature_map[][2] = {
-    {"sse2", "sse2"},         {"sse3", "pni"},           {"ssse3", "ssse3"},
-    {"sse4.1", "sse4_1"},     {"sse4.2", "sse4_2"},      {"popcnt", "popcnt"},
-    {"avx", "avx"},           {"f16c", "f16c"},          {"fma", "fma"},
-    {"avx2", "avx2"},         {"bmi1", "bmi1"},          {"bmi2", "bmi2"},
-    {"avx512f", "avx512f"},   {"avx512dq", "avx512dq"},  {"avx512cd", "avx512cd"},
-    {"avx512bw", "avx512bw"}, {"avx512vl", "avx512vl"},  {"avx512ifma", "avx512ifma"},
-    {"avx512vbmi", "avx512vbmi"}, {"avx512vnni", "avx512_vnni"},
-    {"avx512bf16", "avx512_bf16"}, {"avx512fp16", "avx512_fp16"},
+    {"sse2", "sse2"},
+    {"sse3", "pni"},
+    {"ssse3", "ssse3"},
+    {"sse4.1", "sse4_1"},
+    {"sse4.2", "sse4_2"},
+    {"popcnt", "popcnt"},
+    {"avx", "avx"},
+    {"f16c", "f16c"},
+    {"fma", "fma"},
+    {"avx2", "avx2"},
+    {"bmi1", "bmi1"},
+    {"bmi2", "bmi2"},
+    {"avx512f", "avx512f"},
+    {"avx512dq", "avx512dq"},
+    {"avx512cd", "avx512cd"},
+    {"avx512bw", "avx512bw"},
+    {"avx512vl", "avx512vl"},
+    {"avx512ifma", "avx512ifma"},
+    {"avx512vbmi", "avx512vbmi"},
+    {"avx512vnni", "avx512_vnni"},
+    {"avx512bf16", "avx512_bf16"},
+    {"avx512fp16", "avx512_fp16"},
 };
 
 /* The value of the first "key : value" line of /proc/cpuinfo, or false. */

@@ -105,11 +105,11 @@ typedef enum cli_opt_id {
 
 /* One `nitrix run` invocation, as the op's run function sees it. */
 typedef struct cli_call {
-    nx_backend backend;           /* --backend, else the context's (NITRIX_BACKEND) */
-    int n_inputs;                 /* as many as the op declares */
-    nx_tensor *const *inputs;     /* read from the positional .npy files, borrowed */
-    const cli_value *values;      /* indexed by cli_opt_id; the op's own options are set */
-    char *err;                    /* for failures that are not the library's (see below) */
+    nx_backend backend;       /* --backend, else the context's (NITRIX_BACKEND) */
+    int n_inputs;             /* as many as the op declares */
+    nx_tensor *const *inputs; /* read from the positional .npy files, borrowed */
+    const cli_value *values;  /* indexed by cli_opt_id; the op's own options are set */
+    char *err;                /* for failures that are not the library's (see below) */
     size_t errlen;
 } cli_call;
 

@@ -151,8 +151,8 @@ static int run_on(nx_ctx *ctx, cli_log *log, nx_backend backend, const nx_tensor
     }
     int rc = CLI_EXIT_OK;
     if (st != NX_OK) {
-        bool missing = st == NX_ERR_UNSUPPORTED || (backend != NX_BACKEND_REF &&
-                                                    st == NX_ERR_BACKEND);
+        bool missing =
+            st == NX_ERR_UNSUPPORTED || (backend != NX_BACKEND_REF && st == NX_ERR_BACKEND);
         printf("  %-5s not available: %s\n", bname,
                g && nx_graph_status(g) != NX_OK ? nx_graph_error(g) : nx_ctx_last_error(ctx));
         if (!missing) {

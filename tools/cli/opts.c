@@ -227,8 +227,8 @@ bool cli_parse_value(const cli_opt *o, const char *text, cli_value *v, char *err
         if (!ok) {
             char exp[160];
             expected_text(o, exp, sizeof exp);
-            snprintf(err, errlen, "--%s needs a value (--%s=VALUE); expected %s", o->name,
-                     o->name, exp);
+            snprintf(err, errlen, "--%s needs a value (--%s=VALUE); expected %s", o->name, o->name,
+                     exp);
             return false;
         }
     } else {

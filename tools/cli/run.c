@@ -233,8 +233,7 @@ static int parse_option(run_args *a, const char *arg)
     return CLI_EXIT_OK;
 }
 
-static int add_file(const char **list, int *n, const char *path, const char *what,
-                    const char *op)
+static int add_file(const char **list, int *n, const char *path, const char *what, const char *op)
 {
     if (*n == MAX_FILES) {
         cli_error("run %s: more than %d %s files", op, MAX_FILES, what);
@@ -357,8 +356,12 @@ static int execute(nx_ctx *ctx, const run_args *a)
         }
     }
     if (rc == CLI_EXIT_OK) {
-        cli_call call = {a->backend_set ? a->backend : nx_ctx_backend(ctx), a->n_inputs, in,
-                         a->values, err, sizeof err};
+        cli_call call = {.backend = a->backend_set ? a->backend : nx_ctx_backend(ctx),
+                         .n_inputs = a->n_inputs,
+                         .inputs = in,
+                         .values = a->values,
+                         .err = err,
+                         .errlen = sizeof err};
         if (a->op->run(ctx, &call, out) != NX_OK) {
             cli_error("run %s: %s", a->op->name, err[0] ? err : nx_ctx_last_error(ctx));
             rc = CLI_EXIT_FAIL;
