@@ -21,6 +21,8 @@ Manifest grammar (whitespace-separated tokens, '#' starts a comment line):
   in DTYPE SHAPE OFFSET            SHAPE is "2,3,4", or "-" for 0-d; OFFSET: bytes into arrays.bin
   view slice AXIS START COUNT STEP applies to the last `in`: element i is base[START + i*STEP]
   view perm P0 P1 ...              applies to the last `in`: axis i of the view is axis Pi
+  view expand AXIS COUNT           applies to the last `in`: an axis of extent 1 repeated COUNT
+                                   times with stride 0 (a broadcast view as a program input)
   out DTYPE SHAPE OFFSET           DTYPE is the graph output's dtype; the data is widened
   tol RTOL ATOL                    |got - want| <= ATOL + RTOL*|want|; NaN == NaN; 0 0 is exact
   end
@@ -91,6 +93,12 @@ class Case:
                 idx = start + np.arange(count) * step
                 assert count == 0 or (0 <= idx.min() and idx.max() < val.shape[axis])
                 val = np.take(val, idx, axis=axis)
+            elif v[0] == 'expand':
+                _, axis, count = v
+                assert val.shape[axis] == 1
+                shp = list(val.shape)
+                shp[axis] = count
+                val = np.broadcast_to(val, shp)
             else:
                 val = np.transpose(val, v[1:])
         self.ins.append((dt, base, list(views)))
@@ -1214,6 +1222,145 @@ def gen_edges():
     add(c.out('f64', np.var(x)).tolerance(1e-6, 0.0))
 
 
+def gen_zero_size():
+    """Arrays with an extent of 0 (the header allows extents >= 0)."""
+    def case(name, op):
+        return Case('empty_' + name, op)
+    c = case('exp', 'exp')
+    x = c.inp('f64', np.zeros((0, 3)))
+    add(c.out('f64', np.exp(x)))
+    c = case('add_bcast', 'add')
+    a = c.inp('f64', np.zeros((0, 3)))
+    b = c.inp('f64', [1.0, 2.0, 3.0])
+    add(c.out('f64', a + b))
+    c = case('add_bcast1', 'add')
+    a = c.inp('f64', np.zeros((0, 1)))
+    b = c.inp('f64', np.ones((1, 4)))
+    add(c.out('f64', a + b))
+    c = case('reshape', 'reshape')
+    c.attr('shape', 3, 0, 2)
+    x = c.inp('i32', np.zeros((0, 6)))
+    add(c.out('i32', x.reshape(3, 0, 2)))
+    c = case('permute', 'permute')
+    c.attr('perm', 1, 0)
+    x = c.inp('f64', np.zeros((0, 3)))
+    add(c.out('f64', x.T))
+    c = case('broadcast', 'broadcast')
+    c.attr('shape', 2, 0)
+    x = c.inp('f64', np.zeros((1, 0)))
+    add(c.out('f64', np.broadcast_to(x, (2, 0))))
+    c = case('broadcast_to0', 'broadcast')
+    c.attr('shape', 0, 3)
+    x = c.inp('f64', [[1.0, 2.0, 3.0]])
+    add(c.out('f64', np.broadcast_to(x, (0, 3))))
+    c = case('concat', 'concat')
+    c.attr('axis', 0)
+    a = c.inp('f64', np.zeros((0, 2)))
+    b = c.inp('f64', [[1.0, 2.0]])
+    cc = c.inp('f64', np.zeros((0, 2)))
+    add(c.out('f64', np.concatenate([a, b, cc])))
+    c = case('pad_constant', 'pad')
+    c.attr('lo', 1, 0).attr('hi', 2, 1).attr('mode', 'constant').attr('cval', 7.5)
+    x = c.inp('f64', np.zeros((0, 2)))
+    add(c.out('f64', np.pad(x, [(1, 2), (0, 1)], constant_values=7.5)))
+    c = case('reverse', 'reverse')
+    c.attr('axes', 0, 1)
+    x = c.inp('f64', np.zeros((2, 0)))
+    add(c.out('f64', x))
+    c = case('gather_idx', 'gather')
+    c.attr('axis', 0)
+    x = c.inp('f64', [1.0, 2.0, 3.0])
+    i = c.inp('i64', np.zeros((0,), dtype=np.int64))
+    add(c.out('f64', np.take(x, i, axis=0)))
+    c = case('gather_idx2d', 'gather')
+    c.attr('axis', 1)
+    x = c.inp('f64', [[1.0, 2.0], [3.0, 4.0]])
+    i = c.inp('i32', np.zeros((2, 0), dtype=np.int32))
+    add(c.out('f64', np.take(x, i, axis=1)))
+    c = case('scatter_idx', 'scatter')
+    c.attr('axis', 0).attr('monoid', 'sum')
+    x = c.inp('f64', [1.0, 2.0, 3.0])
+    i = c.inp('i64', np.zeros((0,), dtype=np.int64))
+    u = c.inp('f64', np.zeros((0,)))
+    add(c.out('f64', x))
+    c = case('reduce_other_axis', 'reduce')
+    c.attr('axes', 1).attr('monoid', 'sum').attr('keepdims', 0)
+    x = c.inp('f64', np.zeros((0, 3)))
+    add(c.out('f64', np.zeros((0,))))
+    c = case('argmax_other_axis', 'reduce')
+    c.attr('axes', 1).attr('monoid', 'argmax').attr('keepdims', 0)
+    x = c.inp('f64', np.zeros((0, 3)))
+    add(c.out('i64', np.zeros((0,), dtype=np.int64)))
+    for op in ('sort', 'argsort'):
+        c = case(op, op)
+        c.attr('axis', 1).attr('descending', 0)
+        x = c.inp('f64', np.zeros((2, 0)))
+        add(c.out('f64' if op == 'sort' else 'i64', np.zeros((2, 0))))
+    c = case('scan', 'scan')
+    c.attr('axis', 1).attr('monoid', 'sum').attr('reverse', 0)
+    x = c.inp('f64', np.zeros((2, 0)))
+    add(c.out('f64', x))
+    c = case('matmul_k0', 'matmul')
+    a = c.inp('f64', np.zeros((2, 0)))
+    b = c.inp('f64', np.zeros((0, 3)))
+    add(c.out('f64', np.zeros((2, 3))))
+    for plus, val in (('sum', 0.0), ('max', -INF), ('min', INF), ('logsumexp', -INF)):
+        c = case('einsum_%s_k0' % plus, 'einsum')
+        c.attr('spec', 'ij,jk->ik').attr('plus', plus).attr('times', 'add')
+        a = c.inp('f64', np.zeros((2, 0)))
+        b = c.inp('f64', np.zeros((0, 3)))
+        add(c.out('f64', np.full((2, 3), val)))
+    c = case('softmax', 'softmax')
+    c.attr('axis', 1)
+    x = c.inp('f64', np.zeros((0, 3)))
+    add(c.out('f64', x))
+    c = case('iota', 'iota')
+    c.attr('dtype', 'i32').attr('shape', 3, 0).attr('axis', 0)
+    add(c.out('i32', np.zeros((3, 0), dtype=np.int32)))
+    c = case('constant', 'constant')
+    x = c.inp('f64', np.zeros((0, 2)))
+    add(c.out('f64', x))
+    c = case('cast', 'cast')
+    c.attr('dtype', 'i32')
+    x = c.inp('f64', np.zeros((4, 0)))
+    add(c.out('i32', np.zeros((4, 0), dtype=np.int32)))
+    for monoid, fn in (('sumsq', lambda x: np.sum(x * x)), ('mean2', lambda x: np.nan)):
+        c = Case('reduce_custom_%s_empty' % monoid, 'reduce_custom')
+        c.attr('axes', 0).attr('monoid', monoid).attr('keepdims', 0)
+        x = c.inp('f64', np.zeros((0,)))
+        add(c.out('f64', np.array(fn(x))))
+
+
+def gen_broadcast_views():
+    """Program inputs that are broadcast views (stride 0), as nx_program_run accepts any strides."""
+    c = Case('exp_stride0_f64', 'exp')
+    x = c.inp('f64', uni(-2, 2, (3, 1)), [('expand', 1, 4)])
+    add(c.out('f64', np.exp(x)).tolerance(1e-13, 0.0))
+    c = Case('add_stride0_f64', 'add')
+    a = c.inp('f64', uni(-2, 2, (1, 4)), [('expand', 0, 3)])
+    b = c.inp('f64', uni(-2, 2, (3, 1)), [('expand', 1, 4), ('perm', 1, 0), ('perm', 1, 0)])
+    add(c.out('f64', a + b).tolerance(1e-13, 0.0))
+    c = Case('reduce_sum_stride0_f64', 'reduce')
+    c.attr('axes', 1).attr('monoid', 'sum').attr('keepdims', 0)
+    x = c.inp('f64', uni(-2, 2, (3, 1)), [('expand', 1, 5)])
+    c.tolerance(1e-13, sum_atol('f64', 5, np.sum(np.abs(x), axis=1)))
+    add(c.out('f64', np.sum(x, axis=1)))
+    c = Case('sort_stride0_f64', 'argsort')
+    c.attr('axis', 1).attr('descending', 1)
+    x = c.inp('f64', [[1.0], [NAN]], [('expand', 1, 4)])
+    add(c.out('i64', sort_perm(x, 1, True)))
+    c = Case('scatter_stride0_f64', 'scatter')
+    c.attr('axis', 0).attr('monoid', 'sum')
+    x = c.inp('f64', [[0.0, 1.0]], [('expand', 0, 3)])
+    i = c.inp('i64', [[2]], [('expand', 1, 4)])  # index 2 four times: updates accumulate
+    u = c.inp('f64', [[[1.0, 2.0]]], [('expand', 1, 4)])
+    add(c.out('f64', scatter_oracle(x, i, u, 0, 'sum')))
+    c = Case('reshape_stride0_f64', 'reshape')
+    c.attr('shape', 6)
+    x = c.inp('f64', [[1.0, 2.0, 3.0]], [('expand', 0, 2)])
+    add(c.out('f64', x.reshape(6)))
+
+
 MODE_IDS = ('constant', 'reflect', 'mirror', 'nearest', 'wrap')
 CHAIN_CVAL = 0.5
 
@@ -1359,6 +1506,8 @@ def main():
     gen_edges()
     gen_chains()
     gen_extern()
+    gen_zero_size()
+    gen_broadcast_views()
     write_all()
     return 0
 

@@ -62,13 +62,16 @@ static bool parse_array(char **tok, int n, mf_array *a)
 
 static bool parse_view(char **tok, int n, mf_array *a)
 {
-    if (n < 2 || a->nviews == MF_MAX_VIEWS)
+    if (n < 2 || a->nviews == MF_MAX_VIEWS || n - 2 > NX_MAX_DIMS)
         return false;
     mf_view *v = &a->views[a->nviews++];
-    v->perm = strcmp(tok[1], "perm") == 0;
-    if (!v->perm && (strcmp(tok[1], "slice") != 0 || n != 6))
-        return false;
-    if (n - 2 > NX_MAX_DIMS)
+    if (strcmp(tok[1], "perm") == 0)
+        v->kind = MF_PERM;
+    else if (strcmp(tok[1], "slice") == 0 && n == 6)
+        v->kind = MF_SLICE;
+    else if (strcmp(tok[1], "expand") == 0 && n == 4)
+        v->kind = MF_EXPAND;
+    else
         return false;
     for (int i = 2; i < n; i++)
         v->v[i - 2] = strtoll(tok[i], NULL, 10);

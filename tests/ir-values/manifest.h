@@ -14,9 +14,12 @@
 #define MF_MAX_ATTRS 16
 #define MF_MAX_VALS 16
 
+typedef enum mf_view_kind { MF_SLICE, MF_PERM, MF_EXPAND } mf_view_kind;
+
 typedef struct mf_view {
-    bool perm;            /* true: permute by v[0..ndim-1]; false: slice axis v[0] */
-    int64_t v[NX_MAX_DIMS]; /* slice: axis, start, count, step */
+    mf_view_kind kind;
+    int64_t v[NX_MAX_DIMS]; /* slice: axis, start, count, step; perm: the permutation;
+                               expand: axis (of extent 1), count (stride 0) */
 } mf_view;
 
 typedef struct mf_array {

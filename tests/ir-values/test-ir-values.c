@@ -1,7 +1,7 @@
 /* Values of every graph IR primitive on the reference interpreter, checked against fixtures from
  * NumPy/scipy in float64 (tools/gen-ir-fixtures.py). One cmocka test per manifest case: build the
  * graph through the public builders, verify, compile for NX_BACKEND_REF, run on host tensors
- * (inputs may be strided, reversed or permuted views), and compare every element with
+ * (inputs may be strided, reversed, permuted or stride-0 views), and compare every element with
  * |got - want| <= atol + rtol*|want| (NaN equals NaN; 0 0 means exact).
  *
  * Cases listed in known-failures.txt (each with a reference into the IR bug notes) are run and
@@ -572,7 +572,15 @@ static bool view_geom(const mf_array *a, geom *v)
     }
     for (int k = 0; k < a->nviews; k++) {
         const mf_view *w = &a->views[k];
-        if (w->perm) {
+        if (w->kind == MF_EXPAND) {
+            int64_t axis = w->v[0];
+            if (axis < 0 || axis >= v->ndim || v->shape[axis] != 1 || w->v[1] < 0)
+                return false;
+            v->shape[axis] = w->v[1];
+            v->strides[axis] = 0;
+            continue;
+        }
+        if (w->kind == MF_PERM) {
             geom t = *v;
             for (int i = 0; i < v->ndim; i++) {
                 if (w->v[i] < 0 || w->v[i] >= v->ndim)
