@@ -33,6 +33,11 @@
  *
  * The writer produces NumPy 1.24's bytes for the same C-contiguous array: sorted keys, repr()
  * values, spare spaces letting the first extent grow to 21 digits in place, padding to 64 bytes.
+ * (With at most 8 axes NumPy can create, every such header is 128 bytes; the growth spaces only
+ * change the length for empty tensors with extents NumPy refuses, or if NX_MAX_DIMS grows.)
+ * Strided tensors are gathered into C order 64 KiB at a time. nx_npy_write creates
+ * "<path>.<pid>.<n>.tmp" beside the target (O_EXCL, mode 0666 less the umask), writes and fsyncs
+ * it, then renames it over path; on any failure the temporary file is removed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -216,10 +221,17 @@ static void fix_elements(uint8_t *p, nx_dtype dtype, int64_t n, bool swap)
 
 /* ---- messages --------------------------------------------------------------------------------*/
 
-/* Up to 40 bytes of s for a message, non-printable bytes as '?'. */
+static bool is_space(char ch)
+{
+    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
+}
+
+/* Up to 40 bytes of s for a message, without trailing padding, non-printable bytes as '?'. */
 static const char *excerpt(char *buf, size_t cap, const char *s, size_t n)
 {
     size_t k = 0;
+    while (n > 0 && is_space(s[n - 1]))
+        n--;
     size_t lim = n < 40 ? n : 40;
     for (size_t i = 0; i < lim && k + 1 < cap; i++) {
         unsigned char ch = (unsigned char)s[i];
@@ -322,13 +334,15 @@ typedef struct cursor {
 /* "malformed header dict at offset 12: expected ':' after a key, found 'x' (near "x...")". */
 static nx_status malformed(cursor *c, const char *expected)
 {
-    char found[16], near[48];
+    char found[32], near[48];
     if (c->i >= c->n) {
-        snprintf(found, sizeof found, "the end");
+        snprintf(found, sizeof found, "the end of the header");
         near[0] = '\0';
     } else {
         unsigned char ch = (unsigned char)c->s[c->i];
-        if (ch >= 0x20 && ch < 0x7f)
+        if (ch == '\'')
+            snprintf(found, sizeof found, "\"'\"");
+        else if (ch >= 0x20 && ch < 0x7f)
             snprintf(found, sizeof found, "'%c'", ch);
         else
             snprintf(found, sizeof found, "byte 0x%02x", ch);
@@ -338,11 +352,6 @@ static nx_status malformed(cursor *c, const char *expected)
                        "%s: malformed header dict at offset %zu: expected %s, found %s%s%s%s",
                        c->where, c->i, expected, found, near[0] ? " (at \"" : "", near,
                        near[0] ? "\")" : "");
-}
-
-static bool is_space(char ch)
-{
-    return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r';
 }
 
 static void skip_space(cursor *c)

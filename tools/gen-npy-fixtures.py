@@ -10,7 +10,8 @@ Outputs (all committed):
   tests/data/npy/manifest.h    for each fixture: dtype, shape, the expected element bit patterns in
                                C order (little-endian), and the NumPy-written version 1.0 C-order
                                file holding the same array (what nitrix's writer must reproduce)
-  tests/fuzz/npy/corpus/       the fixtures plus malformed inputs, as libFuzzer seeds
+  tests/fuzz/npy/corpus/       the fixtures (seed-*) plus malformed inputs (bad-*), as libFuzzer
+                               seeds; found-* files there came from fuzzing and are left alone
 
 bf16 follows nitrix's convention (runtime/npy.c): a '|V2' void of little-endian bfloat16 bits.
 Every hand-made header is checked with np.load here, so the fixtures are valid as NumPy sees them.
