@@ -420,17 +420,36 @@ static void add_time(nx_x86_jit *jit, double *field, double seconds)
     pthread_mutex_unlock(&jit->lock);
 }
 
+/* LLVM's tuning for several AVX-512 CPUs (Skylake-SP, Ice Lake) prefers 256-bit vectors to
+ * avoid clock throttling. Array kernels are throughput code: with 512-bit vectors the max-plus
+ * loop ran 1.9x faster in L1 on an Ice Lake (105 -> 200 GB/s). A function that states its own
+ * preference keeps it. */
+static void prefer_wide_vectors(nx_x86_module *m)
+{
+    if (m->jit->info.vector_bits < 512)
+        return;
+    static const char key[] = "prefer-vector-width";
+    for (LLVMValueRef f = LLVMGetFirstFunction(m->mod); f; f = LLVMGetNextFunction(f)) {
+        if (LLVMCountBasicBlocks(f) == 0 ||
+            LLVMGetStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, key, sizeof key - 1))
+            continue;
+        LLVMAddTargetDependentFunctionAttr(f, key, "512");
+    }
+}
+
 nx_status nx_x86_module_optimize(nx_x86_module *m, nx_x86_opt opt)
 {
     nx_status st = nx_x86_module_verify(m);
     if (st != NX_OK || opt == NX_X86_OPT_NONE)
         return st;
     nx_x86_jit *jit = m->jit;
+    prefer_wide_vectors(m);
     LLVMPassBuilderOptionsRef po = LLVMCreatePassBuilderOptions();
     /* Unrolling and interleaving triple the compile time for no measured speed (toolchain notes);
      * the vectorisers stay on. */
-    LLVMPassBuilderOptionsSetLoopInterleaving(po, 0);
-    LLVMPassBuilderOptionsSetLoopUnrolling(po, 0);
+    bool full = opt == NX_X86_OPT_O3_FULL;
+    LLVMPassBuilderOptionsSetLoopInterleaving(po, full);
+    LLVMPassBuilderOptionsSetLoopUnrolling(po, full);
     LLVMPassBuilderOptionsSetLoopVectorization(po, 1);
     LLVMPassBuilderOptionsSetSLPVectorization(po, 1);
     LLVMTargetMachineRef tm = tm_take(jit);

@@ -133,6 +133,20 @@ static void test_vectorised(void **state)
     check_ok(ctx, nx_x86_module_print(m, &text), "print");
     if (!strstr(text, want) || !strstr(text, "fadd <"))
         fail_msg("optimised IR has no %s fadd:\n%s", want, text);
+    bool avx512 = __builtin_cpu_supports("avx512f");
+    assert_int_equal(avx512, strstr(text, "\"prefer-vector-width\"=\"512\"") != NULL);
+    nx_rt_free(ctx, text, strlen(text) + 1);
+    nx_x86_module_free(m);
+
+    /* a function's own vector width preference is kept */
+    check_ok(ctx, nx_x86_module_new(jit, "vec256", &m), "module_new");
+    jk_build_maxplus(m, "vec256");
+    LLVMAddTargetDependentFunctionAttr(LLVMGetNamedFunction(nx_x86_module_llvm(m), "vec256"),
+                                       "prefer-vector-width", "256");
+    check_ok(ctx, nx_x86_module_optimize(m, NX_X86_OPT_O3), "optimize");
+    check_ok(ctx, nx_x86_module_print(m, &text), "print");
+    if (!strstr(text, "<8 x float>") || strstr(text, "<16 x float>"))
+        fail_msg("prefer-vector-width=256 was not kept:\n%s", text);
     nx_rt_free(ctx, text, strlen(text) + 1);
     nx_x86_module_free(m);
 
