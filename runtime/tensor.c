@@ -56,7 +56,8 @@ static nx_status new_handle(nx_ctx *ctx, nx_storage *s, nx_dtype dtype, int ndim
         else
             nx_rt_contiguous_strides(ndim, shape, t->strides);
     }
-    s->refs++;
+    /* views of one storage may be made and freed on different threads */
+    __atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
     *out = t;
     return NX_OK;
 }
@@ -135,7 +136,7 @@ void nx_tensor_free(nx_tensor *t)
     nx_storage *s = t->storage;
     nx_ctx *ctx = s->ctx;
     nx_rt_free(ctx, t, sizeof *t);
-    if (--s->refs > 0)
+    if (__atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) > 0)
         return;
     if (s->owned && s->release)
         s->release(s);

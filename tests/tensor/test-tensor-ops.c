@@ -4,6 +4,7 @@
  * dtype pair. Each view chain runs for every dtype; casts run on contiguous, reversed and
  * permuted/strided sources. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -787,6 +788,43 @@ static void test_release_hook(void **state)
     nx_tensor_free(NULL);
 }
 
+/* Views made and freed concurrently keep the storage's count exact (the default allocator is
+ * thread-safe; the counting test allocator is not, so it is not used here). */
+static void *view_churn(void *arg)
+{
+    nx_tensor *t = arg;
+    int perm[2] = {1, 0};
+    for (int i = 0; i < 1000000; i++) {
+        nx_tensor *v = NULL;
+        if (nx_tensor_permute(t, perm, &v) != NX_OK)
+            return arg;
+        nx_tensor_free(v);
+    }
+    return NULL;
+}
+
+static void test_views_across_threads(void **state)
+{
+    (void)state;
+    nx_ctx_opts opts = {.ignore_env = true};
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(&opts, &ctx), NX_OK);
+    int64_t shape[2] = {2, 3};
+    nx_tensor *t = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 2, shape, &t), NX_OK);
+    pthread_t th[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, view_churn, t), 0);
+    for (int i = 0; i < 4; i++) {
+        void *ret = t;
+        assert_int_equal(pthread_join(th[i], &ret), 0);
+        assert_null(ret);
+    }
+    assert_int_equal(t->storage->refs, 1);
+    nx_tensor_free(t);
+    nx_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -801,6 +839,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_hook, setup, teardown),
+        cmocka_unit_test(test_views_across_threads),
     };
     return cmocka_run_group_tests_name("tensor-ops", tests, NULL, NULL);
 }
