@@ -1361,6 +1361,72 @@ def gen_broadcast_views():
     add(c.out('f64', x.reshape(6)))
 
 
+def gen_hashcons():
+    """Two nodes in one graph that differ in one detail must stay two nodes (the graph hash-conses
+    equal subexpressions). Each case builds both variants (see the C test's b_hashcons) and checks
+    both outputs."""
+    def case(kind, *ins):
+        c = Case('hashcons_' + kind, 'hashcons')
+        c.attr('kind', kind)
+        return c, [c.inp(dt, v) for dt, v in ins]
+
+    c, _ = case('scalar_signed_zero')            # 1 / scalar(0.0), 1 / scalar(-0.0)
+    add(c.out('f64', np.array(INF)).out('f64', np.array(-INF)))
+    c, _ = case('scalar_dtype')                  # cast(scalar(f32, 0.1), f64), scalar(f64, 0.1)
+    add(c.out('f64', np.array(float(np.float32(0.1))).astype(np.float64))
+        .out('f64', np.array(0.1)))
+    c, (a, b) = case('inputs_same_name', ('f64', [1.0, 2.0, 3.0]), ('f64', [0.5, 0.25, 4.0]))
+    add(c.out('f64', a - b).out('f64', b - a))   # two inputs both named "x"
+    c, (a, b) = case('input_parameter', ('f64', [1.0, 2.0]), ('f64', [3.0, 5.0]))
+    add(c.out('f64', a * 10 + b))                # input "x" and parameter "x"
+    c, _ = case('constant_dtype')                # same bytes as i32 and as f32
+    bits = np.array([1065353216, 3], dtype=np.int32)
+    add(c.out('f64', bits.astype(np.float64)).out('f64', bits.view(np.float32).astype(np.float64)))
+    c, _ = case('constant_data')                 # constants differing in one element
+    add(c.out('f64', np.array([1.0, 2.0, 3.0])).out('f64', np.array([1.0, 2.0, 4.0])))
+    c, (x,) = case('pad_cval_signed_zero', ('f64', [1.0, 2.0]))
+    with np.errstate(divide='ignore'):
+        add(c.out('f64', 1.0 / np.pad(x, 1, constant_values=0.0))
+            .out('f64', 1.0 / np.pad(x, 1, constant_values=-0.0)))
+    c, (x,) = case('pad_modes', ('f64', [1.0, 2.0, 3.0]))
+    add(c.out('f64', pad_oracle(x, (2,), (2,), 'reflect', 0))
+        .out('f64', pad_oracle(x, (2,), (2,), 'mirror', 0)))
+    sq = np.arange(9.0).reshape(3, 3) ** 1.5
+    c, (x,) = case('reduce_axes', ('f64', sq))
+    add(c.out('f64', sq.sum(axis=0)).out('f64', sq.sum(axis=1)).tolerance(1e-13, 0.0))
+    c, (x,) = case('reduce_monoids', ('f64', sq))
+    add(c.out('f64', sq.max(axis=1)).out('f64', sq.min(axis=1)))
+    c, (x,) = case('permute_square', ('f64', sq))
+    add(c.out('f64', sq.T).out('f64', sq))
+    c, (x,) = case('reverse_axes', ('f64', sq))
+    add(c.out('f64', sq[::-1]).out('f64', sq[:, ::-1]))
+    c, (x,) = case('sort_dirs', ('f64', [3.0, 1.0, 2.0]))
+    add(c.out('f64', np.array([1.0, 2.0, 3.0])).out('f64', np.array([3.0, 2.0, 1.0])))
+    c, (x,) = case('scan_dirs', ('f64', [1.0, 2.0, 4.0]))
+    add(c.out('f64', np.array([1.0, 3.0, 7.0])).out('f64', np.array([7.0, 6.0, 4.0])))
+    c, (x,) = case('arg_monoids', ('f64', sq - np.eye(3) * 100))
+    add(c.out('i64', np.argmax(x, axis=1)).out('i64', np.argmin(x, axis=1)))
+    c, _ = case('iota_axes')
+    add(c.out('i32', np.indices((3, 3))[0].astype(np.int32))
+        .out('i32', np.indices((3, 3))[1].astype(np.int32)))
+    c, (x,) = case('gather_axes', ('f64', sq))
+    add(c.out('f64', np.take(sq, [2, 0], axis=0).T).out('f64', np.take(sq, [2, 0], axis=1)))
+    c, (x,) = case('slice_steps', ('f64', [0.0, 1.0, 2.0, 3.0]))
+    add(c.out('f64', np.array([0.0, 1.0])).out('f64', np.array([0.0, 2.0])))
+    c, (x,) = case('topk_largest', ('f64', [3.0, 1.0, 2.0]))
+    add(c.out('f64', np.array([3.0, 2.0])).out('f64', np.array([1.0, 2.0])))
+    m = np.array([[1.0, 2.0], [3.0, 5.0]])
+    c, (a, b) = case('einsum_specs', ('f64', m), ('f64', m[::-1]))
+    add(c.out('f64', np.einsum('ij,jk->ik', a, b)).out('f64', np.einsum('ij,kj->ik', a, b))
+        .tolerance(1e-13, 0.0))
+    c, (a, b) = case('einsum_times', ('f64', m), ('f64', m[::-1]))
+    add(c.out('f64', einsum_semiring('ij,jk->ik', a, b, 'max', 'add')[0])
+        .out('f64', einsum_semiring('ij,jk->ik', a, b, 'max', 'mul')[0]).tolerance(1e-13, 0.0))
+    c, (x,) = case('cast_dtypes', ('f64', [2.7, -2.7]))
+    add(c.out('f64', np.array([2.0, -2.0])).out('f64', np.array(2.7, dtype=np.float32).astype(
+        np.float64) * np.array([1.0, -1.0], dtype=np.float64)))
+
+
 MODE_IDS = ('constant', 'reflect', 'mirror', 'nearest', 'wrap')
 CHAIN_CVAL = 0.5
 
@@ -1508,6 +1574,7 @@ def main():
     gen_extern()
     gen_zero_size()
     gen_broadcast_views()
+    gen_hashcons()
     write_all()
     return 0
 

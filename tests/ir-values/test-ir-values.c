@@ -501,6 +501,95 @@ static bool b_extern_rowsum(build *b)
     return true;
 }
 
+/* Pairs of nodes that differ in one detail (see gen_hashcons in the generator). */
+static bool b_hashcons(build *b)
+{
+    nx_graph *g = b->g;
+    const char *k = mf_attr_word(b->c, "kind");
+    nx_node x = b->in[0], y = b->in[1], *o = b->out;
+    int a0 = 0, a1 = 1;
+    int64_t lo1[1] = {1}, lo2[1] = {2}, n2 = 2, n3[2] = {3, 3};
+    b->nout = 2;
+    if (strcmp(k, "scalar_signed_zero") == 0) {
+        nx_node one = nx_scalar(g, NX_DTYPE_F64, 1.0);
+        o[0] = nx_div(g, one, nx_scalar(g, NX_DTYPE_F64, 0.0));
+        o[1] = nx_div(g, one, nx_scalar(g, NX_DTYPE_F64, -0.0));
+    } else if (strcmp(k, "scalar_dtype") == 0) {
+        o[0] = nx_cast(g, nx_scalar(g, NX_DTYPE_F32, 0.1), NX_DTYPE_F64);
+        o[1] = nx_scalar(g, NX_DTYPE_F64, 0.1);
+    } else if (strcmp(k, "inputs_same_name") == 0) {
+        o[0] = nx_sub(g, x, y);
+        o[1] = nx_sub(g, y, x);
+    } else if (strcmp(k, "input_parameter") == 0) {
+        o[0] = nx_add(g, nx_mul(g, x, nx_scalar(g, NX_DTYPE_F64, 10.0)), y);
+        b->nout = 1;
+    } else if (strcmp(k, "constant_dtype") == 0) {
+        int32_t bits[2] = {1065353216, 3};
+        o[0] = nx_cast(g, nx_constant(g, NX_DTYPE_I32, 1, &n2, bits), NX_DTYPE_F64);
+        o[1] = nx_cast(g, nx_constant(g, NX_DTYPE_F32, 1, &n2, bits), NX_DTYPE_F64);
+    } else if (strcmp(k, "constant_data") == 0) {
+        double d0[3] = {1, 2, 3}, d1[3] = {1, 2, 4};
+        int64_t n = 3;
+        o[0] = nx_constant(g, NX_DTYPE_F64, 1, &n, d0);
+        o[1] = nx_constant(g, NX_DTYPE_F64, 1, &n, d1);
+    } else if (strcmp(k, "pad_cval_signed_zero") == 0) {
+        nx_node one = nx_scalar(g, NX_DTYPE_F64, 1.0);
+        o[0] = nx_div(g, one, nx_pad(g, x, lo1, lo1, NX_PAD_CONSTANT, 0.0));
+        o[1] = nx_div(g, one, nx_pad(g, x, lo1, lo1, NX_PAD_CONSTANT, -0.0));
+    } else if (strcmp(k, "pad_modes") == 0) {
+        o[0] = nx_pad(g, x, lo2, lo2, NX_PAD_REFLECT, 0.0);
+        o[1] = nx_pad(g, x, lo2, lo2, NX_PAD_MIRROR, 0.0);
+    } else if (strcmp(k, "reduce_axes") == 0) {
+        o[0] = nx_reduce(g, x, 1, &a0, NX_MONOID_SUM, false);
+        o[1] = nx_reduce(g, x, 1, &a1, NX_MONOID_SUM, false);
+    } else if (strcmp(k, "reduce_monoids") == 0) {
+        o[0] = nx_reduce(g, x, 1, &a1, NX_MONOID_MAX, false);
+        o[1] = nx_reduce(g, x, 1, &a1, NX_MONOID_MIN, false);
+    } else if (strcmp(k, "permute_square") == 0) {
+        o[0] = nx_permute(g, x, (int[]){1, 0});
+        o[1] = nx_permute(g, x, (int[]){0, 1});
+    } else if (strcmp(k, "reverse_axes") == 0) {
+        o[0] = nx_reverse(g, x, 1, &a0);
+        o[1] = nx_reverse(g, x, 1, &a1);
+    } else if (strcmp(k, "sort_dirs") == 0) {
+        o[0] = nx_sort(g, x, 0, false);
+        o[1] = nx_sort(g, x, 0, true);
+    } else if (strcmp(k, "scan_dirs") == 0) {
+        o[0] = nx_scan(g, x, 0, NX_MONOID_SUM, false);
+        o[1] = nx_scan(g, x, 0, NX_MONOID_SUM, true);
+    } else if (strcmp(k, "arg_monoids") == 0) {
+        o[0] = nx_reduce(g, x, 1, &a1, NX_MONOID_ARGMAX, false);
+        o[1] = nx_reduce(g, x, 1, &a1, NX_MONOID_ARGMIN, false);
+    } else if (strcmp(k, "iota_axes") == 0) {
+        o[0] = nx_iota(g, NX_DTYPE_I32, 2, n3, 0);
+        o[1] = nx_iota(g, NX_DTYPE_I32, 2, n3, 1);
+    } else if (strcmp(k, "gather_axes") == 0) {
+        int64_t idx[2] = {2, 0};
+        nx_node i = nx_constant(g, NX_DTYPE_I64, 1, &n2, idx);
+        o[0] = nx_permute(g, nx_gather(g, x, i, 0), (int[]){1, 0});
+        o[1] = nx_gather(g, x, i, 1);
+    } else if (strcmp(k, "slice_steps") == 0) {
+        int64_t start = 0, s1 = 2, s2 = 3, st2 = 2;
+        o[0] = nx_slice(g, x, &start, &s1, NULL);
+        o[1] = nx_slice(g, x, &start, &s2, &st2);
+    } else if (strcmp(k, "topk_largest") == 0) {
+        nx_topk(g, x, 2, 0, true, &o[0], NULL);
+        nx_topk(g, x, 2, 0, false, &o[1], NULL);
+    } else if (strcmp(k, "einsum_specs") == 0) {
+        o[0] = nx_einsum(g, "ij,jk->ik", x, y, NX_MONOID_SUM, nx_mul);
+        o[1] = nx_einsum(g, "ij,kj->ik", x, y, NX_MONOID_SUM, nx_mul);
+    } else if (strcmp(k, "einsum_times") == 0) {
+        o[0] = nx_einsum(g, "ij,jk->ik", x, y, NX_MONOID_MAX, nx_add);
+        o[1] = nx_einsum(g, "ij,jk->ik", x, y, NX_MONOID_MAX, nx_mul);
+    } else if (strcmp(k, "cast_dtypes") == 0) {
+        o[0] = nx_cast(g, nx_cast(g, x, NX_DTYPE_I32), NX_DTYPE_F64);
+        o[1] = nx_cast(g, nx_cast(g, x, NX_DTYPE_F32), NX_DTYPE_F64);
+    } else {
+        return false;
+    }
+    return true;
+}
+
 static const struct {
     const char *op;
     bool (*fn)(build *b);
@@ -521,7 +610,7 @@ static const struct {
     {"var", b_mean_var},          {"softmax", b_softmax},
     {"compose_morph", b_compose_morph}, {"compose_correlate1d", b_compose_correlate1d},
     {"chain", b_chain},           {"extern_rowsum", b_extern_rowsum},
-    {"extern_rowsum_chain", b_extern_rowsum},
+    {"extern_rowsum_chain", b_extern_rowsum}, {"hashcons", b_hashcons},
 };
 
 /* Builds the case's outputs; false when the manifest names an op or attribute this test does
@@ -773,7 +862,12 @@ static bool make_inputs(const mf_case *c, run_state *s, build *b, char *msg, siz
         }
         char name[16];
         snprintf(name, sizeof name, "x%d", k);
-        bool param = k == 0 && strcmp(c->op, "parameter_add") == 0;
+        /* hash-consing cases: equal names must still give distinct inputs */
+        const char *kind = mf_attr_word(c, "kind");
+        if (strcmp(kind, "inputs_same_name") == 0 || strcmp(kind, "input_parameter") == 0)
+            snprintf(name, sizeof name, "x");
+        bool param = (k == 0 && strcmp(c->op, "parameter_add") == 0) ||
+                     (k == 1 && strcmp(kind, "input_parameter") == 0);
         b->in[k] = param ? nx_parameter(s->g, name, a->dtype, v.ndim, v.shape)
                          : nx_input(s->g, name, a->dtype, v.ndim, v.shape);
         void *base = manifest.blob + a->offset + v.offset * (int64_t)nx_dtype_size(a->dtype);
