@@ -10,8 +10,10 @@ static void print_info_help(void)
     puts("usage: nitrix info\n"
          "\n"
          "Prints the library version, the CPU and the features the OS enables, the LLVM the CPU\n"
-         "backend was built against, what the CUDA probe found (driver, NVRTC, GPUs), the kernel\n"
-         "cache directory and its size, and the settings read from NITRIX_* variables.");
+         "backend was built against, what the CUDA probe found (driver, NVRTC, GPUs), which\n"
+         "backends are compiled in and which run here (each is asked to compile and run a small\n"
+         "graph), the kernel cache directory and its size, and the settings read from NITRIX_*\n"
+         "variables.");
 }
 
 static void human_bytes(int64_t n, char *buf, size_t len)
