@@ -200,7 +200,7 @@ static void copy_into(const nx_tensor *t, char *dst)
 static nx_status copy_new(const nx_tensor *t, nx_tensor **out)
 {
     nx_tensor *c = NULL;
-    nx_status st = nx_tensor_new(t->storage->ctx, t->dtype, t->ndim, t->shape, &c);
+    nx_status st = nx_rt_tensor_new_uninit(t->storage->ctx, t->dtype, t->ndim, t->shape, &c);
     if (st != NX_OK)
         return st;
     if (c->storage->bytes > 0)
@@ -550,7 +550,7 @@ nx_status nx_tensor_cast(const nx_tensor *t, nx_dtype dtype, nx_tensor **out)
     if (dtype == t->dtype) /* bit-exact, NaN payloads included */
         return copy_new(t, out);
     nx_tensor *c = NULL;
-    st = nx_tensor_new(ctx, dtype, t->ndim, t->shape, &c);
+    st = nx_rt_tensor_new_uninit(ctx, dtype, t->ndim, t->shape, &c);
     if (st != NX_OK)
         return st;
     if (c->storage->bytes > 0)

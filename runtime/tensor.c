@@ -62,19 +62,19 @@ static nx_status new_handle(nx_ctx *ctx, nx_storage *s, nx_dtype dtype, int ndim
     return NX_OK;
 }
 
-nx_status nx_tensor_new(nx_ctx *ctx, nx_dtype dtype, int ndim, const int64_t *shape,
-                        nx_tensor **out)
+static nx_status tensor_alloc(nx_ctx *ctx, const char *fn, nx_dtype dtype, int ndim,
+                              const int64_t *shape, bool zero, nx_tensor **out)
 {
     if (!ctx || !out)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "nx_tensor_new: ctx and out must be non-NULL");
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: ctx and out must be non-NULL", fn);
     *out = NULL;
     int64_t bytes;
-    nx_status st = check_geometry(ctx, "nx_tensor_new", dtype, ndim, shape, &bytes);
+    nx_status st = check_geometry(ctx, fn, dtype, ndim, shape, &bytes);
     if (st != NX_OK)
         return st;
     nx_storage *s = nx_rt_alloc(ctx, sizeof *s);
     if (!s)
-        return nx_rt_nomem(ctx, "nx_tensor_new", sizeof *s);
+        return nx_rt_nomem(ctx, fn, sizeof *s);
     memset(s, 0, sizeof *s);
     s->ctx = ctx;
     s->bytes = (size_t)bytes;
@@ -83,15 +83,28 @@ nx_status nx_tensor_new(nx_ctx *ctx, nx_dtype dtype, int ndim, const int64_t *sh
     s->data = nx_rt_alloc_aligned(ctx, s->bytes, 64);
     if (!s->data) {
         nx_rt_free(ctx, s, sizeof *s);
-        return nx_rt_nomem(ctx, "nx_tensor_new", (size_t)bytes);
+        return nx_rt_nomem(ctx, fn, (size_t)bytes);
     }
-    memset(s->data, 0, s->bytes);
+    if (zero)
+        memset(s->data, 0, s->bytes);
     st = new_handle(ctx, s, dtype, ndim, shape, NULL, 0, out);
     if (st != NX_OK) {
         nx_rt_free(ctx, s->data, s->bytes);
         nx_rt_free(ctx, s, sizeof *s);
     }
     return st;
+}
+
+nx_status nx_tensor_new(nx_ctx *ctx, nx_dtype dtype, int ndim, const int64_t *shape,
+                        nx_tensor **out)
+{
+    return tensor_alloc(ctx, "nx_tensor_new", dtype, ndim, shape, true, out);
+}
+
+nx_status nx_rt_tensor_new_uninit(nx_ctx *ctx, nx_dtype dtype, int ndim, const int64_t *shape,
+                                  nx_tensor **out)
+{
+    return tensor_alloc(ctx, "nx_tensor_new", dtype, ndim, shape, false, out);
 }
 
 nx_status nx_tensor_wrap(nx_ctx *ctx, void *data, nx_dtype dtype, int ndim, const int64_t *shape,

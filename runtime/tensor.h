@@ -31,6 +31,9 @@ struct nx_tensor {
 /* A new handle viewing t's storage with the given geometry (one more storage reference). */
 NX_HIDDEN nx_status nx_rt_tensor_view(const nx_tensor *t, int ndim, const int64_t *shape,
                                       const int64_t *strides, int64_t offset, nx_tensor **out);
+/* nx_tensor_new without the zero fill, for results that overwrite every byte (copies, casts). */
+NX_HIDDEN nx_status nx_rt_tensor_new_uninit(nx_ctx *ctx, nx_dtype dtype, int ndim,
+                                            const int64_t *shape, nx_tensor **out);
 /* C-order strides for shape. */
 NX_HIDDEN void nx_rt_contiguous_strides(int ndim, const int64_t *shape, int64_t *strides);
 
