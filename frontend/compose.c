@@ -226,8 +226,7 @@ nx_node nx_var(nx_graph *g, nx_node x, int naxes, const int *axes, int ddof, boo
     if (!usable(g, "nx_var", 1, &x) || !fold_count(g, "nx_var", x, naxes, axes, &count))
         return NX_NONE;
     if (ddof < 0)
-        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG, "nx_var: ddof is %d; expected >= 0",
-                                 ddof);
+        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG, "nx_var: ddof is %d; expected >= 0", ddof);
     nx_dtype d = (nx_dtype)g->s.nodes[x].dtype;
     nx_node dev = nx_sub(g, x, nx_mean(g, x, naxes, axes, true));
     nx_node ss = nx_reduce(g, nx_mul(g, dev, dev), naxes, axes, NX_MONOID_SUM, keepdims);

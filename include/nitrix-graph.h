@@ -12,7 +12,20 @@
  *     nx_node y = nx_add(g, nx_mul(g, a, x), b);    // 0 if anything failed
  *     if (nx_graph_status(g) != NX_OK) puts(nx_graph_error(g));
  *
- * nx_graph_compile reports the recorded error too.
+ * nx_graph_compile reports the recorded error too. A handle that is not a node of the graph (out of
+ * range, garbage) is an error (NX_ERR_INVALID_ARG), never a crash; NX_NONE given to a builder when
+ * no earlier builder failed is an error too.
+ *
+ * Conventions shared by every builder:
+ *   - dtypes: f32 and f64 are the numeric core; integer dtypes take arithmetic (wrapping at their
+ *     width), comparisons and indexing; bool takes and/or/not, comparisons and select. f16 and
+ *     bf16 are storage types: only leaves and nx_cast accept them (NX_ERR_DTYPE elsewhere).
+ *   - axes may be negative, counting from the end as numpy does; repeated axes are an error.
+ *   - messages name the builder, say what was wrong and what was expected:
+ *     "nx_add: shapes [2,3] and [4,3] disagree at dim 0 (2 vs 4) and neither is 1".
+ *   - nodes are hash-consed: building the same expression twice returns the same handle. Inputs,
+ *     parameters and placeholders are never merged; constants with equal dtype, shape and bytes
+ *     are one node.
  *
  * Example — y = sum_j exp(x_ij) over a 2x3 input, run on the reference interpreter:
  *
@@ -72,7 +85,8 @@ NX_API nx_status nx_graph_print(const nx_graph *g, nx_node root, FILE *f);
  * ----------------------------------------------------------------------------------------------*/
 
 /* Inputs and parameters are the program's positional arguments, in the order they were created.
- * A parameter is an input that gradients are taken with respect to by default. */
+ * A parameter is an input that gradients are taken with respect to by default. name may be NULL;
+ * it is copied (up to 255 bytes) and used in messages and printing. */
 NX_API nx_node nx_input(nx_graph *g, const char *name, nx_dtype dtype, int ndim,
                         const int64_t *shape);
 NX_API nx_node nx_parameter(nx_graph *g, const char *name, nx_dtype dtype, int ndim,
@@ -82,7 +96,7 @@ NX_API nx_node nx_constant(nx_graph *g, nx_dtype dtype, int ndim, const int64_t 
                            const void *data);
 /* A 0-d constant holding value converted to dtype. */
 NX_API nx_node nx_scalar(nx_graph *g, nx_dtype dtype, double value);
-/* y[i_0, ..., i_{n-1}] = i_axis, converted to dtype. */
+/* y[i_0, ..., i_{n-1}] = i_axis, converted to dtype (ndim >= 1; bool gives i_axis != 0). */
 NX_API nx_node nx_iota(nx_graph *g, nx_dtype dtype, int ndim, const int64_t *shape, int axis);
 
 /* ------------------------------------------------------------------------------------------------
@@ -111,12 +125,12 @@ NX_API nx_node nx_not(nx_graph *g, nx_node x);   /* bool -> bool */
 NX_API nx_node nx_add(nx_graph *g, nx_node a, nx_node b);
 NX_API nx_node nx_sub(nx_graph *g, nx_node a, nx_node b);
 NX_API nx_node nx_mul(nx_graph *g, nx_node a, nx_node b);
-NX_API nx_node nx_div(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_div(nx_graph *g, nx_node a, nx_node b); /* integers: floor (numpy //), x/0 = 0 */
 NX_API nx_node nx_pow(nx_graph *g, nx_node a, nx_node b);
 NX_API nx_node nx_minimum(nx_graph *g, nx_node a, nx_node b); /* NaN-propagating, as numpy */
 NX_API nx_node nx_maximum(nx_graph *g, nx_node a, nx_node b);
 NX_API nx_node nx_atan2(nx_graph *g, nx_node a, nx_node b);
-NX_API nx_node nx_mod(nx_graph *g, nx_node a, nx_node b); /* sign of b, as numpy.mod */
+NX_API nx_node nx_mod(nx_graph *g, nx_node a, nx_node b); /* sign of b, numpy.mod; int x%0 = 0 */
 NX_API nx_node nx_eq(nx_graph *g, nx_node a, nx_node b);  /* comparisons -> bool */
 NX_API nx_node nx_ne(nx_graph *g, nx_node a, nx_node b);
 NX_API nx_node nx_lt(nx_graph *g, nx_node a, nx_node b);
@@ -128,6 +142,9 @@ NX_API nx_node nx_or(nx_graph *g, nx_node a, nx_node b);  /* bool */
 
 /* cond ? a : b, broadcasting all three; cond is bool. */
 NX_API nx_node nx_select(nx_graph *g, nx_node cond, nx_node a, nx_node b);
+/* Any dtype to any dtype, as numpy's astype except where that is undefined: floats to integers
+ * truncate toward zero and saturate at the integer's range, NaN gives 0; nonzero (and NaN) to bool
+ * is true. Casting to x's own dtype returns x. */
 NX_API nx_node nx_cast(nx_graph *g, nx_node x, nx_dtype dtype);
 
 /* ------------------------------------------------------------------------------------------------
@@ -147,7 +164,7 @@ typedef enum nx_pad_mode {
 NX_API nx_node nx_reshape(nx_graph *g, nx_node x, int ndim, const int64_t *shape);
 /* Axis i of the result is axis perm[i] of x. */
 NX_API nx_node nx_permute(nx_graph *g, nx_node x, const int *perm);
-/* numpy.broadcast_to. */
+/* numpy.broadcast_to (x itself when the shape is already x's). */
 NX_API nx_node nx_broadcast(nx_graph *g, nx_node x, int ndim, const int64_t *shape);
 /* Per axis: 0 <= start <= stop <= extent, step >= 1 (NULL step: all 1). */
 NX_API nx_node nx_slice(nx_graph *g, nx_node x, const int64_t *start, const int64_t *stop,
@@ -157,6 +174,7 @@ NX_API nx_node nx_slice(nx_graph *g, nx_node x, const int64_t *start, const int6
 NX_API nx_node nx_pad(nx_graph *g, nx_node x, const int64_t *lo, const int64_t *hi,
                       nx_pad_mode mode, double cval);
 NX_API nx_node nx_reverse(nx_graph *g, nx_node x, int naxes, const int *axes);
+/* Equal dtypes and extents except on axis; n == 1 returns xs[0]. */
 NX_API nx_node nx_concat(nx_graph *g, int n, const nx_node *xs, int axis);
 /* Sliding windows over every axis of x (window 1, stride 1 leaves an axis alone):
  *   y[o_0..o_{n-1}, k_0..k_{n-1}] = x[o_0*s_0 + k_0*d_0, ...]
@@ -193,7 +211,10 @@ NX_API nx_node nx_scatter(nx_graph *g, nx_node x, nx_node idx, nx_node updates, 
  * Reductions, scans, sorting
  * ----------------------------------------------------------------------------------------------*/
 
-/* Folds over axes in ascending index order (the canonical order). ARGMAX/ARGMIN take one axis. */
+/* Folds over axes in ascending index order (the canonical order), one element at a time; an f32
+ * fold accumulates in f32. naxes == 0 folds every element alone (sum(x) = x). Empty folds give
+ * the identity: 0, 1, -inf (max; the dtype's minimum for integers), +inf (min), -inf (logsumexp).
+ * ARGMAX/ARGMIN take exactly one nonempty axis and give i64; NaN counts as the winner. */
 NX_API nx_node nx_reduce(nx_graph *g, nx_node x, int naxes, const int *axes, nx_monoid monoid,
                          bool keepdims);
 
@@ -204,6 +225,8 @@ NX_API nx_node nx_reduce(nx_graph *g, nx_node x, int naxes, const int *axes, nx_
  *   combine:  carry from carries a and b         (must be associative)
  *   identity: constants, the carry of no elements
  *   finalize: scalar result from carry a         (NX_NONE: a[0]) */
+/* Each expression is 0-d, at most 256 nodes of constants, placeholders, elementwise ops, select
+ * and cast. */
 #define NX_MONOID_MAX_CARRY 4
 typedef struct nx_monoid_def {
     int ncarry;
@@ -249,7 +272,8 @@ typedef struct nx_extern_def {
                      nx_node cotangent, nx_node *in_cotangents);
     void *user;
 } nx_extern_def;
-/* def must outlive the graph and every program compiled from it. */
+/* def must outlive the graph and every program compiled from it. At most 64 inputs (f16/bf16 are
+ * not accepted). Equal calls are one node, so reference must be a pure function. */
 NX_API nx_node nx_extern(nx_graph *g, const nx_extern_def *def, int n_in, const nx_node *ins);
 
 /* ------------------------------------------------------------------------------------------------
@@ -281,7 +305,12 @@ typedef struct nx_compile_opts {
     const nx_node *outputs;
 } nx_compile_opts;
 
-/* Verifies g, then compiles the outputs' subgraph. g may be freed afterwards. */
+/* Verifies g, then compiles the outputs' subgraph. g may be freed afterwards. The backend is
+ * opts->backend when not AUTO, else the context's NITRIX_BACKEND, else auto. Only the reference
+ * interpreter runs graphs so far: a request for cpu, cuda or auto runs on `ref` with one warning
+ * through the context's log (NITRIX_SILENCE_FALLBACK silences it), or fails with NX_ERR_BACKEND
+ * under NITRIX_STRICT_BACKEND. NITRIX_DUMP=graph prints each compiled program to stderr. An
+ * output that reads a placeholder outside its monoid is NX_ERR_INVALID_ARG. */
 NX_API nx_status nx_graph_compile(nx_graph *g, const nx_compile_opts *opts, nx_program **out);
 NX_API void nx_program_free(nx_program *p);
 NX_API int nx_program_num_inputs(const nx_program *p);

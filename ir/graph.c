@@ -9,10 +9,18 @@
 /* ---- the primitive table -------------------------------------------------------------------*/
 
 const nx_ir_prim_info nx_ir_prims[NX_PRIM_COUNT] = {
-#define NX_PRIM(ID, name, arity, valops, rule, ref, attrs, adj, sdoc, mdoc)                        \
-    [NX_PRIM_##ID] = {NX_PRIM_##ID,         name,    arity, valops, nx_ir_shape_##rule,            \
-                      nx_ir_ref_##ref,      nx_ir_attrs_##attrs,  adj,   NULL,                     \
-                      sdoc,                 mdoc},
+#define NX_PRIM(ID, NAME, ARITY, VALOPS, RULE, REF, ATTRS, ADJ, SDOC, MDOC)                        \
+    [NX_PRIM_##ID] = {.op = NX_PRIM_##ID,                                                          \
+                      .name = NAME,                                                                \
+                      .arity = ARITY,                                                              \
+                      .valops = VALOPS,                                                            \
+                      .shape = nx_ir_shape_##RULE,                                                 \
+                      .ref = nx_ir_ref_##REF,                                                      \
+                      .attrs = nx_ir_attrs_##ATTRS,                                                \
+                      .adj = ADJ,                                                                  \
+                      .vjp = NULL,                                                                 \
+                      .shape_doc = SDOC,                                                           \
+                      .math_doc = MDOC},
 #include "prims.def"
 #undef NX_PRIM
 };
@@ -139,8 +147,7 @@ nx_status nx_graph_new(nx_ctx *ctx, nx_graph **out)
         return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "nx_graph_new: ctx is NULL");
     pthread_once(&selfcheck_once, run_selfcheck);
     if (selfcheck_status != NX_OK)
-        return nx_rt_error(ctx, selfcheck_status, "nx_graph_new: %s",
-                           nx_ctx_last_error(NULL));
+        return nx_rt_error(ctx, selfcheck_status, "nx_graph_new: %s", nx_ctx_last_error(NULL));
     nx_graph *g = nx_rt_calloc(ctx, 1, sizeof *g);
     if (!g)
         return nx_rt_nomem(ctx, "nx_graph_new", sizeof *g);
@@ -323,8 +330,7 @@ static bool table_reserve(nx_graph *g)
 static bool store_reserve(nx_ir_store *s, size_t nops, size_t nattrs, size_t nblob)
 {
     nx_ctx *ctx = s->ctx;
-    return nx_rt_grow(ctx, (void **)&s->nodes, &s->nodes_cap, (size_t)s->n + 2,
-                      sizeof *s->nodes) &&
+    return nx_rt_grow(ctx, (void **)&s->nodes, &s->nodes_cap, (size_t)s->n + 2, sizeof *s->nodes) &&
            nx_rt_grow(ctx, (void **)&s->operands, &s->operands_cap, s->noperands + nops,
                       sizeof *s->operands) &&
            nx_rt_grow(ctx, (void **)&s->attrs, &s->attrs_cap, s->nattrs + nattrs,
@@ -444,8 +450,7 @@ nx_node nx_ir_make(nx_graph *g, const char *fn, nx_prim op, int nops, const nx_n
             return found;
     }
     if (!table_reserve(g))
-        return nx_ir_graph_failf(g, NX_ERR_NOMEM, "%s: out of memory growing the node table",
-                                 fn);
+        return nx_ir_graph_failf(g, NX_ERR_NOMEM, "%s: out of memory growing the node table", fn);
     nx_node id = nx_ir_store_append(&g->s, &key, ops, attrs, blob);
     if (!id)
         return nx_ir_graph_failf(g, NX_ERR_NOMEM, "%s: out of memory growing the node arena", fn);
@@ -493,14 +498,14 @@ bool nx_ir_axis(int axis, int ndim, int *out)
 
 const char *nx_ir_monoid_name(int64_t m)
 {
-    static const char *const names[NX_MONOID_COUNT] = {"sum", "prod", "max", "min",
+    static const char *const names[NX_MONOID_COUNT] = {"sum",       "prod",   "max",   "min",
                                                        "logsumexp", "argmax", "argmin"};
     return m >= 0 && m < NX_MONOID_COUNT ? names[m] : "?";
 }
 
 const char *nx_ir_pad_mode_name(int64_t m)
 {
-    static const char *const names[NX_PAD_MODE_COUNT] = {"constant", "reflect", "mirror",
-                                                         "nearest", "wrap"};
+    static const char *const names[NX_PAD_MODE_COUNT] = {"constant", "reflect", "mirror", "nearest",
+                                                         "wrap"};
     return m >= 0 && m < NX_PAD_MODE_COUNT ? names[m] : "?";
 }

@@ -93,8 +93,9 @@ static nx_status check_opts(nx_graph *g, const nx_compile_opts *opts, nx_program
 {
     nx_ctx *ctx = g->s.ctx;
     if (!opts || !out)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "nx_graph_compile: opts and out must be "
-                                                    "non-NULL");
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "nx_graph_compile: opts and out must be "
+                           "non-NULL");
     if (opts->n_outputs < 1 || !opts->outputs)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
                            "nx_graph_compile: %d outputs; expected at least one, with a non-NULL "
@@ -141,8 +142,7 @@ static nx_status mark_needed(nx_graph *g, const nx_compile_opts *opts, uint8_t *
     return NX_OK;
 }
 
-static nx_status copy_nodes(nx_program *p, const nx_ir_store *s, const uint8_t *mark,
-                            nx_node *map)
+static nx_status copy_nodes(nx_program *p, const nx_ir_store *s, const uint8_t *mark, nx_node *map)
 {
     nx_node opbuf[64];
     for (nx_node id = 1; id <= s->n; id++) {
@@ -298,8 +298,8 @@ static nx_status check_inputs(const nx_program *p, const nx_tensor *const *input
         nx_shape_str(want, sizeof want, in->sig.ndim, in->sig.shape);
         if (!t)
             return nx_rt_error(p->ctx, NX_ERR_INVALID_ARG,
-                               "nx_program_run: input %d ('%s') is NULL; expected a %s%s tensor",
-                               i, in->name, nx_dtype_name(in->sig.dtype), want);
+                               "nx_program_run: input %d ('%s') is NULL; expected a %s%s tensor", i,
+                               in->name, nx_dtype_name(in->sig.dtype), want);
         if (nx_tensor_device(t) != NX_DEVICE_HOST)
             return nx_rt_error(p->ctx, NX_ERR_INVALID_ARG,
                                "nx_program_run: input %d ('%s') is a device tensor; the 'ref' "
@@ -334,8 +334,7 @@ static nx_status bind_inputs(const nx_program *p, const nx_tensor *const *inputs
     return NX_OK;
 }
 
-static nx_status eval_node(const nx_program *p, const nx_ir_eval *ev, nx_node id,
-                           nx_tensor **vals)
+static nx_status eval_node(const nx_program *p, const nx_ir_eval *ev, nx_node id, nx_tensor **vals)
 {
     const nx_ir_node *n = &p->s.nodes[id];
     int nv = nx_ir_num_valops(n);

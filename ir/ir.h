@@ -123,8 +123,7 @@ typedef struct nx_ir_check {
     char msg[NX_IR_MSG];
 } nx_ir_check;
 
-NX_HIDDEN nx_status nx_ir_fail(nx_ir_check *ck, nx_status st, const char *fmt, ...)
-    NX_PRINTF(3, 4);
+NX_HIDDEN nx_status nx_ir_fail(nx_ir_check *ck, nx_status st, const char *fmt, ...) NX_PRINTF(3, 4);
 
 /* A node about to be made (or, in the verifier, being re-derived). */
 typedef struct nx_ir_proto {

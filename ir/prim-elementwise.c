@@ -16,7 +16,7 @@ typedef enum accepts {
     NUMBER,     /* f32, f64 and integers */
     NUM_OR_INT, /* isnan: numbers, answer bool */
     BOOL_ONLY,
-    ANY,        /* numbers and bool */
+    ANY, /* numbers and bool */
 } accepts;
 
 static accepts unary_accepts(nx_prim op)
@@ -315,8 +315,7 @@ nx_status nx_ir_shape_unary(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_p
     if (p->nattrs != 0)
         return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "%d attributes; expected none", p->nattrs);
     if (!dtype_accepted(a, d))
-        return nx_ir_fail(ck, NX_ERR_DTYPE, "x is %s; expected %s", nx_dtype_name(d),
-                          expected(a));
+        return nx_ir_fail(ck, NX_ERR_DTYPE, "x is %s; expected %s", nx_dtype_name(d), expected(a));
     *out = p->ins[0];
     if (p->op == NX_PRIM_ISNAN)
         out->dtype = NX_DTYPE_BOOL;
@@ -646,8 +645,8 @@ nx_status nx_ir_ref_select(const nx_ir_eval *ev, const nx_ir_node *n, const nx_t
             for (int d = 0; d < nd; d++)
                 o[k] += idx[d] * st[k][d];
         bool c = nx_ir_get(cd, NX_DTYPE_BOOL, o[0]).i != 0;
-        nx_ir_put(yd, out->dtype, i, c ? nx_ir_get(ad, out->dtype, o[1])
-                                       : nx_ir_get(bd, out->dtype, o[2]));
+        nx_ir_put(yd, out->dtype, i,
+                  c ? nx_ir_get(ad, out->dtype, o[1]) : nx_ir_get(bd, out->dtype, o[2]));
         nx_ir_next(nd, out->shape, idx);
     }
     return NX_OK;

@@ -108,8 +108,7 @@ nx_node nx_gather(nx_graph *g, nx_node x, nx_node idx, int axis)
     return nx_ir_make(g, "nx_gather", NX_PRIM_GATHER, 2, ops, 1, &a, 0, NULL);
 }
 
-nx_node nx_scatter(nx_graph *g, nx_node x, nx_node idx, nx_node updates, int axis,
-                   nx_monoid monoid)
+nx_node nx_scatter(nx_graph *g, nx_node x, nx_node idx, nx_node updates, int axis, nx_monoid monoid)
 {
     nx_node ops[3] = {x, idx, updates};
     int64_t attrs[2] = {0, monoid};
@@ -181,8 +180,8 @@ nx_status nx_ir_ref_scatter(const nx_ir_eval *ev, const nx_ir_node *n, const nx_
         int64_t k = nx_ir_get(id, idx->dtype, idx_offset(idx, axis, ui)).i;
         if (k >= 0 && k < ext) {
             int64_t t = x_offset(out, axis, idx->ndim, ui, k);
-            nx_ir_val r = nx_ir_scalar_binary(combine, dt, dt, nx_ir_get(yd, dt, t),
-                                              nx_ir_get(ud, dt, i));
+            nx_ir_val r =
+                nx_ir_scalar_binary(combine, dt, dt, nx_ir_get(yd, dt, t), nx_ir_get(ud, dt, i));
             nx_ir_put(yd, dt, t, r);
         }
         nx_ir_next(u->ndim, u->shape, ui);

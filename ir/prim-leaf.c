@@ -21,8 +21,7 @@ static nx_status check_decl(nx_ir_check *ck, int64_t dtype, int64_t ndim, const 
         return nx_ir_fail(ck, NX_ERR_SHAPE, "ndim is %lld; expected 0 to %d", (long long)ndim,
                           NX_MAX_DIMS);
     if (ndim > 0 && !shape)
-        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "shape is NULL with ndim %lld",
-                          (long long)ndim);
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "shape is NULL with ndim %lld", (long long)ndim);
     for (int i = 0; i < ndim; i++) {
         if (shape[i] < 0)
             return nx_ir_fail(ck, NX_ERR_SHAPE, "extent %d is %lld; expected >= 0", i,
@@ -71,8 +70,7 @@ nx_status nx_ir_shape_leaf(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_pr
     if (st != NX_OK)
         return st;
     int64_t numel = nx_ir_numel((int)ndim, a + 2);
-    if (p->op == NX_PRIM_CONSTANT &&
-        p->nblob != (size_t)numel * nx_dtype_size((nx_dtype)a[0]))
+    if (p->op == NX_PRIM_CONSTANT && p->nblob != (size_t)numel * nx_dtype_size((nx_dtype)a[0]))
         return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "constant holds %zu bytes; expected %lld",
                           p->nblob, (long long)numel * (long long)nx_dtype_size((nx_dtype)a[0]));
     if (p->op == NX_PRIM_IOTA) {
@@ -90,8 +88,8 @@ nx_status nx_ir_shape_leaf(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_pr
 
 /* ---- builders ------------------------------------------------------------------------------*/
 
-static nx_node make_input(nx_graph *g, const char *fn, nx_prim op, const char *name,
-                          nx_dtype dtype, int ndim, const int64_t *shape)
+static nx_node make_input(nx_graph *g, const char *fn, nx_prim op, const char *name, nx_dtype dtype,
+                          int ndim, const int64_t *shape)
 {
     if (!g)
         return NX_NONE;
@@ -126,8 +124,7 @@ nx_node nx_input(nx_graph *g, const char *name, nx_dtype dtype, int ndim, const 
     return make_input(g, "nx_input", NX_PRIM_INPUT, name, dtype, ndim, shape);
 }
 
-nx_node nx_parameter(nx_graph *g, const char *name, nx_dtype dtype, int ndim,
-                     const int64_t *shape)
+nx_node nx_parameter(nx_graph *g, const char *name, nx_dtype dtype, int ndim, const int64_t *shape)
 {
     return make_input(g, "nx_parameter", NX_PRIM_PARAMETER, name, dtype, ndim, shape);
 }
@@ -159,8 +156,7 @@ nx_node nx_scalar(nx_graph *g, nx_dtype dtype, double value)
     if (!g)
         return NX_NONE;
     if (!nx_ir_dtype_ok(dtype))
-        return nx_ir_graph_failf(g, NX_ERR_DTYPE, "nx_scalar: dtype %d is not a dtype",
-                                 (int)dtype);
+        return nx_ir_graph_failf(g, NX_ERR_DTYPE, "nx_scalar: dtype %d is not a dtype", (int)dtype);
     uint8_t buf[8] = {0};
     nx_ir_put(buf, dtype, 0, nx_ir_from_double(value, dtype));
     int64_t attrs[2] = {dtype, 0};
@@ -221,8 +217,8 @@ nx_status nx_ir_ref_input(const nx_ir_eval *ev, const nx_ir_node *n, const nx_te
     return NX_OK;
 }
 
-nx_status nx_ir_ref_constant(const nx_ir_eval *ev, const nx_ir_node *n,
-                             const nx_tensor *const *ins, nx_tensor *out)
+nx_status nx_ir_ref_constant(const nx_ir_eval *ev, const nx_ir_node *n, const nx_tensor *const *ins,
+                             nx_tensor *out)
 {
     (void)ins;
     if (n->nblob)

@@ -34,8 +34,7 @@ nx_status nx_ir_shape_reshape(nx_ir_check *ck, const nx_ir_store *s, const nx_ir
     const int64_t *shape = p->attrs + 1;
     int64_t numel;
     char sx[160], sy[160];
-    if (!nx_shape_numel(nd, shape, &numel) ||
-        numel != nx_ir_numel(x->ndim, x->shape))
+    if (!nx_shape_numel(nd, shape, &numel) || numel != nx_ir_numel(x->ndim, x->shape))
         return nx_ir_fail(ck, NX_ERR_SHAPE,
                           "x %s has %lld elements but shape %s has a different count; expected "
                           "the same number of elements",
@@ -115,8 +114,8 @@ nx_status nx_ir_shape_permute(nx_ir_check *ck, const nx_ir_store *s, const nx_ir
         int64_t a = p->attrs[i];
         if (a < 0 || a >= x->ndim || seen[a])
             return nx_ir_fail(ck, NX_ERR_INVALID_ARG,
-                              "perm[%d] is %lld; expected a permutation of 0..%d", i,
-                              (long long)a, x->ndim - 1);
+                              "perm[%d] is %lld; expected a permutation of 0..%d", i, (long long)a,
+                              x->ndim - 1);
         seen[a] = true;
         out->shape[i] = x->shape[a];
     }
@@ -339,12 +338,12 @@ nx_status nx_ir_shape_pad(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_pro
     for (int i = 0; i < nd; i++) {
         int64_t e;
         if (lo[i] < 0 || hi[i] < 0)
-            return nx_ir_fail(ck, NX_ERR_SHAPE, "axis %d: lo %lld, hi %lld; expected both >= 0",
-                              i, (long long)lo[i], (long long)hi[i]);
+            return nx_ir_fail(ck, NX_ERR_SHAPE, "axis %d: lo %lld, hi %lld; expected both >= 0", i,
+                              (long long)lo[i], (long long)hi[i]);
         if (mode != NX_PAD_CONSTANT && x->shape[i] == 0 && lo[i] + hi[i] > 0)
             return nx_ir_fail(ck, NX_ERR_SHAPE,
-                              "axis %d is empty; mode %s needs at least one element to extend",
-                              i, nx_ir_pad_mode_name(mode));
+                              "axis %d is empty; mode %s needs at least one element to extend", i,
+                              nx_ir_pad_mode_name(mode));
         if (!nx_add_i64(x->shape[i], lo[i], &e) || !nx_add_i64(e, hi[i], &e))
             return nx_ir_fail(ck, NX_ERR_SHAPE, "axis %d: the padded extent overflows", i);
         out->shape[i] = e;
@@ -469,13 +468,13 @@ nx_status nx_ir_shape_reverse(nx_ir_check *ck, const nx_ir_store *s, const nx_ir
 }
 
 bool nx_ir_axes_flags(nx_graph *g, const char *fn, int naxes, const int *axes, int ndim,
-                          int64_t *flags)
+                      int64_t *flags)
 {
     for (int i = 0; i < ndim; i++)
         flags[i] = 0;
     if (naxes < 0 || naxes > ndim || (naxes > 0 && !axes)) {
-        nx_ir_graph_failf(g, NX_ERR_INVALID_ARG, "%s: %d axes%s for %d dims; expected 0 to %d",
-                          fn, naxes, naxes > 0 && !axes ? " (NULL)" : "", ndim, ndim);
+        nx_ir_graph_failf(g, NX_ERR_INVALID_ARG, "%s: %d axes%s for %d dims; expected 0 to %d", fn,
+                          naxes, naxes > 0 && !axes ? " (NULL)" : "", ndim, ndim);
         return false;
     }
     for (int i = 0; i < naxes; i++) {
@@ -612,8 +611,7 @@ nx_status nx_ir_ref_concat(const nx_ir_eval *ev, const nx_ir_node *n, const nx_t
         int64_t off = 0;
         for (int d = 0; d < n->ndim; d++)
             off += (d == axis ? j : idx[d]) * ins[k]->strides[d];
-        memcpy(yd + i * (int64_t)es, (const char *)nx_tensor_data(ins[k]) + off * (int64_t)es,
-               es);
+        memcpy(yd + i * (int64_t)es, (const char *)nx_tensor_data(ins[k]) + off * (int64_t)es, es);
         nx_ir_next(n->ndim, n->shape, idx);
     }
     return NX_OK;

@@ -343,7 +343,9 @@ static nx_status check_placeholders(nx_ir_check *ck, const nx_ir_store *s, const
         if (s->nodes[p->ops[k]].op != NX_PRIM_PLACEHOLDER)
             return nx_ir_fail(ck, NX_ERR_INVALID_ARG,
                               "monoid.%s is %%%u, a %s; expected a placeholder (nx_placeholder)",
-                              k == NX_RC_PX ? "x" : k < NX_RC_B(nc, 0) ? "a[i]" : "b[i]",
+                              k == NX_RC_PX        ? "x"
+                              : k < NX_RC_B(nc, 0) ? "a[i]"
+                                                   : "b[i]",
                               (unsigned)p->ops[k], nx_ir_prim_name(s->nodes[p->ops[k]].op));
         for (int j = NX_RC_PX; j < k; j++) {
             if (p->ops[j] == p->ops[k])
@@ -408,8 +410,9 @@ nx_status nx_ir_shape_reduce_custom(nx_ir_check *ck, const nx_ir_store *s, const
                           p->nattrs ? (long long)p->attrs[0] : -1LL, NX_MONOID_MAX_CARRY);
     int nc = (int)p->attrs[0];
     if (p->nattrs != 2 + x->ndim || p->nops != NX_RC_NOPS(nc))
-        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "%d operands and %d attributes; expected %d and %d",
-                          p->nops, p->nattrs, NX_RC_NOPS(nc), 2 + x->ndim);
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG,
+                          "%d operands and %d attributes; expected %d and %d", p->nops, p->nattrs,
+                          NX_RC_NOPS(nc), 2 + x->ndim);
     if (!nx_ir_is_core_float(x->dtype) && !nx_ir_is_int(x->dtype) && x->dtype != NX_DTYPE_BOOL)
         return nx_ir_fail(ck, NX_ERR_DTYPE, "x is %s; expected f32, f64, an integer or bool",
                           nx_dtype_name(x->dtype));

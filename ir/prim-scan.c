@@ -160,8 +160,8 @@ nx_status nx_ir_ref_scan_linear(const nx_ir_eval *ev, const nx_ir_node *n,
         nx_ir_val y = nx_ir_from_double(0, d);
         for (int64_t k = 0; k < len; k++) {
             int64_t t = rev ? len - 1 - k : k;
-            nx_ir_val ay = nx_ir_scalar_binary(NX_PRIM_MUL, d, d,
-                                               nx_ir_get(ad, d, oa + t * sa[axis]), y);
+            nx_ir_val ay =
+                nx_ir_scalar_binary(NX_PRIM_MUL, d, d, nx_ir_get(ad, d, oa + t * sa[axis]), y);
             y = nx_ir_scalar_binary(NX_PRIM_ADD, d, d, ay, nx_ir_get(bd, d, ob + t * sb[axis]));
             nx_ir_put(yd, d, oy + t * out->strides[axis], y);
         }

@@ -143,12 +143,16 @@ nx_ir_val nx_ir_fix(nx_ir_val v, nx_dtype dt)
 
 static int64_t saturate(double x, nx_dtype to)
 {
-    static const int64_t lo[NX_DTYPE_COUNT] = {
-        [NX_DTYPE_I8] = INT8_MIN, [NX_DTYPE_I16] = INT16_MIN, [NX_DTYPE_I32] = INT32_MIN,
-        [NX_DTYPE_I64] = INT64_MIN, [NX_DTYPE_U8] = 0};
-    static const int64_t hi[NX_DTYPE_COUNT] = {
-        [NX_DTYPE_I8] = INT8_MAX, [NX_DTYPE_I16] = INT16_MAX, [NX_DTYPE_I32] = INT32_MAX,
-        [NX_DTYPE_I64] = INT64_MAX, [NX_DTYPE_U8] = UINT8_MAX};
+    static const int64_t lo[NX_DTYPE_COUNT] = {[NX_DTYPE_I8] = INT8_MIN,
+                                               [NX_DTYPE_I16] = INT16_MIN,
+                                               [NX_DTYPE_I32] = INT32_MIN,
+                                               [NX_DTYPE_I64] = INT64_MIN,
+                                               [NX_DTYPE_U8] = 0};
+    static const int64_t hi[NX_DTYPE_COUNT] = {[NX_DTYPE_I8] = INT8_MAX,
+                                               [NX_DTYPE_I16] = INT16_MAX,
+                                               [NX_DTYPE_I32] = INT32_MAX,
+                                               [NX_DTYPE_I64] = INT64_MAX,
+                                               [NX_DTYPE_U8] = UINT8_MAX};
     if (isnan(x))
         return 0;
     x = trunc(x);

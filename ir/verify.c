@@ -56,8 +56,8 @@ static nx_status rederive(nx_ctx *ctx, const nx_ir_store *s, const char *who, nx
     char fn[96];
     snprintf(fn, sizeof fn, "%s: %%%u (%s)", who, (unsigned)id, row->name);
     nx_ir_check ck = {.fn = fn};
-    nx_ir_proto p = {(nx_prim)n->op, (int)n->nops, ops, ins, (int)n->nattrs,
-                     nx_ir_node_attrs(s, n), n->nblob, nx_ir_node_blob(s, n)};
+    nx_ir_proto p = {(nx_prim)n->op, (int)n->nops,           ops,      ins,
+                     (int)n->nattrs, nx_ir_node_attrs(s, n), n->nblob, nx_ir_node_blob(s, n)};
     nx_ir_sig out;
     memset(&out, 0, sizeof out);
     nx_status st = nx_ir_check_common(&ck, &p);
@@ -71,12 +71,10 @@ static nx_status rederive(nx_ctx *ctx, const nx_ir_store *s, const char *who, nx
     if (out.dtype != have.dtype || out.ndim != have.ndim ||
         memcmp(out.shape, have.shape, (size_t)out.ndim * sizeof *out.shape) != 0) {
         char a[160], b[160];
-        return nx_rt_error(ctx, NX_ERR_INTERNAL,
-                           "%s: the node says %s%s but its rule gives %s%s", fn,
-                           nx_dtype_name(have.dtype), nx_shape_str(a, sizeof a, have.ndim,
-                                                                   have.shape),
-                           nx_dtype_name(out.dtype), nx_shape_str(b, sizeof b, out.ndim,
-                                                                  out.shape));
+        return nx_rt_error(
+            ctx, NX_ERR_INTERNAL, "%s: the node says %s%s but its rule gives %s%s", fn,
+            nx_dtype_name(have.dtype), nx_shape_str(a, sizeof a, have.ndim, have.shape),
+            nx_dtype_name(out.dtype), nx_shape_str(b, sizeof b, out.ndim, out.shape));
     }
     return NX_OK;
 }

@@ -16,8 +16,7 @@ static inline void expect_graph_error(const nx_graph *g, nx_status st, const cha
                  nx_status_str(nx_graph_status(g)), nx_graph_error(g));
 }
 
-static inline nx_tensor *wrap(nx_ctx *ctx, nx_dtype dt, int ndim, const int64_t *shape,
-                              void *data)
+static inline nx_tensor *wrap(nx_ctx *ctx, nx_dtype dt, int ndim, const int64_t *shape, void *data)
 {
     nx_tensor *t = NULL;
     assert_int_equal(nx_tensor_wrap(ctx, data, dt, ndim, shape, NULL, &t), NX_OK);
@@ -25,8 +24,8 @@ static inline nx_tensor *wrap(nx_ctx *ctx, nx_dtype dt, int ndim, const int64_t 
 }
 
 /* Compiles outputs on `ref` and runs them; fails the test on any error. */
-static inline void run_graph(nx_graph *g, int nout, const nx_node *outs, int nin,
-                             nx_tensor **ins, nx_tensor **res)
+static inline void run_graph(nx_graph *g, int nout, const nx_node *outs, int nin, nx_tensor **ins,
+                             nx_tensor **res)
 {
     nx_compile_opts o = {.backend = NX_BACKEND_REF, .n_outputs = nout, .outputs = outs};
     nx_program *p = NULL;
@@ -83,8 +82,7 @@ static inline void expect_values(nx_tensor *t, int64_t n, const double *want, co
         double got = value_at(t, i);
         bool same = (isnan(got) && isnan(want[i])) || got == want[i];
         if (!same)
-            fail_msg("%s: value %lld is %.17g, expected %.17g", what, (long long)i, got,
-                     want[i]);
+            fail_msg("%s: value %lld is %.17g, expected %.17g", what, (long long)i, got, want[i]);
     }
     nx_tensor_free(t);
 }

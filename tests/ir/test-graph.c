@@ -63,9 +63,9 @@ static void test_selfcheck(void **state)
             assert_string_not_equal(nx_ir_prims[i].name, nx_ir_prims[j].name);
     }
     static const nx_prim nondiff[] = {
-        NX_PRIM_EQ,    NX_PRIM_NE,   NX_PRIM_LT,   NX_PRIM_LE,     NX_PRIM_GT,
-        NX_PRIM_GE,    NX_PRIM_ISNAN, NX_PRIM_NOT, NX_PRIM_AND,    NX_PRIM_OR,
-        NX_PRIM_FLOOR, NX_PRIM_CEIL, NX_PRIM_ROUND, NX_PRIM_SIGN,  NX_PRIM_IOTA,
+        NX_PRIM_EQ,      NX_PRIM_NE,    NX_PRIM_LT,       NX_PRIM_LE,         NX_PRIM_GT,
+        NX_PRIM_GE,      NX_PRIM_ISNAN, NX_PRIM_NOT,      NX_PRIM_AND,        NX_PRIM_OR,
+        NX_PRIM_FLOOR,   NX_PRIM_CEIL,  NX_PRIM_ROUND,    NX_PRIM_SIGN,       NX_PRIM_IOTA,
         NX_PRIM_ARGSORT, NX_PRIM_INPUT, NX_PRIM_CONSTANT, NX_PRIM_PLACEHOLDER};
     for (size_t i = 0; i < sizeof nondiff / sizeof *nondiff; i++)
         assert_int_equal(nx_ir_prims[nondiff[i]].adj, NX_ADJ_NONE);
@@ -233,8 +233,9 @@ static void test_invalid_handles(void **state)
     nx_graph *g = fresh(state);
     nx_node a = in(g, NX_DTYPE_F32, 2, S23);
     assert_int_equal(nx_add(g, a, 12345), NX_NONE);
-    expect_graph_error(g, NX_ERR_INVALID_ARG, "nx_add: operand 2 is handle 12345, but the graph "
-                                              "has only 1 nodes");
+    expect_graph_error(g, NX_ERR_INVALID_ARG,
+                       "nx_add: operand 2 is handle 12345, but the graph "
+                       "has only 1 nodes");
     static const nx_node garbage[] = {2, 0xFFFFFFFFu, 0x80000000u};
     for (size_t k = 0; k < sizeof garbage / sizeof *garbage; k++) {
         g = fresh(state);
@@ -279,8 +280,7 @@ static void test_leaf_errors(void **state)
     expect_graph_error(g, NX_ERR_INVALID_ARG, "nx_input: shape is NULL with ndim 2");
 
     g = fresh(state);
-    assert_int_equal(nx_input(g, "x", NX_DTYPE_F64, 3, (int64_t[]){INT64_MAX / 2, 4, 4}),
-                     NX_NONE);
+    assert_int_equal(nx_input(g, "x", NX_DTYPE_F64, 3, (int64_t[]){INT64_MAX / 2, 4, 4}), NX_NONE);
     expect_graph_error(g, NX_ERR_SHAPE, "overflows");
 
     g = fresh(state);
@@ -374,8 +374,7 @@ static void test_slice_pad_errors(void **state)
     assert_true(nx_node_shape(g, s, shape));
     assert_int_equal(shape[1], 2); /* columns 0 and 2 */
 
-    assert_int_equal(nx_pad(g, x, (int64_t[]){0, -1}, (int64_t[]){0, 0}, NX_PAD_WRAP, 0),
-                     NX_NONE);
+    assert_int_equal(nx_pad(g, x, (int64_t[]){0, -1}, (int64_t[]){0, 0}, NX_PAD_WRAP, 0), NX_NONE);
     expect_graph_error(g, NX_ERR_SHAPE, "nx_pad: axis 1: lo -1, hi 0; expected both >= 0");
 
     g = fresh(state);
@@ -619,7 +618,10 @@ static void test_reduce_custom_errors(void **state)
     nx_node px = nx_placeholder(g, NX_DTYPE_F64);
     nx_node a = nx_placeholder(g, NX_DTYPE_F64);
     nx_node b = nx_placeholder(g, NX_DTYPE_F64);
-    nx_monoid_def m = {.ncarry = 1, .x = px, .a = {a}, .b = {b},
+    nx_monoid_def m = {.ncarry = 1,
+                       .x = px,
+                       .a = {a},
+                       .b = {b},
                        .lift = {nx_mul(g, px, px)},
                        .combine = {nx_add(g, a, b)},
                        .identity = {nx_scalar(g, NX_DTYPE_F64, 0)},
@@ -642,7 +644,11 @@ static void test_reduce_custom_errors(void **state)
     px = nx_placeholder(g, NX_DTYPE_F64);
     a = nx_placeholder(g, NX_DTYPE_F64);
     b = nx_placeholder(g, NX_DTYPE_F64);
-    m = (nx_monoid_def){.ncarry = 1, .x = px, .a = {a}, .b = {b}, .combine = {nx_add(g, a, x)},
+    m = (nx_monoid_def){.ncarry = 1,
+                        .x = px,
+                        .a = {a},
+                        .b = {b},
+                        .combine = {nx_add(g, a, x)},
                         .identity = {nx_scalar(g, NX_DTYPE_F64, 0)}};
     assert_int_equal(nx_reduce_custom(g, x, 1, &one, &m, false), NX_NONE);
     expect_graph_error(g, NX_ERR_INVALID_ARG, "monoid.combine uses %5 (add, 2-d)");
@@ -653,7 +659,11 @@ static void test_reduce_custom_errors(void **state)
     a = nx_placeholder(g, NX_DTYPE_F64);
     b = nx_placeholder(g, NX_DTYPE_F64);
     nx_node y = in(g, NX_DTYPE_F64, 0, NULL);
-    m = (nx_monoid_def){.ncarry = 1, .x = px, .a = {a}, .b = {b}, .combine = {nx_add(g, a, y)},
+    m = (nx_monoid_def){.ncarry = 1,
+                        .x = px,
+                        .a = {a},
+                        .b = {b},
+                        .combine = {nx_add(g, a, y)},
                         .identity = {nx_scalar(g, NX_DTYPE_F64, 0)}};
     assert_int_equal(nx_reduce_custom(g, x, 1, &one, &m, false), NX_NONE);
     expect_graph_error(g, NX_ERR_INVALID_ARG,
@@ -665,7 +675,11 @@ static void test_reduce_custom_errors(void **state)
     px = nx_placeholder(g, NX_DTYPE_F64);
     a = nx_placeholder(g, NX_DTYPE_F32);
     b = nx_placeholder(g, NX_DTYPE_F32);
-    m = (nx_monoid_def){.ncarry = 1, .x = px, .a = {a}, .b = {b}, .combine = {nx_add(g, a, b)},
+    m = (nx_monoid_def){.ncarry = 1,
+                        .x = px,
+                        .a = {a},
+                        .b = {b},
+                        .combine = {nx_add(g, a, b)},
                         .identity = {nx_scalar(g, NX_DTYPE_F32, 0)}};
     assert_int_equal(nx_reduce_custom(g, x, 1, &one, &m, false), NX_NONE);
     expect_graph_error(g, NX_ERR_DTYPE, "nx_reduce_custom: monoid.lift[0] is f64 but a[0] is f32");
@@ -674,7 +688,11 @@ static void test_reduce_custom_errors(void **state)
     x = in(g, NX_DTYPE_F64, 2, S23);
     px = nx_placeholder(g, NX_DTYPE_F64);
     a = nx_placeholder(g, NX_DTYPE_F64);
-    m = (nx_monoid_def){.ncarry = 1, .x = px, .a = {a}, .b = {a}, .combine = {nx_add(g, a, a)},
+    m = (nx_monoid_def){.ncarry = 1,
+                        .x = px,
+                        .a = {a},
+                        .b = {a},
+                        .combine = {nx_add(g, a, a)},
                         .identity = {nx_scalar(g, NX_DTYPE_F64, 0)}};
     assert_int_equal(nx_reduce_custom(g, x, 1, &one, &m, false), NX_NONE);
     expect_graph_error(g, NX_ERR_INVALID_ARG, "is used twice among x, a[] and b[]");
@@ -698,7 +716,11 @@ static void test_reduce_custom_errors(void **state)
     px = nx_placeholder(g, NX_DTYPE_F64);
     a = in(g, NX_DTYPE_F64, 0, NULL); /* not a placeholder */
     b = nx_placeholder(g, NX_DTYPE_F64);
-    m = (nx_monoid_def){.ncarry = 1, .x = px, .a = {a}, .b = {b}, .combine = {nx_add(g, a, b)},
+    m = (nx_monoid_def){.ncarry = 1,
+                        .x = px,
+                        .a = {a},
+                        .b = {b},
+                        .combine = {nx_add(g, a, b)},
                         .identity = {nx_scalar(g, NX_DTYPE_F64, 0)}};
     assert_int_equal(nx_reduce_custom(g, x, 1, &one, &m, false), NX_NONE);
     expect_graph_error(g, NX_ERR_INVALID_ARG, "monoid.a[i] is %3, a input; expected a placeholder");
@@ -793,8 +815,8 @@ static void test_compose_across_arena_growth(void **state)
         nx_node a = in(g, NX_DTYPE_F32, 3, (int64_t[]){2, 4, 3});
         nx_node b = in(g, NX_DTYPE_F32, 2, (int64_t[]){3, 5});
         nx_node m = nx_matmul(g, a, b);
-        nx_node e = nx_einsum(g, "ij,jk->ik", b, nx_permute(g, b, (int[]){1, 0}), NX_MONOID_MAX,
-                              nx_add);
+        nx_node e =
+            nx_einsum(g, "ij,jk->ik", b, nx_permute(g, b, (int[]){1, 0}), NX_MONOID_MAX, nx_add);
         nx_node v = nx_var(g, a, 2, (int[]){0, 2}, 0, true);
         nx_node sm = nx_softmax(g, b, 0);
         int64_t shape[NX_MAX_DIMS];
@@ -849,7 +871,8 @@ static void test_hash_consing(void **state)
     nx_node p1 = nx_pad(g, x, lo, lo, NX_PAD_CONSTANT, 1.0);
     assert_int_not_equal(nx_pad(g, x, lo, lo, NX_PAD_CONSTANT, 2.0), p1);
     assert_int_equal(nx_pad(g, x, lo, lo, NX_PAD_CONSTANT, 1.0), p1);
-    assert_int_equal(nx_pad(g, x, lo, lo, NX_PAD_WRAP, 1.0), nx_pad(g, x, lo, lo, NX_PAD_WRAP, 7.0));
+    assert_int_equal(nx_pad(g, x, lo, lo, NX_PAD_WRAP, 1.0),
+                     nx_pad(g, x, lo, lo, NX_PAD_WRAP, 7.0));
     assert_int_equal(nx_graph_status(g), NX_OK);
 }
 
@@ -925,15 +948,14 @@ static void test_printer(void **state)
     assert_int_not_equal(p, NX_NONE);
     (void)unused;
     char *text = print_to_string(g, p);
-    assert_string_equal(text,
-                        "%1 = input[name=\"x\", index=0] : f32[2,3]\n"
-                        "%2 = parameter[name=\"w\", index=1] : f32[3]\n"
-                        "%4 = add %1, %2 : f32[2,3]\n"
-                        "%5 = reduce[axes=(1), monoid=sum, keepdims=0] %4 : f32[2]\n"
-                        "%6 = constant[0.5, 1, 2, ... 5 values] : f32[5]\n"
-                        "%7 = slice[start=(0), stop=(2), step=(1)] %6 : f32[2]\n"
-                        "%8 = mul %5, %7 : f32[2]\n"
-                        "%9 = pad[lo=(1), hi=(0), mode=constant, cval=-1.5] %8 : f32[3]\n");
+    assert_string_equal(text, "%1 = input[name=\"x\", index=0] : f32[2,3]\n"
+                              "%2 = parameter[name=\"w\", index=1] : f32[3]\n"
+                              "%4 = add %1, %2 : f32[2,3]\n"
+                              "%5 = reduce[axes=(1), monoid=sum, keepdims=0] %4 : f32[2]\n"
+                              "%6 = constant[0.5, 1, 2, ... 5 values] : f32[5]\n"
+                              "%7 = slice[start=(0), stop=(2), step=(1)] %6 : f32[2]\n"
+                              "%8 = mul %5, %7 : f32[2]\n"
+                              "%9 = pad[lo=(1), hi=(0), mode=constant, cval=-1.5] %8 : f32[3]\n");
     free(text);
     text = print_to_string(g, NX_NONE); /* the whole graph includes %3 */
     assert_non_null(strstr(text, "%3 = neg %2 : f32[3]\n"));
@@ -941,9 +963,9 @@ static void test_printer(void **state)
     nx_node sc = nx_scalar(g, NX_DTYPE_I32, 7);
     nx_node io = nx_iota(g, NX_DTYPE_I64, 2, S23, 1);
     nx_node cs = nx_scan(g, io, 1, NX_MONOID_MAX, true);
-    nx_node perm = nx_permute(g, nx_window(g, nx_cast(g, io, NX_DTYPE_F64), (int64_t[]){2, 2},
-                                           NULL, (int64_t[]){1, 2}),
-                              (int[]){1, 0, 2, 3});
+    nx_node perm = nx_permute(
+        g, nx_window(g, nx_cast(g, io, NX_DTYPE_F64), (int64_t[]){2, 2}, NULL, (int64_t[]){1, 2}),
+        (int[]){1, 0, 2, 3});
     text = print_to_string(g, sc);
     assert_string_equal(text, "%10 = constant[7] : i32[]\n");
     free(text);

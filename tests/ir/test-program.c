@@ -449,9 +449,14 @@ static void sample(nx_graph *g, nx_node *outs)
     nx_node red = nx_reduce(g, win, 2, (int[]){2, 3}, NX_MONOID_MAX, false);
     nx_node px = nx_placeholder(g, NX_DTYPE_F64), a = nx_placeholder(g, NX_DTYPE_F64),
             b = nx_placeholder(g, NX_DTYPE_F64);
-    nx_monoid_def m = {.ncarry = 1, .x = px, .a = {a}, .b = {b}, .lift = {nx_mul(g, px, px)},
+    nx_monoid_def m = {.ncarry = 1,
+                       .x = px,
+                       .a = {a},
+                       .b = {b},
+                       .lift = {nx_mul(g, px, px)},
                        .combine = {nx_add(g, a, b)},
-                       .identity = {nx_scalar(g, NX_DTYPE_F64, 0)}, .finalize = nx_sqrt(g, a)};
+                       .identity = {nx_scalar(g, NX_DTYPE_F64, 0)},
+                       .finalize = nx_sqrt(g, a)};
     nx_node norm = nx_reduce_custom(g, x, 1, (int[]){1}, &m, false);
     nx_node gat = nx_gather(g, x, idx, 1);
     nx_node sc = nx_scatter(g, x, idx, gat, 1, NX_MONOID_SUM);
@@ -466,8 +471,8 @@ static void sample(nx_graph *g, nx_node *outs)
     nx_node es = nx_einsum(g, "ij,jk->ik", x, w, NX_MONOID_MAX, nx_add);
     nx_node st = nx_sort(g, nx_concat(g, 2, (nx_node[]){sm, red}, 0), 0, true);
     outs[0] = nx_add(g, nx_add(g, sm, red), nx_add(g, e, es));
-    outs[1] = nx_add(g, norm, nx_reduce(g, nx_cast(g, inds, NX_DTYPE_F64), 1, (int[]){1},
-                                        NX_MONOID_SUM, false));
+    outs[1] = nx_add(
+        g, norm, nx_reduce(g, nx_cast(g, inds, NX_DTYPE_F64), 1, (int[]){1}, NX_MONOID_SUM, false));
     outs[2] = nx_add(g, nx_add(g, sc, cs), nx_reverse(g, sl, 1, (int[]){0}));
     outs[3] = nx_add(g, vals, nx_slice(g, v, (int64_t[]){0}, (int64_t[]){2}, NULL));
     outs[4] = nx_mean(g, st, 1, (int[]){1}, true);

@@ -57,8 +57,8 @@ static void lse_rows(nx_dtype dt, double rtol)
     nx_graph_free(g);
     assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
     const double I = INFINITY;
-    double xd[8][3] = {{-I, -I, -I}, {-I, 0, -I},     {I, 1, 2},     {I, I, 0},
-                       {NAN, 0, 1},  {0, 0, 0},       {1000, 1000, -I}, {-I, I, -I}};
+    double xd[8][3] = {{-I, -I, -I}, {-I, 0, -I}, {I, 1, 2},        {I, I, 0},
+                       {NAN, 0, 1},  {0, 0, 0},   {1000, 1000, -I}, {-I, I, -I}};
     float xf[8][3];
     for (int i = 0; i < 8; i++)
         for (int j = 0; j < 3; j++)
@@ -104,7 +104,8 @@ static void test_max_min_nan_and_empty(void **state)
                        nx_reduce(g, e, 1, &ax, NX_MONOID_MAX, false),
                        nx_reduce(g, e, 1, &ax, NX_MONOID_MIN, false),
                        nx_reduce(g, ei, 1, &ax, NX_MONOID_MAX, false)};
-    nx_tensor *ins[2] = {wrap(ctx, NX_DTYPE_F64, 2, s33, xd), wrap(ctx, NX_DTYPE_F32, 2, s20, NULL)};
+    nx_tensor *ins[2] = {wrap(ctx, NX_DTYPE_F64, 2, s33, xd),
+                         wrap(ctx, NX_DTYPE_F32, 2, s20, NULL)};
     nx_tensor *res[5];
     run_graph(g, 5, outs, 2, ins, res);
     double w0[2] = {0, 0}, w1[2] = {1, 1}, w2[2] = {-INFINITY, -INFINITY},
@@ -161,20 +162,20 @@ static void test_f32_accumulates_in_f32(void **state)
     int ax = 0;
     nx_node x = nx_input(g, "x", NX_DTYPE_F32, 1, s);
     double w32[1] = {16777216.0}, w64[1] = {16777220.0};
-    expect_values(eval1(nx_reduce(g, x, 1, &ax, NX_MONOID_SUM, false), NX_DTYPE_F32, 1, s, xf),
-                  1, w32, "f32 sum");
+    expect_values(eval1(nx_reduce(g, x, 1, &ax, NX_MONOID_SUM, false), NX_DTYPE_F32, 1, s, xf), 1,
+                  w32, "f32 sum");
     nx_graph_free(g);
     assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
     x = nx_input(g, "x", NX_DTYPE_F64, 1, s);
-    expect_values(eval1(nx_reduce(g, x, 1, &ax, NX_MONOID_SUM, false), NX_DTYPE_F64, 1, s, xd),
-                  1, w64, "f64 sum");
+    expect_values(eval1(nx_reduce(g, x, 1, &ax, NX_MONOID_SUM, false), NX_DTYPE_F64, 1, s, xd), 1,
+                  w64, "f64 sum");
     /* the order is ascending: 1 + 1 + 1 + 1 + 2^24 = 2^24 + 4 exactly in f32 */
     float rf[5] = {1, 1, 1, 1, 16777216.0f};
     nx_graph_free(g);
     assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
     x = nx_input(g, "x", NX_DTYPE_F32, 1, s);
-    expect_values(eval1(nx_reduce(g, x, 1, &ax, NX_MONOID_SUM, false), NX_DTYPE_F32, 1, s, rf),
-                  1, w64, "f32 sum, small first");
+    expect_values(eval1(nx_reduce(g, x, 1, &ax, NX_MONOID_SUM, false), NX_DTYPE_F32, 1, s, rf), 1,
+                  w64, "f32 sum, small first");
 }
 
 static void test_multi_axis_reduce_order(void **state)
@@ -206,9 +207,14 @@ static void test_sort_nan_stable(void **state)
     nx_node v3 = NX_NONE, i3 = NX_NONE, v2 = NX_NONE, i2 = NX_NONE;
     nx_topk(g, x, 3, 0, true, &v3, &i3);
     nx_topk(g, x, 2, 0, false, &v2, &i2);
-    nx_node outs[8] = {nx_sort(g, x, 0, false), nx_argsort(g, x, 0, false),
-                       nx_sort(g, x, 0, true),  nx_argsort(g, x, 0, true),
-                       v3, i3, v2, i2};
+    nx_node outs[8] = {nx_sort(g, x, 0, false),
+                       nx_argsort(g, x, 0, false),
+                       nx_sort(g, x, 0, true),
+                       nx_argsort(g, x, 0, true),
+                       v3,
+                       i3,
+                       v2,
+                       i2};
     nx_tensor *in = wrap(ctx, NX_DTYPE_F64, 1, s, xd), *res[8];
     run_graph(g, 8, outs, 1, &in, res);
     nx_tensor_free(in);
@@ -234,8 +240,7 @@ static void test_sort_axis0_ints(void **state)
     nx_node x = nx_input(g, "x", NX_DTYPE_I32, 2, s);
     double w[6] = {2, -3, 5, -1, 9, -1}, wi[6] = {1, 2, 0, 0, 2, 1};
     expect_values(eval1(nx_sort(g, x, 0, false), NX_DTYPE_I32, 2, s, xd), 6, w, "i32 sort");
-    expect_values(eval1(nx_argsort(g, x, 0, false), NX_DTYPE_I32, 2, s, xd), 6, wi,
-                  "i32 argsort");
+    expect_values(eval1(nx_argsort(g, x, 0, false), NX_DTYPE_I32, 2, s, xd), 6, wi, "i32 argsort");
 }
 
 /* ---- padding -------------------------------------------------------------------------------*/
@@ -368,16 +373,21 @@ static void test_custom_monoids(void **state)
     nx_node x = nx_input(g, "x", NX_DTYPE_F64, 2, s);
     nx_node px = nx_placeholder(g, NX_DTYPE_F64), a = nx_placeholder(g, NX_DTYPE_F64),
             b = nx_placeholder(g, NX_DTYPE_F64);
-    nx_monoid_def l2 = {.ncarry = 1, .x = px, .a = {a}, .b = {b}, .lift = {nx_mul(g, px, px)},
+    nx_monoid_def l2 = {.ncarry = 1,
+                        .x = px,
+                        .a = {a},
+                        .b = {b},
+                        .lift = {nx_mul(g, px, px)},
                         .combine = {nx_add(g, a, b)},
-                        .identity = {nx_scalar(g, NX_DTYPE_F64, 0)}, .finalize = nx_sqrt(g, a)};
+                        .identity = {nx_scalar(g, NX_DTYPE_F64, 0)},
+                        .finalize = nx_sqrt(g, a)};
     int ax = 1;
     double w[2] = {5, 13};
-    expect_values(eval1(nx_reduce_custom(g, x, 1, &ax, &l2, false), NX_DTYPE_F64, 2, s, xd), 2,
-                  w, "L2 norm per row");
+    expect_values(eval1(nx_reduce_custom(g, x, 1, &ax, &l2, false), NX_DTYPE_F64, 2, s, xd), 2, w,
+                  "L2 norm per row");
     double wall[1] = {sqrt(9 + 16 + 25 + 144)};
-    nx_tensor *r = eval1(nx_reduce_custom(g, x, 2, (int[]){0, 1}, &l2, true), NX_DTYPE_F64, 2, s,
-                         xd);
+    nx_tensor *r =
+        eval1(nx_reduce_custom(g, x, 2, (int[]){0, 1}, &l2, true), NX_DTYPE_F64, 2, s, xd);
     expect_shape(r, 2, (int64_t[]){1, 1});
     expect_values(r, 1, wall, "L2 norm over everything");
 
@@ -396,8 +406,8 @@ static void test_custom_monoids(void **state)
     };
     double yd[2][3] = {{1, -2, 3}, {-1, -5, -3}};
     double wmc[2] = {6, 0};
-    expect_values(eval1(nx_reduce_custom(g, x, 1, &ax, &mc, false), NX_DTYPE_F64, 2, s, yd), 2,
-                  wmc, "(max, count) monoid");
+    expect_values(eval1(nx_reduce_custom(g, x, 1, &ax, &mc, false), NX_DTYPE_F64, 2, s, yd), 2, wmc,
+                  "(max, count) monoid");
 
     /* the empty fold is finalize(identity) */
     nx_graph_free(g);
@@ -407,12 +417,16 @@ static void test_custom_monoids(void **state)
     px = nx_placeholder(g, NX_DTYPE_F64);
     a = nx_placeholder(g, NX_DTYPE_F64);
     b = nx_placeholder(g, NX_DTYPE_F64);
-    nx_monoid_def cnt = {.ncarry = 1, .x = px, .a = {a}, .b = {b},
-                         .lift = {nx_scalar(g, NX_DTYPE_F64, 1)}, .combine = {nx_add(g, a, b)},
+    nx_monoid_def cnt = {.ncarry = 1,
+                         .x = px,
+                         .a = {a},
+                         .b = {b},
+                         .lift = {nx_scalar(g, NX_DTYPE_F64, 1)},
+                         .combine = {nx_add(g, a, b)},
                          .identity = {nx_scalar(g, NX_DTYPE_F64, 7)}};
     double w7[2] = {7, 7};
-    expect_values(eval1(nx_reduce_custom(g, x, 1, &ax, &cnt, false), NX_DTYPE_F64, 2, s0, NULL),
-                  2, w7, "empty custom fold");
+    expect_values(eval1(nx_reduce_custom(g, x, 1, &ax, &cnt, false), NX_DTYPE_F64, 2, s0, NULL), 2,
+                  w7, "empty custom fold");
 }
 
 /* ---- scans ---------------------------------------------------------------------------------*/
@@ -423,10 +437,10 @@ static void test_scans(void **state)
     double xd[2][3] = {{1, 2, 3}, {4, 5, 6}};
     int64_t s[2] = {2, 3};
     nx_node x = nx_input(g, "x", NX_DTYPE_F64, 2, s);
-    nx_node outs[5] = {nx_scan(g, x, 1, NX_MONOID_SUM, false), nx_scan(g, x, 1, NX_MONOID_SUM, true),
-                       nx_scan(g, x, 0, NX_MONOID_PROD, false),
-                       nx_scan(g, x, -1, NX_MONOID_MIN, true),
-                       nx_scan_linear(g, nx_scalar(g, NX_DTYPE_F64, 0.5), x, 1, false)};
+    nx_node outs[5] = {
+        nx_scan(g, x, 1, NX_MONOID_SUM, false), nx_scan(g, x, 1, NX_MONOID_SUM, true),
+        nx_scan(g, x, 0, NX_MONOID_PROD, false), nx_scan(g, x, -1, NX_MONOID_MIN, true),
+        nx_scan_linear(g, nx_scalar(g, NX_DTYPE_F64, 0.5), x, 1, false)};
     nx_tensor *in = wrap(ctx, NX_DTYPE_F64, 2, s, xd), *res[5];
     run_graph(g, 5, outs, 1, &in, res);
     nx_tensor_free(in);
@@ -471,7 +485,8 @@ static void test_integer_arithmetic(void **state)
     int32_t ad[6] = {-7, 7, -7, 7, 5, 3}, bd[6] = {2, 2, -2, -2, 0, 4};
     int64_t s[1] = {6};
     nx_node a = nx_input(g, "a", NX_DTYPE_I32, 1, s), b = nx_input(g, "b", NX_DTYPE_I32, 1, s);
-    nx_node outs[3] = {nx_div(g, a, b), nx_mod(g, a, b), nx_pow(g, b, nx_scalar(g, NX_DTYPE_I32, 3))};
+    nx_node outs[3] = {nx_div(g, a, b), nx_mod(g, a, b),
+                       nx_pow(g, b, nx_scalar(g, NX_DTYPE_I32, 3))};
     nx_tensor *ins[2] = {wrap(ctx, NX_DTYPE_I32, 1, s, ad), wrap(ctx, NX_DTYPE_I32, 1, s, bd)};
     nx_tensor *res[3];
     run_graph(g, 3, outs, 2, ins, res);
@@ -489,9 +504,9 @@ static void test_integer_arithmetic(void **state)
     int8_t c8[3] = {127, -128, 100};
     nx_node x8 = nx_input(g, "x", NX_DTYPE_I8, 1, (int64_t[]){3});
     double w8[3] = {-128, -127, 101}, wn[3] = {-127, -128, -100}, wab[3] = {127, -128, 100};
-    expect_values(eval1(nx_add(g, x8, nx_scalar(g, NX_DTYPE_I8, 1)), NX_DTYPE_I8, 1,
-                        (int64_t[]){3}, c8),
-                  3, w8, "i8 wrap-around");
+    expect_values(
+        eval1(nx_add(g, x8, nx_scalar(g, NX_DTYPE_I8, 1)), NX_DTYPE_I8, 1, (int64_t[]){3}, c8), 3,
+        w8, "i8 wrap-around");
     expect_values(eval1(nx_neg(g, x8), NX_DTYPE_I8, 1, (int64_t[]){3}, c8), 3, wn, "i8 neg");
     expect_values(eval1(nx_abs(g, x8), NX_DTYPE_I8, 1, (int64_t[]){3}, c8), 3, wab, "i8 abs");
     nx_graph_free(g);
@@ -499,9 +514,9 @@ static void test_integer_arithmetic(void **state)
     uint8_t u[2] = {0, 255};
     nx_node xu = nx_input(g, "u", NX_DTYPE_U8, 1, (int64_t[]){2});
     double wu[2] = {255, 254};
-    expect_values(eval1(nx_sub(g, xu, nx_scalar(g, NX_DTYPE_U8, 1)), NX_DTYPE_U8, 1,
-                        (int64_t[]){2}, u),
-                  2, wu, "u8 wrap-around");
+    expect_values(
+        eval1(nx_sub(g, xu, nx_scalar(g, NX_DTYPE_U8, 1)), NX_DTYPE_U8, 1, (int64_t[]){2}, u), 2,
+        wu, "u8 wrap-around");
 }
 
 static void test_float_elementwise(void **state)
@@ -547,8 +562,8 @@ static void test_casts(void **state)
     int64_t s[1] = {6};
     nx_node x = nx_input(g, "x", NX_DTYPE_F64, 1, s);
     nx_node outs[4] = {nx_cast(g, x, NX_DTYPE_I32), nx_cast(g, x, NX_DTYPE_BOOL),
-                       nx_cast(g, x, NX_DTYPE_U8), nx_cast(g, nx_cast(g, x, NX_DTYPE_F16),
-                                                           NX_DTYPE_F64)};
+                       nx_cast(g, x, NX_DTYPE_U8),
+                       nx_cast(g, nx_cast(g, x, NX_DTYPE_F16), NX_DTYPE_F64)};
     nx_tensor *in = wrap(ctx, NX_DTYPE_F64, 1, s, xd), *res[4];
     run_graph(g, 4, outs, 1, &in, res);
     nx_tensor_free(in);
@@ -566,9 +581,9 @@ static void test_casts(void **state)
     float third = 1.0f / 3.0f;
     nx_node h = nx_input(g, "h", NX_DTYPE_F32, 0, NULL);
     double wt[1] = {0.333251953125}; /* numpy.float16(1/3) */
-    expect_values(eval1(nx_cast(g, nx_cast(g, h, NX_DTYPE_F16), NX_DTYPE_F32), NX_DTYPE_F32, 0,
-                        NULL, &third),
-                  1, wt, "f32 -> f16 -> f32");
+    expect_values(
+        eval1(nx_cast(g, nx_cast(g, h, NX_DTYPE_F16), NX_DTYPE_F32), NX_DTYPE_F32, 0, NULL, &third),
+        1, wt, "f32 -> f16 -> f32");
 }
 
 static void test_select_broadcast(void **state)
@@ -630,9 +645,8 @@ static void test_window_and_views(void **state)
     double wpt[10] = {0, 5, 1, 6, 2, 7, 3, 8, 4, 9};
     expect_values(eval1(pt, NX_DTYPE_F64, 1, s, xd), 10, wpt, "transpose");
     nx_node sl1 = nx_reshape(g, sl, 1, (int64_t[]){3});
-    nx_node cc = nx_concat(g, 3, (nx_node[]){sl1, sl1, nx_slice(g, x, (int64_t[]){9},
-                                                                  (int64_t[]){10}, NULL)},
-                           0);
+    nx_node cc = nx_concat(
+        g, 3, (nx_node[]){sl1, sl1, nx_slice(g, x, (int64_t[]){9}, (int64_t[]){10}, NULL)}, 0);
     double wcc[7] = {5, 7, 9, 5, 7, 9, 9};
     expect_values(eval1(cc, NX_DTYPE_F64, 1, s, xd), 7, wcc, "concat");
     nx_node bc = nx_broadcast(g, nx_reshape(g, sl1, 2, (int64_t[]){3, 1}), 2, (int64_t[]){3, 2});
@@ -651,8 +665,7 @@ static void test_compose(void **state)
     double ad[2][3] = {{1, 2, 3}, {4, 5, 6}}, bd[3][2] = {{1, 0}, {0, 1}, {1, 1}};
     nx_node a = nx_input(g, "a", NX_DTYPE_F64, 2, (int64_t[]){2, 3});
     nx_node b = nx_input(g, "b", NX_DTYPE_F64, 2, (int64_t[]){3, 2});
-    nx_node outs[4] = {nx_matmul(g, a, b),
-                       nx_einsum(g, "ij,jk->ik", a, b, NX_MONOID_MAX, nx_add),
+    nx_node outs[4] = {nx_matmul(g, a, b), nx_einsum(g, "ij,jk->ik", a, b, NX_MONOID_MAX, nx_add),
                        nx_einsum(g, "ij,jk->ki", a, b, NX_MONOID_SUM, nx_mul),
                        nx_einsum(g, "ij,kj->ik", a, a, NX_MONOID_SUM, nx_mul)};
     nx_tensor *ins[2] = {wrap(ctx, NX_DTYPE_F64, 2, (int64_t[]){2, 3}, ad),
@@ -677,8 +690,9 @@ static void test_compose(void **state)
     nx_node ba = nx_input(g, "a", NX_DTYPE_F64, 3, (int64_t[]){2, 1, 2});
     nx_node bm = nx_input(g, "b", NX_DTYPE_F64, 2, (int64_t[]){2, 1});
     double wb[2] = {12, 34};
-    nx_tensor *r = eval2(nx_matmul(g, ba, bm), wrap(ctx, NX_DTYPE_F64, 3, (int64_t[]){2, 1, 2}, bat),
-                         wrap(ctx, NX_DTYPE_F64, 2, (int64_t[]){2, 1}, m2));
+    nx_tensor *r =
+        eval2(nx_matmul(g, ba, bm), wrap(ctx, NX_DTYPE_F64, 3, (int64_t[]){2, 1, 2}, bat),
+              wrap(ctx, NX_DTYPE_F64, 2, (int64_t[]){2, 1}, m2));
     expect_shape(r, 3, (int64_t[]){2, 1, 1});
     expect_values(r, 2, wb, "batched matmul");
 
