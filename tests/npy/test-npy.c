@@ -3,9 +3,11 @@
  * allocation-failure sweeps. */
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -670,6 +672,59 @@ static void test_read_pipe(void **state)
     assert_int_equal(ta.live, 0);
 }
 
+/* A write that fails part way (the file size limit) reports it and leaves no temporary file. */
+static void test_write_fails_midway(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    int64_t n = 100000; /* 400 KB: several chunks */
+    nx_tensor *t = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 1, &n, &t), NX_OK);
+    char sub[256];
+    snprintf(sub, sizeof sub, "%s", tmp_path("limited"));
+    assert_int_equal(mkdir(sub, 0700), 0);
+    char target[300];
+    snprintf(target, sizeof target, "%s/x.npy", sub);
+
+    struct rlimit old, small;
+    assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+    small = old;
+    small.rlim_cur = 100000;
+    void (*prev)(int) = signal(SIGXFSZ, SIG_IGN);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+    nx_status st = nx_npy_write(ctx, target, t);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, prev);
+
+    assert_int_equal(st, NX_ERR_IO);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "write failed"));
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "x.npy"));
+    assert_int_equal(count_entries(sub), 0);
+    assert_int_equal(rmdir(sub), 0);
+    nx_tensor_free(t);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+/* Messages keep their shape when the path is longer than the room for it. */
+static void test_long_path_message(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    char path[1200];
+    size_t k = (size_t)snprintf(path, sizeof path, "%s/", tmpdir[0] ? tmpdir : "/tmp");
+    memset(path + k, 'd', 1000);
+    path[k + 1000] = '\0';
+    nx_tensor *t = NULL;
+    assert_int_equal(nx_npy_read(ctx, path, &t), NX_ERR_IO);
+    const char *msg = nx_ctx_last_error(ctx);
+    assert_non_null(strstr(msg, "nx_npy_read: "));
+    assert_non_null(strstr(msg, "...: cannot open the file"));
+    nx_ctx_free(ctx);
+}
+
 /* ---- allocation failures ---------------------------------------------------------------------*/
 
 static nx_status sweep_read_file(nx_ctx *ctx, void *user)
@@ -723,6 +778,23 @@ static nx_status sweep_write_file(nx_ctx *ctx, void *user)
     return st;
 }
 
+/* The pipe reader's growing buffer fails cleanly at every step too. */
+static nx_status sweep_read_pipe(nx_ctx *ctx, void *user)
+{
+    const mem_input *in = user;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], in->buf, in->len), (ssize_t)in->len);
+    close(fds[1]);
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+    nx_tensor *t = NULL;
+    nx_status st = nx_npy_read(ctx, path, &t);
+    nx_tensor_free(t);
+    close(fds[0]);
+    return st;
+}
+
 static void test_alloc_sweeps(void **state)
 {
     (void)state;
@@ -735,6 +807,7 @@ static void test_alloc_sweeps(void **state)
         uint8_t *buf = slurp(fixture_path(files[i]), &len);
         mem_input in = {buf, len};
         nx_test_alloc_sweep(sweep_read_mem, &in, 64);
+        nx_test_alloc_sweep(sweep_read_pipe, &in, 64);
         nx_test_alloc_sweep(sweep_write_file, &in, 64);
         free(buf);
     }
@@ -775,6 +848,8 @@ int main(void)
         cmocka_unit_test(test_io_errors),
         cmocka_unit_test(test_invalid_args),
         cmocka_unit_test(test_read_pipe),
+        cmocka_unit_test(test_write_fails_midway),
+        cmocka_unit_test(test_long_path_message),
         cmocka_unit_test(test_alloc_sweeps),
     };
     return cmocka_run_group_tests(tests, NULL, cleanup);
