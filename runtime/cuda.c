@@ -254,7 +254,8 @@ static nx_rt_cuda_driver driver;
 
 static void driver_init(void)
 {
-    nx_rt_cuda_driver_open(NULL, &driver);
+    const char *env = getenv("NITRIX_CUDA_DRIVER_PATH");
+    nx_rt_cuda_driver_open(env && *env ? env : NULL, &driver);
 }
 
 const nx_rt_cuda_driver *nx_rt_cuda_driver_get(void)

@@ -95,7 +95,8 @@ typedef struct nx_rt_cuda_driver {
  * devices. Never fails: problems land in d->status and leave d->ok or first_usable unset. */
 NX_HIDDEN void nx_rt_cuda_driver_open(const char *path, nx_rt_cuda_driver *d);
 NX_HIDDEN void nx_rt_cuda_driver_close(nx_rt_cuda_driver *d);
-/* The process-wide driver, opened once on first use (thread-safe); never NULL. */
+/* The process-wide driver, opened once on first use (thread-safe) from $NITRIX_CUDA_DRIVER_PATH
+ * if set (a specific driver library, or the tests' fake), else libcuda.so.1; never NULL. */
 NX_HIDDEN const nx_rt_cuda_driver *nx_rt_cuda_driver_get(void);
 /* "CUDA_ERROR_NO_DEVICE (100): no CUDA-capable device is detected" into buf; returns buf. Uses
  * the driver's own names when it has them and a built-in table otherwise. */

@@ -1,7 +1,12 @@
 /* The CUDA runtime layer on a GPU: host<->device round trips of every dtype and of strided views,
  * launches of NVRTC-compiled kernels checked against C loops, the caching allocator's reuse, and
  * clean failures (bad images, bad names, device out-of-memory). Every test skips, with the reason
- * printed, where no GPU of compute capability >= 8.0 answers. */
+ * printed, where no GPU of compute capability >= 8.0 answers.
+ *
+ * meson also runs it over the fake driver (fake-libcuda.c, NX_TEST_FAKE_DRIVER=1): everything but
+ * kernels then runs in CI, with the fake checking that every copy stays inside its allocation and
+ * that no device memory outlives its context. */
+#include <dlfcn.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +30,48 @@ static bool need_gpu(void)
         if (!need_gpu())                                                                           \
             skip();                                                                                \
     } while (0)
+
+static bool fake_driver(void)
+{
+    const char *e = getenv("NX_TEST_FAKE_DRIVER");
+    return e && strcmp(e, "1") == 0;
+}
+
+#define NEED_KERNELS()                                                                             \
+    do {                                                                                           \
+        NEED_GPU();                                                                                \
+        if (fake_driver()) {                                                                       \
+            print_message("skipped: the fake driver runs no kernels\n");                          \
+            skip();                                                                                \
+        }                                                                                          \
+    } while (0)
+
+/* A counter exported by the fake driver; -1 on a real one. */
+static int fake_counter(const char *name)
+{
+    const char *path = getenv("NITRIX_CUDA_DRIVER_PATH");
+    if (!fake_driver() || !path)
+        return -1;
+    void *lib = dlopen(path, RTLD_NOW | RTLD_NOLOAD);
+    void *sym = lib ? dlsym(lib, name) : NULL;
+    int (*fn)(void) = NULL;
+    memcpy(&fn, &sym, sizeof sym);
+    int v = fn ? fn() : -1;
+    if (lib)
+        dlclose(lib);
+    if (!fn)
+        fail_msg("the fake driver at %s does not export %s", path, name);
+    return v;
+}
+
+/* After a context is freed, the fake must hold no device memory and have seen no stray copy. */
+static void check_fake_clean(void)
+{
+    if (!fake_driver())
+        return;
+    assert_int_equal(fake_counter("fake_cuda_live_allocs"), 0);
+    assert_int_equal(fake_counter("fake_cuda_bad_copies"), 0);
+}
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -133,9 +180,11 @@ static void test_round_trip_dtypes(void **state)
     }
     nx_ctx_free(ctx);
     assert_int_equal(ta.live, 0);
+    check_fake_clean();
 }
 
-/* The views of a 6x8 array used below: shape, strides and offset, in elements. */
+/* Views of an 8x8 f64 array (512 bytes: exactly one allocator block, so the fake driver catches a
+ * copy one element past either end): shape, strides and offset, in elements. */
 typedef struct view {
     const char *name;
     int64_t shape[2], strides[2], offset;
@@ -147,6 +196,9 @@ static const view views[] = {
     {"every other column of rows 1,3,5", {3, 4}, {16, 2}, 8},
     {"broadcast row", {4, 8}, {0, 1}, 0},
     {"column 7 reversed", {6, 1}, {-8, 1}, 47},
+    {"all reversed", {8, 8}, {-8, -1}, 63},
+    {"last column", {8, 1}, {8, 1}, 7},
+    {"first column", {8, 1}, {8, 1}, 0},
 };
 
 static void check_view(const double *base, const view *v, const nx_tensor *h)
@@ -169,10 +221,10 @@ static void test_strided_views(void **state)
     NEED_GPU();
     nx_test_alloc ta = {0};
     nx_ctx *ctx = nx_test_ctx(&ta);
-    double base[48];
-    for (int i = 0; i < 48; i++)
+    double base[64];
+    for (int i = 0; i < 64; i++)
         base[i] = 100.0 + i;
-    int64_t full[2] = {6, 8};
+    int64_t full[2] = {8, 8};
     nx_tensor *all = NULL;
     assert_int_equal(nx_tensor_wrap(ctx, base, NX_DTYPE_F64, 2, full, NULL, &all), NX_OK);
     nx_tensor *dall = to_dev(ctx, all);
@@ -206,6 +258,7 @@ static void test_strided_views(void **state)
     nx_tensor_free(all);
     nx_ctx_free(ctx);
     assert_int_equal(ta.live, 0);
+    check_fake_clean();
 }
 
 static nx_tensor *random_f32(nx_ctx *ctx, int ndim, const int64_t *shape, float lo, float hi)
@@ -294,7 +347,7 @@ static bool nvrtc_has(int arch)
 static void test_elementwise_launch(void **state)
 {
     (void)state;
-    NEED_GPU();
+    NEED_KERNELS();
     nx_test_alloc ta = {0};
     nx_ctx *ctx = nx_test_ctx(&ta);
     int arch = device_arch(ctx);
@@ -353,7 +406,7 @@ static void run_maxplus(nx_ctx *ctx, nx_cu_module m, int M, int N, int K)
 static void test_maxplus_launch(void **state)
 {
     (void)state;
-    NEED_GPU();
+    NEED_KERNELS();
     nx_test_alloc ta = {0};
     nx_ctx *ctx = nx_test_ctx(&ta);
     nx_cu_module m = NULL;
@@ -386,7 +439,7 @@ static const char kernel_big_smem[] =
 static void test_big_shared_memory(void **state)
 {
     (void)state;
-    NEED_GPU();
+    NEED_KERNELS();
     nx_test_alloc ta = {0};
     nx_ctx *ctx = nx_test_ctx(&ta);
     nx_cu_module m = NULL;
@@ -473,9 +526,10 @@ static void test_allocator_reuse(void **state)
     assert_int_equal(s.driver_frees, 4);
     nx_ctx_free(ctx);
     assert_int_equal(ta.live, 0);
+    check_fake_clean();
 }
 
-static void test_failures(void **state)
+static void test_failures_memory(void **state)
 {
     (void)state;
     NEED_GPU();
@@ -485,6 +539,25 @@ static void test_failures(void **state)
     assert_int_equal(nx_rt_cuda_module_load(ctx, "this is not PTX", &m), NX_ERR_BACKEND);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "cuModuleLoadDataEx"));
     assert_null(m);
+    /* a petabyte: the device says no, the library says so */
+    nx_rt_cuda_block *b = NULL;
+    assert_int_equal(nx_rt_cuda_malloc(ctx, (size_t)1 << 50, &b), NX_ERR_NOMEM);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "CUDA_ERROR_OUT_OF_MEMORY"));
+    assert_null(b);
+    b = must_malloc(ctx, 4096); /* and the context still works */
+    nx_rt_cuda_free(ctx, b);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+    check_fake_clean();
+}
+
+static void test_failures_launch(void **state)
+{
+    (void)state;
+    NEED_KERNELS();
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    nx_cu_module m = NULL;
     assert_int_equal(nx_ptx_load(ctx, kernel_add_relu, "add_relu.cu", NULL, 0, &m), NX_OK);
     nx_cu_function f = NULL;
     assert_int_equal(nx_rt_cuda_module_function(ctx, m, "no_such_kernel", &f), NX_ERR_BACKEND);
@@ -499,13 +572,6 @@ static void test_failures(void **state)
     assert_int_equal(nx_rt_cuda_launch(ctx, f, &huge_block, args), NX_ERR_BACKEND);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "cuLaunchKernel"));
     nx_rt_cuda_module_unload(ctx, m);
-    /* a petabyte: the device says no, the library says so */
-    nx_rt_cuda_block *b = NULL;
-    assert_int_equal(nx_rt_cuda_malloc(ctx, (size_t)1 << 50, &b), NX_ERR_NOMEM);
-    assert_non_null(strstr(nx_ctx_last_error(ctx), "CUDA_ERROR_OUT_OF_MEMORY"));
-    assert_null(b);
-    b = must_malloc(ctx, 4096); /* and the context still works */
-    nx_rt_cuda_free(ctx, b);
     nx_ctx_free(ctx);
     assert_int_equal(ta.live, 0);
 }
@@ -555,10 +621,53 @@ static nx_status sweep_launch(nx_ctx *ctx, void *user)
     return st;
 }
 
-static void test_alloc_sweep(void **state)
+/* Copies only: a strided host view up, a strided device view down. */
+static nx_status sweep_copies(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    double base[48];
+    for (int i = 0; i < 48; i++)
+        base[i] = i;
+    const view *v = &views[1];
+    nx_tensor *hv = NULL, *d = NULL, *dv = NULL, *back = NULL;
+    nx_status st = nx_tensor_wrap(ctx, base + v->offset, NX_DTYPE_F64, 2, v->shape, v->strides,
+                                  &hv);
+    if (st == NX_OK)
+        st = nx_tensor_to_device(hv, NX_DEVICE_CUDA, &d);
+    /* the transpose of the reversed copy: base[47 - i - 8 j] at [j][i] */
+    int64_t shape[2] = {8, 6}, strides[2] = {1, 8};
+    if (st == NX_OK)
+        st = nx_rt_tensor_view(d, 2, shape, strides, 0, &dv);
+    if (st == NX_OK)
+        st = nx_tensor_to_device(dv, NX_DEVICE_HOST, &back);
+    if (st == NX_OK) {
+        const double *p = nx_tensor_data(back);
+        for (int j = 0; j < 8; j++) {
+            for (int i = 0; i < 6; i++) {
+                if (p[j * 6 + i] != base[47 - 8 * i - j])
+                    st = NX_ERR_INTERNAL;
+            }
+        }
+    }
+    nx_tensor_free(back);
+    nx_tensor_free(dv);
+    nx_tensor_free(d);
+    nx_tensor_free(hv);
+    return st;
+}
+
+static void test_alloc_sweep_copies(void **state)
 {
     (void)state;
     NEED_GPU();
+    assert_true(nx_test_alloc_sweep(sweep_copies, NULL, 100) >= 8);
+    check_fake_clean();
+}
+
+static void test_alloc_sweep(void **state)
+{
+    (void)state;
+    NEED_KERNELS();
     int64_t made = nx_test_alloc_sweep(sweep_launch, NULL, 100);
     print_message("the launch path makes %lld host allocations\n", (long long)made);
     assert_true(made >= 8);
@@ -582,7 +691,7 @@ static int cmp_double(const void *a, const void *b)
 static void test_timings(void **state)
 {
     (void)state;
-    NEED_GPU();
+    NEED_KERNELS();
     nx_test_alloc ta = {0};
     nx_ctx *ctx = nx_test_ctx(&ta);
     nx_cu_module m1 = NULL, m2 = NULL;
@@ -633,7 +742,9 @@ int main(void)
         cmocka_unit_test(test_maxplus_launch),
         cmocka_unit_test(test_big_shared_memory),
         cmocka_unit_test(test_allocator_reuse),
-        cmocka_unit_test(test_failures),
+        cmocka_unit_test(test_failures_memory),
+        cmocka_unit_test(test_failures_launch),
+        cmocka_unit_test(test_alloc_sweep_copies),
         cmocka_unit_test(test_alloc_sweep),
         cmocka_unit_test(test_timings),
     };
