@@ -130,8 +130,8 @@ static void gather_row(char *dst, const char *src, int64_t n, int64_t stride, si
 /* One (na, nb) plane whose source is contiguous along a but strided along b (a transpose): walked
  * in square tiles so each cache line read along a is used up by the tile's b columns before it
  * is evicted (an untiled walk rereads it nb times from memory). */
-static inline void transpose_plane(char *dst, const char *src, int64_t na, int64_t nb,
-                                   int64_t sb, size_t es)
+static inline void transpose_plane(char *dst, const char *src, int64_t na, int64_t nb, int64_t sb,
+                                   size_t es)
 {
     enum { TILE = 16 };
     int64_t e = (int64_t)es;
@@ -689,8 +689,10 @@ nx_status nx_tensor_permute(const nx_tensor *t, const int *perm, nx_tensor **out
         return st;
     nx_ctx *ctx = t->storage->ctx;
     if (t->ndim > 0 && !perm)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "nx_tensor_permute: perm is NULL for a %d-d "
-                           "tensor", t->ndim);
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "nx_tensor_permute: perm is NULL for a %d-d "
+                           "tensor",
+                           t->ndim);
     bool seen[NX_MAX_DIMS] = {false};
     int64_t shape[NX_MAX_DIMS], strides[NX_MAX_DIMS];
     for (int i = 0; i < t->ndim; i++) {
@@ -749,7 +751,8 @@ nx_status nx_tensor_slice(const nx_tensor *t, int axis, int64_t start, int64_t s
                            "0 to %d)",
                            axis, t->ndim, t->ndim - 1);
     if (step == 0)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "nx_tensor_slice: step is 0; expected a "
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "nx_tensor_slice: step is 0; expected a "
                            "nonzero step");
     int64_t n = slice_count(t->shape[axis], &start, stop, step);
     int64_t shape[NX_MAX_DIMS], strides[NX_MAX_DIMS];
@@ -757,12 +760,16 @@ nx_status nx_tensor_slice(const nx_tensor *t, int axis, int64_t start, int64_t s
     memcpy(strides, t->strides, sizeof strides);
     shape[axis] = n;
     int64_t offset = t->offset, shift;
-    if (n > 0 && (!nx_mul_i64(start, t->strides[axis], &shift) ||
-                  !nx_add_i64(offset, shift, &offset)))
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "nx_tensor_slice: the offset of element %lld on "
-                           "axis %d overflows", (long long)start, axis);
+    if (n > 0 &&
+        (!nx_mul_i64(start, t->strides[axis], &shift) || !nx_add_i64(offset, shift, &offset)))
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "nx_tensor_slice: the offset of element %lld on "
+                           "axis %d overflows",
+                           (long long)start, axis);
     if (n > 1 && !nx_mul_i64(t->strides[axis], step, &strides[axis]))
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "nx_tensor_slice: stride %lld times step %lld "
-                           "overflows", (long long)t->strides[axis], (long long)step);
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "nx_tensor_slice: stride %lld times step %lld "
+                           "overflows",
+                           (long long)t->strides[axis], (long long)step);
     return nx_rt_tensor_view(t, t->ndim, shape, strides, offset, out);
 }

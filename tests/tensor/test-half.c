@@ -18,8 +18,8 @@
 
 typedef struct format {
     int frac_bits, bias;
-    uint16_t inf;             /* bit pattern of +inf = one past the largest finite */
-    double table[0x7f81];     /* value of each positive pattern 0..inf (inf as 2^(emax+1)) */
+    uint16_t inf;         /* bit pattern of +inf = one past the largest finite */
+    double table[0x7f81]; /* value of each positive pattern 0..inf (inf as 2^(emax+1)) */
 } format;
 
 static format f16_fmt = {10, 15, 0x7c00, {0}};
@@ -166,7 +166,7 @@ static void test_f16_to_f32_exhaustive(void **state)
             uint32_t u = fbits(r);
             assert_true(isnan(r));
             assert_int_equal(u >> 31, h >> 15);
-            assert_true(u & 0x400000);                  /* quiet */
+            assert_true(u & 0x400000);                      /* quiet */
             assert_int_equal((u >> 13) & 0x1ff, m & 0x1ff); /* payload kept */
             continue;
         }
@@ -331,9 +331,10 @@ static void test_f64_random_edges(void **state)
 {
     (void)state;
     checked = 0;
-    static const double edges[] = {0.0, 0x1p-25, 0x1p-24, 0x1.8p-25, 0x1p-14, 65504.0, 65519.99,
-                                   65520.0, 65536.0, 0x1p-126, 0x1p-133, 0x1p-134, 0x1.8p-134,
-                                   0x1.fep127, 0x1.ffp127, 0x1p128, 1e300, 5e-324, INFINITY, NAN};
+    static const double edges[] = {0.0,      0x1p-25,  0x1p-24,    0x1.8p-25,  0x1p-14,
+                                   65504.0,  65519.99, 65520.0,    65536.0,    0x1p-126,
+                                   0x1p-133, 0x1p-134, 0x1.8p-134, 0x1.fep127, 0x1.ffp127,
+                                   0x1p128,  1e300,    5e-324,     INFINITY,   NAN};
     for (size_t i = 0; i < sizeof edges / sizeof *edges; i++) {
         for (int d = -64; d <= 64; d++) {
             uint64_t u;
@@ -389,10 +390,10 @@ static void test_rounding_mode_independent(void **state)
     static const int modes[] = {FE_UPWARD, FE_DOWNWARD, FE_TOWARDZERO};
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(fesetround(modes[i]), 0);
-        uint16_t a = nx_f32_to_f16(1.0f + 0x1p-11f + 0x1p-20f);  /* above the midpoint */
-        uint16_t b = nx_f32_to_f16(0x1.8p-25f);                  /* subnormal, rounds up */
+        uint16_t a = nx_f32_to_f16(1.0f + 0x1p-11f + 0x1p-20f); /* above the midpoint */
+        uint16_t b = nx_f32_to_f16(0x1.8p-25f);                 /* subnormal, rounds up */
         uint16_t c = nx_f64_to_f16(1.0 + 0x1p-11 + 0x1p-40);
-        uint16_t d = nx_f32_to_bf16(1.0f + 0x1p-8f);             /* tie, to even (down) */
+        uint16_t d = nx_f32_to_bf16(1.0f + 0x1p-8f); /* tie, to even (down) */
         uint16_t e = nx_f64_to_bf16(-(1.0 + 0x1p-8 + 0x1p-40));
         fesetround(FE_TONEAREST);
         assert_int_equal(a, 0x3c01);
@@ -411,10 +412,11 @@ static void test_known_values(void **state)
     assert_int_equal(nx_f32_to_f16(65519.996f), 0x7bff);
     assert_int_equal(nx_f32_to_f16(65520.0f), 0x7c00);
     assert_int_equal(nx_f32_to_f16(0x1p-24f), 0x0001);
-    assert_int_equal(nx_f32_to_f16(0x1p-25f), 0x0000);        /* tie to even: 0 */
+    assert_int_equal(nx_f32_to_f16(0x1p-25f), 0x0000); /* tie to even: 0 */
     assert_int_equal(nx_f32_to_f16(0x1.000002p-25f), 0x0001);
-    assert_int_equal(nx_f32_to_f16(0x1.8p-24f), 0x0002);      /* 1.5 units: tie to even 2 */
-    assert_int_equal(nx_f32_to_f16(0x1.ffcp-15f), 0x0400);    /* 1023.5 units: tie, up to the min normal */
+    assert_int_equal(nx_f32_to_f16(0x1.8p-24f), 0x0002); /* 1.5 units: tie to even 2 */
+    assert_int_equal(nx_f32_to_f16(0x1.ffcp-15f),
+                     0x0400); /* 1023.5 units: tie, up to the min normal */
     assert_int_equal(nx_f32_to_f16(1.0f / 3.0f), 0x3555);
     assert_int_equal(nx_f32_to_f16(-2.5f), 0xc100);
     assert_int_equal(nx_f64_to_f16(1.0 + 0x1p-11 + 0x1p-40), 0x3c01);

@@ -77,8 +77,8 @@ static bool next_index(const nx_tensor *t, int64_t *idx)
 }
 
 /* t's elements in C order equal pattern(values[i]). */
-static void expect_elements(const nx_tensor *t, const int16_t *values, int64_t n,
-                            const char *what, int chain)
+static void expect_elements(const nx_tensor *t, const int16_t *values, int64_t n, const char *what,
+                            int chain)
 {
     assert_int_equal(nx_tensor_numel(t), n);
     if (n == 0)
@@ -203,8 +203,7 @@ static void test_slices(void **state)
         const fx_slice *s = &fx_slices[i];
         int64_t shape[1] = {s->n}, stride[1] = {-1};
         nx_tensor *fwd = NULL, *rev = NULL;
-        assert_int_equal(nx_tensor_wrap(f->ctx, data, NX_DTYPE_I64, 1, shape, NULL, &fwd),
-                         NX_OK);
+        assert_int_equal(nx_tensor_wrap(f->ctx, data, NX_DTYPE_I64, 1, shape, NULL, &fwd), NX_OK);
         /* the same values reversed: element j is n-1-j */
         assert_int_equal(nx_tensor_wrap(f->ctx, s->n ? data + s->n - 1 : data, NX_DTYPE_I64, 1,
                                         shape, stride, &rev),
@@ -217,8 +216,7 @@ static void test_slices(void **state)
             if (nx_tensor_shape(v)[0] != s->count)
                 fail_msg("len %lld [%lld:%lld:%lld] has %lld elements, Python has %lld",
                          (long long)s->n, (long long)s->start, (long long)s->stop,
-                         (long long)s->step, (long long)nx_tensor_shape(v)[0],
-                         (long long)s->count);
+                         (long long)s->step, (long long)nx_tensor_shape(v)[0], (long long)s->count);
             int64_t idx[1] = {0};
             for (int64_t j = 0; j < s->count; j++, idx[0]++) {
                 int64_t want = s->first + j * (s->count > 1 ? s->step : 0);
@@ -354,9 +352,9 @@ static void cast_layout(nx_ctx *ctx, const fx_cast *g, int layout)
         int64_t st[1] = {-2};
         for (int j = 0; j < m; j++)
             store_bits(buf + (size_t)(2 * (m - 1 - j)) * es, es, g->in[pick[j]]);
-        assert_int_equal(nx_tensor_wrap(ctx, buf + (size_t)(2 * (m - 1)) * es, g->src, 1, shape1,
-                                        st, &src),
-                         NX_OK);
+        assert_int_equal(
+            nx_tensor_wrap(ctx, buf + (size_t)(2 * (m - 1)) * es, g->src, 1, shape1, st, &src),
+            NX_OK);
     } else {
         int64_t shape2[2] = {m, 3};
         int perm[2] = {1, 0};
@@ -395,8 +393,8 @@ static void test_cast_fixtures(void **state)
             cast_layout(f->ctx, &fx_casts[i], layout);
         values += __builtin_popcountll(fx_casts[i].valid);
     }
-    printf("%d dtype pairs, %lld values, 3 layouts (NumPy %s)\n", NFX(fx_casts),
-           (long long)values, FX_NUMPY_VERSION);
+    printf("%d dtype pairs, %lld values, 3 layouts (NumPy %s)\n", NFX(fx_casts), (long long)values,
+           FX_NUMPY_VERSION);
 }
 
 /* Every value NumPy leaves undefined (NaN, integer part out of range) is an error naming the
@@ -494,8 +492,8 @@ static void test_cast_long_rows(void **state)
         for (int r = 0; r < 3; r++) {
             for (int c = 0; c < 700; c++) {
                 double v = (c * 3 + r) * 0.25 - 100.0, got;
-                const char *p = (const char *)nx_tensor_data(o) +
-                                (size_t)(r * 700 + c) * nx_dtype_size(ds[k]);
+                const char *p =
+                    (const char *)nx_tensor_data(o) + (size_t)(r * 700 + c) * nx_dtype_size(ds[k]);
                 if (ds[k] == NX_DTYPE_F32) {
                     float g;
                     memcpy(&g, p, 4);
@@ -511,8 +509,7 @@ static void test_cast_long_rows(void **state)
                     got = nx_f16_to_f32(g); /* quarter steps below 512 are exact in f16 */
                 }
                 if (got != v)
-                    fail_msg("%s at [%d,%d]: %g, expected %g", nx_dtype_name(ds[k]), r, c, got,
-                             v);
+                    fail_msg("%s at [%d,%d]: %g, expected %g", nx_dtype_name(ds[k]), r, c, got, v);
             }
         }
         nx_tensor_free(o);
@@ -553,8 +550,8 @@ static void test_copy_permutations(void **state)
                 do {
                     if (memcmp(o + i * (int64_t)es, elem_at(src, idx), es) != 0)
                         fail_msg("%s perm %d%d%d rev %d: element %lld differs",
-                                 nx_dtype_name(ds[di]), perms[pi][0], perms[pi][1],
-                                 perms[pi][2], rev, (long long)i);
+                                 nx_dtype_name(ds[di]), perms[pi][0], perms[pi][1], perms[pi][2],
+                                 rev, (long long)i);
                     i++;
                 } while (next_index(src, idx));
                 assert_int_equal(i, 3 * 37 * 45);
