@@ -164,6 +164,8 @@ typedef struct nx_ctx_opts {
     nx_log_fn log;                 /* NULL: lines go to stderr as "nitrix: <level>: <msg>" */
     void *log_user;
     bool ignore_env; /* true: do not read NITRIX_* variables; the defaults below apply */
+    int num_threads;       /* > 0: overrides NITRIX_NUM_THREADS (1..1024); 0: not set here */
+    const char *cache_dir; /* non-NULL: overrides NITRIX_CACHE_DIR and the default */
 } nx_ctx_opts;
 
 /* Settings, read from the environment at creation (unless opts.ignore_env):
@@ -285,7 +287,8 @@ typedef struct nx_system_info {
     int gpu_count;
     nx_gpu_info gpus[NX_MAX_GPUS];
     char cache_dir[4096];
-    int64_t cache_bytes; /* size of the on-disk kernel cache, -1 if unknown */
+    int64_t cache_bytes;   /* size of the on-disk kernel cache, -1 if unknown */
+    int64_t cache_entries; /* kernel files in it, -1 if unknown */
 } nx_system_info;
 
 NX_API nx_status nx_system_info_get(nx_ctx *ctx, nx_system_info *out);

@@ -339,6 +339,28 @@ static nx_status read_env(nx_ctx *c)
     return parse_bool_env("NITRIX_SILENCE_FALLBACK", &c->silence_fallback);
 }
 
+/* Explicit options win over the environment. */
+static nx_status apply_opts(nx_ctx *c, const nx_ctx_opts *opts)
+{
+    if (opts->num_threads < 0 || opts->num_threads > 1024)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG,
+                           "nx_ctx_new: num_threads is %d; expected 1 to 1024, or 0 for the "
+                           "environment's choice",
+                           opts->num_threads);
+    if (opts->num_threads > 0)
+        c->num_threads = opts->num_threads;
+    if (opts->cache_dir) {
+        size_t n = strlen(opts->cache_dir);
+        if (n == 0 || n >= sizeof c->cache_dir)
+            return nx_rt_error(NULL, NX_ERR_INVALID_ARG,
+                               "nx_ctx_new: cache_dir is %zu bytes long; expected a non-empty path "
+                               "under %zu bytes",
+                               n, sizeof c->cache_dir);
+        memcpy(c->cache_dir, opts->cache_dir, n + 1);
+    }
+    return NX_OK;
+}
+
 nx_status nx_ctx_new(const nx_ctx_opts *opts, nx_ctx **out)
 {
     if (!out)
@@ -365,6 +387,8 @@ nx_status nx_ctx_new(const nx_ctx_opts *opts, nx_ctx **out)
         st = default_cache_dir(c->cache_dir, sizeof c->cache_dir);
     else
         st = read_env(c);
+    if (st == NX_OK && opts)
+        st = apply_opts(c, opts);
     if (st == NX_OK && pthread_mutex_init(&c->err_lock, NULL) != 0)
         st = nx_rt_error(NULL, NX_ERR_INTERNAL, "nx_ctx_new: pthread_mutex_init failed");
     if (st == NX_OK && pthread_mutex_init(&c->slot_lock, NULL) != 0) {

@@ -67,11 +67,13 @@ NX_HIDDEN int nx_rt_cpu_count(void);
 
 /* Per-context services created lazily (thread pool, kernel cache, JIT, CUDA), destroyed in reverse
  * slot order by nx_ctx_free. */
+/* The cache comes last so it is destroyed first: the kernels it holds are released while the JIT
+ * and the CUDA context that own their code are still alive. */
 typedef enum nx_ctx_slot {
     NX_SLOT_POOL,
-    NX_SLOT_CACHE,
     NX_SLOT_JIT,
     NX_SLOT_CUDA,
+    NX_SLOT_CACHE,
     NX_SLOT_COUNT
 } nx_ctx_slot;
 typedef void (*nx_slot_destroy)(nx_ctx *ctx, void *obj);

@@ -51,6 +51,20 @@ static void test_env_values(void **state)
     assert_true(nx_ctx_silence_fallback(ctx));
     nx_ctx_free(ctx);
 
+    /* explicit options win over the environment */
+    nx_ctx_opts over = {.num_threads = 5, .cache_dir = "/tmp/nx-explicit"};
+    assert_int_equal(nx_ctx_new(&over, &ctx), NX_OK);
+    assert_int_equal(nx_ctx_num_threads(ctx), 5);
+    assert_string_equal(nx_ctx_cache_dir(ctx), "/tmp/nx-explicit");
+    assert_int_equal(nx_ctx_backend(ctx), NX_BACKEND_REF);
+    nx_ctx_free(ctx);
+    nx_ctx_opts bad = {.num_threads = 2000};
+    assert_int_equal(nx_ctx_new(&bad, &ctx), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(NULL), "num_threads is 2000"));
+    bad = (nx_ctx_opts){.cache_dir = ""};
+    assert_int_equal(nx_ctx_new(&bad, &ctx), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(NULL), "cache_dir"));
+
     /* ignore_env keeps the defaults whatever the environment says */
     nx_ctx_opts opts = {.ignore_env = true};
     assert_int_equal(nx_ctx_new(&opts, &ctx), NX_OK);
