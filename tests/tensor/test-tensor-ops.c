@@ -705,6 +705,12 @@ static void test_errors(void **state)
         fail_msg("cast message: %s", msg);
     assert_int_equal(nx_tensor_cast(xt, NX_DTYPE_U8, &out), NX_ERR_INVALID_ARG);
     assert_true(contains(nx_ctx_last_error(f->ctx), "[1,0]"));
+    /* the index is the view's own: [1,0] of x is [0,1] of its transpose, and comes first there */
+    nx_tensor *xp = NULL;
+    assert_int_equal(nx_tensor_permute(xt, perm, &xp), NX_OK);
+    assert_int_equal(nx_tensor_cast(xp, NX_DTYPE_I16, &out), NX_ERR_INVALID_ARG);
+    assert_true(contains(nx_ctx_last_error(f->ctx), "element [0,1] is 70000.5"));
+    nx_tensor_free(xp);
     x[3] = 4.0;
     assert_int_equal(nx_tensor_cast(xt, NX_DTYPE_I64, &out), NX_ERR_INVALID_ARG);
     msg = nx_ctx_last_error(f->ctx);
