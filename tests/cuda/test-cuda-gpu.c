@@ -8,6 +8,7 @@
  * that no device memory outlives its context. */
 #include <dlfcn.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -529,6 +530,62 @@ static void test_allocator_reuse(void **state)
     check_fake_clean();
 }
 
+/* Threads sharing one context: the first use races to create the CUDA state, then allocations
+ * and frees of mixed sizes interleave on the shared free lists. */
+typedef struct worker {
+    nx_ctx *ctx;
+    nx_rt_cuda *cu;
+    int seed;
+    nx_status st;
+} worker;
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    w->st = nx_rt_cuda_get(w->ctx, &w->cu);
+    static const size_t sizes[] = {1, 700, 4096, 100000, (size_t)3 << 20};
+    nx_rt_cuda_block *held[4] = {NULL};
+    for (int i = 0; i < 400 && w->st == NX_OK; i++) {
+        int slot = (i * 7 + w->seed) % 4;
+        nx_rt_cuda_free(w->ctx, held[slot]);
+        held[slot] = NULL;
+        w->st = nx_rt_cuda_malloc(w->ctx, sizes[(i + w->seed) % 5], &held[slot]);
+    }
+    for (int k = 0; k < 4; k++)
+        nx_rt_cuda_free(w->ctx, held[k]);
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    NEED_GPU();
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    enum { N = 8 };
+    pthread_t th[N];
+    worker w[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = (worker){ctx, NULL, i, NX_OK};
+        assert_int_equal(pthread_create(&th[i], NULL, work, &w[i]), 0);
+    }
+    for (int i = 0; i < N; i++)
+        assert_int_equal(pthread_join(th[i], NULL), 0);
+    for (int i = 0; i < N; i++) {
+        if (w[i].st != NX_OK)
+            fail_msg("thread %d: %s", i, nx_ctx_last_error(ctx));
+        assert_ptr_equal(w[i].cu, w[0].cu); /* one state per context */
+    }
+    nx_rt_cuda_stats s;
+    nx_rt_cuda_stats_get(ctx, &s);
+    assert_int_equal(s.live_blocks, 0);
+    assert_int_equal(s.driver_allocs, s.driver_frees + s.cached_blocks);
+    assert_true(s.cache_hits > 0);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+    check_fake_clean();
+}
+
 static void test_failures_memory(void **state)
 {
     (void)state;
@@ -742,6 +799,7 @@ int main(void)
         cmocka_unit_test(test_maxplus_launch),
         cmocka_unit_test(test_big_shared_memory),
         cmocka_unit_test(test_allocator_reuse),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_failures_memory),
         cmocka_unit_test(test_failures_launch),
         cmocka_unit_test(test_alloc_sweep_copies),
