@@ -47,7 +47,9 @@ nx_allocator nx_test_allocator(nx_test_alloc *ta)
 nx_ctx *nx_test_ctx(nx_test_alloc *ta)
 {
     nx_allocator a = nx_test_allocator(ta);
-    nx_ctx_opts opts = {.allocator = &a, .ignore_env = true};
+    /* The environment is ignored, but the suite's cache directory (test_env) is kept, so no test
+     * writes into the user's ~/.cache. */
+    nx_ctx_opts opts = {.allocator = &a, .ignore_env = true, .cache_dir = getenv("NITRIX_CACHE_DIR")};
     nx_ctx *ctx = NULL;
     nx_status st = nx_ctx_new(&opts, &ctx);
     if (st != NX_OK)

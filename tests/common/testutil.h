@@ -23,7 +23,8 @@ typedef struct nx_test_alloc {
 /* An allocator over ta (malloc-backed, with a header recording the size). */
 nx_allocator nx_test_allocator(nx_test_alloc *ta);
 
-/* A context using ta, ignoring the environment. Fails the test if creation fails. */
+/* A context using ta, ignoring the environment except NITRIX_CACHE_DIR (the suite's own cache
+ * directory). Fails the test if creation fails. */
 nx_ctx *nx_test_ctx(nx_test_alloc *ta);
 
 /* Runs body(ctx, user) with allocation n failing, for n = 1, 2, ... until a run completes without
