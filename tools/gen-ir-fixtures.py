@@ -44,8 +44,10 @@ import scipy.special as sps
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, 'tests', 'data', 'ir')
 
+# bf16 has no numpy dtype: its arrays hold the raw 16-bit patterns (see bf16_bits)
 NP_DTYPE = {'f32': np.float32, 'f64': np.float64, 'i8': np.int8, 'i16': np.int16,
-            'i32': np.int32, 'i64': np.int64, 'u8': np.uint8, 'bool': np.bool_}
+            'i32': np.int32, 'i64': np.int64, 'u8': np.uint8, 'bool': np.bool_,
+            'f16': np.float16, 'bf16': np.uint16}
 FLOATS = ('f32', 'f64')
 EPS = {'f32': float(np.finfo(np.float32).eps), 'f64': float(np.finfo(np.float64).eps)}
 RTOL = {'f32': 1e-6, 'f64': 1e-13}
@@ -56,13 +58,54 @@ cases = []
 names = set()
 
 
+def bf16_value(bits):
+    """float64 values of bf16 bit patterns."""
+    b = np.atleast_1d(np.asarray(bits, dtype=np.uint32) << np.uint32(16)).astype(np.uint32)
+    shape = np.shape(bits)
+    return b.view(np.float32).astype(np.float64).reshape(shape)
+
+
+def bf16_bits(x):
+    """x (float64) correctly rounded to bf16 (nearest, ties to even), as bit patterns: the
+    nearest of all 65536 patterns, found by search, not by bit tricks."""
+    x = np.asarray(x, dtype=np.float64)
+    pos = np.arange(0, 0x7f81, dtype=np.uint32)          # +0 .. +inf
+    vals = bf16_value(pos)
+    vals_for_dist = vals.copy()
+    vals_for_dist[-1] = 2.0 ** 128                       # inf sits one ulp above the largest
+    out = np.zeros(x.shape, dtype=np.uint16)
+    for idx in np.ndindex(x.shape):
+        v = x[idx]
+        if np.isnan(v):
+            out[idx] = 0x7fc0
+            continue
+        a = abs(v)
+        j = int(np.searchsorted(vals_for_dist, a))
+        if j == 0:
+            k = 0
+        elif j >= len(vals_for_dist):
+            k = len(vals_for_dist) - 1
+        else:
+            lo, hi = vals_for_dist[j - 1], vals_for_dist[j]
+            if a - lo < hi - a:
+                k = j - 1
+            elif a - lo > hi - a:
+                k = j
+            else:
+                k = j - 1 if (pos[j - 1] & 1) == 0 else j
+        out[idx] = pos[k] | (0x8000 if np.signbit(v) else 0)
+    return out
+
+
 def shape_str(shape):
     return ','.join(str(int(s)) for s in shape) if len(shape) else '-'
 
 
 def widen(dt, arr):
     arr = np.asarray(arr)
-    if dt in FLOATS:
+    if dt == 'bf16':
+        return bf16_value(arr)
+    if dt in FLOATS or dt == 'f16':
         return arr.astype(np.float64)
     if dt == 'bool':
         return arr.astype(np.uint8)
@@ -1427,6 +1470,228 @@ def gen_hashcons():
         np.float64) * np.array([1.0, -1.0], dtype=np.float64)))
 
 
+def gen_conventions():
+    """The builder conventions stated in include/nitrix-graph.h: wrapping integer arithmetic,
+    floor division with x/0 = 0, saturating float-to-int casts, negative axes, empty integer
+    folds, the canonical fold order (one element at a time, in the dtype), f16/bf16 casts."""
+    with np.errstate(all='ignore'):
+        for dt in ('i8', 'i16', 'i32', 'i64', 'u8'):
+            info = np.iinfo(NP_DTYPE[dt])
+            a0 = np.array([info.max, info.min, info.max, info.min, info.max // 2 + 1, 7],
+                          dtype=NP_DTYPE[dt])
+            b0 = np.array([1, -1 if dt != 'u8' else 1, info.max, info.min, 2, 3],
+                          dtype=NP_DTYPE[dt])
+            for op, fn in (('add', np.add), ('sub', np.subtract), ('mul', np.multiply)):
+                c = Case('%s_wrap_%s' % (op, dt), op)
+                a = c.inp(dt, a0)
+                b = c.inp(dt, b0)
+                add(c.out(dt, fn(a, b)))
+            if dt != 'u8':
+                for op, fn in (('neg', np.negative), ('abs', np.abs)):
+                    c = Case('%s_wrap_%s' % (op, dt), op)
+                    x = c.inp(dt, [info.min, info.max, -1, 0])
+                    add(c.out(dt, fn(x)))
+            lo = 0 if dt == 'u8' else -7
+            av = np.array([7, -7, 7, -7, 0, 5, info.min, info.max, 6, 1], dtype=np.int64)
+            bv = np.array([2, 2, -2, -2, 3, 0, -1, -1, 4, 0], dtype=np.int64)
+            if dt == 'u8':
+                av, bv = np.abs(av) % 256, np.abs(bv)
+            for op, fn in (('div', np.floor_divide), ('mod', np.mod)):
+                c = Case('%s_floor_%s' % (op, dt), op)
+                a = c.inp(dt, av.astype(NP_DTYPE[dt]))
+                b = c.inp(dt, bv.astype(NP_DTYPE[dt]))
+                add(c.out(dt, fn(a, b)))
+            c = Case('pow_wrap_%s' % dt, 'pow')
+            a = c.inp(dt, [3, 2, 7, 0 if dt == 'u8' else -3])
+            b = c.inp(dt, [40, 70, 0, 5])
+            add(c.out(dt, np.power(a, b)))
+        # float -> int saturates, NaN -> 0; narrowing integer casts wrap like numpy's astype
+        f = np.array([1e10, -1e10, NAN, INF, -INF, 2147483647.9, -2147483648.9, 2.5, -2.5,
+                      300.0, -5.0, 1e19, -1e19, 127.9, -128.9, 255.5])
+        for src in FLOATS:
+            for dst in ('i8', 'i16', 'i32', 'i64', 'u8'):
+                c = Case('cast_saturate_%s_%s' % (src, dst), 'cast')
+                c.attr('dtype', dst)
+                x = c.inp(src, f).astype(np.float64)
+                info = np.iinfo(NP_DTYPE[dst])
+                t = np.trunc(np.where(np.isnan(x), 0.0, x))
+                y = np.where(t >= float(info.max), info.max,
+                             np.where(t <= float(info.min), info.min,
+                                      np.clip(t, -1e300, 1e300))).astype(np.float64)
+                yi = np.array([int(info.max) if t_ >= float(info.max) else
+                               int(info.min) if t_ <= float(info.min) else int(t_)
+                               for t_ in t], dtype=NP_DTYPE[dst])
+                assert np.all(yi.astype(np.float64) == y) or dst == 'i64'
+                add(c.out(dst, yi))
+        c = Case('cast_nan_bool', 'cast')
+        c.attr('dtype', 'bool')
+        x = c.inp('f64', [NAN, -NAN, 0.0, -0.0])
+        add(c.out('bool', np.array([True, True, False, False])))
+        for src, dst, vals in (('i64', 'i32', [2 ** 31, -(2 ** 31) - 1, 2 ** 40 + 5, -1]),
+                               ('i32', 'u8', [-1, 256, 511, -256]),
+                               ('i32', 'i8', [128, -129, 255, 1000]),
+                               ('u8', 'i8', [128, 255, 127, 0]),
+                               ('f64', 'f32', [1e39, -1e39, 1.7e308, 3.4028235677973366e38])):
+            c = Case('cast_wrap_%s_%s' % (src, dst), 'cast')
+            c.attr('dtype', dst)
+            x = c.inp(src, vals)
+            add(c.out(dst, x.astype(NP_DTYPE[dst])))
+
+    # negative axes count from the end
+    x3 = np.round(uni(-2, 2, (2, 3, 4)), 3)
+    for name, op, attrs, fn in (
+            ('reduce_sum_neg', 'reduce', [('axes', -1), ('monoid', 'sum'), ('keepdims', 0)],
+             lambda x: x.sum(axis=-1)),
+            ('reduce_max_neg2', 'reduce', [('axes', -3, -1), ('monoid', 'max'), ('keepdims', 1)],
+             lambda x: x.max(axis=(0, 2), keepdims=True)),
+            ('reduce_argmax_neg', 'reduce', [('axes', -2), ('monoid', 'argmax'), ('keepdims', 0)],
+             lambda x: np.argmax(x, axis=-2)),
+            ('scan_neg', 'scan', [('axis', -1), ('monoid', 'max'), ('reverse', 1)],
+             lambda x: scan_oracle(x, 2, 'max', True)),
+            ('sort_neg', 'sort', [('axis', -2), ('descending', 0)], lambda x: np.sort(x, axis=1)),
+            ('argsort_neg', 'argsort', [('axis', -1), ('descending', 1)],
+             lambda x: sort_perm(x, 2, True)),
+            ('softmax_neg', 'softmax', [('axis', -1)], lambda x: sps.softmax(x, axis=-1)),
+            ('mean_neg', 'mean', [('axes', -1, -2), ('keepdims', 0)],
+             lambda x: x.mean(axis=(1, 2))),
+            ('reverse_neg', 'reverse', [('axes', -1, 0)], lambda x: x[::-1, :, ::-1]),
+            ('concat_neg', 'concat_self', [('axis', -1)],
+             lambda x: np.concatenate([x, x], axis=-1)),
+            ('gather_neg', 'gather_const', [('axis', -1), ('index', 3, 0, 9)],
+             lambda x: np.take(x, [3, 0, 9], axis=-1, mode='clip'))):
+        c = Case('axes_' + name, op)
+        for key_vals in attrs:
+            c.attr(*key_vals)
+        x = c.inp('f64', x3)
+        y = fn(x)
+        if op in ('mean', 'softmax'):
+            c.tolerance(1e-13, 1e-15)
+        add(c.out('i64' if name in ('reduce_argmax_neg', 'argsort_neg') else 'f64', y))
+    c = Case('axes_iota_neg', 'iota')
+    c.attr('dtype', 'i64').attr('shape', 2, 3).attr('axis', -1)
+    add(c.out('i64', np.indices((2, 3))[1]))
+    c = Case('axes_topk_neg', 'topk')
+    c.attr('k', 2).attr('axis', -1).attr('largest', 1)
+    x = c.inp('f64', x3)
+    p = np.take(sort_perm(x, 2, True), [0, 1], axis=2)
+    add(c.out('f64', np.take_along_axis(x, p, 2)).out('i64', p))
+    c = Case('axes_scan_linear_neg', 'scan_linear')
+    c.attr('axis', -1).attr('reverse', 0)
+    a = c.inp('f64', [[0.5, -0.5, 0.25]])
+    b = c.inp('f64', [[1.0, 2.0, 3.0], [-1.0, 0.0, 1.0]])
+    add(c.out('f64', linear_recurrence(a, b, 1, False)).tolerance(1e-13, 1e-15))
+
+    # empty integer folds: max gives the dtype's minimum, min its maximum
+    for dt in ('i8', 'i32', 'i64', 'u8'):
+        info = np.iinfo(NP_DTYPE[dt])
+        for monoid, ident in (('sum', 0), ('prod', 1), ('max', info.min), ('min', info.max)):
+            c = Case('reduce_%s_empty_%s' % (monoid, dt), 'reduce')
+            c.attr('axes', 0).attr('monoid', monoid).attr('keepdims', 0)
+            c.inp(dt, np.zeros((0, 2)))
+            add(c.out(dt, np.full((2,), ident, dtype=NP_DTYPE[dt])))
+
+    # the canonical fold: ascending index order over the reduced axes (the first reduced axis
+    # outermost), one element at a time, accumulating in the dtype; exact
+    def seq_fold(x, axes, monoid, dt):
+        axes = sorted(a % x.ndim for a in axes)
+        keep = [a for a in range(x.ndim) if a not in axes]
+        xt = np.transpose(x, keep + axes)
+        out = np.zeros(xt.shape[:len(keep)], dtype=NP_DTYPE[dt])
+        for idx in np.ndindex(out.shape):
+            acc = NP_DTYPE[dt](0.0 if monoid == 'sum' else 1.0)
+            for v in xt[idx].ravel():
+                acc = NP_DTYPE[dt](acc + v) if monoid == 'sum' else NP_DTYPE[dt](acc * v)
+            out[idx] = acc
+        return out
+    for dt in FLOATS:
+        big = 1e8 if dt == 'f32' else 1e17
+        rows = np.array([[big, 1.0, -big, 1.0, 3.0, 0.5, -0.25, big / 3, 7.0],
+                         [1.0, big, 1.0, -big, 0.1, 0.2, 0.3, 0.4, 0.5]])
+        c = Case('fold_order_sum_%s' % dt, 'reduce')
+        c.attr('axes', 1).attr('monoid', 'sum').attr('keepdims', 0)
+        x = c.inp(dt, rows)
+        add(c.out(dt, seq_fold(x, (1,), 'sum', dt)))
+        c = Case('fold_order_sum_random_%s' % dt, 'reduce')
+        c.attr('axes', 0).attr('monoid', 'sum').attr('keepdims', 0)
+        x = c.inp(dt, uni(-1, 1, (50, 3)) * 10.0 ** rng.integers(-4, 5, (50, 3)))
+        add(c.out(dt, seq_fold(x, (0,), 'sum', dt)))
+        c = Case('fold_order_prod_%s' % dt, 'reduce')
+        c.attr('axes', 1).attr('monoid', 'prod').attr('keepdims', 0)
+        x = c.inp(dt, uni(0.5, 1.5, (3, 40)))
+        add(c.out(dt, seq_fold(x, (1,), 'prod', dt)))
+        for axes in ((0, 2), (2, 0)):
+            c = Case('fold_order_axes_%d%d_%s' % (axes + (dt,)), 'reduce')
+            c.attr('axes', *axes).attr('monoid', 'sum').attr('keepdims', 0)
+            x = c.inp(dt, uni(-1, 1, (4, 2, 5)) * 10.0 ** rng.integers(-3, 4, (4, 2, 5)))
+            add(c.out(dt, seq_fold(x, axes, 'sum', dt)))
+
+    # f16 and bf16 are storage types: leaves and casts
+    f16_in = np.array([0.1, 65504.0, -2.5, 6.1e-5, 5.96e-8, 0.0, -0.0, INF, NAN, 1000.0],
+                      dtype=np.float16)
+    to16 = np.array([0.1, 65504.0, 65519.99, 65520.0, 1e-8, 3e-8, 2.9802322387695312e-08,
+                     -2.5, NAN, -INF, 1.0 + 2.0 ** -11, 1.0 + 3 * 2.0 ** -11])
+    for src in FLOATS:
+        c = Case('cast_%s_f16' % src, 'cast')
+        c.attr('dtype', 'f16')
+        x = c.inp(src, to16)
+        with np.errstate(over='ignore'):
+            add(c.out('f16', x.astype(np.float64).astype(np.float16)))
+        c = Case('cast_%s_bf16' % src, 'cast')
+        c.attr('dtype', 'bf16')
+        vals = np.array([0.1, 1.0 + 2.0 ** -8, 1.0 + 3 * 2.0 ** -8, 3.3895313892515355e38,
+                         3.39e38, -1e-40, 1e-45, NAN, -INF, 2.0 ** -133, 65536.5])
+        x = c.inp(src, vals).astype(np.float64)
+        add(c.out('bf16', bf16_bits(x)))
+    for dst in FLOATS + ('i32', 'bool'):
+        c = Case('cast_f16_%s' % dst, 'cast')
+        c.attr('dtype', dst)
+        x = c.inp('f16', f16_in if dst in FLOATS + ('bool',) else f16_in[np.isfinite(f16_in)])
+        xv = x.astype(np.float64)
+        if dst == 'i32':
+            y = np.trunc(xv).astype(np.int32)
+        elif dst == 'bool':
+            y = (xv != 0) | np.isnan(xv)
+        else:
+            y = xv.astype(NP_DTYPE[dst])
+        add(c.out(dst, y))
+        c = Case('cast_bf16_%s' % dst, 'cast')
+        c.attr('dtype', dst)
+        bits = np.array([0x3dcd, 0x7f7f, 0xc020, 0x0001, 0x8000, 0x7f80, 0x7fc0, 0x4480],
+                        dtype=np.uint16)
+        if dst == 'i32':
+            bits = bits[np.isfinite(bf16_value(bits))]
+        c.inp('bf16', bits)
+        xv = bf16_value(bits)
+        if dst == 'i32':
+            y = np.trunc(np.clip(xv, -2.0 ** 31, 2.0 ** 31 - 1)).astype(np.int64)
+            y = np.where(xv >= 2.0 ** 31, 2 ** 31 - 1, y).astype(np.int32)
+        elif dst == 'bool':
+            y = (xv != 0) | np.isnan(xv)
+        else:
+            y = xv.astype(NP_DTYPE[dst])
+        add(c.out(dst, y))
+    c = Case('cast_f16_bf16', 'cast')
+    c.attr('dtype', 'bf16')
+    x = c.inp('f16', f16_in)
+    add(c.out('bf16', bf16_bits(x.astype(np.float64))))
+    c = Case('cast_bf16_f16', 'cast')
+    c.attr('dtype', 'f16')
+    c.inp('bf16', np.array([0x3dcd, 0x477f, 0x4780, 0xc020, 0x3380], dtype=np.uint16))
+    with np.errstate(over='ignore'):
+        add(c.out('f16', bf16_value([0x3dcd, 0x477f, 0x4780, 0xc020, 0x3380]).astype(np.float16)))
+    for dt in ('f16', 'bf16'):
+        c = Case('scalar_%s' % dt, 'scalar')
+        c.attr('dtype', dt).attr('value', 0.1)
+        add(c.out(dt, np.float16(0.1) if dt == 'f16' else bf16_bits(0.1)))
+        c = Case('constant_%s' % dt, 'constant')
+        v = c.inp(dt, f16_in if dt == 'f16' else bf16_bits(f16_in.astype(np.float64)))
+        add(c.out(dt, v))
+        c = Case('iota_%s' % dt, 'iota')
+        c.attr('dtype', dt).attr('shape', 2, 300).attr('axis', 1)
+        idx = np.indices((2, 300))[1].astype(np.float64)
+        add(c.out(dt, idx.astype(np.float16) if dt == 'f16' else bf16_bits(idx)))
+
+
 MODE_IDS = ('constant', 'reflect', 'mirror', 'nearest', 'wrap')
 CHAIN_CVAL = 0.5
 
@@ -1575,6 +1840,7 @@ def main():
     gen_zero_size()
     gen_broadcast_views()
     gen_hashcons()
+    gen_conventions()
     write_all()
     return 0
 

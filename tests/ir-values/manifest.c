@@ -15,7 +15,8 @@ bool mf_dtype(const char *name, nx_dtype *out)
         nx_dtype d;
     } rows[] = {{"f32", NX_DTYPE_F32}, {"f64", NX_DTYPE_F64}, {"i8", NX_DTYPE_I8},
                 {"i16", NX_DTYPE_I16}, {"i32", NX_DTYPE_I32}, {"i64", NX_DTYPE_I64},
-                {"u8", NX_DTYPE_U8},   {"bool", NX_DTYPE_BOOL}};
+                {"u8", NX_DTYPE_U8},   {"bool", NX_DTYPE_BOOL}, {"f16", NX_DTYPE_F16},
+                {"bf16", NX_DTYPE_BF16}};
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         if (strcmp(name, rows[i].name) == 0) {
             *out = rows[i].d;
@@ -164,7 +165,7 @@ static size_t stored_size(nx_dtype d, bool widened)
         return widened && d != NX_DTYPE_BOOL ? 8 : 1;
     if (widened || d == NX_DTYPE_F64 || d == NX_DTYPE_I64)
         return 8;
-    return d == NX_DTYPE_I16 ? 2 : 4;
+    return d == NX_DTYPE_I16 || d == NX_DTYPE_F16 || d == NX_DTYPE_BF16 ? 2 : 4;
 }
 
 size_t mf_bytes(const mf_array *a, bool widened)

@@ -502,6 +502,24 @@ static bool b_extern_rowsum(build *b)
 }
 
 /* Pairs of nodes that differ in one detail (see gen_hashcons in the generator). */
+static bool b_concat_self(build *b)
+{
+    b->out[0] = nx_concat(b->g, 2, (nx_node[]){b->in[0], b->in[0]},
+                          (int)mf_attr_int(b->c, "axis", 0));
+    return true;
+}
+
+static bool b_gather_const(build *b)
+{
+    int64_t idx[MF_MAX_VALS];
+    int64_t n = mf_attr_ints(b->c, "index", idx, MF_MAX_VALS);
+    if (n < 0)
+        return false;
+    nx_node i = nx_constant(b->g, NX_DTYPE_I64, 1, &n, idx);
+    b->out[0] = nx_gather(b->g, b->in[0], i, (int)mf_attr_int(b->c, "axis", 0));
+    return true;
+}
+
 static bool b_hashcons(build *b)
 {
     nx_graph *g = b->g;
@@ -611,6 +629,7 @@ static const struct {
     {"compose_morph", b_compose_morph}, {"compose_correlate1d", b_compose_correlate1d},
     {"chain", b_chain},           {"extern_rowsum", b_extern_rowsum},
     {"extern_rowsum_chain", b_extern_rowsum}, {"hashcons", b_hashcons},
+    {"concat_self", b_concat_self}, {"gather_const", b_gather_const},
 };
 
 /* Builds the case's outputs; false when the manifest names an op or attribute this test does
@@ -722,9 +741,36 @@ static void index_text(char *buf, size_t len, int ndim, const int64_t *shape, in
         buf[l - 1] = ')';
 }
 
+/* IEEE binary16 and bfloat16 decoded here rather than with the library's converters, which are
+ * under test elsewhere. */
+static double half_value(uint16_t h)
+{
+    int e = (h >> 10) & 0x1f, m = h & 0x3ff;
+    double v = e == 0 ? ldexp(m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexp(m | 0x400, e - 25);
+    return h & 0x8000 ? -v : v;
+}
+
+static double bf16_value(uint16_t b)
+{
+    uint32_t bits = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static bool is_float_dtype(nx_dtype d)
+{
+    return d == NX_DTYPE_F32 || d == NX_DTYPE_F64 || d == NX_DTYPE_F16 || d == NX_DTYPE_BF16;
+}
+
 static double load_float(const void *p, nx_dtype d, int64_t i)
 {
-    return d == NX_DTYPE_F32 ? (double)((const float *)p)[i] : ((const double *)p)[i];
+    switch (d) {
+    case NX_DTYPE_F32: return ((const float *)p)[i];
+    case NX_DTYPE_F16: return half_value(((const uint16_t *)p)[i]);
+    case NX_DTYPE_BF16: return bf16_value(((const uint16_t *)p)[i]);
+    default: return ((const double *)p)[i];
+    }
 }
 
 static int64_t load_int(const void *p, nx_dtype d, int64_t i)
@@ -770,7 +816,7 @@ static bool check_output(const mf_case *c, int k, const nx_tensor *t, char *msg,
     int64_t n = nx_tensor_numel(t), bad = 0, first = -1;
     double gf = 0, wf = 0;
     int64_t gi = 0, wi = 0;
-    bool is_float = e->dtype == NX_DTYPE_F32 || e->dtype == NX_DTYPE_F64;
+    bool is_float = is_float_dtype(e->dtype);
     for (int64_t i = 0; i < n; i++) {
         bool ok;
         if (is_float) {
