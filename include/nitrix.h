@@ -231,7 +231,7 @@ NX_API const int64_t *nx_tensor_shape(const nx_tensor *t);   /* ndim extents (bo
 NX_API const int64_t *nx_tensor_strides(const nx_tensor *t); /* ndim strides, in elements */
 NX_API int64_t nx_tensor_numel(const nx_tensor *t);
 NX_API nx_device nx_tensor_device(const nx_tensor *t);
-NX_API bool nx_tensor_is_contiguous(const nx_tensor *t); /* C order, no gaps */
+NX_API bool nx_tensor_is_contiguous(const nx_tensor *t); /* C order, no gaps; empty: true */
 /* Address of element (0, ..., 0); NULL for a tensor with no elements. */
 NX_API void *nx_tensor_data(const nx_tensor *t);
 
@@ -240,11 +240,13 @@ NX_API nx_status nx_tensor_copy(const nx_tensor *t, nx_tensor **out);
 /* t itself (one more reference) if it is contiguous, else a contiguous copy. */
 NX_API nx_status nx_tensor_contiguous(const nx_tensor *t, nx_tensor **out);
 /* Values converted to dtype, as NumPy's astype: floats to ints truncate toward zero (NaN and out of
- * range give NX_ERR_INVALID_ARG rather than undefined behaviour), nonzero to bool is 1, f16/bf16
- * round to nearest even. */
+ * range give NX_ERR_INVALID_ARG naming the element, rather than undefined behaviour); integers to
+ * narrower integers wrap modulo 2^bits; nonzero (and NaN) to bool is 1; f16/bf16 round to nearest
+ * even; a same-dtype cast is a bit-exact copy. Device tensors: NX_ERR_INVALID_ARG. */
 NX_API nx_status nx_tensor_cast(const nx_tensor *t, nx_dtype dtype, nx_tensor **out);
 
-/* Views share storage with t and copy nothing. */
+/* Views share storage with t and copy nothing; they only compute geometry, so they work on device
+ * tensors too (the view stays on the device). Axes are 0..ndim-1. */
 /* New shape with the same element count; one extent may be -1 (inferred). Fails with NX_ERR_SHAPE
  * when the strides of t cannot express it without a copy (use nx_tensor_contiguous first). */
 NX_API nx_status nx_tensor_reshape(const nx_tensor *t, int ndim, const int64_t *shape,

@@ -137,7 +137,7 @@ static void probe_cpu_features(char *buf, size_t len)
 static void probe_cpu_name(char *buf, size_t len)
 {
     char brand[49] = {0};
-    if (__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
+    if ((unsigned)__get_cpuid_max(0x80000000u, NULL) >= 0x80000004u) {
         for (unsigned i = 0; i < 3; i++) {
             cpuid_regs r = cpuid(0x80000002u + i, 0);
             memcpy(brand + 16 * i, &r, 16);
