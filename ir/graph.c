@@ -429,6 +429,8 @@ nx_node nx_ir_make(nx_graph *g, const char *fn, nx_prim op, int nops, const nx_n
     nx_status st = nx_ir_check_common(&ck, &p);
     if (st == NX_OK)
         st = row->shape(&ck, &g->s, &p, &out);
+    if (st == NX_OK)
+        st = nx_ir_check_result(&ck, &out);
     if (ins != small)
         nx_rt_free(g->s.ctx, ins, ins_bytes);
     if (st != NX_OK)
@@ -457,6 +459,21 @@ nx_node nx_ir_make(nx_graph *g, const char *fn, nx_prim op, int nops, const nx_n
     if (!never_merged(op))
         table_put(g, id);
     return id;
+}
+
+nx_status nx_ir_check_result(nx_ir_check *ck, const nx_ir_sig *out)
+{
+    int64_t numel, bytes;
+    if (!nx_shape_numel(out->ndim, out->shape, &numel) ||
+        !nx_mul_i64(numel, (int64_t)nx_dtype_size(out->dtype), &bytes) || bytes > INT64_MAX / 2) {
+        char sb[160];
+        return nx_ir_fail(ck, NX_ERR_SHAPE,
+                          "the result %s%s overflows the address space; expected a shape whose "
+                          "byte size fits in int64",
+                          nx_dtype_name(out->dtype),
+                          nx_shape_str(sb, sizeof sb, out->ndim, out->shape));
+    }
+    return NX_OK;
 }
 
 /* ---- shared shape helpers ------------------------------------------------------------------*/

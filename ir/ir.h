@@ -202,6 +202,8 @@ NX_HIDDEN bool nx_ir_check_handles(nx_graph *g, const char *fn, int n, const nx_
 NX_HIDDEN void nx_ir_sig_of(const nx_ir_store *s, nx_node id, nx_ir_sig *out);
 /* The checks every non-leaf, non-cast node shares (no f16/bf16 operands). */
 NX_HIDDEN nx_status nx_ir_check_common(nx_ir_check *ck, const nx_ir_proto *p);
+/* A result signature every rule must satisfy: nonnegative extents, byte size within int64. */
+NX_HIDDEN nx_status nx_ir_check_result(nx_ir_check *ck, const nx_ir_sig *out);
 /* Appends a node copied from another store (operands already renumbered), no hash-consing. */
 NX_HIDDEN nx_node nx_ir_store_append(nx_ir_store *s, const nx_ir_node *src, const nx_node *ops,
                                      const int64_t *attrs, const void *blob);

@@ -257,7 +257,7 @@ nx_status nx_ir_shape_slice(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_p
                               "expected 0 <= start <= stop <= extent and step >= 1",
                               i, (long long)start[i], (long long)stop[i], (long long)step[i],
                               (long long)x->shape[i]);
-        out->shape[i] = (stop[i] - start[i] + step[i] - 1) / step[i];
+        out->shape[i] = stop[i] == start[i] ? 0 : (stop[i] - start[i] - 1) / step[i] + 1;
     }
     out->dtype = x->dtype;
     out->ndim = nd;

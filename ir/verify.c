@@ -63,6 +63,8 @@ static nx_status rederive(nx_ctx *ctx, const nx_ir_store *s, const char *who, nx
     nx_status st = nx_ir_check_common(&ck, &p);
     if (st == NX_OK)
         st = row->shape(&ck, s, &p, &out);
+    if (st == NX_OK)
+        st = nx_ir_check_result(&ck, &out);
     nx_rt_free(ctx, ins, bytes);
     if (st != NX_OK)
         return nx_rt_error(ctx, st, "%s", ck.msg);

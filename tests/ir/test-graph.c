@@ -167,6 +167,14 @@ static void test_broadcast_rules(void **state)
     nx_node cmp = nx_gt(g, a, b);
     assert_int_equal(nx_node_dtype(g, cmp), NX_DTYPE_BOOL);
     assert_int_equal(nx_node_dtype(g, nx_isnan(g, a)), NX_DTYPE_BOOL);
+    /* each operand fits, their broadcast does not */
+    nx_node wide = in(g, NX_DTYPE_F64, 2, (int64_t[]){INT64_C(1) << 31, 1});
+    nx_node tall = in(g, NX_DTYPE_F64, 2, (int64_t[]){1, INT64_C(1) << 31});
+    assert_int_equal(nx_graph_status(g), NX_OK);
+    assert_int_equal(nx_add(g, wide, tall), NX_NONE);
+    expect_graph_error(g, NX_ERR_SHAPE, "nx_add: the result f64[2147483648,2147483648] overflows");
+    g = fresh(state);
+    b = in(g, NX_DTYPE_F64, 2, (int64_t[]){5, 1});
     nx_node zero = in(g, NX_DTYPE_F64, 2, (int64_t[]){0, 3});
     assert_int_equal(nx_add(g, zero, b), NX_NONE); /* 0 is not 1: it does not stretch */
     expect_graph_error(g, NX_ERR_SHAPE, "disagree at dim 0 (0 vs 5)");
@@ -373,6 +381,10 @@ static void test_slice_pad_errors(void **state)
     int64_t shape[NX_MAX_DIMS];
     assert_true(nx_node_shape(g, s, shape));
     assert_int_equal(shape[1], 2); /* columns 0 and 2 */
+    s = nx_slice(g, x, (int64_t[]){1, 1}, (int64_t[]){1, 3}, (int64_t[]){INT64_MAX, INT64_MAX});
+    assert_true(nx_node_shape(g, s, shape));
+    assert_int_equal(shape[0], 0);
+    assert_int_equal(shape[1], 1);
 
     assert_int_equal(nx_pad(g, x, (int64_t[]){0, -1}, (int64_t[]){0, 0}, NX_PAD_WRAP, 0), NX_NONE);
     expect_graph_error(g, NX_ERR_SHAPE, "nx_pad: axis 1: lo -1, hi 0; expected both >= 0");
