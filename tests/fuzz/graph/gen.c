@@ -74,7 +74,8 @@ static double unit(uint64_t *s)
  * State
  * ----------------------------------------------------------------------------------------------*/
 
-enum { K_FLOAT = 1, K_INT = 2, K_BOOL = 4, K_ANY = 7 };
+/* K_HALF (f16, bf16) is kept out of K_ANY: only leaves and casts take those dtypes. */
+enum { K_FLOAT = 1, K_INT = 2, K_BOOL = 4, K_ANY = 7, K_HALF = 8 };
 
 typedef struct val {
     nx_node n;
@@ -82,7 +83,6 @@ typedef struct val {
     int nd;
     int64_t sh[NX_MAX_DIMS];
     int64_t bound; /* > 0: every value is in [0, bound) (index outputs) */
-    double mag;    /* integers: a bound on |value|, to keep i32/i64 arithmetic from overflowing */
 } val;
 
 typedef struct fz {
@@ -134,6 +134,8 @@ static int kind(nx_dtype d)
 {
     if (d == NX_DTYPE_F32 || d == NX_DTYPE_F64)
         return K_FLOAT;
+    if (d == NX_DTYPE_F16 || d == NX_DTYPE_BF16)
+        return K_HALF;
     return d == NX_DTYPE_BOOL ? K_BOOL : K_INT;
 }
 
@@ -154,19 +156,8 @@ static void shape_text(char *buf, size_t len, nx_dtype dt, int nd, const int64_t
         snprintf(buf + k, len - (size_t)k, "]");
 }
 
-/* The largest magnitude an i32/i64 value may reach before an op is skipped. */
-static double mag_limit(nx_dtype d)
-{
-    if (d == NX_DTYPE_I32)
-        return 1e9;
-    if (d == NX_DTYPE_I64)
-        return 1e18;
-    return INFINITY; /* narrower types convert back from int: defined behaviour */
-}
-
 /* Records a built node after checking it against the predicted dtype and shape. */
-static val *push(fz *f, nx_node n, nx_dtype dt, int nd, const int64_t *sh, int64_t bound,
-                 double mag)
+static val *push(fz *f, nx_node n, nx_dtype dt, int nd, const int64_t *sh, int64_t bound)
 {
     if (f->bad)
         return NULL;
@@ -198,7 +189,6 @@ static val *push(fz *f, nx_node n, nx_dtype dt, int nd, const int64_t *sh, int64
     v->nd = nd;
     memcpy(v->sh, sh, sizeof(int64_t) * (size_t)nd);
     v->bound = bound;
-    v->mag = kind(dt) == K_BOOL ? 1 : mag;
     return v;
 }
 
@@ -207,8 +197,10 @@ static nx_dtype rand_dtype(fz *f, int kinds)
     static const nx_dtype floats[] = {NX_DTYPE_F32, NX_DTYPE_F64};
     static const nx_dtype ints[] = {NX_DTYPE_I32, NX_DTYPE_I64, NX_DTYPE_I32, NX_DTYPE_I64,
                                     NX_DTYPE_I8,  NX_DTYPE_I16, NX_DTYPE_U8};
-    nx_dtype c[3];
+    nx_dtype c[4];
     int n = 0;
+    if ((kinds & K_HALF) && chance(f->r, 30))
+        return chance(f->r, 50) ? NX_DTYPE_F16 : NX_DTYPE_BF16;
     if (kinds & K_FLOAT)
         c[n++] = floats[below(f->r, 2)];
     if (kinds & K_INT)
@@ -252,6 +244,8 @@ static void fill(fz *f, nx_dtype dt, void *data, int64_t n)
         case NX_DTYPE_I32: ((int32_t *)data)[i] = (int32_t)k; break;
         case NX_DTYPE_I64: ((int64_t *)data)[i] = k; break;
         case NX_DTYPE_U8: ((uint8_t *)data)[i] = (uint8_t)(k + 5); break;
+        case NX_DTYPE_F16:
+        case NX_DTYPE_BF16: ((uint16_t *)data)[i] = (uint16_t)splitmix(&f->vs); break;
         default: ((uint8_t *)data)[i] = u < 0.5; break;
         }
     }
@@ -266,8 +260,8 @@ static val *leaf(fz *f, nx_dtype dt, int nd, const int64_t *sh)
     if (f->nin < MAX_INPUTS && chance(f->r, 75)) {
         char name[16];
         snprintf(name, sizeof name, "in%d", f->nin);
-        n = chance(f->r, 20) ? nx_parameter(f->g, name, dt, nd, sh)
-                             : nx_input(f->g, name, dt, nd, sh);
+        const char *nm = chance(f->r, 10) ? NULL : name; /* name may be NULL */
+        n = chance(f->r, 20) ? nx_parameter(f->g, nm, dt, nd, sh) : nx_input(f->g, nm, dt, nd, sh);
         if (n != NX_NONE) {
             val *in = &f->ins[f->nin++];
             in->n = n;
@@ -294,7 +288,7 @@ static val *leaf(fz *f, nx_dtype dt, int nd, const int64_t *sh)
         n = nx_constant(f->g, dt, nd, sh, data);
         free(data);
     }
-    val *v = push(f, n, dt, nd, sh, 0, dt == NX_DTYPE_U8 ? 255 : 5);
+    val *v = push(f, n, dt, nd, sh, 0);
     f->op = saved;
     return v;
 }
@@ -387,9 +381,16 @@ static int subset(fz *f, int nd, int *axes, bool nonempty)
     return n;
 }
 
-static nx_node scalar_like(fz *f, nx_dtype dt, double x)
+/* Axes may be negative, counting from the end: pass some that way. */
+static int neg(fz *f, int axis, int nd)
 {
-    return nx_scalar(f->g, dt, x);
+    return chance(f->r, 30) ? axis - nd : axis;
+}
+
+static void neg_all(fz *f, const int *axes, int n, int nd, int *out)
+{
+    for (int i = 0; i < n; i++)
+        out[i] = neg(f, axes[i], nd);
 }
 
 /* ------------------------------------------------------------------------------------------------
@@ -422,46 +423,27 @@ static void op_unary(fz *f)
         return;
     val a = *x;
     nx_dtype dt = unaries[i].to_bool ? NX_DTYPE_BOOL : a.dt;
-    double mag = a.dt == NX_DTYPE_U8 ? 255 : a.mag;
-    push(f, unaries[i].fn(f->g, a.n), dt, a.nd, a.sh, 0, mag);
+    push(f, unaries[i].fn(f->g, a.n), dt, a.nd, a.sh, 0);
 }
 
-enum { M_SUM, M_MUL, M_MAX, M_NONE };
-
+/* Integer arithmetic wraps and x/0 = x%0 = 0 by contract, so integers take every arithmetic
+ * op here with any values: undefined behaviour inside the interpreter shows up under UBSan. */
 static const struct {
     const char *name;
     nx_binary_builder fn;
     int kinds;
     bool to_bool;
-    int intmag;
 } binaries[] = {
-    {"add", nx_add, K_FLOAT | K_INT, false, M_SUM},
-    {"sub", nx_sub, K_FLOAT | K_INT, false, M_SUM},
-    {"mul", nx_mul, K_FLOAT | K_INT, false, M_MUL},
-    {"div", nx_div, K_FLOAT, false, M_NONE},
-    {"pow", nx_pow, K_FLOAT, false, M_NONE},
-    {"minimum", nx_minimum, K_FLOAT | K_INT, false, M_MAX},
-    {"maximum", nx_maximum, K_FLOAT | K_INT, false, M_MAX},
-    {"atan2", nx_atan2, K_FLOAT, false, M_NONE},
-    {"mod", nx_mod, K_FLOAT, false, M_NONE},
-    {"eq", nx_eq, K_ANY, true, M_NONE},
-    {"ne", nx_ne, K_ANY, true, M_NONE},
-    {"lt", nx_lt, K_FLOAT | K_INT, true, M_NONE},
-    {"le", nx_le, K_FLOAT | K_INT, true, M_NONE},
-    {"gt", nx_gt, K_FLOAT | K_INT, true, M_NONE},
-    {"ge", nx_ge, K_FLOAT | K_INT, true, M_NONE},
-    {"and", nx_and, K_BOOL, true, M_NONE},
-    {"or", nx_or, K_BOOL, true, M_NONE},
+    {"add", nx_add, K_FLOAT | K_INT, false},     {"sub", nx_sub, K_FLOAT | K_INT, false},
+    {"mul", nx_mul, K_FLOAT | K_INT, false},     {"div", nx_div, K_FLOAT | K_INT, false},
+    {"pow", nx_pow, K_FLOAT | K_INT, false},     {"minimum", nx_minimum, K_FLOAT | K_INT, false},
+    {"maximum", nx_maximum, K_FLOAT | K_INT, false}, {"atan2", nx_atan2, K_FLOAT, false},
+    {"mod", nx_mod, K_FLOAT | K_INT, false},     {"eq", nx_eq, K_ANY, true},
+    {"ne", nx_ne, K_ANY, true},                  {"lt", nx_lt, K_FLOAT | K_INT, true},
+    {"le", nx_le, K_FLOAT | K_INT, true},        {"gt", nx_gt, K_FLOAT | K_INT, true},
+    {"ge", nx_ge, K_FLOAT | K_INT, true},        {"and", nx_and, K_BOOL, true},
+    {"or", nx_or, K_BOOL, true},
 };
-
-static double int_mag(int rule, double a, double b)
-{
-    if (rule == M_SUM)
-        return a + b;
-    if (rule == M_MUL)
-        return a * b;
-    return a > b ? a : b;
-}
 
 static void op_binary(fz *f)
 {
@@ -477,9 +459,6 @@ static void op_binary(fz *f)
     if (!pb)
         return;
     val b = *pb;
-    double mag = int_mag(binaries[i].intmag, a.mag, b.mag);
-    if (kind(a.dt) == K_INT && mag > mag_limit(a.dt))
-        return;
     int ond = bcast(a.nd, a.sh, b.nd, b.sh, out);
     if (ond < 0) {
         failf(f, "generator bug: %s operands do not broadcast", f->op);
@@ -489,8 +468,7 @@ static void op_binary(fz *f)
         return;
     bool swap = chance(f->r, 50);
     nx_node n = binaries[i].fn(f->g, swap ? b.n : a.n, swap ? a.n : b.n);
-    push(f, n, binaries[i].to_bool ? NX_DTYPE_BOOL : a.dt, ond, out, 0,
-         a.dt == NX_DTYPE_U8 ? 255 : mag);
+    push(f, n, binaries[i].to_bool ? NX_DTYPE_BOOL : a.dt, ond, out, 0);
 }
 
 static void op_select(fz *f)
@@ -513,44 +491,29 @@ static void op_select(fz *f)
         failf(f, "generator bug: select operands do not broadcast");
         return;
     }
-    double mag = a.mag > b.mag ? a.mag : b.mag;
     nx_node n = f->op[0] == 's' ? nx_select(f->g, c.n, a.n, b.n) : nx_where(f->g, c.n, a.n, b.n);
-    push(f, n, a.dt, ond, out, 0, mag);
+    push(f, n, a.dt, ond, out, 0);
 }
 
+/* Casts between every dtype, f16 and bf16 included: those storage types exist only as cast
+ * results and cast operands (no other builder takes them). Float-to-integer casts saturate and
+ * send NaN to 0 by contract, so values are not clamped first. */
 static void op_cast(fz *f)
 {
-    static const nx_dtype all[] = {NX_DTYPE_F32, NX_DTYPE_F64, NX_DTYPE_I8, NX_DTYPE_I16,
-                                   NX_DTYPE_I32, NX_DTYPE_I64, NX_DTYPE_U8, NX_DTYPE_BOOL};
+    static const nx_dtype all[] = {NX_DTYPE_F32, NX_DTYPE_F64, NX_DTYPE_I8,   NX_DTYPE_I16,
+                                   NX_DTYPE_I32, NX_DTYPE_I64, NX_DTYPE_U8,   NX_DTYPE_BOOL,
+                                   NX_DTYPE_F16, NX_DTYPE_BF16};
     f->op = "cast";
-    val *px = pick(f, K_ANY, 0, MAX_ND);
+    val *px = pick(f, K_ANY | K_HALF, 0, MAX_ND);
     if (!px)
         return;
     val x = *px;
-    nx_dtype dst = all[below(f->r, 8)];
-    double mag = x.mag;
-    if (kind(x.dt) == K_FLOAT && kind(dst) == K_INT) {
-        /* float -> int of NaN or out-of-range values is not defined: clamp first */
-        f->op = "cast-clamp";
-        nx_node lo = scalar_like(f, x.dt, -100), hi = scalar_like(f, x.dt, 100);
-        nx_node c = nx_minimum(f->g, nx_maximum(f->g, x.n, lo), hi);
-        nx_node s = nx_select(f->g, nx_isnan(f->g, x.n), scalar_like(f, x.dt, 0), c);
-        val *pv = push(f, s, x.dt, x.nd, x.sh, 0, 0);
-        if (!pv)
-            return;
-        x = *pv;
-        mag = 100;
-        f->op = "cast";
-    }
-    if (kind(x.dt) == K_FLOAT && dst == NX_DTYPE_U8) {
-        f->op = "cast-abs";
-        val *pv = push(f, nx_abs(f->g, x.n), x.dt, x.nd, x.sh, 0, 0);
-        if (!pv)
-            return;
-        x = *pv;
-        f->op = "cast";
-    }
-    push(f, nx_cast(f->g, x.n, dst), dst, x.nd, x.sh, 0, dst == NX_DTYPE_U8 ? 255 : mag);
+    nx_dtype dst = all[below(f->r, sizeof all / sizeof *all)];
+    /* a half value is cast straight back more often than not, so it re-enters the graph */
+    if (kind(x.dt) == K_HALF && chance(f->r, 60))
+        dst = chance(f->r, 50) ? NX_DTYPE_F32 : NX_DTYPE_F64;
+    bool wide = dst == NX_DTYPE_I32 || dst == NX_DTYPE_I64;
+    push(f, nx_cast(f->g, x.n, dst), dst, x.nd, x.sh, wide && kind(x.dt) == K_INT ? x.bound : 0);
 }
 
 static void op_reshape(fz *f)
@@ -577,7 +540,7 @@ static void op_reshape(fz *f)
     memcpy(req, sh, sizeof sh);
     if (nd > 0 && chance(f->r, 30))
         req[below(f->r, (uint32_t)nd)] = -1;
-    push(f, nx_reshape(f->g, x.n, nd, req), x.dt, nd, sh, x.bound, x.mag);
+    push(f, nx_reshape(f->g, x.n, nd, req), x.dt, nd, sh, x.bound);
 }
 
 static void op_permute(fz *f)
@@ -594,7 +557,7 @@ static void op_permute(fz *f)
     shuffle(f, perm, x.nd);
     for (int i = 0; i < x.nd; i++)
         sh[i] = x.sh[perm[i]];
-    push(f, nx_permute(f->g, x.n, perm), x.dt, x.nd, sh, x.bound, x.mag);
+    push(f, nx_permute(f->g, x.n, perm), x.dt, x.nd, sh, x.bound);
 }
 
 static void op_broadcast(fz *f)
@@ -612,7 +575,7 @@ static void op_broadcast(fz *f)
         sh[nd++] = x.sh[i] == 1 ? range(f->r, 1, 3) : x.sh[i];
     if (numel(nd, sh) > MAX_NUMEL)
         return;
-    push(f, nx_broadcast(f->g, x.n, nd, sh), x.dt, nd, sh, x.bound, x.mag);
+    push(f, nx_broadcast(f->g, x.n, nd, sh), x.dt, nd, sh, x.bound);
 }
 
 static void op_slice(fz *f)
@@ -630,8 +593,7 @@ static void op_slice(fz *f)
         step[i] = unit_step ? 1 : range(f->r, 1, 3);
         sh[i] = (stop[i] - start[i] + step[i] - 1) / step[i];
     }
-    push(f, nx_slice(f->g, x.n, start, stop, unit_step ? NULL : step), x.dt, x.nd, sh, x.bound,
-         x.mag);
+    push(f, nx_slice(f->g, x.n, start, stop, unit_step ? NULL : step), x.dt, x.nd, sh, x.bound);
 }
 
 static void op_pad(fz *f)
@@ -652,8 +614,7 @@ static void op_pad(fz *f)
     nx_pad_mode mode = (nx_pad_mode)below(f->r, NX_PAD_MODE_COUNT);
     double cval = kind(x.dt) == K_FLOAT ? 4.0 * unit(&f->vs) - 2.0 : range(f->r, 0, 1);
     bool keeps = mode != NX_PAD_CONSTANT; /* only x's values appear */
-    push(f, nx_pad(f->g, x.n, lo, hi, mode, cval), x.dt, x.nd, sh, keeps ? x.bound : 0,
-         x.mag > 1 ? x.mag : 1);
+    push(f, nx_pad(f->g, x.n, lo, hi, mode, cval), x.dt, x.nd, sh, keeps ? x.bound : 0);
 }
 
 static void op_reverse(fz *f)
@@ -665,7 +626,9 @@ static void op_reverse(fz *f)
     val x = *px;
     int axes[NX_MAX_DIMS];
     int n = subset(f, x.nd, axes, false);
-    push(f, nx_reverse(f->g, x.n, n, axes), x.dt, x.nd, x.sh, x.bound, x.mag);
+    int given[NX_MAX_DIMS];
+    neg_all(f, axes, n, x.nd, given);
+    push(f, nx_reverse(f->g, x.n, n, given), x.dt, x.nd, x.sh, x.bound);
 }
 
 static void op_concat(fz *f)
@@ -678,7 +641,6 @@ static void op_concat(fz *f)
     int axis = (int)below(f->r, (uint32_t)x.nd), n = range(f->r, 1, 3);
     nx_node xs[3];
     int64_t sh[NX_MAX_DIMS], total = 0;
-    double mag = x.mag;
     memcpy(sh, x.sh, sizeof sh);
     for (int k = 0; k < n; k++) {
         int how = (int)below(f->r, 3);
@@ -698,14 +660,13 @@ static void op_concat(fz *f)
                 return;
             xs[k] = p->n;
             total += sh[axis];
-            mag = p->mag > mag ? p->mag : mag;
         }
     }
     sh[axis] = total;
     if (numel(x.nd, sh) > MAX_NUMEL)
         return;
     f->op = "concat";
-    push(f, nx_concat(f->g, n, xs, axis), x.dt, x.nd, sh, 0, mag);
+    push(f, nx_concat(f->g, n, xs, neg(f, axis, x.nd)), x.dt, x.nd, sh, 0);
 }
 
 static void op_window(fz *f)
@@ -732,8 +693,7 @@ static void op_window(fz *f)
     }
     if (numel(2 * x.nd, sh) > MAX_NUMEL)
         return;
-    push(f, nx_window(f->g, x.n, w, ns ? NULL : s, ndl ? NULL : d), x.dt, 2 * x.nd, sh, x.bound,
-         x.mag);
+    push(f, nx_window(f->g, x.n, w, ns ? NULL : s, ndl ? NULL : d), x.dt, 2 * x.nd, sh, x.bound);
 }
 
 /* An index operand: an existing i32/i64 value of rank <= 2, or a new one (values -5..5, so the
@@ -781,7 +741,7 @@ static void op_gather(fz *f)
     if (nd > MAX_ND || numel(nd, sh) > MAX_NUMEL)
         return;
     f->op = "gather";
-    push(f, nx_gather(f->g, x.n, idx.n, axis), x.dt, nd, sh, x.bound, x.mag);
+    push(f, nx_gather(f->g, x.n, idx.n, neg(f, axis, x.nd)), x.dt, nd, sh, x.bound);
 }
 
 static void op_scatter(fz *f)
@@ -803,12 +763,8 @@ static void op_scatter(fz *f)
     val u = *pu;
     static const nx_monoid ms[] = {NX_MONOID_SUM, NX_MONOID_MAX, NX_MONOID_MIN};
     nx_monoid m = ms[below(f->r, 3)];
-    double mag = m == NX_MONOID_SUM ? x.mag + u.mag * (double)numel(idx.nd, idx.sh)
-                                    : (x.mag > u.mag ? x.mag : u.mag);
-    if (kind(x.dt) == K_INT && mag > mag_limit(x.dt))
-        return;
     f->op = "scatter";
-    push(f, nx_scatter(f->g, x.n, idx.n, u.n, axis, m), x.dt, x.nd, x.sh, 0, mag);
+    push(f, nx_scatter(f->g, x.n, idx.n, u.n, neg(f, axis, x.nd), m), x.dt, x.nd, x.sh, 0);
 }
 
 static int reduced_shape(const val *x, const int *axes, int n, bool keep, int64_t *sh)
@@ -851,18 +807,13 @@ static void op_reduce(fz *f)
     for (int i = 0; i < n; i++)
         cnt *= x.sh[axes[i]];
     int nd = reduced_shape(&x, axes, n, keep, sh);
-    double mag = x.mag;
-    if (m == NX_MONOID_SUM)
-        mag = x.mag * (double)cnt;
-    else if (m == NX_MONOID_PROD)
-        mag = pow(x.mag > 1 ? x.mag : 1, (double)cnt);
-    if (kind(x.dt) == K_INT && !arg && mag > mag_limit(x.dt))
-        return;
-    nx_node r = nx_reduce(f->g, x.n, n, axes, m, keep);
+    int given[NX_MAX_DIMS];
+    neg_all(f, axes, n, x.nd, given);
+    nx_node r = nx_reduce(f->g, x.n, n, given, m, keep);
     if (arg)
-        push(f, r, NX_DTYPE_I64, nd, sh, x.sh[axes[0]], (double)x.sh[axes[0]]);
+        push(f, r, NX_DTYPE_I64, nd, sh, x.sh[axes[0]]);
     else
-        push(f, r, x.dt, nd, sh, 0, x.dt == NX_DTYPE_U8 ? 255 : mag);
+        push(f, r, x.dt, nd, sh, 0);
 }
 
 static void op_reduce_custom(fz *f)
@@ -902,7 +853,9 @@ static void op_reduce_custom(fz *f)
     bool keep = chance(f->r, 40);
     int64_t sh[NX_MAX_DIMS];
     int nd = reduced_shape(&x, axes, n, keep, sh);
-    push(f, nx_reduce_custom(g, x.n, n, axes, &m, keep), x.dt, nd, sh, 0, 0);
+    int given[NX_MAX_DIMS];
+    neg_all(f, axes, n, x.nd, given);
+    push(f, nx_reduce_custom(g, x.n, n, given, &m, keep), x.dt, nd, sh, 0);
 }
 
 static void op_scan(fz *f)
@@ -916,15 +869,7 @@ static void op_scan(fz *f)
                                    NX_MONOID_LOGSUMEXP};
     nx_monoid m = ms[below(f->r, kind(x.dt) == K_FLOAT ? 5 : 4)];
     int axis = (int)below(f->r, (uint32_t)x.nd);
-    double mag = x.mag;
-    if (m == NX_MONOID_SUM)
-        mag = x.mag * (double)x.sh[axis];
-    else if (m == NX_MONOID_PROD)
-        mag = pow(x.mag > 1 ? x.mag : 1, (double)x.sh[axis]);
-    if (kind(x.dt) == K_INT && mag > mag_limit(x.dt))
-        return;
-    push(f, nx_scan(f->g, x.n, axis, m, chance(f->r, 50)), x.dt, x.nd, x.sh, 0,
-         x.dt == NX_DTYPE_U8 ? 255 : mag);
+    push(f, nx_scan(f->g, x.n, neg(f, axis, x.nd), m, chance(f->r, 50)), x.dt, x.nd, x.sh, 0);
 }
 
 static void op_scan_linear(fz *f)
@@ -946,7 +891,8 @@ static void op_scan_linear(fz *f)
         return;
     }
     int axis = (int)below(f->r, (uint32_t)ond);
-    push(f, nx_scan_linear(f->g, a.n, b.n, axis, chance(f->r, 50)), b.dt, ond, out, 0, 0);
+    push(f, nx_scan_linear(f->g, a.n, b.n, neg(f, axis, ond), chance(f->r, 50)), b.dt, ond, out,
+         0);
 }
 
 static void op_sort(fz *f)
@@ -960,10 +906,10 @@ static void op_sort(fz *f)
     int axis = (int)below(f->r, (uint32_t)x.nd);
     bool desc = chance(f->r, 50);
     if (arg)
-        push(f, nx_argsort(f->g, x.n, axis, desc), NX_DTYPE_I64, x.nd, x.sh, x.sh[axis],
-             (double)x.sh[axis]);
+        push(f, nx_argsort(f->g, x.n, neg(f, axis, x.nd), desc), NX_DTYPE_I64, x.nd, x.sh,
+             x.sh[axis]);
     else
-        push(f, nx_sort(f->g, x.n, axis, desc), x.dt, x.nd, x.sh, x.bound, x.mag);
+        push(f, nx_sort(f->g, x.n, neg(f, axis, x.nd), desc), x.dt, x.nd, x.sh, x.bound);
 }
 
 static void op_topk(fz *f)
@@ -979,11 +925,12 @@ static void op_topk(fz *f)
     sh[axis] = k;
     int which = (int)below(f->r, 3); /* both, values only, indices only */
     nx_node v = NX_NONE, i = NX_NONE;
-    nx_topk(f->g, x.n, k, axis, chance(f->r, 50), which == 2 ? NULL : &v, which == 1 ? NULL : &i);
+    nx_topk(f->g, x.n, k, neg(f, axis, x.nd), chance(f->r, 50), which == 2 ? NULL : &v,
+            which == 1 ? NULL : &i);
     if (which != 2)
-        push(f, v, x.dt, x.nd, sh, x.bound, x.mag);
+        push(f, v, x.dt, x.nd, sh, x.bound);
     if (which != 1)
-        push(f, i, NX_DTYPE_I64, x.nd, sh, x.sh[axis], (double)x.sh[axis]);
+        push(f, i, NX_DTYPE_I64, x.nd, sh, x.sh[axis]);
 }
 
 static void op_matmul(fz *f)
@@ -1013,7 +960,7 @@ static void op_matmul(fz *f)
     out[ond++] = b.sh[b.nd - 1];
     if (ond > MAX_ND || numel(ond, out) > MAX_NUMEL)
         return;
-    push(f, nx_matmul(f->g, a.n, b.n), a.dt, ond, out, 0, 0);
+    push(f, nx_matmul(f->g, a.n, b.n), a.dt, ond, out, 0);
 }
 
 static void op_einsum(fz *f)
@@ -1042,7 +989,7 @@ static void op_einsum(fz *f)
     if (!pb)
         return;
     nx_node n = nx_einsum(f->g, specs[s], a.n, pb->n, plus[below(f->r, 4)], times[below(f->r, 5)]);
-    push(f, n, a.dt, ond, out, 0, 0);
+    push(f, n, a.dt, ond, out, 0);
 }
 
 static void op_stats(fz *f)
@@ -1054,7 +1001,8 @@ static void op_stats(fz *f)
         return;
     val x = *px;
     if (which == 2) {
-        push(f, nx_softmax(f->g, x.n, (int)below(f->r, (uint32_t)x.nd)), x.dt, x.nd, x.sh, 0, 0);
+        int axis = neg(f, (int)below(f->r, (uint32_t)x.nd), x.nd);
+        push(f, nx_softmax(f->g, x.n, axis), x.dt, x.nd, x.sh, 0);
         return;
     }
     int axes[NX_MAX_DIMS];
@@ -1064,9 +1012,11 @@ static void op_stats(fz *f)
     for (int i = 0; i < n; i++)
         cnt *= x.sh[axes[i]];
     int nd = reduced_shape(&x, axes, n, keep, sh);
-    nx_node r = which == 0 ? nx_mean(f->g, x.n, n, axes, keep)
-                           : nx_var(f->g, x.n, n, axes, cnt > 1 ? range(f->r, 0, 1) : 0, keep);
-    push(f, r, x.dt, nd, sh, 0, 0);
+    int given[NX_MAX_DIMS];
+    neg_all(f, axes, n, x.nd, given);
+    nx_node r = which == 0 ? nx_mean(f->g, x.n, n, given, keep)
+                           : nx_var(f->g, x.n, n, given, cnt > 1 ? range(f->r, 0, 1) : 0, keep);
+    push(f, r, x.dt, nd, sh, 0);
 }
 
 static void op_iota(fz *f)
@@ -1077,8 +1027,8 @@ static void op_iota(fz *f)
     int nd = rand_shape(f, range(f->r, 1, 3), sh);
     int axis = (int)below(f->r, (uint32_t)nd);
     nx_dtype dt = dts[below(f->r, 4)];
-    push(f, nx_iota(f->g, dt, nd, sh, axis), dt, nd, sh, kind(dt) == K_INT ? sh[axis] : 0,
-         (double)sh[axis]);
+    push(f, nx_iota(f->g, dt, nd, sh, neg(f, axis, nd)), dt, nd, sh,
+         kind(dt) == K_INT ? sh[axis] : 0);
 }
 
 static void op_leaf(fz *f)
@@ -1313,11 +1263,11 @@ static bool identity(fz *f, const val *v, int r, pair *out)
     out->rhs.n = n;
     const char *saved = f->op;
     f->op = out->rel;
-    bool ok = push(f, out->lhs.n, out->lhs.dt, out->lhs.nd, out->lhs.sh, 0, 0) &&
-              push(f, n, out->lhs.dt, out->lhs.nd, out->lhs.sh, 0, 0);
+    bool ok = push(f, out->lhs.n, out->lhs.dt, out->lhs.nd, out->lhs.sh, 0) &&
+              push(f, n, out->lhs.dt, out->lhs.nd, out->lhs.sh, 0);
     if (ok && r == 12)
-        ok = push(f, out[1].lhs.n, NX_DTYPE_I64, v->nd, v->sh, 0, 0) &&
-             push(f, out[1].rhs.n, NX_DTYPE_I64, v->nd, v->sh, 0, 0);
+        ok = push(f, out[1].lhs.n, NX_DTYPE_I64, v->nd, v->sh, 0) &&
+             push(f, out[1].rhs.n, NX_DTYPE_I64, v->nd, v->sh, 0);
     f->op = saved;
     return ok;
 }
@@ -1599,7 +1549,7 @@ static void build_random(fz *f, int max_steps, val *outs, int *nout, pair *pairs
     for (int i = 0; i < want && *npairs < MAX_PAIRS - 1 && !f->bad; i++) {
         val v = f->pool[below(f->r, (uint32_t)f->npool)];
         int rel = (int)below(f->r, NREL);
-        if (identity(f, &v, rel, &pairs[*npairs]))
+        if (kind(v.dt) != K_HALF && identity(f, &v, rel, &pairs[*npairs]))
             *npairs += rel == 12 ? 2 : 1;
     }
     for (int q = 0; q < *npairs; q++) {
@@ -1875,10 +1825,47 @@ static nx_node bad_call(fz_rng *r, bad_ctx *b, int t, const char **what)
     case 89: *what = "window with a negative stride";
         sh[0] = -1, sh[1] = sh[2] = 1;
         return nx_window(g, b->x, one, sh, NULL);
-    default: *what = "gather with an out-of-range handle as indices"; return nx_gather(g, b->x, b->garbage, 0);
+    case 90: *what = "gather with an out-of-range handle as indices"; return nx_gather(g, b->x, b->garbage, 0);
+    case 91: *what = "exp of NX_NONE on a graph with no error"; return nx_exp(g, NX_NONE);
+    case 92: *what = "exp of an f16 value"; return nx_exp(g, nx_cast(g, b->x, NX_DTYPE_F16));
+    case 93: *what = "reverse of a bf16 value"; return nx_reverse(g, nx_cast(g, b->x, NX_DTYPE_BF16), 1, ax);
+    case 94: *what = "add of two f16 values"; {
+        nx_node h = nx_cast(g, b->x, NX_DTYPE_F16);
+        return nx_add(g, h, h);
+    }
+    case 95:
+        *what = "reduce with an axis given twice (0 and -3)";
+        ax[1] = -3;
+        return nx_reduce(g, b->x, 2, ax, NX_MONOID_SUM, false);
+    case 96:
+        *what = "reduce_custom whose combine contains a reduction";
+        md.ncarry = 1;
+        md.x = nx_placeholder(g, NX_DTYPE_F64);
+        md.a[0] = nx_placeholder(g, NX_DTYPE_F64);
+        md.b[0] = nx_placeholder(g, NX_DTYPE_F64);
+        md.identity[0] = nx_scalar(g, NX_DTYPE_F64, 0);
+        md.combine[0] = nx_add(g, md.a[0], nx_reduce(g, b->v, 1, ax, NX_MONOID_SUM, false));
+        return nx_reduce_custom(g, b->x, 1, ax, &md, false);
+    case 97: {
+        *what = "argmax over an empty axis";
+        int64_t es[2] = {2, 0};
+        return nx_reduce(g, nx_input(g, "e", NX_DTYPE_F64, 2, es), 1, ax + 1, NX_MONOID_ARGMAX,
+                         false);
+    }
+    default: {
+        *what = "reduce_custom with a placeholder of another dtype";
+        md.ncarry = 1;
+        md.x = nx_placeholder(g, NX_DTYPE_F32);
+        md.a[0] = nx_placeholder(g, NX_DTYPE_F64);
+        md.b[0] = nx_placeholder(g, NX_DTYPE_F64);
+        md.identity[0] = nx_scalar(g, NX_DTYPE_F64, 0);
+        md.lift[0] = nx_cast(g, md.x, NX_DTYPE_F64);
+        md.combine[0] = nx_add(g, md.a[0], md.b[0]);
+        return nx_reduce_custom(g, b->x, 1, ax, &md, false);
+    }
     }
 }
-#define NBAD 91
+#define NBAD 99
 
 static bool invalid_builder(nx_ctx *ctx, fz_rng *r, fz_stats *st, int t, char *msg, size_t len)
 {
@@ -1953,7 +1940,7 @@ static bool invalid_builder(nx_ctx *ctx, fz_rng *r, fz_stats *st, int t, char *m
  * Invalid compile and run calls: refused with a status, nothing leaked, the program still usable
  * ----------------------------------------------------------------------------------------------*/
 
-#define NRUN 13
+#define NRUN 14
 
 static const char *run_what[NRUN] = {
     "run with an input of the wrong dtype", "run with an input of the wrong shape",
@@ -1962,7 +1949,7 @@ static const char *run_what[NRUN] = {
     "compile a garbage output handle",      "compile with NULL options",
     "compile for an invalid backend",       "compile with a NULL program pointer",
     "compile with NULL outputs",            "compile with a negative output count",
-    "compile the none handle as output",
+    "compile the none handle as output",    "compile a placeholder as output",
 };
 
 static nx_status bad_compile(nx_graph *g, nx_node x, nx_node y, int t, nx_program **p)
@@ -1977,7 +1964,12 @@ static nx_status bad_compile(nx_graph *g, nx_node x, nx_node y, int t, nx_progra
     case 9: return nx_graph_compile(g, &o, NULL);
     case 10: o.outputs = NULL; return nx_graph_compile(g, &o, p);
     case 11: o.n_outputs = -1; return nx_graph_compile(g, &o, p);
-    default: o.outputs = &none; return nx_graph_compile(g, &o, p);
+    case 12: o.outputs = &none; return nx_graph_compile(g, &o, p);
+    default: {
+        nx_node ph = nx_exp(g, nx_placeholder(g, NX_DTYPE_F64));
+        o.outputs = &ph;
+        return nx_graph_compile(g, &o, p);
+    }
     }
 }
 
