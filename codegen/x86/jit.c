@@ -42,11 +42,13 @@ struct nx_x86_module {
     LLVMModuleRef mod;
     bool diag_error;     /* LLVM reported an error diagnostic in this context */
     char diag[DIAG_LEN]; /* its text */
+    double opt_seconds, codegen_seconds;
 };
 
 struct nx_x86_kernel {
     nx_x86_jit *jit;
     LLVMOrcResourceTrackerRef rt;
+    nx_x86_kernel_info info;
     nx_x86_kernel *prev, *next;
 };
 
@@ -57,8 +59,8 @@ struct nx_x86_kernel {
 static pthread_once_t llvm_once = PTHREAD_ONCE_INIT;
 static bool llvm_native_ok;
 
-/* LLVM calls this, then exits: there is no way back into the library from here. Logging is all
- * that can be done, so the reason is not lost. */
+/* LLVM calls this, then exit(1) or abort(): there is no way back into the library from here.
+ * Logging is all that can be done, so the reason is not lost. */
 static void fatal_handler(const char *reason)
 {
     fprintf(stderr, "nitrix: error: LLVM fatal error (unrecoverable, LLVM ends the process): %s\n",
@@ -459,6 +461,7 @@ nx_status nx_x86_module_optimize(nx_x86_module *m, nx_x86_opt opt)
     }
     double t0 = now_seconds();
     LLVMErrorRef err = LLVMRunPasses(m->mod, "default<O3>", tm, po);
+    m->opt_seconds += now_seconds() - t0;
     add_time(jit, &jit->stats.opt_seconds, now_seconds() - t0);
     tm_give(jit, tm);
     LLVMDisposePassBuilderOptions(po);
@@ -489,18 +492,23 @@ static nx_status emit(nx_x86_module *m, LLVMMemoryBufferRef *out)
         return nx_rt_error(jit->ctx, NX_ERR_BACKEND, "x86 jit: no target machine");
     char *msg = NULL;
     double t0 = now_seconds();
+    *out = NULL;
     bool failed = LLVMTargetMachineEmitToMemoryBuffer(tm, m->mod, LLVMObjectFile, &msg, out);
+    m->codegen_seconds += now_seconds() - t0;
     add_time(jit, &jit->stats.codegen_seconds, now_seconds() - t0);
     tm_give(jit, tm);
     if (failed) {
         st = nx_rt_error(jit->ctx, NX_ERR_BACKEND, "x86 jit: code generation for '%s' failed: %s",
                          module_name(m), msg ? msg : "(no message)");
         LLVMDisposeMessage(msg);
+        *out = NULL;
         return st;
     }
     st = diag_status(m, "generating code for");
-    if (st != NX_OK)
+    if (st != NX_OK) {
         LLVMDisposeMemoryBuffer(*out);
+        *out = NULL;
+    }
     return st;
 }
 
@@ -568,6 +576,9 @@ nx_status nx_x86_module_compile(nx_x86_module *m, nx_x86_kernel **out, void **bu
     }
     LLVMMemoryBufferRef mb = NULL;
     nx_status st = emit(m, &mb);
+    k->info.opt_seconds = m->opt_seconds;
+    k->info.codegen_seconds = m->codegen_seconds;
+    k->info.object_bytes = mb ? LLVMGetBufferSize(mb) : 0;
     nx_x86_module_free(m);
     if (st == NX_OK && buf)
         st = copy_buffer(jit->ctx, mb, buf, len);
@@ -594,6 +605,7 @@ nx_status nx_x86_kernel_load(nx_x86_jit *jit, const void *buf, size_t len, nx_x8
     if (!k)
         return nx_rt_nomem(jit->ctx, "x86 jit: kernel", sizeof *k);
     LLVMMemoryBufferRef mb = LLVMCreateMemoryBufferWithMemoryRangeCopy(buf, len, "nx-object");
+    k->info.object_bytes = len;
     nx_status st = kernel_add(jit, k, mb);
     if (st == NX_OK)
         *out = k;
@@ -604,8 +616,10 @@ nx_status nx_x86_kernel_lookup(nx_x86_kernel *k, const char *symbol, void **addr
 {
     nx_x86_jit *jit = k->jit;
     LLVMOrcExecutorAddress a = 0;
+    double t0 = now_seconds();
     pthread_mutex_lock(&jit->lock);
     LLVMErrorRef err = LLVMOrcLLJITLookup(jit->lljit, &a, symbol);
+    k->info.lookup_seconds += now_seconds() - t0;
     pthread_mutex_unlock(&jit->lock);
     if (err) {
         char what[160];
@@ -614,6 +628,11 @@ nx_status nx_x86_kernel_lookup(nx_x86_kernel *k, const char *symbol, void **addr
     }
     *addr = (void *)(uintptr_t)a;
     return NX_OK;
+}
+
+nx_x86_kernel_info nx_x86_kernel_info_get(const nx_x86_kernel *k)
+{
+    return k->info;
 }
 
 void nx_x86_kernel_free(nx_x86_kernel *k)

@@ -17,7 +17,8 @@
  * Safety: invalid IR is rejected by the verifier before any pass or codegen sees it (LLVM aborts
  * on it otherwise), LLVM diagnostics are captured per module rather than ending the process, and
  * a fatal-error handler logs LLVM's reason to stderr. LLVM's fatal paths (report_fatal_error from
- * a codegen bug, out of memory inside LLVM) cannot be recovered: LLVM exits after the handler.
+ * a codegen bug, an operation LLVM cannot lower such as a 256-bit division in LLVM 14, out of
+ * memory inside LLVM) cannot be recovered: after the handler LLVM calls exit(1) or abort().
  * The handler is process-wide (LLVM has one slot): it replaces one the host program installed.
  * Memory that LLVM allocates for itself does not go through the context allocator.
  *
@@ -98,11 +99,22 @@ NX_HIDDEN nx_status nx_x86_module_compile(nx_x86_module *m, nx_x86_kernel **out,
 NX_HIDDEN nx_status nx_x86_kernel_load(nx_x86_jit *jit, const void *buf, size_t len,
                                        nx_x86_kernel **out);
 /* The address of a function or global the kernel defines (resolving and relocating it on the
- * first lookup). NX_ERR_BACKEND when the symbol is not defined. */
+ * first lookup). NX_ERR_BACKEND when the symbol is not defined. Names are global to the JIT (see
+ * above), so this finds a live symbol of another kernel too. */
 NX_HIDDEN nx_status nx_x86_kernel_lookup(nx_x86_kernel *k, const char *symbol, void **addr);
 /* Removes the kernel's code and data from the process; pointers looked up in it become invalid.
  * NULL is ignored. */
 NX_HIDDEN void nx_x86_kernel_free(nx_x86_kernel *k);
+
+/* Where one kernel's compile time went (the per-kernel latency `nitrix bench` reports). Loaded
+ * kernels have no opt or codegen time. lookup_seconds includes linking, done on first lookup. */
+typedef struct nx_x86_kernel_info {
+    double opt_seconds;     /* nx_x86_module_optimize on its module */
+    double codegen_seconds; /* object emission */
+    double lookup_seconds;  /* all lookups so far (the first links the object) */
+    size_t object_bytes;
+} nx_x86_kernel_info;
+NX_HIDDEN nx_x86_kernel_info nx_x86_kernel_info_get(const nx_x86_kernel *k);
 
 /* Statistics since the JIT was created, for tests and `nitrix bench`. */
 typedef struct nx_x86_jit_stats {

@@ -81,6 +81,8 @@ static void build_exp_loop(nx_x86_module *m, const char *name)
 }
 
 /* Seconds to build, optimise, compile and look up one kernel; the object's bytes are returned. */
+static nx_x86_kernel_info last_info;
+
 static double compile_once(nx_ctx *ctx, src_kind src, nx_x86_opt opt, int id, void **obj,
                            size_t *len, char *name)
 {
@@ -109,6 +111,7 @@ static double compile_once(nx_ctx *ctx, src_kind src, nx_x86_opt opt, int id, vo
         nx_x86_module_compile(m, &k, obj, len) != NX_OK || nx_x86_kernel_lookup(k, name, &p) != NX_OK)
         die(ctx, "compile");
     double t = now() - t0;
+    last_info = nx_x86_kernel_info_get(k);
     nx_x86_kernel_free(k);
     return t;
 }
@@ -131,17 +134,22 @@ static void bench_compile(int reps)
     int id = 0;
     for (int s = 0; s < 3; s++) {
         for (int o = 0; o < 3; o++) {
-            double t[64];
+            double t[64], to[64], tc[64], tl2[64];
             compile_once(ctx, (src_kind)s, (nx_x86_opt)o, id++, &obj, &len, name); /* warm-up */
             nx_rt_free(ctx, obj, len);
             for (int r = 0; r < reps; r++) {
                 t[r] = compile_once(ctx, (src_kind)s, (nx_x86_opt)o, id++, &obj, &len, name);
+                to[r] = last_info.opt_seconds;
+                tc[r] = last_info.codegen_seconds;
+                tl2[r] = last_info.lookup_seconds;
                 if (r + 1 < reps)
                     nx_rt_free(ctx, obj, len);
             }
             static const char *opt_names[] = {"none", "O3", "O3full"};
-            printf("  %-18s %-6s %7.2f ms  (object %zu bytes)\n", src_names[s], opt_names[o],
-                   1e3 * median(t, reps), len);
+            printf("  %-18s %-6s %7.2f ms  (passes %.2f, codegen %.2f, link+lookup %.3f; object "
+                   "%zu bytes)\n",
+                   src_names[s], opt_names[o], 1e3 * median(t, reps), 1e3 * median(to, reps),
+                   1e3 * median(tc, reps), 1e3 * median(tl2, reps), len);
             /* the cache-hit path: load the bytes, look the symbol up */
             if (s == 0 && o == 1) {
                 double tl[64];
