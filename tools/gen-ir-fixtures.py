@@ -1692,6 +1692,76 @@ def gen_conventions():
         add(c.out(dt, idx.astype(np.float16) if dt == 'f16' else bf16_bits(idx)))
 
 
+def gen_scale():
+    """Mid-size arrays (hundreds to a few thousand elements), where sorting, scattering and
+    folding take paths that tiny inputs do not."""
+    vals = rng.integers(0, 20, 2000).astype(np.float64)
+    vals[rng.random(2000) < 0.05] = NAN
+    vals[rng.random(2000) < 0.02] = INF
+    vals[rng.random(2000) < 0.02] = -INF
+    for desc in (False, True):
+        for op in ('sort', 'argsort'):
+            c = Case('scale_%s_d%d_f64' % (op, int(desc)), op)
+            c.attr('axis', 0).attr('descending', int(desc))
+            x = c.inp('f64', vals)
+            perm = sort_perm(x, 0, desc)
+            add(c.out('f64', x[perm]) if op == 'sort' else c.out('i64', perm))
+        c = Case('scale_argsort_d%d_i32' % int(desc), 'argsort')
+        c.attr('axis', 1).attr('descending', int(desc))
+        x = c.inp('i32', rng.integers(-3, 4, (4, 300)))
+        add(c.out('i64', sort_perm(x, 1, desc)))
+    c = Case('scale_topk_f32', 'topk')
+    c.attr('k', 50).attr('axis', 0).attr('largest', 1)
+    x = c.inp('f32', rng.integers(0, 100, 1000))
+    p = sort_perm(x, 0, True)[:50]
+    add(c.out('f32', x[p]).out('i64', p))
+    idx = rng.integers(-3, 13, 600)
+    for monoid in ('sum', 'max', 'min'):
+        c = Case('scale_scatter_%s_i64' % monoid, 'scatter')
+        c.attr('axis', 0).attr('monoid', monoid)
+        x = c.inp('i64', rng.integers(-1000, 1000, 10))
+        i = c.inp('i64', idx)
+        u = c.inp('i64', rng.integers(-10 ** 6, 10 ** 6, 600))
+        add(c.out('i64', scatter_oracle(x, i, u, 0, monoid)))
+        c = Case('scale_scatter_%s_f64' % monoid, 'scatter')
+        c.attr('axis', 1).attr('monoid', monoid)
+        x = c.inp('f64', uni(-1, 1, (2, 10)))
+        i = c.inp('i32', idx)
+        ub = uni(-1, 1, (2, 600))
+        ub[rng.random((2, 600)) < 0.01] = NAN
+        u = c.inp('f64', ub)
+        if monoid == 'sum':
+            c.tolerance(1e-13, sum_atol('f64', 600, 600.0))
+        add(c.out('f64', scatter_oracle(x, i, u, 1, monoid)))
+    c = Case('scale_gather_f64', 'gather')
+    c.attr('axis', 0)
+    x = c.inp('f64', uni(-1, 1, (100, 2)))
+    i = c.inp('i64', rng.integers(-5, 105, (40, 25)))
+    add(c.out('f64', np.take(x, i, axis=0, mode='clip')))
+    c = Case('scale_window_f64', 'window')
+    c.attr('window', 3, 4).attr('stride', 2, 3).attr('dilation', 2, 1)
+    x = c.inp('f64', np.round(uni(-1, 1, (30, 31)), 4))
+    add(c.out('f64', window_oracle(x, (3, 4), (2, 3), (2, 1))))
+    for mode in ('reflect', 'mirror', 'nearest', 'wrap', 'constant'):
+        c = Case('scale_pad_%s' % mode, 'pad')
+        c.attr('lo', 120).attr('hi', 131).attr('mode', mode).attr('cval', -2.0)
+        x = c.inp('f64', np.round(uni(-1, 1, 50), 4))
+        add(c.out('f64', pad_oracle(x, (120,), (131,), mode, -2.0)))
+    c = Case('scale_logsumexp_f64', 'reduce')
+    c.attr('axes', 1).attr('monoid', 'logsumexp').attr('keepdims', 0)
+    x = c.inp('f64', uni(-50, 50, (3, 1000)))
+    add(c.out('f64', sps.logsumexp(x, axis=1)).tolerance(1e-13, 4 * 1002 * EPS['f64']))
+    c = Case('scale_argmax_f64', 'reduce')
+    c.attr('axes', 0).attr('monoid', 'argmax').attr('keepdims', 0)
+    x = c.inp('f64', rng.integers(0, 50, (1500, 2)).astype(np.float64))
+    add(c.out('i64', np.argmax(x, axis=0)))
+    c = Case('scale_scan_sum_i64', 'scan')
+    c.attr('axis', 0).attr('monoid', 'sum').attr('reverse', 1)
+    x = c.inp('i64', rng.integers(-2 ** 62, 2 ** 62, 1000))
+    with np.errstate(over='ignore'):
+        add(c.out('i64', scan_oracle(x, 0, 'sum', True)))
+
+
 MODE_IDS = ('constant', 'reflect', 'mirror', 'nearest', 'wrap')
 CHAIN_CVAL = 0.5
 
@@ -1841,6 +1911,7 @@ def main():
     gen_broadcast_views()
     gen_hashcons()
     gen_conventions()
+    gen_scale()
     write_all()
     return 0
 

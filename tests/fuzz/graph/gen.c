@@ -1412,19 +1412,23 @@ static void check_pairs(fz *f, const val *outs, int nout, const pair *pairs, int
     }
 }
 
+/* Runs on inputs A, then on other inputs B, then on A again: the third run must repeat the
+ * first (a program keeps no state between runs). Outputs and identities are checked on A and B. */
 static void run_program(fz *f, nx_program *p, const val *outs, int nout, const pair *pairs,
                         int npairs)
 {
-    nx_tensor *ins[MAX_INPUTS + 1] = {NULL}, *o[2][MAX_OUTS] = {{NULL}};
-    void *bufs[MAX_INPUTS] = {NULL};
+    nx_tensor *ins[2][MAX_INPUTS + 1] = {{NULL}}, *o[3][MAX_OUTS] = {{NULL}};
+    void *bufs[2][MAX_INPUTS] = {{NULL}};
     nx_status st = NX_OK;
-    for (int i = 0; i < f->nin && !f->bad; i++) {
-        st = make_input(f, &f->ins[i], &ins[i], &bufs[i]);
-        if (st != NX_OK && !nomem(f, st))
-            failf(f, "test: input %d: %s", i, nx_ctx_last_error(f->ctx));
+    for (int set = 0; set < 2; set++) {
+        for (int i = 0; i < f->nin && !f->bad; i++) {
+            st = make_input(f, &f->ins[i], &ins[set][i], &bufs[set][i]);
+            if (st != NX_OK && !nomem(f, st))
+                failf(f, "test: input %d: %s", i, nx_ctx_last_error(f->ctx));
+        }
     }
-    for (int pass = 0; pass < 2 && !f->bad; pass++) {
-        st = nx_program_run(p, (const nx_tensor *const *)ins, o[pass]);
+    for (int pass = 0; pass < 3 && !f->bad; pass++) {
+        st = nx_program_run(p, (const nx_tensor *const *)ins[pass == 1], o[pass]);
         f->st->runs++;
         if (st != NX_OK) {
             /* "on failure no output is left allocated": nothing to free (leaks are counted) */
@@ -1435,24 +1439,29 @@ static void run_program(fz *f, nx_program *p, const val *outs, int nout, const p
         }
     }
     for (int k = 0; k < nout && !f->bad; k++) {
-        if (!o[0][k] || !o[1][k]) {
+        if (!o[0][k] || !o[1][k] || !o[2][k]) {
             failf(f, "nx_program_run returned NX_OK without output %d", k);
             break;
         }
         check_output(f, &outs[k], k, o[0][k]);
-        if (!f->bad && !same_values(o[0][k], o[1][k]))
-            failf(f, "output %d (node %%%u) differs between two runs on the same inputs", k,
-                  outs[k].n);
+        check_output(f, &outs[k], k, o[1][k]);
+        if (!f->bad && !same_values(o[0][k], o[2][k]))
+            failf(f, "output %d (node %%%u) differs between two runs on the same inputs (another "
+                     "run in between)", k, outs[k].n);
     }
     if (!f->bad)
         check_pairs(f, outs, nout, pairs, npairs, o[0]);
-    for (int k = 0; k < nout; k++) {
-        nx_tensor_free(o[0][k]);
-        nx_tensor_free(o[1][k]);
+    if (!f->bad)
+        check_pairs(f, outs, nout, pairs, npairs, o[1]);
+    for (int pass = 0; pass < 3; pass++) {
+        for (int k = 0; k < nout; k++)
+            nx_tensor_free(o[pass][k]);
     }
-    for (int i = 0; i < f->nin; i++) {
-        nx_tensor_free(ins[i]);
-        free(bufs[i]);
+    for (int set = 0; set < 2; set++) {
+        for (int i = 0; i < f->nin; i++) {
+            nx_tensor_free(ins[set][i]);
+            free(bufs[set][i]);
+        }
     }
 }
 
