@@ -287,7 +287,9 @@ void nx_ir_attrs_reduce(FILE *f, const nx_ir_store *s, const nx_ir_node *n)
 
 /* ---- custom monoids ------------------------------------------------------------------------*/
 
-#define EXPR_MAX 256 /* nodes in one monoid's expressions: plenty for a carry of 4 scalars */
+#define EXPR_MAX 256 /* nodes in one expression's closure: plenty for a carry of 4 scalars */
+/* The union of a phase's closures (lift[0..c), say) is at most c of them. */
+#define PHASE_MAX (EXPR_MAX * NX_MONOID_MAX_CARRY)
 
 static bool expr_op_ok(nx_prim op)
 {
@@ -489,7 +491,7 @@ nx_node nx_reduce_custom(nx_graph *g, nx_node x, int naxes, const int *axes,
 /* ---- scalar evaluation of the expressions --------------------------------------------------*/
 
 typedef struct sprog {
-    nx_node list[4][EXPR_MAX]; /* lift, combine, identity, finalize closures, ascending ids */
+    nx_node list[4][PHASE_MAX]; /* lift, combine, identity, finalize closures, ascending ids */
     int len[4];
     nx_ir_val *vals; /* by node id */
 } sprog;
@@ -508,7 +510,7 @@ static void collect(const nx_ir_store *s, const nx_node *roots, int nroots, nx_n
         bool seen = false;
         for (int j = 0; j < n && !seen; j++)
             seen = list[j] == roots[r];
-        if (!seen && n < EXPR_MAX)
+        if (!seen && n < PHASE_MAX)
             list[n++] = roots[r];
     }
     for (int i = 0; i < n; i++) {
@@ -518,7 +520,7 @@ static void collect(const nx_ir_store *s, const nx_node *roots, int nroots, nx_n
             bool seen = false;
             for (int j = 0; j < n && !seen; j++)
                 seen = list[j] == ops[k];
-            if (!seen && n < EXPR_MAX)
+            if (!seen && n < PHASE_MAX)
                 list[n++] = ops[k];
         }
     }

@@ -429,6 +429,37 @@ static void test_custom_monoids(void **state)
                   w7, "empty custom fold");
 }
 
+static void test_custom_monoid_large_expressions(void **state)
+{
+    (void)state;
+    /* two lifts whose closures (202 and 152 nodes) together exceed one expression's 256 */
+    double xd[3] = {1, 5, -2};
+    int64_t s[1] = {3};
+    nx_node x = nx_input(g, "x", NX_DTYPE_F64, 1, s);
+    nx_node px = nx_placeholder(g, NX_DTYPE_F64);
+    nx_node a0 = nx_placeholder(g, NX_DTYPE_F64), a1 = nx_placeholder(g, NX_DTYPE_F64);
+    nx_node b0 = nx_placeholder(g, NX_DTYPE_F64), b1 = nx_placeholder(g, NX_DTYPE_F64);
+    nx_node one = nx_scalar(g, NX_DTYPE_F64, 1);
+    nx_node up = px, down = px;
+    for (int i = 0; i < 200; i++)
+        up = nx_add(g, up, one);
+    for (int i = 0; i < 150; i++)
+        down = nx_sub(g, down, one);
+    nx_monoid_def m = {.ncarry = 2,
+                       .x = px,
+                       .a = {a0, a1},
+                       .b = {b0, b1},
+                       .lift = {up, down},
+                       .combine = {nx_add(g, a0, b0), nx_add(g, a1, b1)},
+                       .identity = {nx_scalar(g, NX_DTYPE_F64, 0), nx_scalar(g, NX_DTYPE_F64, 0)},
+                       .finalize = nx_sub(g, a0, a1)};
+    /* sum(x + 200) - sum(x - 150) = 350 n */
+    double want[1] = {1050};
+    int ax = 0;
+    expect_values(eval1(nx_reduce_custom(g, x, 1, &ax, &m, false), NX_DTYPE_F64, 1, s, xd), 1, want,
+                  "large lift expressions");
+}
+
 /* ---- scans ---------------------------------------------------------------------------------*/
 
 static void test_scans(void **state)
@@ -730,6 +761,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pad_2d_per_axis, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gather_clamps_scatter_drops, setup, teardown),
         cmocka_unit_test_setup_teardown(test_custom_monoids, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_custom_monoid_large_expressions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_scans, setup, teardown),
         cmocka_unit_test_setup_teardown(test_integer_arithmetic, setup, teardown),
         cmocka_unit_test_setup_teardown(test_float_elementwise, setup, teardown),
