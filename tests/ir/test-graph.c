@@ -815,6 +815,101 @@ static void test_extern_and_compose_errors(void **state)
     expect_graph_error(g, NX_ERR_INVALID_ARG, "nx_var: ddof is -1; expected >= 0");
 }
 
+/* The remaining builders' refusals, one fresh graph each. */
+static void test_more_builder_errors(void **state)
+{
+    nx_graph *g = fresh(state);
+    nx_node a = in(g, NX_DTYPE_F32, 2, S23);
+    nx_node b = in(g, NX_DTYPE_F64, 2, S23);
+    assert_int_equal(nx_scan_linear(g, a, b, 0, false), NX_NONE);
+    expect_graph_error(g, NX_ERR_DTYPE, "nx_scan_linear: dtypes f32 and f64 of a and b differ");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 2, S23);
+    b = in(g, NX_DTYPE_F32, 1, (int64_t[]){2});
+    assert_int_equal(nx_scan_linear(g, a, b, 1, true), NX_NONE);
+    expect_graph_error(g, NX_ERR_SHAPE, "nx_scan_linear: shapes [2,3] and [2] disagree at dim 1");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 2, S23);
+    assert_int_equal(nx_scan_linear(g, a, a, 2, true), NX_NONE);
+    expect_graph_error(g, NX_ERR_INVALID_ARG, "nx_scan_linear: axis 2 is out of range for 2 dims");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 2, S23);
+    assert_int_equal(nx_cast(g, a, (nx_dtype)31), NX_NONE);
+    expect_graph_error(g, NX_ERR_DTYPE, "nx_cast: target dtype(31) is not a dtype");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 2, S23);
+    assert_int_equal(nx_cast(g, a, NX_DTYPE_F32), a); /* no node for a no-op */
+    assert_int_equal(nx_where(g, a, a, a), NX_NONE);
+    expect_graph_error(g, NX_ERR_DTYPE, "nx_select: cond is f32; expected bool");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_I64, 2, S23);
+    assert_int_equal(nx_softmax(g, a, 1), NX_NONE);
+    expect_graph_error(g, NX_ERR_DTYPE, "nx_softmax: x is i64; expected f32 or f64");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 2, S23);
+    assert_int_equal(nx_softmax(g, a, 2), NX_NONE);
+    expect_graph_error(g, NX_ERR_INVALID_ARG, "nx_reduce: axis 2 is out of range for 2 dims");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 2, S23);
+    assert_int_equal(nx_mean(g, a, 1, (int[]){-3}, false), NX_NONE);
+    expect_graph_error(g, NX_ERR_INVALID_ARG, "nx_mean: axis -3 is out of range for 2 dims");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 2, S23);
+    assert_int_equal(nx_einsum(g, "ij,ij->i", a, a, NX_MONOID_ARGMAX, nx_mul), NX_NONE);
+    expect_graph_error(g, NX_ERR_INVALID_ARG,
+                       "nx_einsum: monoid argmax cannot be a semiring's (+)");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 2, S23);
+    assert_int_equal(nx_einsum(g, "ij,ij->i", a, a, NX_MONOID_SUM, NULL), NX_NONE);
+    expect_graph_error(g, NX_ERR_INVALID_ARG, "(or times is NULL)");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 1, (int64_t[]){3});
+    assert_int_equal(nx_matmul(g, a, a), NX_NONE);
+    expect_graph_error(g, NX_ERR_SHAPE, "nx_matmul: a is [3] and b is [3]; expected 2 to 7 dims");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 2, S23);
+    static const nx_extern_def def = {"rowsum", ext_shape, ext_ref, NULL, NULL};
+    assert_int_equal(nx_extern(g, &def, -1, &a), NX_NONE);
+    expect_graph_error(g, NX_ERR_INVALID_ARG, "nx_extern: 'rowsum' given -1 inputs");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 2, S23);
+    assert_int_equal(nx_broadcast(g, a, 9, NULL), NX_NONE);
+    expect_graph_error(g, NX_ERR_SHAPE, "nx_broadcast: ndim is 9 with shape NULL");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 2, S23);
+    assert_int_equal(nx_slice(g, a, NULL, NULL, NULL), NX_NONE);
+    expect_graph_error(g, NX_ERR_INVALID_ARG, "nx_slice: start and stop must be non-NULL");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 2, S23);
+    assert_int_equal(nx_window(g, a, NULL, NULL, NULL), NX_NONE);
+    expect_graph_error(g, NX_ERR_INVALID_ARG, "nx_window: window is NULL; expected 2 extents");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_F32, 2, S23);
+    assert_int_equal(nx_scatter(g, a, a, a, 0, NX_MONOID_SUM), NX_NONE);
+    expect_graph_error(g, NX_ERR_DTYPE, "nx_scatter: idx is f32; expected i32 or i64");
+
+    g = fresh(state);
+    a = in(g, NX_DTYPE_BOOL, 2, S23);
+    nx_node i = in(g, NX_DTYPE_I32, 1, (int64_t[]){1});
+    assert_int_equal(nx_scatter(g, a, i, a, 0, NX_MONOID_MAX), NX_NONE);
+    expect_graph_error(g, NX_ERR_DTYPE, "nx_scatter: x is bool; expected f32, f64 or an integer");
+}
+
 /* Composed builders call builders that may grow (and move) the arena: nothing may hold a node
  * pointer across them. Fill the arena to every level around a growth (under ASan a stale read
  * is reported). */
@@ -1015,6 +1110,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_scan_sort_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reduce_custom_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_extern_and_compose_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_more_builder_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compose_across_arena_growth, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hash_consing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_verifier, setup, teardown),
