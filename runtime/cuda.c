@@ -454,6 +454,11 @@ static void cuda_destroy(nx_ctx *ctx, void *obj)
     a->cuCtxSetCurrent(cu->cuctx);
     pthread_mutex_lock(&cu->lock);
     flush_cache(ctx, cu);
+    if (cu->stats.live_blocks > 0)
+        nx_ctx_log(ctx, NX_LOG_WARN,
+                   "CUDA: %lld device blocks are still in use at nx_ctx_free (device tensors not "
+                   "freed); they stay allocated until the device's primary context is released",
+                   (long long)cu->stats.live_blocks);
     pthread_mutex_unlock(&cu->lock);
     if (cu->stream) {
         warn_failure(ctx, cu, a->cuStreamSynchronize(cu->stream), "cuStreamSynchronize");
