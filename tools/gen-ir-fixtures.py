@@ -1762,6 +1762,326 @@ def gen_scale():
         add(c.out('i64', scan_oracle(x, 0, 'sum', True)))
 
 
+# ------------------------------------------------------------------------------------------------
+# Random DAGs with exact oracles: integer arithmetic wraps in numpy as in nitrix, and single IEEE
+# operations (+ - * /, comparisons, min/max, floor/ceil/round, movement, sorting, sequential
+# folds) give bit-identical results, so whole random graphs can be checked exactly.
+# ------------------------------------------------------------------------------------------------
+
+def int_wrap(v, dt):
+    return np.asarray(v).astype(NP_DTYPE[dt])
+
+
+def sat_cast(x, dst):
+    """float -> integer as the header states: truncate, saturate, NaN -> 0."""
+    info = np.iinfo(NP_DTYPE[dst])
+    out = np.zeros(np.shape(x), dtype=NP_DTYPE[dst])
+    for idx in np.ndindex(np.shape(x)):
+        v = float(np.asarray(x)[idx])
+        out[idx] = 0 if np.isnan(v) else info.max if v >= info.max else \
+            info.min if v <= info.min else int(np.trunc(v))
+    return out
+
+
+class Dag:
+    def __init__(self, family):
+        self.family = family      # 'int' or 'float'
+        self.lines = []           # node descriptions
+        self.pool = []            # (ref, value)
+        self.nodes = 0
+
+    def add_node(self, desc, value):
+        ref = 'n%d' % self.nodes
+        self.nodes += 1
+        self.lines.append(desc)
+        self.pool.append((ref, np.asarray(value)))
+        return ref, np.asarray(value)
+
+    def pick(self, pred=lambda v: True):
+        cands = [p for p in self.pool if pred(p[1])]
+        return cands[rng.integers(len(cands))] if cands else None
+
+
+def np_dt(v):
+    return {np.dtype(np.float32): 'f32', np.dtype(np.float64): 'f64', np.dtype(np.int8): 'i8',
+            np.dtype(np.int32): 'i32', np.dtype(np.int64): 'i64', np.dtype(np.uint8): 'u8',
+            np.dtype(np.bool_): 'bool'}[v.dtype]
+
+
+def bshape_partner(v):
+    """A shape that broadcasts with v: trailing dims, some set to 1."""
+    keep = len(v.shape) if rng.random() < 0.6 else int(rng.integers(0, len(v.shape) + 1))
+    return tuple(1 if rng.random() < 0.25 else e for e in v.shape[len(v.shape) - keep:])
+
+
+def seq_reduce(x, axes, monoid):
+    """Sequential fold in ascending index order (the canonical order), in x's dtype."""
+    axes = sorted(a % x.ndim for a in axes)
+    keep = [a for a in range(x.ndim) if a not in axes]
+    xt = np.transpose(x, keep + axes)
+    out = np.zeros(xt.shape[:len(keep)], dtype=x.dtype)
+    with np.errstate(all='ignore'):
+        for idx in np.ndindex(out.shape):
+            flat = xt[idx].ravel()
+            acc = np.array(0 if monoid == 'sum' else 1, dtype=x.dtype)
+            for v in flat:
+                acc = (acc + v if monoid == 'sum' else acc * v).astype(x.dtype)
+            out[idx] = acc
+    return out
+
+
+def dag_step(d):
+    """One random node; returns False when the drawn op does not apply."""
+    fam = d.family
+    num = (lambda v: v.dtype.kind in 'iu') if fam == 'int' else (lambda v: v.dtype.kind == 'f')
+    kinds = ['unary', 'binary', 'binary', 'compare', 'select', 'reduce', 'scan', 'sort',
+             'reverse', 'permute', 'slice', 'pad', 'broadcast', 'reshape', 'concat', 'gather',
+             'scatter', 'window', 'cast', 'logic']
+    k = kinds[rng.integers(len(kinds))]
+    with np.errstate(all='ignore'):
+        if k == 'unary':
+            ops = ['neg', 'abs', 'sign'] + (['floor', 'ceil', 'round'] if fam == 'float' else [])
+            op = ops[rng.integers(len(ops))]
+            p = d.pick(num)
+            if p is None:
+                return False
+            fn = {'neg': np.negative, 'abs': np.abs, 'sign': np.sign, 'floor': np.floor,
+                  'ceil': np.ceil, 'round': np.round}[op]
+            d.add_node('%s %s' % (op, p[0]), fn(p[1]))
+            return True
+        if k == 'binary':
+            if fam == 'int':
+                ops = ['add', 'sub', 'mul', 'div', 'mod', 'pow', 'minimum', 'maximum']
+            else:
+                ops = ['add', 'sub', 'mul', 'div', 'minimum', 'maximum']
+            op = ops[rng.integers(len(ops))]
+            a = d.pick(num)
+            if a is None:
+                return False
+            shp = bshape_partner(a[1])
+            b = d.pick(lambda v: num(v) and v.dtype == a[1].dtype and v.shape == shp)
+            if b is None:
+                return False
+            if rng.random() < 0.5:
+                a, b = b, a
+            av, bv = a[1], b[1]
+            if op == 'pow' and av.dtype.name not in d.seven:
+                return False
+            if op == 'pow':
+                # exponents in 0..6: integers to negative powers are not defined here
+                e = np.mod(bv, np.asarray(7, dtype=bv.dtype))
+                ref, _ = d.add_node('mod %s %s' % (b[0], d.seven[av.dtype.name]), e)
+                d.add_node('pow %s %s' % (a[0], ref), np.power(av, e))
+                return True
+            fn = {'add': np.add, 'sub': np.subtract, 'mul': np.multiply,
+                  'div': np.floor_divide if fam == 'int' else np.divide, 'mod': np.mod,
+                  'minimum': np.minimum, 'maximum': np.maximum}[op]
+            y = fn(av, bv)
+            if fam == 'int' and op in ('div', 'mod'):
+                y = np.where(np.broadcast_to(bv, y.shape) == 0, 0, y).astype(av.dtype)
+            d.add_node('%s %s %s' % (op, a[0], b[0]), y)
+            return True
+        if k == 'compare':
+            op = ['eq', 'ne', 'lt', 'le', 'gt', 'ge'][rng.integers(6)]
+            a = d.pick(num)
+            b = a and d.pick(lambda v: v.dtype == a[1].dtype and v.shape == bshape_partner(a[1]))
+            if not b:
+                return False
+            fn = {'eq': np.equal, 'ne': np.not_equal, 'lt': np.less, 'le': np.less_equal,
+                  'gt': np.greater, 'ge': np.greater_equal}[op]
+            d.add_node('%s %s %s' % (op, a[0], b[0]), fn(a[1], b[1]))
+            return True
+        if k == 'logic':
+            a = d.pick(lambda v: v.dtype == np.bool_)
+            if a is None:
+                return False
+            op = ['not', 'and', 'or'][rng.integers(3)]
+            if op == 'not':
+                d.add_node('not %s' % a[0], np.logical_not(a[1]))
+                return True
+            b = d.pick(lambda v: v.dtype == np.bool_ and v.shape == bshape_partner(a[1]))
+            if b is None:
+                return False
+            fn = np.logical_and if op == 'and' else np.logical_or
+            d.add_node('%s %s %s' % (op, a[0], b[0]), fn(a[1], b[1]))
+            return True
+        if k == 'select':
+            a = d.pick(lambda v: v.dtype != np.bool_)
+            if a is None:
+                return False
+            b = d.pick(lambda v: v.dtype == a[1].dtype and v.shape == bshape_partner(a[1]))
+            c = d.pick(lambda v: v.dtype == np.bool_ and v.shape == bshape_partner(a[1]))
+            if b is None or c is None:
+                return False
+            d.add_node('select %s %s %s' % (c[0], a[0], b[0]), np.where(c[1], a[1], b[1]))
+            return True
+        if k == 'reduce':
+            x = d.pick(lambda v: v.dtype != np.bool_ and v.ndim >= 1)
+            if x is None:
+                return False
+            xv = x[1]
+            monoids = ['max', 'min', 'argmax', 'argmin', 'sum', 'prod']
+            m = monoids[rng.integers(len(monoids))]
+            keep = int(rng.random() < 0.4)
+            if m.startswith('arg'):
+                axes = [int(rng.integers(xv.ndim))]
+                y = (np.argmax if m == 'argmax' else np.argmin)(xv, axis=axes[0],
+                                                               keepdims=bool(keep))
+            else:
+                axes = [a for a in range(xv.ndim) if rng.random() < 0.5] or [0]
+                if m in ('sum', 'prod'):
+                    y = seq_reduce(xv, axes, m)
+                    if keep:
+                        y = np.expand_dims(y, tuple(sorted(axes)))
+                else:
+                    fn = np.max if m == 'max' else np.min
+                    y = fn(xv, axis=tuple(axes), keepdims=bool(keep))
+            axes = [a - xv.ndim if rng.random() < 0.3 else a for a in axes]
+            d.add_node('reduce %s %d %s %s' % (m, keep, x[0], ' '.join(map(str, axes))),
+                       np.asarray(y))
+            return True
+        if k == 'scan':
+            x = d.pick(lambda v: v.dtype != np.bool_ and v.ndim >= 1)
+            if x is None:
+                return False
+            ms = ['max', 'min'] + (['sum', 'prod'] if fam == 'int' else [])
+            m = ms[rng.integers(len(ms))]
+            axis = int(rng.integers(x[1].ndim))
+            rev = int(rng.random() < 0.5)
+            d.add_node('scan %s %d %d %s' % (m, rev, axis, x[0]),
+                       scan_oracle(x[1], axis, m, bool(rev)).astype(x[1].dtype))
+            return True
+        if k == 'sort':
+            x = d.pick(lambda v: v.dtype != np.bool_ and v.ndim >= 1)
+            if x is None:
+                return False
+            axis = int(rng.integers(x[1].ndim))
+            desc = int(rng.random() < 0.5)
+            perm = sort_perm(x[1], axis, bool(desc))
+            if rng.random() < 0.5:
+                d.add_node('argsort %d %d %s' % (desc, axis, x[0]), perm)
+            else:
+                d.add_node('sort %d %d %s' % (desc, axis, x[0]),
+                           np.take_along_axis(x[1], perm, axis))
+            return True
+        if k == 'cast':
+            x = d.pick()
+            xv = x[1]
+            targets = ['i8', 'i32', 'i64', 'u8', 'bool'] + (['f32', 'f64'] if fam == 'float'
+                                                            else [])
+            dst = targets[rng.integers(len(targets))]
+            if xv.dtype.kind == 'f' and dst not in ('f32', 'f64', 'bool'):
+                y = sat_cast(xv, dst)
+            elif dst == 'bool':
+                y = (xv != 0) | (np.isnan(xv) if xv.dtype.kind == 'f' else False)
+            else:
+                y = xv.astype(NP_DTYPE[dst])
+            d.add_node('cast %s %s' % (dst, x[0]), y)
+            return True
+        if k == 'gather':
+            x = d.pick(lambda v: v.ndim >= 1 and v.ndim <= 3)
+            i = d.pick(lambda v: v.dtype in (np.int32, np.int64) and v.ndim <= 2)
+            if x is None or i is None or x[1].ndim - 1 + i[1].ndim > 4:
+                return False
+            axis = int(rng.integers(x[1].ndim))
+            y = np.take(x[1], i[1].astype(np.int64), axis=axis, mode='clip')
+            if y.size > 512:
+                return False
+            d.add_node('gather %d %s %s' % (axis, x[0], i[0]), y)
+            return True
+        if k == 'scatter':
+            x = d.pick(lambda v: v.dtype != np.bool_ and 1 <= v.ndim <= 3)
+            i = d.pick(lambda v: v.dtype in (np.int32, np.int64) and v.ndim <= 1)
+            if x is None or i is None:
+                return False
+            axis = int(rng.integers(x[1].ndim))
+            ushape = x[1].shape[:axis] + i[1].shape + x[1].shape[axis + 1:]
+            u = d.pick(lambda v: v.dtype == x[1].dtype and v.shape == ushape)
+            if u is None:
+                return False
+            m = ['sum', 'max', 'min'][rng.integers(3)]
+            if fam == 'float' and m == 'sum':
+                m = 'max'  # unordered float sums are not exact
+            d.add_node('scatter %d %s %s %s %s' % (axis, m, x[0], i[0], u[0]),
+                       scatter_oracle(x[1], i[1].astype(np.int64), u[1], axis, m))
+            return True
+        if k == 'concat':
+            x = d.pick(lambda v: v.ndim >= 1)
+            if x is None:
+                return False
+            axis = int(rng.integers(x[1].ndim))
+            def same_but_axis(v):
+                return v.dtype == x[1].dtype and v.ndim == x[1].ndim and all(
+                    a == b for j, (a, b) in enumerate(zip(v.shape, x[1].shape)) if j != axis)
+            y = d.pick(same_but_axis)
+            val = np.concatenate([x[1], y[1]], axis=axis)
+            if val.size > 512:
+                return False
+            d.add_node('concat %d %s %s' % (axis, x[0], y[0]), val)
+            return True
+        # movement steps reuse the chain generator
+        x = d.pick(lambda v: v.size <= 256)
+        if x is None:
+            return False
+        step = random_step(x[1])
+        if step is None or step[0] not in ('reverse', 'permute', 'slice', 'pad', 'broadcast',
+                                           'reshape', 'window'):
+            return False
+        y = chain_step(x[1], step)
+        if y.size > 512 or y.ndim > 5 or y.size == 0:
+            return False
+        d.add_node('%s %s %s' % (step[0], x[0], ' '.join(str(v) for v in step[1:])), y)
+        return True
+
+
+def gen_dags():
+    made = 0
+    while made < 120:
+        fam = 'int' if made % 2 == 0 else 'float'
+        d = Dag(fam)
+        c = Case('dag_%03d_%s' % (made, fam), 'dag')
+        nin = int(rng.integers(2, 5))
+        d.seven = {}
+        dts = ['i32', 'i64', 'i8'] if fam == 'int' else ['f64', 'f32']
+        for k in range(nin):
+            dt = dts[rng.integers(len(dts))] if k else dts[0]
+            shp = tuple(int(e) for e in rng.integers(1, 5, int(rng.integers(1, 4))))
+            if fam == 'int':
+                info = np.iinfo(NP_DTYPE[dt])
+                base = rng.integers(-20, 21, shp)
+                ext = rng.random(shp) < 0.1
+                base = np.where(ext, rng.choice([info.min, info.max, info.min + 1]), base)
+            else:
+                base = rng.integers(-8, 9, shp) * 0.5 ** rng.integers(0, 4, shp)
+                sp = rng.random(shp)
+                base = np.where(sp < 0.05, NAN, np.where(sp < 0.08, INF, np.where(
+                    sp < 0.1, -INF, base)))
+            v = c.inp(dt, base)
+            d.pool.append(('i%d' % k, np.asarray(v)))
+        # 0-d sevens for pow exponents, one per integer dtype used
+        if fam == 'int':
+            for dt in dts:
+                v = c.inp(dt, np.array(7))
+                d.seven[NP_DTYPE[dt]().dtype.name] = 'i%d' % (len(c.ins) - 1)
+        target = int(rng.integers(4, 24))
+        tries = 0
+        while d.nodes < target and tries < 400:
+            tries += 1
+            dag_step(d)
+        if d.nodes < 3:
+            names.discard(c.name)
+            continue
+        outs = sorted(set([d.nodes - 1] + [int(i) for i in rng.integers(0, d.nodes, 3)]))
+        for j, line in enumerate(d.lines):
+            c.attr('n%d' % j, *line.split())
+        c.attr('outs', *['n%d' % j for j in outs])
+        values = dict(d.pool)
+        for j in outs:
+            c.out(np_dt(values['n%d' % j]), values['n%d' % j])
+        add(c)
+        made += 1
+
+
 MODE_IDS = ('constant', 'reflect', 'mirror', 'nearest', 'wrap')
 CHAIN_CVAL = 0.5
 
@@ -1912,6 +2232,7 @@ def main():
     gen_hashcons()
     gen_conventions()
     gen_scale()
+    gen_dags()
     write_all()
     return 0
 

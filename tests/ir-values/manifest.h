@@ -9,9 +9,9 @@
 
 #include "nitrix.h"
 
-#define MF_MAX_ARRAYS 6
+#define MF_MAX_ARRAYS 10
 #define MF_MAX_VIEWS 4
-#define MF_MAX_ATTRS 16
+#define MF_MAX_ATTRS 32
 #define MF_MAX_VALS 16
 
 typedef enum mf_view_kind { MF_SLICE, MF_PERM, MF_EXPAND } mf_view_kind;

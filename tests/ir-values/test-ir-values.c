@@ -384,13 +384,14 @@ static bool b_compose_correlate1d(build *b)
 
 
 /* A chain of movement steps "sK NAME INTS..." applied in order (the generator's chain_step). */
-static nx_node chain_step(nx_graph *g, nx_node x, const mf_attr *a)
+/* Step NAME with integer parameters vals[first..] of a. */
+static nx_node chain_step(nx_graph *g, nx_node x, const mf_attr *a, int first)
 {
     int64_t v[MF_MAX_VALS];
-    int nv = a->nvals - 1, nd = nx_node_ndim(g, x);
+    int nv = a->nvals - first, nd = nx_node_ndim(g, x);
     const char *name = a->vals[0];
     for (int i = 0; i < nv; i++)
-        v[i] = strtoll(a->vals[i + 1], NULL, 10);
+        v[i] = strtoll(a->vals[i + first], NULL, 10);
     int ax[NX_MAX_DIMS];
     for (int i = 0; i < nv && i < NX_MAX_DIMS; i++)
         ax[i] = (int)v[i];
@@ -436,9 +437,97 @@ static bool b_chain(build *b)
             break;
         if (a->nvals < 1)
             return false;
-        x = chain_step(b->g, x, a);
+        x = chain_step(b->g, x, a, 1);
     }
     b->out[0] = x;
+    return true;
+}
+
+
+/* ------------------------------------------------------------------------------------------------
+ * Random DAGs: attrs n0, n1, ... each "OP ARGS", operands named iK (input K) or nK (node K);
+ * attr outs names the outputs. The generator's dag_step is the reference for the grammar.
+ * ----------------------------------------------------------------------------------------------*/
+
+static nx_node dag_ref(const build *b, const nx_node *nodes, int nn, const char *tok)
+{
+    char *end = NULL;
+    long k = strtol(tok + 1, &end, 10);
+    if (end == tok + 1 || *end != '\0' || k < 0)
+        return NX_NONE;
+    if (tok[0] == 'i' && k < b->c->nin)
+        return b->in[k];
+    if (tok[0] == 'n' && k < nn)
+        return nodes[k];
+    return NX_NONE;
+}
+
+static nx_node dag_node(build *b, const nx_node *nodes, int nn, const mf_attr *a)
+{
+    nx_graph *g = b->g;
+    const char *op = a->vals[0];
+    int n = a->nvals;
+#define REF(i) ((i) < n ? dag_ref(b, nodes, nn, a->vals[i]) : NX_NONE)
+#define INT(i) ((i) < n ? (int)strtol(a->vals[i], NULL, 10) : 0)
+    for (size_t i = 0; i < sizeof unary_ops / sizeof *unary_ops; i++) {
+        if (strcmp(op, unary_ops[i].name) == 0)
+            return unary_ops[i].fn(g, REF(1));
+    }
+    nx_binary_builder bin = binary_of(op);
+    if (bin)
+        return bin(g, REF(1), REF(2));
+    nx_monoid m;
+    if (strcmp(op, "select") == 0)
+        return nx_select(g, REF(1), REF(2), REF(3));
+    if (strcmp(op, "cast") == 0) {
+        nx_dtype d = NX_DTYPE_COUNT;
+        return mf_dtype(a->vals[1], &d) ? nx_cast(g, REF(2), d) : NX_NONE;
+    }
+    if (strcmp(op, "reduce") == 0 && monoid_of(a->vals[1], &m)) {
+        int axes[NX_MAX_DIMS], k = 0;
+        for (int i = 4; i < n && k < NX_MAX_DIMS; i++)
+            axes[k++] = INT(i);
+        return nx_reduce(g, REF(3), k, axes, m, INT(2) != 0);
+    }
+    if (strcmp(op, "scan") == 0 && monoid_of(a->vals[1], &m))
+        return nx_scan(g, REF(4), INT(3), m, INT(2) != 0);
+    if (strcmp(op, "sort") == 0)
+        return nx_sort(g, REF(3), INT(2), INT(1) != 0);
+    if (strcmp(op, "argsort") == 0)
+        return nx_argsort(g, REF(3), INT(2), INT(1) != 0);
+    if (strcmp(op, "gather") == 0)
+        return nx_gather(g, REF(2), REF(3), INT(1));
+    if (strcmp(op, "scatter") == 0 && monoid_of(a->vals[2], &m))
+        return nx_scatter(g, REF(3), REF(4), REF(5), INT(1), m);
+    if (strcmp(op, "concat") == 0)
+        return nx_concat(g, 2, (nx_node[]){REF(2), REF(3)}, INT(1));
+    /* movement: NAME REF PARAMS... */
+    return n >= 2 ? chain_step(g, REF(1), a, 2) : NX_NONE;
+#undef REF
+#undef INT
+}
+
+static bool b_dag(build *b)
+{
+    nx_node nodes[MF_MAX_ATTRS];
+    int nn = 0;
+    for (int k = 0; k < MF_MAX_ATTRS; k++) {
+        char key[16];
+        snprintf(key, sizeof key, "n%d", k);
+        const mf_attr *a = mf_attr_get(b->c, key);
+        if (!a)
+            break;
+        if (a->nvals < 1)
+            return false;
+        nodes[nn] = dag_node(b, nodes, nn, a);
+        nn++;
+    }
+    const mf_attr *outs = mf_attr_get(b->c, "outs");
+    if (!outs || outs->nvals > MAX_OUT)
+        return false;
+    b->nout = outs->nvals;
+    for (int k = 0; k < outs->nvals; k++)
+        b->out[k] = dag_ref(b, nodes, nn, outs->vals[k]);
     return true;
 }
 
@@ -630,6 +719,7 @@ static const struct {
     {"chain", b_chain},           {"extern_rowsum", b_extern_rowsum},
     {"extern_rowsum_chain", b_extern_rowsum}, {"hashcons", b_hashcons},
     {"concat_self", b_concat_self}, {"gather_const", b_gather_const},
+    {"dag", b_dag},
 };
 
 /* Builds the case's outputs; false when the manifest names an op or attribute this test does
