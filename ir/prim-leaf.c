@@ -260,11 +260,27 @@ void nx_ir_attrs_none(FILE *f, const nx_ir_store *s, const nx_ir_node *n)
     (void)n;
 }
 
+/* Names are the caller's bytes: escape them so one node stays one line. */
+static void print_name(FILE *f, const char *name)
+{
+    fputc('"', f);
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
+        if (*c == '"' || *c == '\\')
+            fprintf(f, "\\%c", *c);
+        else if (*c < 0x20 || *c >= 0x7f)
+            fprintf(f, "\\x%02x", *c);
+        else
+            fputc(*c, f);
+    }
+    fputc('"', f);
+}
+
 void nx_ir_attrs_input(FILE *f, const nx_ir_store *s, const nx_ir_node *n)
 {
     const int64_t *a = nx_ir_node_attrs(s, n);
-    fprintf(f, "[name=\"%s\", index=%lld]", (const char *)nx_ir_node_blob(s, n),
-            (long long)a[2 + n->ndim]);
+    fputs("[name=", f);
+    print_name(f, (const char *)nx_ir_node_blob(s, n));
+    fprintf(f, ", index=%lld]", (long long)a[2 + n->ndim]);
 }
 
 static void print_value(FILE *f, nx_dtype dt, nx_ir_val v)

@@ -1085,6 +1085,10 @@ static void test_printer(void **state)
                                  "f64[1,1,2,2]\n"));
     assert_non_null(strstr(text, "permute[perm=(1,0,2,3)] %14 : f64[1,1,2,2]\n"));
     free(text);
+    nx_node odd = nx_input(g, "a\"b\\c\nd", NX_DTYPE_U8, 0, NULL);
+    text = print_to_string(g, odd);
+    assert_string_equal(text, "%16 = input[name=\"a\\\"b\\\\c\\x0ad\", index=2] : u8[]\n");
+    free(text);
     FILE *f = tmpfile();
     assert_int_equal(nx_graph_print(g, 999, f), NX_ERR_INVALID_ARG);
     fclose(f);
