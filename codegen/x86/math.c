@@ -811,7 +811,7 @@ static void type_suffix(const em *e, char *buf, size_t len)
 static void add_fn_attr(LLVMContextRef c, LLVMValueRef fn, const char *name)
 {
     unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
-    if (kind) /* readnone is gone from LLVM 16 on; the others stay */
+    if (kind)
         LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c, kind, 0));
 }
 
@@ -821,7 +821,8 @@ static void define_body(em *e, LLVMValueRef f, nx_x86_math_fn fn)
     LLVMSetLinkage(f, LLVMInternalLinkage);
     add_fn_attr(e->c, f, "alwaysinline");
     add_fn_attr(e->c, f, "nounwind");
-    add_fn_attr(e->c, f, "readnone");
+    /* no readnone: LLVM 16 on accepts it on parameters only (memory(none) replaced it), and the
+     * body is inlined anyway */
     add_fn_attr(e->c, f, "willreturn");
     e->b = LLVMCreateBuilderInContext(e->c);
     LLVMPositionBuilderAtEnd(e->b, LLVMAppendBasicBlockInContext(e->c, f, "entry"));
