@@ -20,7 +20,10 @@ typedef struct sym {
     size_t offset;
 } sym;
 
-#define CU_SYM(f) {#f, offsetof(nx_rt_cuda_api, f)}
+#define CU_SYM(f)                                                                                  \
+    {                                                                                              \
+#f, offsetof(nx_rt_cuda_api, f)                                                            \
+    }
 static const sym cuda_syms[] = {
     CU_SYM(cuInit),
     CU_SYM(cuDriverGetVersion),
@@ -50,7 +53,10 @@ static const sym cuda_syms[] = {
     CU_SYM(cuStreamDestroy_v2),
 };
 
-#define NVRTC_SYM(f) {#f, offsetof(nx_rt_nvrtc_api, f)}
+#define NVRTC_SYM(f)                                                                               \
+    {                                                                                              \
+#f, offsetof(nx_rt_nvrtc_api, f)                                                           \
+    }
 static const sym nvrtc_syms[] = {
     NVRTC_SYM(nvrtcGetErrorString),
     NVRTC_SYM(nvrtcVersion),
@@ -124,8 +130,7 @@ static const cu_err cu_errs[] = {
     {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
-const char *nx_rt_cuda_strerror(const nx_rt_cuda_driver *d, nx_cu_result r, char *buf,
-                                size_t len)
+const char *nx_rt_cuda_strerror(const nx_rt_cuda_driver *d, nx_cu_result r, char *buf, size_t len)
 {
     const char *name = NULL, *text = NULL;
     if (d && d->api.cuGetErrorName && d->api.cuGetErrorName(r, &name) != NX_CU_SUCCESS)
@@ -275,8 +280,8 @@ static bool nvrtc_try(nx_rt_nvrtc *n, const char *name)
         return false;
     }
     snprintf(n->path, sizeof n->path, "%s", name);
-    const char *missing = resolve(lib, nvrtc_syms, sizeof nvrtc_syms / sizeof nvrtc_syms[0],
-                                  &n->api);
+    const char *missing =
+        resolve(lib, nvrtc_syms, sizeof nvrtc_syms / sizeof nvrtc_syms[0], &n->api);
     if (missing) {
         snprintf(n->status, sizeof n->status, "NVRTC %.80s lacks %s (NVRTC 12 or newer needed)",
                  name, missing);
@@ -860,8 +865,7 @@ static nx_status check_geometry(nx_ctx *ctx, nx_dtype dtype, int ndim, const int
 {
     size_t esize = nx_dtype_size(dtype);
     if (esize == 0)
-        return nx_rt_error(ctx, NX_ERR_DTYPE, "device tensor: dtype %d is not a dtype",
-                           (int)dtype);
+        return nx_rt_error(ctx, NX_ERR_DTYPE, "device tensor: dtype %d is not a dtype", (int)dtype);
     if (ndim < 0 || ndim > NX_MAX_DIMS || (ndim > 0 && !shape))
         return nx_rt_error(ctx, NX_ERR_SHAPE, "device tensor: ndim is %d; expected 0 to %d", ndim,
                            NX_MAX_DIMS);
@@ -997,7 +1001,8 @@ static nx_status cuda_to_host(const nx_tensor *t, nx_tensor **out)
     if (st != NX_OK)
         return st;
     size_t esize = nx_dtype_size(t->dtype);
-    nx_cu_ptr base = (nx_cu_ptr)(uintptr_t)t->storage->data + (nx_cu_ptr)(t->offset * (int64_t)esize);
+    nx_cu_ptr base =
+        (nx_cu_ptr)(uintptr_t)t->storage->data + (nx_cu_ptr)(t->offset * (int64_t)esize);
     size_t bytes = h->storage->bytes;
     if (bytes == 0) {
         *out = h;

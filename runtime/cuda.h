@@ -85,9 +85,9 @@ typedef struct nx_rt_cuda_driver {
     int version; /* cuDriverGetVersion: 13000 for CUDA 13.0 */
     int gpu_count;
     nx_gpu_info gpus[NX_MAX_GPUS];
-    bool usable[NX_MAX_GPUS]; /* compute capability >= 8.0 */
-    int ordinal[NX_MAX_GPUS]; /* the driver's ordinal of each listed GPU */
-    int first_usable;         /* index in gpus of the device the backend uses; -1: none */
+    bool usable[NX_MAX_GPUS];      /* compute capability >= 8.0 */
+    int ordinal[NX_MAX_GPUS];      /* the driver's ordinal of each listed GPU */
+    int first_usable;              /* index in gpus of the device the backend uses; -1: none */
     char status[NX_RT_STATUS_LEN]; /* "ok", or why the backend cannot run */
 } nx_rt_cuda_driver;
 
@@ -118,8 +118,7 @@ typedef struct nx_rt_nvrtc_api {
                                           int n_headers, const char *const *headers,
                                           const char *const *include_names);
     nx_nvrtc_result (*nvrtcDestroyProgram)(nx_nvrtc_program *p);
-    nx_nvrtc_result (*nvrtcCompileProgram)(nx_nvrtc_program p, int n_opts,
-                                           const char *const *opts);
+    nx_nvrtc_result (*nvrtcCompileProgram)(nx_nvrtc_program p, int n_opts, const char *const *opts);
     nx_nvrtc_result (*nvrtcGetProgramLogSize)(nx_nvrtc_program p, size_t *n);
     nx_nvrtc_result (*nvrtcGetProgramLog)(nx_nvrtc_program p, char *log);
     nx_nvrtc_result (*nvrtcGetPTXSize)(nx_nvrtc_program p, size_t *n);

@@ -23,8 +23,8 @@ const char *nx_ptx_toolchain_key(char *buf, size_t len)
     return buf;
 }
 
-nx_ptx_target nx_ptx_choose_target(int cc_major, int cc_minor, int nvrtc_major,
-                                   const int *archs, int n_archs, int driver_version)
+nx_ptx_target nx_ptx_choose_target(int cc_major, int cc_minor, int nvrtc_major, const int *archs,
+                                   int n_archs, int driver_version)
 {
     int cc = cc_major * 10 + cc_minor;
     nx_ptx_target t = {0, NX_PTX_KIND_PTX};
@@ -93,12 +93,13 @@ static nx_status read_code(nx_ctx *ctx, const nx_rt_nvrtc *n, nx_nvrtc_program p
 {
     bool cubin = img->target.kind == NX_PTX_KIND_CUBIN;
     size_t size = 0;
-    nx_nvrtc_result r = cubin ? n->api.nvrtcGetCUBINSize(p, &size) : n->api.nvrtcGetPTXSize(p, &size);
+    nx_nvrtc_result r =
+        cubin ? n->api.nvrtcGetCUBINSize(p, &size) : n->api.nvrtcGetPTXSize(p, &size);
     if (r != NX_NVRTC_SUCCESS)
         return nvrtc_fail(ctx, n, r, cubin ? "nvrtcGetCUBINSize" : "nvrtcGetPTXSize", name);
     if (size == 0)
-        return nx_rt_error(ctx, NX_ERR_BACKEND, "NVRTC: empty %s for '%s'",
-                           cubin ? "cubin" : "PTX", name);
+        return nx_rt_error(ctx, NX_ERR_BACKEND, "NVRTC: empty %s for '%s'", cubin ? "cubin" : "PTX",
+                           name);
     img->data = nx_rt_alloc(ctx, size);
     if (!img->data)
         return nx_rt_nomem(ctx, cubin ? "NVRTC cubin" : "NVRTC PTX", size);
@@ -147,9 +148,9 @@ static nx_status compile_program(nx_ctx *ctx, const nx_rt_nvrtc *n, nx_nvrtc_pro
     if (r != NX_NVRTC_SUCCESS) {
         char log[360];
         condense(log, sizeof log, out->log);
-        return nx_rt_error(ctx, NX_ERR_BACKEND, "NVRTC %d.%d: compiling '%s' for %s failed (%s): %s",
-                           n->major, n->minor, name, arch,
-                           n->api.nvrtcGetErrorString(r), log[0] ? log : "(no log)");
+        return nx_rt_error(ctx, NX_ERR_BACKEND,
+                           "NVRTC %d.%d: compiling '%s' for %s failed (%s): %s", n->major, n->minor,
+                           name, arch, n->api.nvrtcGetErrorString(r), log[0] ? log : "(no log)");
     }
     return read_code(ctx, n, p, name, out);
 }
@@ -200,8 +201,8 @@ nx_status nx_ptx_load(nx_ctx *ctx, const char *src, const char *name, const char
         return st;
     const nx_rt_nvrtc *n = nx_rt_nvrtc_get();
     const nx_gpu_info *g = nx_rt_cuda_device(cu);
-    nx_ptx_target t = nx_ptx_choose_target(g->cc_major, g->cc_minor, n->major, n->archs,
-                                           n->n_archs, nx_rt_cuda_driver_get()->version);
+    nx_ptx_target t = nx_ptx_choose_target(g->cc_major, g->cc_minor, n->major, n->archs, n->n_archs,
+                                           nx_rt_cuda_driver_get()->version);
     if (t.arch == 0)
         return nx_rt_error(ctx, NX_ERR_BACKEND,
                            "NVRTC %d.%d supports no architecture at or below the device's %d.%d",

@@ -99,9 +99,15 @@ CUresult cuDriverGetVersion(int *v)
 CUresult cuGetErrorName(CUresult e, const char **s)
 {
     switch (e) {
-    case 2: *s = "CUDA_ERROR_OUT_OF_MEMORY"; return 0;
-    case 100: *s = "CUDA_ERROR_NO_DEVICE"; return 0;
-    default: *s = NULL; return 1; /* the library's own table then names it */
+    case 2:
+        *s = "CUDA_ERROR_OUT_OF_MEMORY";
+        return 0;
+    case 100:
+        *s = "CUDA_ERROR_NO_DEVICE";
+        return 0;
+    default:
+        *s = NULL;
+        return 1; /* the library's own table then names it */
     }
 }
 
@@ -139,10 +145,17 @@ CUresult cuDeviceGetAttribute(int *v, int attr, int dev)
 {
     NEED_INIT();
     switch (attr) {
-    case 16: *v = devs[dev].sms; return 0;
-    case 75: *v = devs[dev].major; return 0;
-    case 76: *v = devs[dev].minor; return 0;
-    default: return 1;
+    case 16:
+        *v = devs[dev].sms;
+        return 0;
+    case 75:
+        *v = devs[dev].major;
+        return 0;
+    case 76:
+        *v = devs[dev].minor;
+        return 0;
+    default:
+        return 1;
     }
 }
 

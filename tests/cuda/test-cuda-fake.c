@@ -79,8 +79,9 @@ static void test_old_gpu(void **state)
     const nx_rt_cuda_driver *d = nx_rt_cuda_driver_get();
     assert_true(d->ok);
     assert_int_equal(d->first_usable, -1);
-    assert_string_equal(d->status, "no GPU of compute capability >= 8.0: GPU 0 "
-                                   "'Tesla V100-SXM2-16GB' is 7.0 (Ampere and newer are supported)");
+    assert_string_equal(d->status,
+                        "no GPU of compute capability >= 8.0: GPU 0 "
+                        "'Tesla V100-SXM2-16GB' is 7.0 (Ampere and newer are supported)");
     nx_system_info info;
     probe(&info);
     /* listed, with its numbers, though unusable */

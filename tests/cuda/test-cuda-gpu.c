@@ -42,7 +42,7 @@ static bool fake_driver(void)
     do {                                                                                           \
         NEED_GPU();                                                                                \
         if (fake_driver()) {                                                                       \
-            print_message("skipped: the fake driver runs no kernels\n");                          \
+            print_message("skipped: the fake driver runs no kernels\n");                           \
             skip();                                                                                \
         }                                                                                          \
     } while (0)
@@ -126,8 +126,8 @@ static void test_device(void **state)
     print_message("device: %s, compute capability %d.%d, %d SMs, %.1f GiB; driver %d; NVRTC "
                   "%d.%d\n",
                   g->name, g->cc_major, g->cc_minor, g->sm_count,
-                  (double)g->memory_bytes / (1 << 30), nx_rt_cuda_driver_get()->version,
-                  n->major, n->minor);
+                  (double)g->memory_bytes / (1 << 30), nx_rt_cuda_driver_get()->version, n->major,
+                  n->minor);
     assert_true(g->cc_major >= 8);
     assert_non_null(nx_rt_cuda_stream(cu));
     nx_ctx_free(ctx);
@@ -140,7 +140,7 @@ static void fill_random(nx_tensor *t)
     size_t bytes = (size_t)nx_tensor_numel(t) * nx_dtype_size(nx_tensor_dtype(t));
     for (size_t i = 0; i < bytes; i++)
         p[i] = nx_tensor_dtype(t) == NX_DTYPE_BOOL ? (unsigned char)(next_u64() & 1)
-                                                    : (unsigned char)next_u64();
+                                                   : (unsigned char)next_u64();
 }
 
 static void round_trip(nx_ctx *ctx, nx_dtype dt, int ndim, const int64_t *shape)
@@ -233,9 +233,9 @@ static void test_strided_views(void **state)
         const view *v = &views[k];
         /* a strided host view to the device */
         nx_tensor *hv = NULL;
-        assert_int_equal(nx_tensor_wrap(ctx, base + v->offset, NX_DTYPE_F64, 2, v->shape,
-                                        v->strides, &hv),
-                         NX_OK);
+        assert_int_equal(
+            nx_tensor_wrap(ctx, base + v->offset, NX_DTYPE_F64, 2, v->shape, v->strides, &hv),
+            NX_OK);
         nx_tensor *d = to_dev(ctx, hv);
         assert_true(nx_tensor_is_contiguous(d));
         nx_tensor *back = to_host(ctx, d);
@@ -687,8 +687,8 @@ static nx_status sweep_copies(nx_ctx *ctx, void *user)
         base[i] = i;
     const view *v = &views[1];
     nx_tensor *hv = NULL, *d = NULL, *dv = NULL, *back = NULL;
-    nx_status st = nx_tensor_wrap(ctx, base + v->offset, NX_DTYPE_F64, 2, v->shape, v->strides,
-                                  &hv);
+    nx_status st =
+        nx_tensor_wrap(ctx, base + v->offset, NX_DTYPE_F64, 2, v->shape, v->strides, &hv);
     if (st == NX_OK)
         st = nx_tensor_to_device(hv, NX_DEVICE_CUDA, &d);
     /* the transpose of the reversed copy: base[47 - i - 8 j] at [j][i] */

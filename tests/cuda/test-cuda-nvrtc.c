@@ -86,7 +86,8 @@ static void test_elementwise_ptx(void **state)
         assert_non_null(strstr(img.data, target));
         assert_non_null(strstr(img.data, ".visible .entry add_relu("));
         /* float4 loads and stores: 16-byte vector accesses in the PTX */
-        assert_true(strstr(img.data, "ld.global.nc.v4.f32") || strstr(img.data, "ld.global.v4.f32"));
+        assert_true(strstr(img.data, "ld.global.nc.v4.f32") ||
+                    strstr(img.data, "ld.global.v4.f32"));
         assert_non_null(strstr(img.data, "st.global.v4.f32"));
         assert_int_equal(strlen(img.data) + 1, img.size);
         assert_int_equal(img.target.arch, archs[i]);
@@ -113,10 +114,10 @@ static void test_maxplus_ptx(void **state)
         snprintf(target, sizeof target, ".target sm_%d", archs[i]);
         assert_non_null(strstr(img.data, target));
         assert_non_null(strstr(img.data, ".visible .entry maxplus_matmul("));
-        assert_non_null(strstr(img.data, ".shared"));       /* k-slices staged in shared memory */
-        assert_non_null(strstr(img.data, "bar.sync"));      /* with barriers between stages */
-        assert_non_null(strstr(img.data, "max.f32"));       /* the semiring's reduce */
-        assert_non_null(strstr(img.data, ".maxntid 256"));  /* __launch_bounds__(256) */
+        assert_non_null(strstr(img.data, ".shared"));      /* k-slices staged in shared memory */
+        assert_non_null(strstr(img.data, "bar.sync"));     /* with barriers between stages */
+        assert_non_null(strstr(img.data, "max.f32"));      /* the semiring's reduce */
+        assert_non_null(strstr(img.data, ".maxntid 256")); /* __launch_bounds__(256) */
         check_with_ptxas(img.data, archs[i]);
         /* sm_80 PTX also runs on later GPUs through the driver's JIT */
         if (archs[i] == 80)
@@ -139,8 +140,8 @@ static void test_cubin(void **state)
     compile_ok(ctx, kernel_maxplus, "maxplus.cu", t, &img);
     const unsigned char *e = (const unsigned char *)img.data;
     assert_true(img.size > 64);
-    assert_memory_equal(e, "\x7f" "ELF", 4);
-    assert_int_equal(e[4], 2);                  /* ELFCLASS64 */
+    assert_memory_equal(e, "\177ELF", 4);
+    assert_int_equal(e[4], 2);                   /* ELFCLASS64 */
     assert_int_equal(e[18] | (e[19] << 8), 190); /* e_machine EM_CUDA */
     assert_int_equal(img.target.kind, NX_PTX_KIND_CUBIN);
     nx_ptx_image_free(ctx, &img);
@@ -187,8 +188,7 @@ static void test_bad_options(void **state)
     assert_non_null(strstr(nx_ctx_last_error(ctx), "compute_30"));
     assert_int_equal(nx_ptx_compile(ctx, kernel_add_relu, "a.cu", ptx(0), NULL, 0, &img),
                      NX_ERR_INVALID_ARG);
-    assert_int_equal(nx_ptx_compile(ctx, NULL, "a.cu", ptx(90), NULL, 0, &img),
-                     NX_ERR_INVALID_ARG);
+    assert_int_equal(nx_ptx_compile(ctx, NULL, "a.cu", ptx(90), NULL, 0, &img), NX_ERR_INVALID_ARG);
     assert_int_equal(nx_ptx_compile(ctx, kernel_add_relu, "a.cu", ptx(90), NULL, -1, &img),
                      NX_ERR_INVALID_ARG);
     /* extra options that exist are passed through */
