@@ -1,0 +1,191 @@
+/* Kernel IR: the contract between the passes (fusion and lowering) and the backends (x86 JIT,
+ * CUDA C). docs/kernel-ir.md is the long form; changes after the first commit are recorded in
+ * the notes file the project keeps for it.
+ *
+ * A program lowers to a plan: an ordered list of kernels over numbered slots (program values:
+ * inputs, constants, intermediates, outputs). A kernel reads and writes whole slots through its
+ * buffers. Buffers are C-contiguous with static shapes.
+ *
+ * There are two kinds of kernel.
+ *
+ * LOOP kernels are a loop nest written as values:
+ *   - an iteration space: the output shape, loops 0 .. ndim-1, all parallel;
+ *   - reduction loops ndim .. nloops-1, each with a static extent, each folded by exactly one
+ *     REDUCE instruction;
+ *   - a scalar SSA body: instructions whose operands are earlier instructions. IDX reads a loop
+ *     index (i64), CONST is an immediate, LOAD reads buffer[b] at an i64 element offset computed
+ *     in the body (affine or not: windows, pads, reverses, broadcasts, concats and gathers are all
+ *     index arithmetic), PRIM applies an nx_prim elementwise code (unary, binary, comparison,
+ *     select, cast) to values of any dtype including the i64 index arithmetic, REDUCE folds its
+ *     operand over a set of reduction loops under a monoid;
+ *   - stores: out buffer[b][linear C-order index of the iteration point] = value.
+ * Semantics are by value, not by position: an instruction's value at an iteration point is its
+ * expression with the loop indices bound; REDUCE r over loops L is the fold, in ascending C order
+ * of L's indices, of its operand with those indices running and all others fixed. An instruction
+ * may use a reduction loop's IDX only inside (under) the REDUCE of that loop. A backend places
+ * each instruction in the innermost loop its value depends on (nx_kernel_loop_masks), which
+ * hoists loop invariants; a nested REDUCE inside another REDUCE's operand is KeOps's pattern
+ * (sum_j f(sum_d (x[i,d] - y[j,d])^2)). Every instruction is evaluated (select evaluates both
+ * arms), so every LOAD offset must be in range at every point: lowering clamps where needed.
+ *
+ * LIBRARY kernels are one graph primitive that does not fit the loop nest (scatter: read-modify-
+ * write of data-dependent places; sort/argsort: data-dependent permutation; scan and scan_linear:
+ * a carried dependence along one axis; extern: user code; reduce_custom until its monoid lowers).
+ * Each backend implements them natively (the CPU in plain C over host buffers) with the graph
+ * node's own attributes, which the kernel carries verbatim, and the interpreter's semantics.
+ */
+#ifndef NX_CODEGEN_KERNEL_H
+#define NX_CODEGEN_KERNEL_H
+
+#include <stdio.h>
+
+#include "ir/ir.h" /* nx_prim codes */
+#include "nitrix-graph.h" /* nx_monoid */
+
+#define NX_KERNEL_MAX_LOOPS 16   /* iteration space (<= NX_MAX_DIMS) + reduction loops */
+#define NX_KERNEL_MAX_BUFFERS 64 /* input + output buffers of one kernel */
+#define NX_KERNEL_MAX_ATTRS 64   /* attributes of a library kernel */
+
+typedef enum nx_kernel_kind {
+    NX_KERNEL_LOOP,
+    NX_KERNEL_LIBRARY,
+} nx_kernel_kind;
+
+typedef enum nx_kbuf_role {
+    NX_KBUF_IN,  /* read by LOAD */
+    NX_KBUF_OUT, /* written by the stores (LOOP) or the library routine; shape = iteration space */
+} nx_kbuf_role;
+
+typedef struct nx_kbuf {
+    uint8_t role;  /* nx_kbuf_role */
+    uint8_t dtype; /* nx_dtype */
+    uint8_t ndim;
+    int64_t shape[NX_MAX_DIMS];
+    uint32_t slot; /* the plan's slot the buffer is bound to (not part of the kernel's identity) */
+} nx_kbuf;
+
+typedef enum nx_kop {
+    NX_KOP_CONST,  /* dtype; value in i (integers, bool) or f (floats) */
+    NX_KOP_IDX,    /* i64; loop number in a[0] */
+    NX_KOP_LOAD,   /* dtype of buffer a[0]; element offset = instruction a[1] (i64) */
+    NX_KOP_PRIM,   /* prim (nx_prim code) over instructions a[0..arity); dtype = result */
+    NX_KOP_REDUCE, /* monoid in prim (nx_monoid); operand a[0]; loops = mask in i; dtype result */
+    NX_KOP_COUNT
+} nx_kop;
+
+/* One SSA instruction; its id is its index in the body. */
+typedef struct nx_kinst {
+    uint8_t op;    /* nx_kop */
+    uint8_t dtype; /* nx_dtype of the value */
+    uint16_t prim; /* nx_prim for PRIM (CAST converts to dtype), nx_monoid for REDUCE */
+    int32_t a[3];  /* operands: instruction ids, or loop/buffer numbers as said above */
+    int64_t i;     /* integer immediate; REDUCE: bit l set for each reduced loop l */
+    double f;      /* float immediate */
+} nx_kinst;
+
+typedef struct nx_kstore {
+    int32_t buf;   /* an OUT buffer */
+    int32_t value; /* instruction id; its dtype equals the buffer's */
+} nx_kstore;
+
+typedef struct nx_kernel {
+    nx_ctx *ctx;
+    uint8_t kind; /* nx_kernel_kind */
+    char name[48];
+    int nbufs;
+    nx_kbuf bufs[NX_KERNEL_MAX_BUFFERS];
+    /* LOOP */
+    int ndim;   /* iteration space: loops 0 .. ndim-1, extents = the OUT buffers' shape */
+    int nloops; /* ndim + reduction loops */
+    int64_t extent[NX_KERNEL_MAX_LOOPS];
+    int ninst;
+    size_t inst_cap;
+    nx_kinst *inst;
+    int nstores;
+    nx_kstore stores[NX_KERNEL_MAX_BUFFERS];
+    /* LIBRARY: the graph node's primitive, attributes and blob pointer (EXTERN's def) */
+    uint16_t lib_prim;
+    int nattrs;
+    int64_t attrs[NX_KERNEL_MAX_ATTRS];
+    const void *lib_ptr;
+    uint32_t lib_node; /* the node in the plan's store (binding for a host routine, not identity) */
+} nx_kernel;
+
+/* ---- building ------------------------------------------------------------------------------*/
+
+NX_HIDDEN nx_status nx_kernel_new(nx_ctx *ctx, nx_kernel_kind kind, const char *name,
+                                  nx_kernel **out);
+NX_HIDDEN void nx_kernel_free(nx_kernel *k);
+/* Appends a buffer; returns its number, or -1 when the kernel has NX_KERNEL_MAX_BUFFERS. */
+NX_HIDDEN int nx_kernel_buffer(nx_kernel *k, nx_kbuf_role role, nx_dtype dtype, int ndim,
+                               const int64_t *shape, uint32_t slot);
+/* Sets the iteration space (ndim loops) and adds reduction loops with nx_kernel_loop. */
+NX_HIDDEN void nx_kernel_space(nx_kernel *k, int ndim, const int64_t *shape);
+/* A new reduction loop of extent n; its number, or -1 past NX_KERNEL_MAX_LOOPS. */
+NX_HIDDEN int nx_kernel_loop(nx_kernel *k, int64_t n);
+/* Appends an instruction; its id, or -1 on NX_ERR_NOMEM (recorded on the context). */
+NX_HIDDEN int32_t nx_kernel_emit(nx_kernel *k, nx_kinst inst);
+/* Conveniences over nx_kernel_emit. */
+NX_HIDDEN int32_t nx_kernel_const_i(nx_kernel *k, nx_dtype dtype, int64_t v);
+NX_HIDDEN int32_t nx_kernel_const_f(nx_kernel *k, nx_dtype dtype, double v);
+NX_HIDDEN int32_t nx_kernel_idx(nx_kernel *k, int loop);
+NX_HIDDEN int32_t nx_kernel_load(nx_kernel *k, int buf, int32_t offset);
+NX_HIDDEN int32_t nx_kernel_prim(nx_kernel *k, int prim, nx_dtype dtype, int32_t a, int32_t b,
+                                 int32_t c);
+NX_HIDDEN int32_t nx_kernel_reduce(nx_kernel *k, int monoid, nx_dtype dtype, int32_t x,
+                                   uint32_t loops);
+NX_HIDDEN bool nx_kernel_store(nx_kernel *k, int buf, int32_t value);
+
+/* ---- checking, printing, identity ----------------------------------------------------------*/
+
+/* Structure, dtypes and scoping as the header states; NX_ERR_INTERNAL naming the kernel and the
+ * instruction otherwise. Backends call it before emitting anything. */
+NX_HIDDEN nx_status nx_kernel_validate(const nx_kernel *k);
+/* mask[id]: bit l set when instruction id's value depends on loop l (REDUCE clears its loops).
+ * mask has k->ninst entries. */
+NX_HIDDEN void nx_kernel_loop_masks(const nx_kernel *k, uint32_t *mask);
+/* Stable text (NITRIX_DUMP=kernel): the same kernel prints the same bytes. */
+NX_HIDDEN void nx_kernel_print(const nx_kernel *k, FILE *f);
+/* Canonical bytes of everything that determines compiled code (not the slots, not the name). */
+NX_HIDDEN nx_status nx_kernel_serialize(const nx_kernel *k, uint8_t **buf, size_t *len);
+NX_HIDDEN uint64_t nx_kernel_hash(const nx_kernel *k);
+
+/* ---- the reference semantics ---------------------------------------------------------------*/
+
+/* Runs a LOOP kernel with plain C loops in float64/int64 (rounded to each instruction's dtype):
+ * bufs[b] is buffer b's data. Checks every load offset (NX_ERR_INTERNAL when out of range). */
+NX_HIDDEN nx_status nx_kernel_interpret(const nx_kernel *k, void *const *bufs);
+
+/* ---- plans ---------------------------------------------------------------------------------*/
+
+typedef enum nx_slot_kind {
+    NX_SLOT_INPUT,    /* program argument i = arg */
+    NX_SLOT_CONSTANT, /* data borrowed from the program's graph store */
+    NX_SLOT_TEMP,     /* written by one kernel, read by later ones */
+} nx_slot_kind;
+
+typedef struct nx_kslot {
+    uint8_t kind;  /* nx_slot_kind */
+    uint8_t dtype;
+    uint8_t ndim;
+    int64_t shape[NX_MAX_DIMS];
+    int32_t arg;        /* INPUT */
+    const void *data;   /* CONSTANT */
+    int32_t last_use;   /* index of the last kernel that reads it; -1: a program output only */
+} nx_kslot;
+
+typedef struct nx_kplan {
+    nx_ctx *ctx;
+    const nx_ir_store *store; /* the program's nodes (borrowed): constants, library nodes */
+    int nslots, slots_cap;
+    nx_kslot *slots;
+    int nkernels, kernels_cap;
+    nx_kernel **kernels;
+    int noutputs;
+    int32_t *outputs; /* slot of each program output */
+} nx_kplan;
+
+NX_HIDDEN void nx_kplan_free(nx_kplan *p);
+NX_HIDDEN void nx_kplan_print(const nx_kplan *p, FILE *f);
+
+#endif /* NX_CODEGEN_KERNEL_H */
