@@ -1,4 +1,417 @@
-/* Placeholder: this pass is being written. */
-#include "internal.h"
+/* Reverse-mode autodiff as a source transformation: nx_graph_vjp walks the nodes between the
+ * outputs and the wrt nodes in reverse topological order (the arena is topological, so that is
+ * descending id) and asks each node's adjoint rule for its operands' cotangents, adding the
+ * contributions of several users. The cotangents are ordinary nodes of the same graph, so they
+ * compile and run like any value and can be differentiated again.
+ *
+ * Zero cotangents are NX_NONE and never become nodes: a node nobody differentiable reads costs
+ * nothing, and the rules never see a zero. Nodes whose value is not float, and primitives flagged
+ * non-differentiable (comparisons, floor, argsort, integer casts...), pass no cotangent on. */
+#include <stdarg.h>
+#include <string.h>
 
-typedef int nx_placeholder_pass_autodiff;
+#include "passes/autodiff.h"
+
+/* ---- helpers shared by the rules -----------------------------------------------------------*/
+
+void nx_ir_ad_view_of(const nx_graph *g, nx_node id, nx_ir_ad_view *v)
+{
+    const nx_ir_node *n = nx_ir_node_at(&g->s, id);
+    v->n = *n;
+    uint32_t nops = n->nops < NX_IR_AD_MAX_OPS ? n->nops : NX_IR_AD_MAX_OPS;
+    uint32_t nattrs = n->nattrs < NX_IR_AD_MAX_ATTRS ? n->nattrs : NX_IR_AD_MAX_ATTRS;
+    memcpy(v->ops, nx_ir_node_ops(&g->s, n), nops * sizeof *v->ops);
+    memcpy(v->a, nx_ir_node_attrs(&g->s, n), nattrs * sizeof *v->a);
+}
+
+nx_node nx_ir_ad_scalar(nx_graph *g, nx_node like, double v)
+{
+    return nx_scalar(g, nx_node_dtype(g, like), v);
+}
+
+nx_node nx_ir_ad_zeros(nx_graph *g, nx_node like)
+{
+    int64_t shape[NX_MAX_DIMS];
+    nx_node_shape(g, like, shape);
+    return nx_broadcast(g, nx_ir_ad_scalar(g, like, 0.0), nx_node_ndim(g, like), shape);
+}
+
+nx_node nx_ir_ad_unbroadcast(nx_graph *g, nx_node d, nx_node target)
+{
+    if (!d)
+        return NX_NONE;
+    int nd = nx_node_ndim(g, d), nt = nx_node_ndim(g, target);
+    int64_t ds[NX_MAX_DIMS], ts[NX_MAX_DIMS];
+    nx_node_shape(g, d, ds);
+    nx_node_shape(g, target, ts);
+    int axes[NX_MAX_DIMS], naxes = 0;
+    for (int i = 0; i < nd; i++) {
+        int it = i - (nd - nt);
+        if (it < 0 || (ts[it] == 1 && ds[i] != 1))
+            axes[naxes++] = i;
+    }
+    if (naxes == 0 && nd == nt)
+        return d;
+    nx_node r = naxes ? nx_reduce(g, d, naxes, axes, NX_MONOID_SUM, false) : d;
+    return nx_reshape(g, r, nt, ts);
+}
+
+nx_node nx_ir_ad_select0(nx_graph *g, nx_node cond, nx_node d)
+{
+    return nx_select(g, cond, d, nx_ir_ad_scalar(g, d, 0.0));
+}
+
+nx_node nx_ir_ad_iota(nx_graph *g, int ndim, const int64_t *shape, int axis)
+{
+    return nx_iota(g, NX_DTYPE_I64, ndim, shape, axis);
+}
+
+nx_node nx_ir_ad_flat_index(nx_graph *g, int xndim, const int64_t *xshape, const nx_node *coords)
+{
+    nx_node flat = NX_NONE;
+    int64_t stride = 1;
+    for (int d = xndim - 1; d >= 0; d--) {
+        nx_node term = coords[d];
+        if (stride != 1)
+            term = nx_mul(g, term, nx_scalar(g, NX_DTYPE_I64, (double)stride));
+        flat = flat ? nx_add(g, term, flat) : term;
+        stride *= xshape[d];
+    }
+    return flat ? flat : nx_scalar(g, NX_DTYPE_I64, 0.0);
+}
+
+nx_node nx_ir_ad_scatter_flat(nx_graph *g, nx_node x, nx_node idx, nx_node d)
+{
+    int64_t xs[NX_MAX_DIMS], n = 1;
+    int nx = nx_node_ndim(g, x);
+    nx_node_shape(g, x, xs);
+    for (int i = 0; i < nx; i++)
+        n *= xs[i];
+    nx_node zero = nx_broadcast(g, nx_ir_ad_scalar(g, x, 0.0), 1, &n);
+    nx_node flat = nx_scatter(g, zero, idx, d, 0, NX_MONOID_SUM);
+    return nx_reshape(g, flat, nx, xs);
+}
+
+nx_node nx_ir_ad_shift(nx_graph *g, nx_node x, int axis, bool down, double v)
+{
+    int64_t shape[NX_MAX_DIMS], lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0};
+    int64_t start[NX_MAX_DIMS] = {0};
+    nx_node_shape(g, x, shape);
+    if (down)
+        hi[axis] = 1;
+    else
+        lo[axis] = 1;
+    nx_node p = nx_pad(g, x, lo, hi, NX_PAD_CONSTANT, v);
+    int64_t stop[NX_MAX_DIMS];
+    memcpy(stop, shape, sizeof stop);
+    if (down) {
+        start[axis] = 1;
+        stop[axis] = shape[axis] + 1;
+    }
+    return nx_slice(g, p, start, stop, NULL);
+}
+
+int64_t nx_ir_ad_pad_fold(int64_t j, int64_t n, int64_t mode)
+{
+    if (j >= 0 && j < n)
+        return j;
+    switch (mode) {
+    case NX_PAD_REFLECT: {
+        int64_t m = ((j % (2 * n)) + 2 * n) % (2 * n);
+        return m < n ? m : 2 * n - 1 - m;
+    }
+    case NX_PAD_MIRROR: {
+        if (n == 1)
+            return 0;
+        int64_t per = 2 * n - 2;
+        int64_t m = ((j % per) + per) % per;
+        return m < n ? m : per - m;
+    }
+    case NX_PAD_NEAREST:
+        return j < 0 ? 0 : n - 1;
+    case NX_PAD_WRAP:
+        return ((j % n) + n) % n;
+    default:
+        return -1;
+    }
+}
+
+nx_status nx_ir_ad_unsupported(nx_graph *g, const char *fmt, ...)
+{
+    char buf[NX_IR_MSG];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return nx_rt_error(g->s.ctx, NX_ERR_UNSUPPORTED, "%s", buf);
+}
+
+/* ---- the rule table (until the rules move into ir/prims.def's adjoint column) ---------------*/
+
+nx_ir_ad_rule nx_ir_ad_rule_of(int op)
+{
+    static const nx_ir_ad_rule rules[NX_PRIM_COUNT] = {
+        [NX_PRIM_NEG] = nx_ir_vjp_unary,        [NX_PRIM_ABS] = nx_ir_vjp_unary,
+        [NX_PRIM_EXP] = nx_ir_vjp_unary,        [NX_PRIM_LOG] = nx_ir_vjp_unary,
+        [NX_PRIM_LOG1P] = nx_ir_vjp_unary,      [NX_PRIM_EXPM1] = nx_ir_vjp_unary,
+        [NX_PRIM_SQRT] = nx_ir_vjp_unary,       [NX_PRIM_RSQRT] = nx_ir_vjp_unary,
+        [NX_PRIM_SIN] = nx_ir_vjp_unary,        [NX_PRIM_COS] = nx_ir_vjp_unary,
+        [NX_PRIM_TANH] = nx_ir_vjp_unary,       [NX_PRIM_ERF] = nx_ir_vjp_unary,
+        [NX_PRIM_ADD] = nx_ir_vjp_binary,       [NX_PRIM_SUB] = nx_ir_vjp_binary,
+        [NX_PRIM_MUL] = nx_ir_vjp_binary,       [NX_PRIM_DIV] = nx_ir_vjp_binary,
+        [NX_PRIM_POW] = nx_ir_vjp_binary,       [NX_PRIM_MIN] = nx_ir_vjp_binary,
+        [NX_PRIM_MAX] = nx_ir_vjp_binary,       [NX_PRIM_ATAN2] = nx_ir_vjp_binary,
+        [NX_PRIM_MOD] = nx_ir_vjp_binary,       [NX_PRIM_SELECT] = nx_ir_vjp_select,
+        [NX_PRIM_CAST] = nx_ir_vjp_cast,        [NX_PRIM_RESHAPE] = nx_ir_vjp_reshape,
+        [NX_PRIM_PERMUTE] = nx_ir_vjp_permute,  [NX_PRIM_BROADCAST] = nx_ir_vjp_broadcast,
+        [NX_PRIM_SLICE] = nx_ir_vjp_slice,      [NX_PRIM_PAD] = nx_ir_vjp_pad,
+        [NX_PRIM_REVERSE] = nx_ir_vjp_reverse,  [NX_PRIM_CONCAT] = nx_ir_vjp_concat,
+        [NX_PRIM_WINDOW] = nx_ir_vjp_window,    [NX_PRIM_GATHER] = nx_ir_vjp_gather,
+        [NX_PRIM_SCATTER] = nx_ir_vjp_scatter,  [NX_PRIM_REDUCE] = nx_ir_vjp_reduce,
+        [NX_PRIM_REDUCE_CUSTOM] = nx_ir_vjp_reduce_custom,
+        [NX_PRIM_SCAN] = nx_ir_vjp_scan,        [NX_PRIM_SCAN_LINEAR] = nx_ir_vjp_scan_linear,
+        [NX_PRIM_SORT] = nx_ir_vjp_sort,        [NX_PRIM_EXTERN] = nx_ir_vjp_extern,
+    };
+    return op >= 0 && op < NX_PRIM_COUNT ? rules[op] : NULL;
+}
+
+/* ---- the transformation --------------------------------------------------------------------*/
+
+typedef struct walk {
+    nx_graph *g;
+    uint32_t n0;     /* nodes that existed before the walk */
+    uint8_t *needed; /* on a path from a wrt node to an output */
+    nx_node *ct;     /* accumulated cotangent per node, NX_NONE = zero */
+} walk;
+
+static bool shape_equal(const nx_graph *g, nx_node a, nx_node b)
+{
+    const nx_ir_node *x = nx_ir_node_at(&g->s, a), *y = nx_ir_node_at(&g->s, b);
+    return x->dtype == y->dtype && x->ndim == y->ndim &&
+           memcmp(x->shape, y->shape, (size_t)x->ndim * sizeof *x->shape) == 0;
+}
+
+static nx_status graph_status(nx_graph *g, const char *fn)
+{
+    if (g->status == NX_OK)
+        return NX_OK;
+    return nx_rt_error(g->s.ctx, g->status, "%s: %s", fn, g->msg);
+}
+
+/* Forward reach from the wrt nodes meets backward reach from the outputs. */
+static void mark_needed(walk *w, int n_out, const nx_node *outs, int n_wrt, const nx_node *wrt)
+{
+    const nx_ir_store *s = &w->g->s;
+    uint8_t *fwd = w->needed;
+    uint32_t lo = w->n0 + 1;
+    for (int i = 0; i < n_wrt; i++) {
+        fwd[wrt[i]] |= 1;
+        lo = wrt[i] < lo ? wrt[i] : lo;
+    }
+    for (uint32_t id = lo; id <= w->n0; id++) {
+        const nx_ir_node *n = nx_ir_node_at(s, id);
+        const nx_node *ops = nx_ir_node_ops(s, n);
+        for (int k = 0; k < nx_ir_num_valops(n) && !(fwd[id] & 1); k++)
+            fwd[id] |= fwd[ops[k]] & 1;
+    }
+    for (int i = 0; i < n_out; i++)
+        fwd[outs[i]] |= 2;
+    for (uint32_t id = w->n0; id >= 1; id--) {
+        if (!(fwd[id] & 2))
+            continue;
+        const nx_ir_node *n = nx_ir_node_at(s, id);
+        const nx_node *ops = nx_ir_node_ops(s, n);
+        for (int k = 0; k < nx_ir_num_valops(n); k++)
+            fwd[ops[k]] |= 2;
+    }
+    for (uint32_t id = 1; id <= w->n0; id++)
+        fwd[id] = fwd[id] == 3;
+}
+
+static nx_status accumulate(walk *w, nx_node target, nx_node d, const char *who)
+{
+    nx_graph *g = w->g;
+    if (!d || !w->needed[target] || !nx_ir_is_float(nx_node_dtype(g, target)))
+        return NX_OK;
+    if (!shape_equal(g, target, d)) {
+        char a[160], b[160];
+        const nx_ir_node *t = nx_ir_node_at(&g->s, target), *x = nx_ir_node_at(&g->s, d);
+        return nx_rt_error(g->s.ctx, NX_ERR_INTERNAL,
+                           "nx_graph_vjp: the adjoint of %s gave %s%s for an operand of %s%s",
+                           who, nx_dtype_name((nx_dtype)x->dtype),
+                           nx_shape_str(a, sizeof a, x->ndim, x->shape),
+                           nx_dtype_name((nx_dtype)t->dtype),
+                           nx_shape_str(b, sizeof b, t->ndim, t->shape));
+    }
+    w->ct[target] = w->ct[target] ? nx_add(g, w->ct[target], d) : d;
+    return graph_status(g, "nx_graph_vjp");
+}
+
+/* Whether the cotangent stops at id by definition (flagged primitive, non-float value or
+ * operand of a float-only row). Externs without a vjp and rows without a rule are errors. */
+static bool stops(const nx_graph *g, nx_node id)
+{
+    const nx_ir_node *n = nx_ir_node_at(&g->s, id);
+    const nx_ir_prim_info *r = &nx_ir_prims[n->op];
+    if (r->adj == NX_ADJ_NONE || !nx_ir_is_float((nx_dtype)n->dtype))
+        return true;
+    if (r->adj == NX_ADJ_FLOAT && n->nops > 0)
+        return !nx_ir_is_float(nx_node_dtype(g, nx_ir_node_ops(&g->s, n)[0]));
+    return false;
+}
+
+static nx_status step(walk *w, nx_node id)
+{
+    nx_graph *g = w->g;
+    const nx_ir_node *n = nx_ir_node_at(&g->s, id);
+    int op = n->op, nv = nx_ir_num_valops(n);
+    if (stops(g, id))
+        return NX_OK;
+    nx_ir_ad_rule rule = nx_ir_ad_rule_of(op);
+    if (op == NX_PRIM_EXTERN) {
+        const nx_extern_def *def = (const nx_extern_def *)(intptr_t)nx_ir_node_attrs(&g->s, n)[0];
+        if (!def->vjp)
+            return nx_ir_ad_unsupported(g,
+                                        "nx_graph_vjp: extern %s (node %%%u) has no vjp; expected "
+                                        "nx_extern_def.vjp set to differentiate through it",
+                                        def->name ? def->name : "(unnamed)", (unsigned)id);
+    }
+    if (!rule)
+        return nx_ir_ad_unsupported(g,
+                                    "nx_graph_vjp: primitive %s (node %%%u) has no adjoint rule "
+                                    "and is not flagged non-differentiable",
+                                    nx_ir_prim_name(op), (unsigned)id);
+    nx_node dx[NX_IR_AD_MAX_OPS] = {0};
+    nx_node ops[NX_IR_AD_MAX_OPS];
+    memcpy(ops, nx_ir_node_ops(&g->s, n), (size_t)nv * sizeof *ops);
+    nx_status st = rule(g, id, w->ct[id], dx);
+    if (st != NX_OK)
+        return st;
+    st = graph_status(g, "nx_graph_vjp");
+    for (int k = 0; k < nv && st == NX_OK; k++)
+        st = accumulate(w, ops[k], dx[k], nx_ir_prim_name(op));
+    return st;
+}
+
+static nx_status run_walk(walk *w, int n_out, const nx_node *outs, const nx_node *cts, int n_wrt,
+                          const nx_node *wrt, nx_node *grads)
+{
+    nx_graph *g = w->g;
+    mark_needed(w, n_out, outs, n_wrt, wrt);
+    nx_status st = NX_OK;
+    for (int i = 0; i < n_out && st == NX_OK; i++)
+        st = accumulate(w, outs[i], cts[i], "an output");
+    for (uint32_t id = w->n0; id >= 1 && st == NX_OK; id--) {
+        if (w->needed[id] && w->ct[id])
+            st = step(w, id);
+    }
+    for (int i = 0; i < n_wrt && st == NX_OK; i++) {
+        grads[i] = w->ct[wrt[i]] ? w->ct[wrt[i]] : nx_ir_ad_zeros(g, wrt[i]);
+        st = graph_status(g, "nx_graph_vjp");
+    }
+    return st;
+}
+
+static nx_status check_handle(nx_graph *g, const char *fn, const char *what, int i, nx_node n,
+                              bool float_only)
+{
+    if (n < 1 || n > g->s.n)
+        return nx_rt_error(g->s.ctx, NX_ERR_INVALID_ARG,
+                           "%s: %s %d is handle %u, but the graph has nodes 1..%u", fn, what, i,
+                           (unsigned)n, (unsigned)g->s.n);
+    nx_dtype d = nx_node_dtype(g, n);
+    if (float_only && !nx_ir_is_float(d))
+        return nx_rt_error(g->s.ctx, NX_ERR_DTYPE,
+                           "%s: %s %d (node %%%u) is %s; expected a float node (integer and bool "
+                           "values carry no gradient)",
+                           fn, what, i, (unsigned)n, nx_dtype_name(d));
+    return NX_OK;
+}
+
+static nx_status check_args(nx_graph *g, const char *fn, int n_out, const nx_node *outs,
+                            const nx_node *cts, int n_wrt, const nx_node *wrt, nx_node *grads)
+{
+    if (!g)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: the graph is NULL", fn);
+    if (g->status != NX_OK)
+        return nx_rt_error(g->s.ctx, g->status, "%s: the graph holds an earlier error: %s", fn,
+                           g->msg);
+    if (n_out < 1 || !outs || !cts || n_wrt < 1 || !wrt || !grads)
+        return nx_rt_error(g->s.ctx, NX_ERR_INVALID_ARG,
+                           "%s: expected n_outputs >= 1, n_wrt >= 1 and non-NULL outputs, "
+                           "cotangents, wrt and grads_out (got %d outputs, %d wrt)",
+                           fn, n_out, n_wrt);
+    for (int i = 0; i < n_wrt; i++) {
+        nx_status st = check_handle(g, fn, "wrt", i, wrt[i], true);
+        if (st != NX_OK)
+            return st;
+        grads[i] = NX_NONE;
+    }
+    for (int i = 0; i < n_out; i++) {
+        nx_status st = check_handle(g, fn, "output", i, outs[i], false);
+        if (st == NX_OK && cts[i])
+            st = check_handle(g, fn, "cotangent", i, cts[i], true);
+        if (st == NX_OK && cts[i] && !shape_equal(g, outs[i], cts[i]))
+            st = nx_rt_error(g->s.ctx, NX_ERR_SHAPE,
+                             "%s: cotangent %d (node %%%u) differs from output %d (node %%%u) in "
+                             "dtype or shape; expected exactly the output's",
+                             fn, i, (unsigned)cts[i], i, (unsigned)outs[i]);
+        if (st != NX_OK)
+            return st;
+    }
+    return NX_OK;
+}
+
+nx_status nx_graph_vjp(nx_graph *g, int n_outputs, const nx_node *outputs,
+                       const nx_node *cotangents, int n_wrt, const nx_node *wrt,
+                       nx_node *grads_out)
+{
+    nx_status st =
+        check_args(g, "nx_graph_vjp", n_outputs, outputs, cotangents, n_wrt, wrt, grads_out);
+    if (st != NX_OK)
+        return st;
+    walk w = {.g = g, .n0 = g->s.n};
+    size_t n = (size_t)w.n0 + 1;
+    w.needed = nx_rt_calloc(g->s.ctx, n, sizeof *w.needed);
+    w.ct = w.needed ? nx_rt_calloc(g->s.ctx, n, sizeof *w.ct) : NULL;
+    if (!w.ct)
+        st = nx_rt_nomem(g->s.ctx, "nx_graph_vjp", n * (sizeof *w.ct + 1));
+    else
+        st = run_walk(&w, n_outputs, outputs, cotangents, n_wrt, wrt, grads_out);
+    nx_rt_free(g->s.ctx, w.ct, w.ct ? n * sizeof *w.ct : 0);
+    nx_rt_free(g->s.ctx, w.needed, w.needed ? n : 0);
+    if (st != NX_OK) {
+        for (int i = 0; i < n_wrt; i++)
+            grads_out[i] = NX_NONE;
+    }
+    return st;
+}
+
+nx_status nx_graph_grad(nx_graph *g, nx_node scalar_output, int n_wrt, const nx_node *wrt,
+                        nx_node *grads_out)
+{
+    const char *fn = "nx_graph_grad";
+    if (!g)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: the graph is NULL", fn);
+    nx_status st = g->status == NX_OK ? check_handle(g, fn, "output", 0, scalar_output, true)
+                                      : nx_rt_error(g->s.ctx, g->status,
+                                                    "%s: the graph holds an earlier error: %s",
+                                                    fn, g->msg);
+    if (st != NX_OK)
+        return st;
+    const nx_ir_node *n = nx_ir_node_at(&g->s, scalar_output);
+    if (nx_ir_numel(n->ndim, n->shape) != 1) {
+        char b[160];
+        return nx_rt_error(g->s.ctx, NX_ERR_SHAPE,
+                           "%s: the output (node %%%u) has shape %s; expected one element (use "
+                           "nx_graph_vjp for other shapes)",
+                           fn, (unsigned)scalar_output, nx_shape_str(b, sizeof b, n->ndim, n->shape));
+    }
+    int64_t shape[NX_MAX_DIMS];
+    nx_node_shape(g, scalar_output, shape);
+    nx_node one = nx_broadcast(g, nx_ir_ad_scalar(g, scalar_output, 1.0),
+                               nx_node_ndim(g, scalar_output), shape);
+    if (!one)
+        return graph_status(g, fn);
+    return nx_graph_vjp(g, 1, &scalar_output, &one, n_wrt, wrt, grads_out);
+}
