@@ -519,7 +519,6 @@ def gen_leaves():
 # ------------------------------------------------------------------------------------------------
 
 def gen_movement():
-    x234 = np.arange(24, dtype=np.float64).reshape(2, 3, 4) * 1.5 - 7
     for k, (src, shp, views, dt) in enumerate([
             ((2, 3, 4), (6, 4), [], 'f64'), ((2, 3, 4), (-1,), [], 'f64'),
             ((2, 3, 4), (4, -1, 2), [], 'i32'), ((1, 1), (), [], 'f64'),
@@ -537,7 +536,8 @@ def gen_movement():
     for k, (src, perm, views, dt) in enumerate([
             ((2, 3, 4), (2, 0, 1), [], 'f64'), ((2, 3, 4), (0, 1, 2), [], 'f64'),
             ((3, 4), (1, 0), [('slice', 1, 3, 4, -1)], 'f64'), ((1, 5, 1), (2, 1, 0), [], 'i32'),
-            ((2, 3, 4, 5), (3, 1, 0, 2), [], 'f32'), ((), (), [], 'f64'), ((4,), (0,), [], 'bool')]):
+            ((2, 3, 4, 5), (3, 1, 0, 2), [], 'f32'), ((), (), [], 'f64'),
+            ((4,), (0,), [], 'bool')]):
         c = Case('permute_%d_%s' % (k, dt), 'permute')
         c.attr('perm', *perm)
         base = rng.random(src) < 0.5 if dt == 'bool' else uni(-3, 3, src)
@@ -546,7 +546,8 @@ def gen_movement():
 
     for k, (src, shp, views, dt) in enumerate([
             ((3, 1), (2, 3, 4), [], 'f64'), ((), (2, 2), [], 'f64'), ((1,), (5,), [], 'i32'),
-            ((4,), (3, 4), [], 'f32'), ((2, 3), (2, 3), [], 'f64'), ((1, 3, 1), (2, 1, 3, 5), [], 'i64'),
+            ((4,), (3, 4), [], 'f32'), ((2, 3), (2, 3), [], 'f64'),
+            ((1, 3, 1), (2, 1, 3, 5), [], 'i64'),
             ((5,), (2, 3), [('slice', 0, 4, 3, -2)], 'f64'), ((2, 1), (2, 3), [], 'bool')]):
         c = Case('broadcast_%d_%s' % (k, dt), 'broadcast')
         c.attr('shape', *shp)
@@ -598,7 +599,8 @@ def gen_movement():
 
     for k, (src, w, s, d, dt) in enumerate([
             ((10,), (3,), None, None, 'f64'), ((10,), (3,), (2,), (2,), 'f64'),
-            ((6, 7), (2, 3), (2, 1), (1, 2), 'f64'), ((3, 4, 5), (1, 2, 2), (1, 1, 2), (1, 2, 1), 'f32'),
+            ((6, 7), (2, 3), (2, 1), (1, 2), 'f64'),
+            ((3, 4, 5), (1, 2, 2), (1, 1, 2), (1, 2, 1), 'f32'),
             ((5,), (5,), None, None, 'i32'), ((4, 4), (1, 1), (3, 1), None, 'f64'),
             ((9,), (2,), (4,), (3,), 'i64'), ((4, 3), (2, 2), None, (3, 2), 'bool')]):
         c = Case('window_%d_%s' % (k, dt), 'window')
@@ -1324,7 +1326,7 @@ def gen_zero_size():
     c.attr('axis', 0).attr('monoid', 'sum')
     x = c.inp('f64', [1.0, 2.0, 3.0])
     i = c.inp('i64', np.zeros((0,), dtype=np.int64))
-    u = c.inp('f64', np.zeros((0,)))
+    c.inp('f64', np.zeros((0,)))
     add(c.out('f64', x))
     c = case('reduce_other_axis', 'reduce')
     c.attr('axes', 1).attr('monoid', 'sum').attr('keepdims', 0)
@@ -1491,7 +1493,6 @@ def gen_conventions():
                     c = Case('%s_wrap_%s' % (op, dt), op)
                     x = c.inp(dt, [info.min, info.max, -1, 0])
                     add(c.out(dt, fn(x)))
-            lo = 0 if dt == 'u8' else -7
             av = np.array([7, -7, 7, -7, 0, 5, info.min, info.max, 6, 1], dtype=np.int64)
             bv = np.array([2, 2, -2, -2, 3, 0, -1, -1, 4, 0], dtype=np.int64)
             if dt == 'u8':

@@ -13,9 +13,9 @@ bool mf_dtype(const char *name, nx_dtype *out)
     static const struct {
         const char *name;
         nx_dtype d;
-    } rows[] = {{"f32", NX_DTYPE_F32}, {"f64", NX_DTYPE_F64}, {"i8", NX_DTYPE_I8},
-                {"i16", NX_DTYPE_I16}, {"i32", NX_DTYPE_I32}, {"i64", NX_DTYPE_I64},
-                {"u8", NX_DTYPE_U8},   {"bool", NX_DTYPE_BOOL}, {"f16", NX_DTYPE_F16},
+    } rows[] = {{"f32", NX_DTYPE_F32},  {"f64", NX_DTYPE_F64},   {"i8", NX_DTYPE_I8},
+                {"i16", NX_DTYPE_I16},  {"i32", NX_DTYPE_I32},   {"i64", NX_DTYPE_I64},
+                {"u8", NX_DTYPE_U8},    {"bool", NX_DTYPE_BOOL}, {"f16", NX_DTYPE_F16},
                 {"bf16", NX_DTYPE_BF16}};
     for (size_t i = 0; i < sizeof rows / sizeof *rows; i++) {
         if (strcmp(name, rows[i].name) == 0) {
@@ -100,8 +100,8 @@ static bool parse_line(mf_manifest *m, mf_case **cur, char **tok, int n)
         strcpy(c->op, tok[1]);
         return true;
     }
-    if (strcmp(tok[0], "attr") == 0 && n >= 2 && c->nattrs < MF_MAX_ATTRS &&
-        n - 2 <= MF_MAX_VALS && strlen(tok[1]) < sizeof c->attrs[0].key) {
+    if (strcmp(tok[0], "attr") == 0 && n >= 2 && c->nattrs < MF_MAX_ATTRS && n - 2 <= MF_MAX_VALS &&
+        strlen(tok[1]) < sizeof c->attrs[0].key) {
         mf_attr *a = &c->attrs[c->nattrs++];
         strcpy(a->key, tok[1]);
         a->nvals = n - 2;

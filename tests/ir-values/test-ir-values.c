@@ -48,16 +48,16 @@ static const struct {
     const char *name;
     nx_binary_builder fn;
 } binary_ops[] = {
-    {"add", nx_add},         {"sub", nx_sub},         {"mul", nx_mul}, {"div", nx_div},
-    {"pow", nx_pow},         {"minimum", nx_minimum}, {"maximum", nx_maximum},
-    {"atan2", nx_atan2},     {"mod", nx_mod},         {"eq", nx_eq},   {"ne", nx_ne},
-    {"lt", nx_lt},           {"le", nx_le},           {"gt", nx_gt},   {"ge", nx_ge},
-    {"and", nx_and},         {"or", nx_or},
+    {"add", nx_add}, {"sub", nx_sub},         {"mul", nx_mul},         {"div", nx_div},
+    {"pow", nx_pow}, {"minimum", nx_minimum}, {"maximum", nx_maximum}, {"atan2", nx_atan2},
+    {"mod", nx_mod}, {"eq", nx_eq},           {"ne", nx_ne},           {"lt", nx_lt},
+    {"le", nx_le},   {"gt", nx_gt},           {"ge", nx_ge},           {"and", nx_and},
+    {"or", nx_or},
 };
 
 static bool monoid_of(const char *name, nx_monoid *m)
 {
-    static const char *names[NX_MONOID_COUNT] = {"sum", "prod", "max", "min",
+    static const char *names[NX_MONOID_COUNT] = {"sum",       "prod",   "max",   "min",
                                                  "logsumexp", "argmax", "argmin"};
     for (int i = 0; i < NX_MONOID_COUNT; i++) {
         if (strcmp(name, names[i]) == 0) {
@@ -289,8 +289,8 @@ static bool b_scatter(build *b)
     nx_monoid m;
     if (!monoid_of(mf_attr_word(b->c, "monoid"), &m))
         return false;
-    b->out[0] = nx_scatter(b->g, b->in[0], b->in[1], b->in[2],
-                           (int)mf_attr_int(b->c, "axis", 0), m);
+    b->out[0] =
+        nx_scatter(b->g, b->in[0], b->in[1], b->in[2], (int)mf_attr_int(b->c, "axis", 0), m);
     return true;
 }
 
@@ -382,7 +382,6 @@ static bool b_compose_correlate1d(build *b)
     return true;
 }
 
-
 /* A chain of movement steps "sK NAME INTS..." applied in order (the generator's chain_step). */
 /* Step NAME with integer parameters vals[first..] of a. */
 static nx_node chain_step(nx_graph *g, nx_node x, const mf_attr *a, int first)
@@ -442,7 +441,6 @@ static bool b_chain(build *b)
     b->out[0] = x;
     return true;
 }
-
 
 /* ------------------------------------------------------------------------------------------------
  * Random DAGs: attrs n0, n1, ... each "OP ARGS", operands named iK (input K) or nK (node K);
@@ -593,8 +591,8 @@ static bool b_extern_rowsum(build *b)
 /* Pairs of nodes that differ in one detail (see gen_hashcons in the generator). */
 static bool b_concat_self(build *b)
 {
-    b->out[0] = nx_concat(b->g, 2, (nx_node[]){b->in[0], b->in[0]},
-                          (int)mf_attr_int(b->c, "axis", 0));
+    b->out[0] =
+        nx_concat(b->g, 2, (nx_node[]){b->in[0], b->in[0]}, (int)mf_attr_int(b->c, "axis", 0));
     return true;
 }
 
@@ -701,24 +699,42 @@ static const struct {
     const char *op;
     bool (*fn)(build *b);
 } builders[] = {
-    {"reduce", b_reduce},         {"reduce_custom", b_reduce_custom},
-    {"scan", b_scan},             {"scan_linear", b_scan_linear},
-    {"sort", b_sort},             {"argsort", b_sort},
-    {"topk", b_topk},             {"select", b_select},
-    {"where", b_select},          {"cast", b_cast},
-    {"reshape", b_reshape},       {"permute", b_permute},
-    {"broadcast", b_broadcast},   {"slice", b_slice},
-    {"pad", b_pad},               {"reverse", b_reverse},
-    {"concat", b_concat},         {"window", b_window},
-    {"gather", b_gather},         {"scatter", b_scatter},
-    {"iota", b_iota},             {"scalar", b_scalar},
-    {"parameter_add", b_parameter_add}, {"matmul", b_matmul},
-    {"einsum", b_einsum},         {"mean", b_mean_var},
-    {"var", b_mean_var},          {"softmax", b_softmax},
-    {"compose_morph", b_compose_morph}, {"compose_correlate1d", b_compose_correlate1d},
-    {"chain", b_chain},           {"extern_rowsum", b_extern_rowsum},
-    {"extern_rowsum_chain", b_extern_rowsum}, {"hashcons", b_hashcons},
-    {"concat_self", b_concat_self}, {"gather_const", b_gather_const},
+    {"reduce", b_reduce},
+    {"reduce_custom", b_reduce_custom},
+    {"scan", b_scan},
+    {"scan_linear", b_scan_linear},
+    {"sort", b_sort},
+    {"argsort", b_sort},
+    {"topk", b_topk},
+    {"select", b_select},
+    {"where", b_select},
+    {"cast", b_cast},
+    {"reshape", b_reshape},
+    {"permute", b_permute},
+    {"broadcast", b_broadcast},
+    {"slice", b_slice},
+    {"pad", b_pad},
+    {"reverse", b_reverse},
+    {"concat", b_concat},
+    {"window", b_window},
+    {"gather", b_gather},
+    {"scatter", b_scatter},
+    {"iota", b_iota},
+    {"scalar", b_scalar},
+    {"parameter_add", b_parameter_add},
+    {"matmul", b_matmul},
+    {"einsum", b_einsum},
+    {"mean", b_mean_var},
+    {"var", b_mean_var},
+    {"softmax", b_softmax},
+    {"compose_morph", b_compose_morph},
+    {"compose_correlate1d", b_compose_correlate1d},
+    {"chain", b_chain},
+    {"extern_rowsum", b_extern_rowsum},
+    {"extern_rowsum_chain", b_extern_rowsum},
+    {"hashcons", b_hashcons},
+    {"concat_self", b_concat_self},
+    {"gather_const", b_gather_const},
     {"dag", b_dag},
 };
 
@@ -792,8 +808,8 @@ static bool view_geom(const mf_array *a, geom *v)
         if (axis < 0 || axis >= v->ndim || count < 0)
             return false;
         int64_t last = start + (count - 1) * step;
-        if (count > 0 && (start < 0 || start >= v->shape[axis] || last < 0 ||
-                          last >= v->shape[axis]))
+        if (count > 0 &&
+            (start < 0 || start >= v->shape[axis] || last < 0 || last >= v->shape[axis]))
             return false;
         v->offset += start * v->strides[axis];
         v->strides[axis] *= step;
@@ -856,22 +872,32 @@ static bool is_float_dtype(nx_dtype d)
 static double load_float(const void *p, nx_dtype d, int64_t i)
 {
     switch (d) {
-    case NX_DTYPE_F32: return ((const float *)p)[i];
-    case NX_DTYPE_F16: return half_value(((const uint16_t *)p)[i]);
-    case NX_DTYPE_BF16: return bf16_value(((const uint16_t *)p)[i]);
-    default: return ((const double *)p)[i];
+    case NX_DTYPE_F32:
+        return ((const float *)p)[i];
+    case NX_DTYPE_F16:
+        return half_value(((const uint16_t *)p)[i]);
+    case NX_DTYPE_BF16:
+        return bf16_value(((const uint16_t *)p)[i]);
+    default:
+        return ((const double *)p)[i];
     }
 }
 
 static int64_t load_int(const void *p, nx_dtype d, int64_t i)
 {
     switch (d) {
-    case NX_DTYPE_I8: return ((const int8_t *)p)[i];
-    case NX_DTYPE_I16: return ((const int16_t *)p)[i];
-    case NX_DTYPE_I32: return ((const int32_t *)p)[i];
-    case NX_DTYPE_I64: return ((const int64_t *)p)[i];
-    case NX_DTYPE_U8: return ((const uint8_t *)p)[i];
-    default: return ((const uint8_t *)p)[i]; /* bool: read the raw byte, must be 0 or 1 */
+    case NX_DTYPE_I8:
+        return ((const int8_t *)p)[i];
+    case NX_DTYPE_I16:
+        return ((const int16_t *)p)[i];
+    case NX_DTYPE_I32:
+        return ((const int32_t *)p)[i];
+    case NX_DTYPE_I64:
+        return ((const int64_t *)p)[i];
+    case NX_DTYPE_U8:
+        return ((const uint8_t *)p)[i];
+    default:
+        return ((const uint8_t *)p)[i]; /* bool: read the raw byte, must be 0 or 1 */
     }
 }
 
@@ -982,8 +1008,8 @@ static bool make_inputs(const mf_case *c, run_state *s, build *b, char *msg, siz
 {
     if (strcmp(c->op, "constant") == 0) {
         const mf_array *a = &c->in[0];
-        b->in[0] = b->out[0] = nx_constant(s->g, a->dtype, a->ndim, a->shape,
-                                           manifest.blob + a->offset);
+        b->in[0] = b->out[0] =
+            nx_constant(s->g, a->dtype, a->ndim, a->shape, manifest.blob + a->offset);
         b->nout = 1;
         return true;
     }
@@ -1007,8 +1033,8 @@ static bool make_inputs(const mf_case *c, run_state *s, build *b, char *msg, siz
         b->in[k] = param ? nx_parameter(s->g, name, a->dtype, v.ndim, v.shape)
                          : nx_input(s->g, name, a->dtype, v.ndim, v.shape);
         void *base = manifest.blob + a->offset + v.offset * (int64_t)nx_dtype_size(a->dtype);
-        nx_status st = nx_tensor_wrap(s->ctx, base, a->dtype, v.ndim, v.shape, v.strides,
-                                      &s->in[k]);
+        nx_status st =
+            nx_tensor_wrap(s->ctx, base, a->dtype, v.ndim, v.shape, v.strides, &s->in[k]);
         if (st != NX_OK) {
             snprintf(msg, len, "nx_tensor_wrap(input %d): %s", k, nx_ctx_last_error(s->ctx));
             return false;
@@ -1065,8 +1091,8 @@ static bool run_graph(const mf_case *c, run_state *s, build *b, char *msg, size_
         return false;
     }
     nx_tensor *dummy[1] = {NULL};
-    const nx_tensor *const *ins = is_leaf_op(c->op) ? (const nx_tensor *const *)dummy
-                                                    : (const nx_tensor *const *)s->in;
+    const nx_tensor *const *ins =
+        is_leaf_op(c->op) ? (const nx_tensor *const *)dummy : (const nx_tensor *const *)s->in;
     st = nx_program_run(s->p, ins, s->out);
     if (st != NX_OK) {
         snprintf(msg, len, "%s: nx_program_run: %s: %s", c->op, nx_status_str(st),
@@ -1104,9 +1130,8 @@ done:
     release(&s);
     nx_ctx_free(s.ctx);
     if (ok && (ta.live != 0 || ta.size_errors != 0)) {
-        snprintf(msg, len, "%s: %lld allocations (%lld bytes) leaked, %lld size mismatches",
-                 c->op, (long long)ta.live, (long long)ta.live_bytes,
-                 (long long)ta.size_errors);
+        snprintf(msg, len, "%s: %lld allocations (%lld bytes) leaked, %lld size mismatches", c->op,
+                 (long long)ta.live, (long long)ta.live_bytes, (long long)ta.size_errors);
         ok = false;
     }
     return ok;

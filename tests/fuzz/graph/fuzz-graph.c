@@ -2,7 +2,8 @@
  * printed, compiled for the reference backend, run twice) and random invalid builder calls, each
  * in a fresh context with the counting allocator so that leaks fail the test.
  *
- * Usage: fuzz-graph [--seed N] [--iters N] [--invalid-iters N] [--sweep-iters N] [--from I] [--template T]
+ * Usage: fuzz-graph [--seed N] [--iters N] [--invalid-iters N] [--sweep-iters N] [--from I]
+ * [--template T]
  *                   [--skip-op OP]...   (OP: a name from the op statistics line)
  * Graph i uses its own seed derived from (seed, i), so a failure names the seed and index that
  * reproduce it alone: fuzz-graph --seed S --from I --iters 1 --invalid-iters 0.
@@ -45,8 +46,8 @@ static void run_many(fz_fn fn, int64_t n, const char *what, fz_stats *st)
         nx_ctx_free(ctx);
         if (!ok) {
             /* the message holds the printed graph: longer than cmocka's 1 KiB buffer */
-            printf("%s, seed %llu, index %lld: %s\n", what, (unsigned long long)seed,
-                   (long long)i, msg);
+            printf("%s, seed %llu, index %lld: %s\n", what, (unsigned long long)seed, (long long)i,
+                   msg);
             fflush(stdout);
             fail_msg("%s, seed %llu, index %lld failed (details above)", what,
                      (unsigned long long)seed, (long long)i);
@@ -76,8 +77,7 @@ static void test_invalid_calls(void **state)
     (void)state;
     fz_stats st = {0};
     run_many(fz_invalid_call, invalid_iters, "invalid call", &st);
-    print_message("[   INFO   ] %lld invalid builder calls refused\n",
-                  (long long)st.invalid_calls);
+    print_message("[   INFO   ] %lld invalid builder calls refused\n", (long long)st.invalid_calls);
 }
 
 /* Switches off what the known-failures file lists; false on a malformed line. */
@@ -168,7 +168,9 @@ int main(int argc, char **argv)
                  !arg_int(argc, argv, &i, "--invalid-iters", &invalid_iters) &&
                  !arg_int(argc, argv, &i, "--sweep-iters", &sweep_iters) &&
                  !arg_int(argc, argv, &i, "--from", &from)) {
-            fprintf(stderr, "usage: %s [--seed N] [--iters N] [--invalid-iters N] [--sweep-iters N] [--from I] [--template T] [--skip-op OP]... [--no-known]\n",
+            fprintf(stderr,
+                    "usage: %s [--seed N] [--iters N] [--invalid-iters N] [--sweep-iters N] "
+                    "[--from I] [--template T] [--skip-op OP]... [--no-known]\n",
                     argv[0]);
             return 2;
         }

@@ -237,16 +237,34 @@ static void fill(fz *f, nx_dtype dt, void *data, int64_t n)
             x = 0.0;
         int64_t k = (int64_t)floor(11.0 * u) - 5; /* -5..5 */
         switch (dt) {
-        case NX_DTYPE_F32: ((float *)data)[i] = (float)x; break;
-        case NX_DTYPE_F64: ((double *)data)[i] = x; break;
-        case NX_DTYPE_I8: ((int8_t *)data)[i] = (int8_t)k; break;
-        case NX_DTYPE_I16: ((int16_t *)data)[i] = (int16_t)k; break;
-        case NX_DTYPE_I32: ((int32_t *)data)[i] = (int32_t)k; break;
-        case NX_DTYPE_I64: ((int64_t *)data)[i] = k; break;
-        case NX_DTYPE_U8: ((uint8_t *)data)[i] = (uint8_t)(k + 5); break;
+        case NX_DTYPE_F32:
+            ((float *)data)[i] = (float)x;
+            break;
+        case NX_DTYPE_F64:
+            ((double *)data)[i] = x;
+            break;
+        case NX_DTYPE_I8:
+            ((int8_t *)data)[i] = (int8_t)k;
+            break;
+        case NX_DTYPE_I16:
+            ((int16_t *)data)[i] = (int16_t)k;
+            break;
+        case NX_DTYPE_I32:
+            ((int32_t *)data)[i] = (int32_t)k;
+            break;
+        case NX_DTYPE_I64:
+            ((int64_t *)data)[i] = k;
+            break;
+        case NX_DTYPE_U8:
+            ((uint8_t *)data)[i] = (uint8_t)(k + 5);
+            break;
         case NX_DTYPE_F16:
-        case NX_DTYPE_BF16: ((uint16_t *)data)[i] = (uint16_t)splitmix(&f->vs); break;
-        default: ((uint8_t *)data)[i] = u < 0.5; break;
+        case NX_DTYPE_BF16:
+            ((uint16_t *)data)[i] = (uint16_t)splitmix(&f->vs);
+            break;
+        default:
+            ((uint8_t *)data)[i] = u < 0.5;
+            break;
         }
     }
 }
@@ -403,7 +421,7 @@ static const struct {
     int kinds;
     bool to_bool;
 } unaries[] = {
-    {"neg", nx_neg, K_FLOAT | K_INT, false},  {"abs", nx_abs, K_FLOAT | K_INT, false},
+    {"neg", nx_neg, K_FLOAT | K_INT, false},   {"abs", nx_abs, K_FLOAT | K_INT, false},
     {"sign", nx_sign, K_FLOAT | K_INT, false}, {"exp", nx_exp, K_FLOAT, false},
     {"log", nx_log, K_FLOAT, false},           {"log1p", nx_log1p, K_FLOAT, false},
     {"expm1", nx_expm1, K_FLOAT, false},       {"sqrt", nx_sqrt, K_FLOAT, false},
@@ -434,14 +452,22 @@ static const struct {
     int kinds;
     bool to_bool;
 } binaries[] = {
-    {"add", nx_add, K_FLOAT | K_INT, false},     {"sub", nx_sub, K_FLOAT | K_INT, false},
-    {"mul", nx_mul, K_FLOAT | K_INT, false},     {"div", nx_div, K_FLOAT | K_INT, false},
-    {"pow", nx_pow, K_FLOAT | K_INT, false},     {"minimum", nx_minimum, K_FLOAT | K_INT, false},
-    {"maximum", nx_maximum, K_FLOAT | K_INT, false}, {"atan2", nx_atan2, K_FLOAT, false},
-    {"mod", nx_mod, K_FLOAT | K_INT, false},     {"eq", nx_eq, K_ANY, true},
-    {"ne", nx_ne, K_ANY, true},                  {"lt", nx_lt, K_FLOAT | K_INT, true},
-    {"le", nx_le, K_FLOAT | K_INT, true},        {"gt", nx_gt, K_FLOAT | K_INT, true},
-    {"ge", nx_ge, K_FLOAT | K_INT, true},        {"and", nx_and, K_BOOL, true},
+    {"add", nx_add, K_FLOAT | K_INT, false},
+    {"sub", nx_sub, K_FLOAT | K_INT, false},
+    {"mul", nx_mul, K_FLOAT | K_INT, false},
+    {"div", nx_div, K_FLOAT | K_INT, false},
+    {"pow", nx_pow, K_FLOAT | K_INT, false},
+    {"minimum", nx_minimum, K_FLOAT | K_INT, false},
+    {"maximum", nx_maximum, K_FLOAT | K_INT, false},
+    {"atan2", nx_atan2, K_FLOAT, false},
+    {"mod", nx_mod, K_FLOAT | K_INT, false},
+    {"eq", nx_eq, K_ANY, true},
+    {"ne", nx_ne, K_ANY, true},
+    {"lt", nx_lt, K_FLOAT | K_INT, true},
+    {"le", nx_le, K_FLOAT | K_INT, true},
+    {"gt", nx_gt, K_FLOAT | K_INT, true},
+    {"ge", nx_ge, K_FLOAT | K_INT, true},
+    {"and", nx_and, K_BOOL, true},
     {"or", nx_or, K_BOOL, true},
 };
 
@@ -500,8 +526,8 @@ static void op_select(fz *f)
  * send NaN to 0 by contract, so values are not clamped first. */
 static void op_cast(fz *f)
 {
-    static const nx_dtype all[] = {NX_DTYPE_F32, NX_DTYPE_F64, NX_DTYPE_I8,   NX_DTYPE_I16,
-                                   NX_DTYPE_I32, NX_DTYPE_I64, NX_DTYPE_U8,   NX_DTYPE_BOOL,
+    static const nx_dtype all[] = {NX_DTYPE_F32, NX_DTYPE_F64, NX_DTYPE_I8, NX_DTYPE_I16,
+                                   NX_DTYPE_I32, NX_DTYPE_I64, NX_DTYPE_U8, NX_DTYPE_BOOL,
                                    NX_DTYPE_F16, NX_DTYPE_BF16};
     f->op = "cast";
     val *px = pick(f, K_ANY | K_HALF, 0, MAX_ND);
@@ -891,8 +917,7 @@ static void op_scan_linear(fz *f)
         return;
     }
     int axis = (int)below(f->r, (uint32_t)ond);
-    push(f, nx_scan_linear(f->g, a.n, b.n, neg(f, axis, ond), chance(f->r, 50)), b.dt, ond, out,
-         0);
+    push(f, nx_scan_linear(f->g, a.n, b.n, neg(f, axis, ond), chance(f->r, 50)), b.dt, ond, out, 0);
 }
 
 static void op_sort(fz *f)
@@ -979,11 +1004,21 @@ static void op_einsum(fz *f)
     int64_t bs[2], out[2];
     int bnd = 2, ond = 2;
     switch (s) {
-    case 0: bs[0] = j, bs[1] = k, out[0] = i, out[1] = k; break;
-    case 1: bs[0] = i, bs[1] = j, out[0] = i, ond = 1; break;
-    case 2: bs[0] = j, bnd = 1, out[0] = i, ond = 1; break;
-    case 3: bs[0] = i, bs[1] = k, out[0] = j, out[1] = k; break;
-    default: bs[0] = k, bs[1] = j, out[0] = i, out[1] = k; break;
+    case 0:
+        bs[0] = j, bs[1] = k, out[0] = i, out[1] = k;
+        break;
+    case 1:
+        bs[0] = i, bs[1] = j, out[0] = i, ond = 1;
+        break;
+    case 2:
+        bs[0] = j, bnd = 1, out[0] = i, ond = 1;
+        break;
+    case 3:
+        bs[0] = i, bs[1] = k, out[0] = j, out[1] = k;
+        break;
+    default:
+        bs[0] = k, bs[1] = j, out[0] = i, out[1] = k;
+        break;
     }
     val *pb = match(f, a.dt, bnd, bs);
     if (!pb)
@@ -1039,20 +1074,39 @@ static void op_leaf(fz *f)
     leaf(f, rand_dtype(f, K_ANY), nd, sh);
 }
 
+static void op_extern(fz *f); /* with the extern definitions below */
+
 static struct {
     const char *name;
     void (*fn)(fz *f);
     int weight;
 } ops[] = {
-    {"unary", op_unary, 10},       {"binary", op_binary, 12},   {"select", op_select, 3},
-    {"cast", op_cast, 3},          {"reshape", op_reshape, 4},  {"permute", op_permute, 3},
-    {"broadcast", op_broadcast, 3}, {"slice", op_slice, 4},     {"pad", op_pad, 4},
-    {"reverse", op_reverse, 3},    {"concat", op_concat, 3},    {"window", op_window, 3},
-    {"gather", op_gather, 3},      {"scatter", op_scatter, 3},  {"reduce", op_reduce, 6},
-    {"reduce_custom", op_reduce_custom, 2}, {"scan", op_scan, 3},
-    {"scan_linear", op_scan_linear, 2},     {"sort", op_sort, 3}, {"topk", op_topk, 2},
-    {"matmul", op_matmul, 2},      {"einsum", op_einsum, 2},    {"stats", op_stats, 3},
-    {"iota", op_iota, 1},          {"leaf", op_leaf, 2},
+    {"unary", op_unary, 10},
+    {"binary", op_binary, 12},
+    {"select", op_select, 3},
+    {"cast", op_cast, 3},
+    {"reshape", op_reshape, 4},
+    {"permute", op_permute, 3},
+    {"broadcast", op_broadcast, 3},
+    {"slice", op_slice, 4},
+    {"pad", op_pad, 4},
+    {"reverse", op_reverse, 3},
+    {"concat", op_concat, 3},
+    {"window", op_window, 3},
+    {"gather", op_gather, 3},
+    {"scatter", op_scatter, 3},
+    {"reduce", op_reduce, 6},
+    {"reduce_custom", op_reduce_custom, 2},
+    {"scan", op_scan, 3},
+    {"scan_linear", op_scan_linear, 2},
+    {"sort", op_sort, 3},
+    {"topk", op_topk, 2},
+    {"matmul", op_matmul, 2},
+    {"einsum", op_einsum, 2},
+    {"stats", op_stats, 3},
+    {"iota", op_iota, 1},
+    {"leaf", op_leaf, 2},
+    {"extern", op_extern, 2},
 };
 #define NOPS ((int)(sizeof ops / sizeof *ops))
 
@@ -1086,6 +1140,83 @@ static int pick_op(fz *f)
     return 0;
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * Extern ops: copy(x, others...) = x, with a reference that insists on what the header promises
+ * (contiguous host inputs, an output of the declared dtype and shape); and externs whose shape
+ * rule or reference fail, for the invalid modes.
+ * ----------------------------------------------------------------------------------------------*/
+
+static nx_status copy_shape(void *user, int n_in, const nx_dtype *dtypes, const int *ndims,
+                            const int64_t *const *shapes, nx_dtype *out_dtype, int *out_ndim,
+                            int64_t out_shape[NX_MAX_DIMS])
+{
+    if (user || n_in < 1)
+        return NX_ERR_SHAPE; /* user != NULL: the failing variant */
+    *out_dtype = dtypes[0];
+    *out_ndim = ndims[0];
+    memcpy(out_shape, shapes[0], sizeof(int64_t) * (size_t)ndims[0]);
+    return NX_OK;
+}
+
+static nx_status copy_reference(void *user, nx_ctx *ctx, int n_in, const nx_tensor *const *ins,
+                                nx_tensor *out)
+{
+    (void)ctx;
+    if (user)
+        return NX_ERR_UNSUPPORTED; /* the failing variant */
+    for (int i = 0; i < n_in; i++) {
+        if (!ins[i] || !nx_tensor_is_contiguous(ins[i]) ||
+            nx_tensor_device(ins[i]) != NX_DEVICE_HOST)
+            return NX_ERR_INVALID_ARG;
+    }
+    const nx_tensor *x = ins[0];
+    if (!out || !nx_tensor_is_contiguous(out) || nx_tensor_dtype(out) != nx_tensor_dtype(x) ||
+        nx_tensor_ndim(out) != nx_tensor_ndim(x) ||
+        memcmp(nx_tensor_shape(out), nx_tensor_shape(x),
+               sizeof(int64_t) * (size_t)nx_tensor_ndim(x)) != 0)
+        return NX_ERR_INVALID_ARG;
+    int64_t n = nx_tensor_numel(x);
+    if (n > 0)
+        memcpy(nx_tensor_data(out), nx_tensor_data(x),
+               (size_t)n * nx_dtype_size(nx_tensor_dtype(x)));
+    return NX_OK;
+}
+
+static int fail_marker;
+static const nx_extern_def copy_def = {
+    .name = "copy", .shape = copy_shape, .reference = copy_reference};
+static const nx_extern_def bad_shape_def = {
+    .name = "bad_shape", .shape = copy_shape, .reference = copy_reference, .user = &fail_marker};
+
+/* copy with a reference that fails: the shape rule must pass, so user is checked only there */
+static nx_status ok_shape(void *user, int n_in, const nx_dtype *dtypes, const int *ndims,
+                          const int64_t *const *shapes, nx_dtype *out_dtype, int *out_ndim,
+                          int64_t out_shape[NX_MAX_DIMS])
+{
+    (void)user;
+    return copy_shape(NULL, n_in, dtypes, ndims, shapes, out_dtype, out_ndim, out_shape);
+}
+static const nx_extern_def bad_ref_def = {
+    .name = "bad_reference", .shape = ok_shape, .reference = copy_reference, .user = &fail_marker};
+
+static void op_extern(fz *f)
+{
+    f->op = "extern";
+    val *px = pick(f, K_ANY, 0, MAX_ND);
+    if (!px)
+        return;
+    val x = *px;
+    nx_node ins[3] = {x.n};
+    int n = range(f->r, 1, 3);
+    for (int i = 1; i < n; i++) {
+        val *o = pick(f, K_ANY, 0, MAX_ND);
+        if (!o)
+            return;
+        ins[i] = o->n;
+    }
+    f->op = "extern";
+    push(f, nx_extern(f->g, &copy_def, n, ins), x.dt, x.nd, x.sh, x.bound);
+}
 
 /* ------------------------------------------------------------------------------------------------
  * Identities: two ways to compute one value, checked for equality after the run. They give the
@@ -1252,6 +1383,10 @@ static bool identity(fz *f, const val *v, int r, pair *out)
         second->rhs.n = nx_argsort(g, v->n, axis, largest);
         break;
     }
+    case 13:
+        out->rel = "extern copy(v) == v";
+        n = nx_extern(g, &copy_def, 1, &v->n);
+        break;
     default:
         if (kind(v->dt) != K_INT)
             return false;
@@ -1271,7 +1406,7 @@ static bool identity(fz *f, const val *v, int r, pair *out)
     f->op = saved;
     return ok;
 }
-#define NREL 14
+#define NREL 15
 
 /* Equal values: floats compare as numbers (so -0 == 0) with NaN equal to NaN. */
 static bool equal_values(const nx_tensor *a, const nx_tensor *b, int64_t *where)
@@ -1359,11 +1494,16 @@ static int64_t int_at(const nx_tensor *t, int64_t i)
 {
     const void *p = nx_tensor_data(t);
     switch (nx_tensor_dtype(t)) {
-    case NX_DTYPE_I8: return ((const int8_t *)p)[i];
-    case NX_DTYPE_I16: return ((const int16_t *)p)[i];
-    case NX_DTYPE_I32: return ((const int32_t *)p)[i];
-    case NX_DTYPE_I64: return ((const int64_t *)p)[i];
-    default: return ((const uint8_t *)p)[i];
+    case NX_DTYPE_I8:
+        return ((const int8_t *)p)[i];
+    case NX_DTYPE_I16:
+        return ((const int16_t *)p)[i];
+    case NX_DTYPE_I32:
+        return ((const int32_t *)p)[i];
+    case NX_DTYPE_I64:
+        return ((const int64_t *)p)[i];
+    default:
+        return ((const uint8_t *)p)[i];
     }
 }
 
@@ -1391,8 +1531,8 @@ static void check_output(fz *f, const val *v, int k, const nx_tensor *t)
         if (v->bound > 0 && kind(v->dt) == K_INT) {
             int64_t x = int_at(t, i);
             if (x < 0 || x >= v->bound) {
-                failf(f, "output %d (node %%%u): index %lld at element %lld, outside [0, %lld)",
-                      k, v->n, (long long)x, (long long)i, (long long)v->bound);
+                failf(f, "output %d (node %%%u): index %lld at element %lld, outside [0, %lld)", k,
+                      v->n, (long long)x, (long long)i, (long long)v->bound);
                 return;
             }
         }
@@ -1446,8 +1586,10 @@ static void run_program(fz *f, nx_program *p, const val *outs, int nout, const p
         check_output(f, &outs[k], k, o[0][k]);
         check_output(f, &outs[k], k, o[1][k]);
         if (!f->bad && !same_values(o[0][k], o[2][k]))
-            failf(f, "output %d (node %%%u) differs between two runs on the same inputs (another "
-                     "run in between)", k, outs[k].n);
+            failf(f,
+                  "output %d (node %%%u) differs between two runs on the same inputs (another "
+                  "run in between)",
+                  k, outs[k].n);
     }
     if (!f->bad)
         check_pairs(f, outs, nout, pairs, npairs, o[0]);
@@ -1661,17 +1803,39 @@ static nx_node bad_call(fz_rng *r, bad_ctx *b, int t, const char **what)
         big[i] = b->sh[i] + 1;
     nx_monoid_def md = {0};
     switch (t) {
-    case 0: *what = "exp of a garbage handle"; return nx_exp(g, b->garbage);
-    case 1: *what = "add with a garbage handle"; return nx_add(g, b->x, b->garbage);
-    case 2: *what = "add of non-broadcastable shapes"; return nx_add(g, b->x, b->y);
-    case 3: *what = "add of f64 and i32"; return nx_add(g, b->x, b->xi);
-    case 4: *what = "not of i32"; return nx_not(g, b->xi);
-    case 5: *what = "not of f64"; return nx_not(g, b->x);
-    case 6: *what = "and of f64"; return nx_and(g, b->x, b->x);
-    case 7: *what = "select with an f64 condition"; return nx_select(g, b->x, b->x, b->x);
-    case 8: *what = "select of f64 and i32"; return nx_select(g, b->xb, b->x, b->xi);
-    case 9: *what = "cast to an invalid dtype"; return nx_cast(g, b->x, NX_DTYPE_COUNT);
-    case 10: *what = "reshape to a different count"; return nx_reshape(g, b->x, 3, big);
+    case 0:
+        *what = "exp of a garbage handle";
+        return nx_exp(g, b->garbage);
+    case 1:
+        *what = "add with a garbage handle";
+        return nx_add(g, b->x, b->garbage);
+    case 2:
+        *what = "add of non-broadcastable shapes";
+        return nx_add(g, b->x, b->y);
+    case 3:
+        *what = "add of f64 and i32";
+        return nx_add(g, b->x, b->xi);
+    case 4:
+        *what = "not of i32";
+        return nx_not(g, b->xi);
+    case 5:
+        *what = "not of f64";
+        return nx_not(g, b->x);
+    case 6:
+        *what = "and of f64";
+        return nx_and(g, b->x, b->x);
+    case 7:
+        *what = "select with an f64 condition";
+        return nx_select(g, b->x, b->x, b->x);
+    case 8:
+        *what = "select of f64 and i32";
+        return nx_select(g, b->xb, b->x, b->xi);
+    case 9:
+        *what = "cast to an invalid dtype";
+        return nx_cast(g, b->x, NX_DTYPE_COUNT);
+    case 10:
+        *what = "reshape to a different count";
+        return nx_reshape(g, b->x, 3, big);
     case 11:
         *what = "reshape with two -1";
         sh[0] = sh[1] = -1;
@@ -1680,8 +1844,12 @@ static nx_node bad_call(fz_rng *r, bad_ctx *b, int t, const char **what)
         *what = "reshape with a negative extent";
         sh[0] = -2;
         return nx_reshape(g, b->x, 3, sh);
-    case 13: *what = "reshape with NULL shape"; return nx_reshape(g, b->x, 3, NULL);
-    case 14: *what = "reshape to more than NX_MAX_DIMS dims"; return nx_reshape(g, b->x, 9, one);
+    case 13:
+        *what = "reshape with NULL shape";
+        return nx_reshape(g, b->x, 3, NULL);
+    case 14:
+        *what = "reshape to more than NX_MAX_DIMS dims";
+        return nx_reshape(g, b->x, 9, one);
     case 15:
         *what = "permute with a repeated axis";
         ax[1] = 0;
@@ -1690,33 +1858,55 @@ static nx_node bad_call(fz_rng *r, bad_ctx *b, int t, const char **what)
         *what = "permute with an axis out of range";
         ax[2] = 3 + (int)below(r, 100);
         return nx_permute(g, b->x, ax);
-    case 17: *what = "permute with NULL perm"; return nx_permute(g, b->x, NULL);
-    case 18: *what = "broadcast to an incompatible shape"; return nx_broadcast(g, b->x, 3, big);
-    case 19: *what = "broadcast to fewer dims"; return nx_broadcast(g, b->x, 2, sh + 1);
+    case 17:
+        *what = "permute with NULL perm";
+        return nx_permute(g, b->x, NULL);
+    case 18:
+        *what = "broadcast to an incompatible shape";
+        return nx_broadcast(g, b->x, 3, big);
+    case 19:
+        *what = "broadcast to fewer dims";
+        return nx_broadcast(g, b->x, 2, sh + 1);
     case 20:
         *what = "slice with start > stop";
         sh[0] = 1;
         return nx_slice(g, b->x, b->sh, sh, NULL);
-    case 21: *what = "slice with stop past the extent"; return nx_slice(g, b->x, z, big, NULL);
-    case 22: *what = "slice with step 0"; return nx_slice(g, b->x, z, b->sh, z);
+    case 21:
+        *what = "slice with stop past the extent";
+        return nx_slice(g, b->x, z, big, NULL);
+    case 22:
+        *what = "slice with step 0";
+        return nx_slice(g, b->x, z, b->sh, z);
     case 23:
         *what = "slice with a negative start";
         z[1] = -1;
         return nx_slice(g, b->x, z, b->sh, NULL);
-    case 24: *what = "slice with NULL start"; return nx_slice(g, b->x, NULL, b->sh, NULL);
+    case 24:
+        *what = "slice with NULL start";
+        return nx_slice(g, b->x, NULL, b->sh, NULL);
     case 25:
         *what = "pad with a negative width";
         sh[0] = -1;
         return nx_pad(g, b->x, sh, z, NX_PAD_REFLECT, 0);
-    case 26: *what = "pad with an invalid mode"; return nx_pad(g, b->x, one, one, NX_PAD_MODE_COUNT, 0);
-    case 27: *what = "pad with NULL widths"; return nx_pad(g, b->x, NULL, one, NX_PAD_WRAP, 0);
+    case 26:
+        *what = "pad with an invalid mode";
+        return nx_pad(g, b->x, one, one, NX_PAD_MODE_COUNT, 0);
+    case 27:
+        *what = "pad with NULL widths";
+        return nx_pad(g, b->x, NULL, one, NX_PAD_WRAP, 0);
     case 28:
         *what = "reverse with an axis out of range";
         ax[0] = 3;
         return nx_reverse(g, b->x, 1, ax);
-    case 29: *what = "reverse with negative naxes"; return nx_reverse(g, b->x, -1, ax);
-    case 30: *what = "reverse with NULL axes"; return nx_reverse(g, b->x, 2, NULL);
-    case 31: *what = "concat of no operands"; return nx_concat(g, 0, &b->x, 0);
+    case 29:
+        *what = "reverse with negative naxes";
+        return nx_reverse(g, b->x, -1, ax);
+    case 30:
+        *what = "reverse with NULL axes";
+        return nx_reverse(g, b->x, 2, NULL);
+    case 31:
+        *what = "concat of no operands";
+        return nx_concat(g, 0, &b->x, 0);
     case 32: {
         *what = "concat of different dtypes";
         nx_node xs[2] = {b->x, b->xi};
@@ -1732,41 +1922,88 @@ static nx_node bad_call(fz_rng *r, bad_ctx *b, int t, const char **what)
         nx_node xs[2] = {b->x, b->x};
         return nx_concat(g, 2, xs, 3);
     }
-    case 35: *what = "concat with NULL operands"; return nx_concat(g, 2, NULL, 0);
-    case 36: *what = "window larger than the axis"; return nx_window(g, b->x, big, NULL, NULL);
-    case 37: *what = "window of extent 0"; return nx_window(g, b->x, z, NULL, NULL);
-    case 38: *what = "window with stride 0"; return nx_window(g, b->x, one, z, NULL);
-    case 39: *what = "window with dilation 0"; return nx_window(g, b->x, one, NULL, z);
+    case 35:
+        *what = "concat with NULL operands";
+        return nx_concat(g, 2, NULL, 0);
+    case 36:
+        *what = "window larger than the axis";
+        return nx_window(g, b->x, big, NULL, NULL);
+    case 37:
+        *what = "window of extent 0";
+        return nx_window(g, b->x, z, NULL, NULL);
+    case 38:
+        *what = "window with stride 0";
+        return nx_window(g, b->x, one, z, NULL);
+    case 39:
+        *what = "window with dilation 0";
+        return nx_window(g, b->x, one, NULL, z);
     case 40:
         *what = "window whose dilated span exceeds the axis";
         sh[0] = 2, sh[1] = sh[2] = 1;
         big[0] = b->sh[0], big[1] = big[2] = 1;
         return nx_window(g, b->x, sh, NULL, big);
-    case 41: *what = "window with NULL window"; return nx_window(g, b->x, NULL, NULL, NULL);
-    case 42: *what = "gather with f64 indices"; return nx_gather(g, b->x, b->x, 0);
-    case 43: *what = "gather with bool indices"; return nx_gather(g, b->x, b->xb, 0);
-    case 44: *what = "gather along an axis out of range"; return nx_gather(g, b->x, b->xi, 3);
-    case 45: *what = "scatter with updates of the wrong shape"; return nx_scatter(g, b->x, b->xi, b->x, 0, NX_MONOID_SUM);
-    case 46: *what = "scatter under PROD"; return nx_scatter(g, b->v, b->xi, b->x, 0, NX_MONOID_PROD);
-    case 47: *what = "scatter under ARGMAX"; return nx_scatter(g, b->v, b->xi, b->x, 0, NX_MONOID_ARGMAX);
-    case 48: *what = "reduce along an axis out of range";
+    case 41:
+        *what = "window with NULL window";
+        return nx_window(g, b->x, NULL, NULL, NULL);
+    case 42:
+        *what = "gather with f64 indices";
+        return nx_gather(g, b->x, b->x, 0);
+    case 43:
+        *what = "gather with bool indices";
+        return nx_gather(g, b->x, b->xb, 0);
+    case 44:
+        *what = "gather along an axis out of range";
+        return nx_gather(g, b->x, b->xi, 3);
+    case 45:
+        *what = "scatter with updates of the wrong shape";
+        return nx_scatter(g, b->x, b->xi, b->x, 0, NX_MONOID_SUM);
+    case 46:
+        *what = "scatter under PROD";
+        return nx_scatter(g, b->v, b->xi, b->x, 0, NX_MONOID_PROD);
+    case 47:
+        *what = "scatter under ARGMAX";
+        return nx_scatter(g, b->v, b->xi, b->x, 0, NX_MONOID_ARGMAX);
+    case 48:
+        *what = "reduce along an axis out of range";
         ax[0] = 3;
         return nx_reduce(g, b->x, 1, ax, NX_MONOID_SUM, false);
     case 49:
         *what = "reduce with a repeated axis";
         ax[1] = 0;
         return nx_reduce(g, b->x, 2, ax, NX_MONOID_MAX, false);
-    case 50: *what = "argmax over two axes"; return nx_reduce(g, b->x, 2, ax, NX_MONOID_ARGMAX, false);
-    case 51: *what = "argmin over no axis"; return nx_reduce(g, b->x, 0, ax, NX_MONOID_ARGMIN, false);
-    case 52: *what = "reduce with an invalid monoid"; return nx_reduce(g, b->x, 1, ax, NX_MONOID_COUNT, false);
-    case 53: *what = "reduce with NULL axes"; return nx_reduce(g, b->x, 2, NULL, NX_MONOID_SUM, false);
-    case 54: *what = "reduce with negative naxes"; return nx_reduce(g, b->x, -1, ax, NX_MONOID_SUM, false);
-    case 55: *what = "scan under ARGMAX"; return nx_scan(g, b->x, 0, NX_MONOID_ARGMAX, false);
-    case 56: *what = "scan along an axis out of range"; return nx_scan(g, b->x, 3, NX_MONOID_SUM, false);
-    case 57: *what = "scan_linear of non-broadcastable shapes"; return nx_scan_linear(g, b->x, b->y, 0, false);
-    case 58: *what = "scan_linear of f64 and i32"; return nx_scan_linear(g, b->x, b->xi, 0, false);
-    case 59: *what = "sort along an axis out of range"; return nx_sort(g, b->x, 3, false);
-    case 60: *what = "argsort along a negative axis"; return nx_argsort(g, b->x, -4, false);
+    case 50:
+        *what = "argmax over two axes";
+        return nx_reduce(g, b->x, 2, ax, NX_MONOID_ARGMAX, false);
+    case 51:
+        *what = "argmin over no axis";
+        return nx_reduce(g, b->x, 0, ax, NX_MONOID_ARGMIN, false);
+    case 52:
+        *what = "reduce with an invalid monoid";
+        return nx_reduce(g, b->x, 1, ax, NX_MONOID_COUNT, false);
+    case 53:
+        *what = "reduce with NULL axes";
+        return nx_reduce(g, b->x, 2, NULL, NX_MONOID_SUM, false);
+    case 54:
+        *what = "reduce with negative naxes";
+        return nx_reduce(g, b->x, -1, ax, NX_MONOID_SUM, false);
+    case 55:
+        *what = "scan under ARGMAX";
+        return nx_scan(g, b->x, 0, NX_MONOID_ARGMAX, false);
+    case 56:
+        *what = "scan along an axis out of range";
+        return nx_scan(g, b->x, 3, NX_MONOID_SUM, false);
+    case 57:
+        *what = "scan_linear of non-broadcastable shapes";
+        return nx_scan_linear(g, b->x, b->y, 0, false);
+    case 58:
+        *what = "scan_linear of f64 and i32";
+        return nx_scan_linear(g, b->x, b->xi, 0, false);
+    case 59:
+        *what = "sort along an axis out of range";
+        return nx_sort(g, b->x, 3, false);
+    case 60:
+        *what = "argsort along a negative axis";
+        return nx_argsort(g, b->x, -4, false);
     case 61: {
         *what = "topk with k < 0";
         nx_node v = 1, i = 1;
@@ -1784,33 +2021,71 @@ static nx_node bad_call(fz_rng *r, bad_ctx *b, int t, const char **what)
         int64_t ws[3] = {b->sh[0], b->sh[2] + 1, 2};
         return nx_matmul(g, b->x, nx_input(g, "w", NX_DTYPE_F64, 3, ws));
     }
-    case 64: *what = "matmul of f64 and i32"; return nx_matmul(g, b->x, b->xi);
-    case 65: *what = "einsum with NULL spec"; return nx_einsum(g, NULL, b->x, b->x, NX_MONOID_SUM, nx_mul);
-    case 66: *what = "einsum spec with one operand"; return nx_einsum(g, "ijk->i", b->x, b->x, NX_MONOID_SUM, nx_mul);
-    case 67: *what = "einsum with a rank mismatch"; return nx_einsum(g, "ij,jk->ik", b->x, b->x, NX_MONOID_SUM, nx_mul);
-    case 68: *what = "einsum with an unknown output letter"; return nx_einsum(g, "ijk,ijk->z", b->x, b->x, NX_MONOID_SUM, nx_mul);
-    case 69: *what = "einsum with a size clash"; return nx_einsum(g, "ijk,ijk->i", b->x, b->y, NX_MONOID_SUM, nx_mul);
-    case 70: *what = "einsum with an uppercase letter"; return nx_einsum(g, "iJk,iJk->i", b->x, b->x, NX_MONOID_SUM, nx_mul);
-    case 71: *what = "einsum with NULL times"; return nx_einsum(g, "ijk,ijk->i", b->x, b->x, NX_MONOID_SUM, NULL);
-    case 72: *what = "einsum under ARGMAX"; return nx_einsum(g, "ijk,ijk->i", b->x, b->x, NX_MONOID_ARGMAX, nx_mul);
-    case 73: *what = "einsum with a malformed spec"; return nx_einsum(g, "ijk,,ijk->i", b->x, b->x, NX_MONOID_SUM, nx_mul);
+    case 64:
+        *what = "matmul of f64 and i32";
+        return nx_matmul(g, b->x, b->xi);
+    case 65:
+        *what = "einsum with NULL spec";
+        return nx_einsum(g, NULL, b->x, b->x, NX_MONOID_SUM, nx_mul);
+    case 66:
+        *what = "einsum spec with one operand";
+        return nx_einsum(g, "ijk->i", b->x, b->x, NX_MONOID_SUM, nx_mul);
+    case 67:
+        *what = "einsum with a rank mismatch";
+        return nx_einsum(g, "ij,jk->ik", b->x, b->x, NX_MONOID_SUM, nx_mul);
+    case 68:
+        *what = "einsum with an unknown output letter";
+        return nx_einsum(g, "ijk,ijk->z", b->x, b->x, NX_MONOID_SUM, nx_mul);
+    case 69:
+        *what = "einsum with a size clash";
+        return nx_einsum(g, "ijk,ijk->i", b->x, b->y, NX_MONOID_SUM, nx_mul);
+    case 70:
+        *what = "einsum with an uppercase letter";
+        return nx_einsum(g, "iJk,iJk->i", b->x, b->x, NX_MONOID_SUM, nx_mul);
+    case 71:
+        *what = "einsum with NULL times";
+        return nx_einsum(g, "ijk,ijk->i", b->x, b->x, NX_MONOID_SUM, NULL);
+    case 72:
+        *what = "einsum under ARGMAX";
+        return nx_einsum(g, "ijk,ijk->i", b->x, b->x, NX_MONOID_ARGMAX, nx_mul);
+    case 73:
+        *what = "einsum with a malformed spec";
+        return nx_einsum(g, "ijk,,ijk->i", b->x, b->x, NX_MONOID_SUM, nx_mul);
     case 74:
         *what = "mean along an axis out of range";
         ax[0] = 5;
         return nx_mean(g, b->x, 1, ax, false);
-    case 75: *what = "softmax along an axis out of range"; return nx_softmax(g, b->x, 3);
-    case 76: *what = "input with more than NX_MAX_DIMS dims"; return nx_input(g, "bad", NX_DTYPE_F32, 9, one);
+    case 75:
+        *what = "softmax along an axis out of range";
+        return nx_softmax(g, b->x, 3);
+    case 76:
+        *what = "input with more than NX_MAX_DIMS dims";
+        return nx_input(g, "bad", NX_DTYPE_F32, 9, one);
     case 77:
         *what = "input with a negative extent";
         sh[1] = -3;
         return nx_input(g, "bad", NX_DTYPE_F32, 3, sh);
-    case 78: *what = "input with an invalid dtype"; return nx_input(g, "bad", NX_DTYPE_COUNT, 3, sh);
-    case 79: *what = "input with NULL shape"; return nx_input(g, "bad", NX_DTYPE_F64, 2, NULL);
-    case 80: *what = "iota along an axis out of range"; return nx_iota(g, NX_DTYPE_I32, 3, sh, 3);
-    case 81: *what = "constant with NULL data"; return nx_constant(g, NX_DTYPE_F64, 3, sh, NULL);
-    case 82: *what = "scalar of an invalid dtype"; return nx_scalar(g, (nx_dtype)-1, 1.0);
-    case 83: *what = "placeholder of an invalid dtype"; return nx_placeholder(g, NX_DTYPE_COUNT);
-    case 84: *what = "reduce_custom with a NULL monoid"; return nx_reduce_custom(g, b->x, 1, ax, NULL, false);
+    case 78:
+        *what = "input with an invalid dtype";
+        return nx_input(g, "bad", NX_DTYPE_COUNT, 3, sh);
+    case 79:
+        *what = "input with NULL shape";
+        return nx_input(g, "bad", NX_DTYPE_F64, 2, NULL);
+    case 80:
+        *what = "iota along an axis out of range";
+        return nx_iota(g, NX_DTYPE_I32, 3, sh, 3);
+    case 81:
+        *what = "constant with NULL data";
+        return nx_constant(g, NX_DTYPE_F64, 3, sh, NULL);
+    case 82:
+        *what = "scalar of an invalid dtype";
+        return nx_scalar(g, (nx_dtype)-1, 1.0);
+    case 83:
+        *what = "placeholder of an invalid dtype";
+        return nx_placeholder(g, NX_DTYPE_COUNT);
+    case 84:
+        *what = "reduce_custom with a NULL monoid";
+        return nx_reduce_custom(g, b->x, 1, ax, NULL, false);
     case 85:
         *what = "reduce_custom with 5 carry components";
         md.ncarry = 5;
@@ -1831,17 +2106,28 @@ static nx_node bad_call(fz_rng *r, bad_ctx *b, int t, const char **what)
     case 88:
         *what = "reshape with negative ndim";
         return nx_reshape(g, b->x, -1, sh);
-    case 89: *what = "window with a negative stride";
+    case 89:
+        *what = "window with a negative stride";
         sh[0] = -1, sh[1] = sh[2] = 1;
         return nx_window(g, b->x, one, sh, NULL);
-    case 90: *what = "gather with an out-of-range handle as indices"; return nx_gather(g, b->x, b->garbage, 0);
-    case 91: *what = "exp of NX_NONE on a graph with no error"; return nx_exp(g, NX_NONE);
-    case 92: *what = "exp of an f16 value"; return nx_exp(g, nx_cast(g, b->x, NX_DTYPE_F16));
-    case 93: *what = "reverse of a bf16 value"; return nx_reverse(g, nx_cast(g, b->x, NX_DTYPE_BF16), 1, ax);
-    case 94: *what = "add of two f16 values"; {
-        nx_node h = nx_cast(g, b->x, NX_DTYPE_F16);
-        return nx_add(g, h, h);
-    }
+    case 90:
+        *what = "gather with an out-of-range handle as indices";
+        return nx_gather(g, b->x, b->garbage, 0);
+    case 91:
+        *what = "exp of NX_NONE on a graph with no error";
+        return nx_exp(g, NX_NONE);
+    case 92:
+        *what = "exp of an f16 value";
+        return nx_exp(g, nx_cast(g, b->x, NX_DTYPE_F16));
+    case 93:
+        *what = "reverse of a bf16 value";
+        return nx_reverse(g, nx_cast(g, b->x, NX_DTYPE_BF16), 1, ax);
+    case 94:
+        *what = "add of two f16 values";
+        {
+            nx_node h = nx_cast(g, b->x, NX_DTYPE_F16);
+            return nx_add(g, h, h);
+        }
     case 95:
         *what = "reduce with an axis given twice (0 and -3)";
         ax[1] = -3;
@@ -1861,6 +2147,20 @@ static nx_node bad_call(fz_rng *r, bad_ctx *b, int t, const char **what)
         return nx_reduce(g, nx_input(g, "e", NX_DTYPE_F64, 2, es), 1, ax + 1, NX_MONOID_ARGMAX,
                          false);
     }
+    case 98:
+        *what = "extern whose shape rule fails";
+        return nx_extern(g, &bad_shape_def, 1, &b->x);
+    case 99:
+        *what = "extern with NULL def";
+        return nx_extern(g, NULL, 1, &b->x);
+    case 100: {
+        *what = "extern with an f16 input";
+        nx_node h = nx_cast(g, b->x, NX_DTYPE_F16);
+        return nx_extern(g, &copy_def, 1, &h);
+    }
+    case 101:
+        *what = "extern with NULL inputs";
+        return nx_extern(g, &copy_def, 1, NULL);
     default: {
         *what = "reduce_custom with a placeholder of another dtype";
         md.ncarry = 1;
@@ -1874,7 +2174,7 @@ static nx_node bad_call(fz_rng *r, bad_ctx *b, int t, const char **what)
     }
     }
 }
-#define NBAD 99
+#define NBAD 103
 
 static bool invalid_builder(nx_ctx *ctx, fz_rng *r, fz_stats *st, int t, char *msg, size_t len)
 {
@@ -1900,9 +2200,10 @@ static bool invalid_builder(nx_ctx *ctx, fz_rng *r, fz_stats *st, int t, char *m
         snprintf(msg, len, "setting up the valid part failed: %s", nx_graph_error(b.g));
     /* introspection of bad handles never fails hard */
     int64_t shape[NX_MAX_DIMS];
-    if (ok && (nx_node_dtype(b.g, NX_NONE) != NX_DTYPE_COUNT || nx_node_ndim(b.g, NX_NONE) != -1 ||
-               nx_node_shape(b.g, NX_NONE, shape) || nx_node_dtype(b.g, b.garbage) != NX_DTYPE_COUNT ||
-               nx_node_ndim(b.g, b.garbage) != -1 || nx_node_shape(b.g, b.garbage, shape))) {
+    if (ok &&
+        (nx_node_dtype(b.g, NX_NONE) != NX_DTYPE_COUNT || nx_node_ndim(b.g, NX_NONE) != -1 ||
+         nx_node_shape(b.g, NX_NONE, shape) || nx_node_dtype(b.g, b.garbage) != NX_DTYPE_COUNT ||
+         nx_node_ndim(b.g, b.garbage) != -1 || nx_node_shape(b.g, b.garbage, shape))) {
         snprintf(msg, len, "introspection of handle 0 or %u did not give COUNT / -1 / false",
                  b.garbage);
         ok = false;
@@ -1926,8 +2227,10 @@ static bool invalid_builder(nx_ctx *ctx, fz_rng *r, fz_stats *st, int t, char *m
         nx_node worse = nx_add(b.g, b.x, b.y);
         if (again != NX_NONE || worse != NX_NONE || nx_graph_status(b.g) != gs ||
             strcmp(first, nx_graph_error(b.g)) != 0) {
-            snprintf(msg, len, "after invalid call #%d (%s): later calls changed the first error "
-                               "or returned a node", t, what);
+            snprintf(msg, len,
+                     "after invalid call #%d (%s): later calls changed the first error "
+                     "or returned a node",
+                     t, what);
             ok = false;
         }
     }
@@ -1949,16 +2252,24 @@ static bool invalid_builder(nx_ctx *ctx, fz_rng *r, fz_stats *st, int t, char *m
  * Invalid compile and run calls: refused with a status, nothing leaked, the program still usable
  * ----------------------------------------------------------------------------------------------*/
 
-#define NRUN 14
+#define NRUN 15
 
 static const char *run_what[NRUN] = {
-    "run with an input of the wrong dtype", "run with an input of the wrong shape",
-    "run with an input of the wrong rank",  "run with NULL inputs",
-    "run with a NULL input tensor",         "run with NULL outputs",
-    "compile a garbage output handle",      "compile with NULL options",
-    "compile for an invalid backend",       "compile with a NULL program pointer",
-    "compile with NULL outputs",            "compile with a negative output count",
-    "compile the none handle as output",    "compile a placeholder as output",
+    "run with an input of the wrong dtype",
+    "run with an input of the wrong shape",
+    "run with an input of the wrong rank",
+    "run with NULL inputs",
+    "run with a NULL input tensor",
+    "run with NULL outputs",
+    "compile a garbage output handle",
+    "compile with NULL options",
+    "compile for an invalid backend",
+    "compile with a NULL program pointer",
+    "compile with NULL outputs",
+    "compile with a negative output count",
+    "compile the none handle as output",
+    "compile a placeholder as output",
+    "run an extern whose reference fails",
 };
 
 static nx_status bad_compile(nx_graph *g, nx_node x, nx_node y, int t, nx_program **p)
@@ -1967,13 +2278,25 @@ static nx_status bad_compile(nx_graph *g, nx_node x, nx_node y, int t, nx_progra
     nx_compile_opts o = {.backend = NX_BACKEND_REF, .n_outputs = 1, .outputs = &y};
     (void)x;
     switch (t) {
-    case 6: o.outputs = &garbage; return nx_graph_compile(g, &o, p);
-    case 7: return nx_graph_compile(g, NULL, p);
-    case 8: o.backend = NX_BACKEND_COUNT; return nx_graph_compile(g, &o, p);
-    case 9: return nx_graph_compile(g, &o, NULL);
-    case 10: o.outputs = NULL; return nx_graph_compile(g, &o, p);
-    case 11: o.n_outputs = -1; return nx_graph_compile(g, &o, p);
-    case 12: o.outputs = &none; return nx_graph_compile(g, &o, p);
+    case 6:
+        o.outputs = &garbage;
+        return nx_graph_compile(g, &o, p);
+    case 7:
+        return nx_graph_compile(g, NULL, p);
+    case 8:
+        o.backend = NX_BACKEND_COUNT;
+        return nx_graph_compile(g, &o, p);
+    case 9:
+        return nx_graph_compile(g, &o, NULL);
+    case 10:
+        o.outputs = NULL;
+        return nx_graph_compile(g, &o, p);
+    case 11:
+        o.n_outputs = -1;
+        return nx_graph_compile(g, &o, p);
+    case 12:
+        o.outputs = &none;
+        return nx_graph_compile(g, &o, p);
     default: {
         nx_node ph = nx_exp(g, nx_placeholder(g, NX_DTYPE_F64));
         o.outputs = &ph;
@@ -2026,7 +2349,21 @@ static bool invalid_run(nx_ctx *ctx, fz_rng *r, int t, char *msg, size_t len)
     if (!ok)
         snprintf(msg, len, "%s: setting up a valid program failed: %s", run_what[t],
                  nx_ctx_last_error(ctx));
-    if (ok && t >= 6) {
+    if (ok && t == 14) {
+        nx_node z = nx_exp(g, nx_extern(g, &bad_ref_def, 1, &x));
+        nx_compile_opts oz = {.backend = NX_BACKEND_REF, .n_outputs = 1, .outputs = &z};
+        const nx_tensor *zin[1] = {in};
+        nx_status st = nx_graph_compile(g, &oz, &q);
+        if (st != NX_OK) {
+            snprintf(msg, len, "%s: compile failed: %s", run_what[t], nx_ctx_last_error(ctx));
+            ok = false;
+        } else if (nx_program_run(q, zin, out) == NX_OK) {
+            snprintf(msg, len, "%s: returned NX_OK", run_what[t]);
+            ok = false;
+            nx_tensor_free(out[0]);
+        }
+        nx_program_free(q);
+    } else if (ok && t >= 6) {
         nx_status st = bad_compile(g, x, y, t, &q);
         if (st == NX_OK || q != NULL) {
             snprintf(msg, len, "%s: returned %s with program %p", run_what[t], nx_status_str(st),
@@ -2045,8 +2382,7 @@ static bool invalid_run(nx_ctx *ctx, fz_rng *r, int t, char *msg, size_t len)
     /* the program still runs after a refused call */
     const nx_tensor *ins[1] = {in};
     if (ok && nx_program_run(p, ins, out) != NX_OK) {
-        snprintf(msg, len, "after %s: a valid run failed: %s", run_what[t],
-                 nx_ctx_last_error(ctx));
+        snprintf(msg, len, "after %s: a valid run failed: %s", run_what[t], nx_ctx_last_error(ctx));
         ok = false;
     }
     nx_tensor_free(out[0]);
