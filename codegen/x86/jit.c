@@ -201,15 +201,16 @@ static nx_status host_describe(nx_x86_jit *jit)
     }
     LLVMTargetMachineRef tm = tm_create(jit);
     if (!tm)
-        return nx_rt_error(ctx, NX_ERR_BACKEND, "x86 jit: no target machine for %s/%s",
-                           jit->triple, jit->cpu);
+        return nx_rt_error(ctx, NX_ERR_BACKEND, "x86 jit: no target machine for %s/%s", jit->triple,
+                           jit->cpu);
     LLVMTargetDataRef td = LLVMCreateTargetDataLayout(tm);
     jit->data_layout = take_message(ctx, LLVMCopyStringRepOfTargetData(td));
     LLVMDisposeTargetData(td);
     jit->pool[jit->pool_len++] = tm;
     if (!jit->data_layout)
         return nx_rt_nomem(ctx, "x86 jit: data layout", 128);
-    jit->info = (nx_x86_target){jit->triple, jit->cpu, jit->features, jit->data_layout,
+    jit->info = (nx_x86_target){jit->triple,         jit->cpu,
+                                jit->features,       jit->data_layout,
                                 LLVM_VERSION_STRING, vector_bits_of(jit->features)};
     return NX_OK;
 }
@@ -348,8 +349,9 @@ nx_status nx_x86_module_parse(nx_x86_jit *jit, const char *name, const char *tex
     char *msg = NULL;
     if (LLVMParseIRInContext(m->llctx, mb, &m->mod, &msg)) {
         m->mod = NULL;
-        st = nx_rt_error(jit->ctx, NX_ERR_INTERNAL, "x86 jit: textual IR of '%s' does not parse: %s",
-                         name, msg ? msg : "(no message)");
+        st =
+            nx_rt_error(jit->ctx, NX_ERR_INTERNAL, "x86 jit: textual IR of '%s' does not parse: %s",
+                        name, msg ? msg : "(no message)");
         LLVMDisposeMessage(msg);
         nx_x86_module_free(m);
         return st;
@@ -411,8 +413,8 @@ static nx_status diag_status(nx_x86_module *m, const char *stage)
 {
     if (!m->diag_error)
         return NX_OK;
-    return nx_rt_error(m->jit->ctx, NX_ERR_BACKEND, "x86 jit: LLVM error while %s '%s': %s",
-                       stage, module_name(m), m->diag);
+    return nx_rt_error(m->jit->ctx, NX_ERR_BACKEND, "x86 jit: LLVM error while %s '%s': %s", stage,
+                       module_name(m), m->diag);
 }
 
 static void add_time(nx_x86_jit *jit, double *field, double seconds)

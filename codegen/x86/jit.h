@@ -70,8 +70,8 @@ NX_HIDDEN LLVMContextRef nx_x86_module_context(const nx_x86_module *m);
 NX_HIDDEN nx_status nx_x86_module_verify(nx_x86_module *m);
 
 typedef enum nx_x86_opt {
-    NX_X86_OPT_NONE, /* no IR passes: codegen only (scalar code, for tests and timing) */
-    NX_X86_OPT_O3,   /* default<O3> with the host TM, loop unrolling and interleaving off */
+    NX_X86_OPT_NONE,    /* no IR passes: codegen only (scalar code, for tests and timing) */
+    NX_X86_OPT_O3,      /* default<O3> with the host TM, loop unrolling and interleaving off */
     NX_X86_OPT_O3_FULL, /* default<O3> as LLVM tunes it, unrolling and interleaving on: about
                          * twice the compile time, faster in-cache loops on some hosts */
 } nx_x86_opt;

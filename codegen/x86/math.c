@@ -226,8 +226,7 @@ static LLVMValueRef scale(const em *e, LLVMValueRef y, LLVMValueRef k)
 }
 
 /* s + err = a + b exactly (Knuth's two-sum, no ordering needed). */
-static void two_sum(const em *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *s,
-                    LLVMValueRef *err)
+static void two_sum(const em *e, LLVMValueRef a, LLVMValueRef b, LLVMValueRef *s, LLVMValueRef *err)
 {
     *s = add(e, a, b);
     LLVMValueRef bb = sub(e, *s, a);
@@ -450,7 +449,8 @@ static LLVMValueRef tanh64(const em *e, LLVMValueRef x)
     LLVMValueRef t = expm1_64(e, mul(e, K(e, 2.0), a));
     LLVMValueRef big = sub(e, K(e, 1.0), divf(e, K(e, 2.0), add(e, t, K(e, 2.0))));
     LLVMValueRef z = mul(e, x, x);
-    LLVMValueRef small = add(e, x, mul(e, mul(e, x, z), divf(e, poly(e, z, P, 3), poly(e, z, Q, 4))));
+    LLVMValueRef small =
+        add(e, x, mul(e, mul(e, x, z), divf(e, poly(e, z, P, 3), poly(e, z, Q, 4))));
     LLVMValueRef r = sel(e, fcmp(e, LLVMRealOLT, a, K(e, 0.625)), small, copysign_(e, big, x));
     r = sel(e, fcmp(e, LLVMRealOEQ, x, K(e, 0.0)), x, r); /* keeps -0 */
     return sel(e, is_nan(e, x), x, r);
@@ -465,8 +465,11 @@ static LLVMValueRef erf_small(const em *e, LLVMValueRef x)
     static const double pp[] = {1.28379167095512558561e-01, -3.25042107247001499370e-01,
                                 -2.84817495755985104766e-02, -5.77027029648944159157e-03,
                                 -2.37630166566501626084e-05};
-    static const double qq[] = {1.0, 3.97917223959155352819e-01, 6.50222499887672944485e-02,
-                                5.08130628187576562776e-03, 1.32494738004321644526e-04,
+    static const double qq[] = {1.0,
+                                3.97917223959155352819e-01,
+                                6.50222499887672944485e-02,
+                                5.08130628187576562776e-03,
+                                1.32494738004321644526e-04,
                                 -3.96022827877536812320e-06};
     LLVMValueRef z = mul(e, x, x);
     LLVMValueRef y = divf(e, poly(e, z, pp, 5), poly(e, z, qq, 6));
@@ -594,10 +597,12 @@ static LLVMValueRef kcos(const em *e, LLVMValueRef x, LLVMValueRef y)
                                   -1.13596475577881948265e-11};
     LLVMValueRef z = mul(e, x, x);
     LLVMValueRef w = mul(e, z, z);
-    LLVMValueRef r = add(e, mul(e, z, poly(e, z, C123, 3)), mul(e, mul(e, w, w), poly(e, z, C456, 3)));
+    LLVMValueRef r =
+        add(e, mul(e, z, poly(e, z, C123, 3)), mul(e, mul(e, w, w), poly(e, z, C456, 3)));
     LLVMValueRef hz = mul(e, K(e, 0.5), z);
     LLVMValueRef w1 = sub(e, K(e, 1.0), hz);
-    LLVMValueRef corr = add(e, sub(e, sub(e, K(e, 1.0), w1), hz), sub(e, mul(e, z, r), mul(e, x, y)));
+    LLVMValueRef corr =
+        add(e, sub(e, sub(e, K(e, 1.0), w1), hz), sub(e, mul(e, z, r), mul(e, x, y)));
     return add(e, w1, corr);
 }
 
@@ -628,22 +633,29 @@ static LLVMValueRef sincos64(const em *e, LLVMValueRef x, bool cosine)
  * results that do not overflow). log c is held as hi + lo. */
 static void log_dd(const em *e, LLVMValueRef ax, LLVMValueRef *hi, LLVMValueRef *lo)
 {
-    static const double cj[9] = {0x1.6a09e667f3bcdp-1, 0x1.8ace5422aa0dbp-1, 0x1.ae89f995ad3adp-1,
-                                 0x1.d5818dcfba487p-1, 1.0,                  0x1.172b83c7d517bp+0,
-                                 0x1.306fe0a31b715p+0, 0x1.4bfdad5362a27p+0, 0x1.6a09e667f3bcdp+0};
-    static const double lch[9] = {-0x1.62e42fefa39eep-2, -0x1.0a2b23f3bab74p-2,
-                                  -0x1.62e42fefa39f1p-3, -0x1.62e42fefa39f0p-4,
-                                  0.0,                   0x1.62e42fefa39f1p-4,
-                                  0x1.62e42fefa39eep-3,  0x1.0a2b23f3bab73p-2,
+    static const double cj[9] = {
+        0x1.6a09e667f3bcdp-1, 0x1.8ace5422aa0dbp-1, 0x1.ae89f995ad3adp-1, 0x1.d5818dcfba487p-1, 1.0,
+        0x1.172b83c7d517bp+0, 0x1.306fe0a31b715p+0, 0x1.4bfdad5362a27p+0, 0x1.6a09e667f3bcdp+0};
+    static const double lch[9] = {-0x1.62e42fefa39eep-2,
+                                  -0x1.0a2b23f3bab74p-2,
+                                  -0x1.62e42fefa39f1p-3,
+                                  -0x1.62e42fefa39f0p-4,
+                                  0.0,
+                                  0x1.62e42fefa39f1p-4,
+                                  0x1.62e42fefa39eep-3,
+                                  0x1.0a2b23f3bab73p-2,
                                   0x1.62e42fefa39f0p-2};
-    static const double lcl[9] = {0x1.716fdfdbc882ep-60, -0x1.5751ada176580p-56,
-                                  0x1.1be94b9b38e2ep-60, -0x1.fec65b690debdp-58,
-                                  0.0,                   0x1.c6dfce592b4bap-59,
-                                  0x1.43cf36d08a40cp-64, 0x1.baf64d5d7033bp-59,
+    static const double lcl[9] = {0x1.716fdfdbc882ep-60,
+                                  -0x1.5751ada176580p-56,
+                                  0x1.1be94b9b38e2ep-60,
+                                  -0x1.fec65b690debdp-58,
+                                  0.0,
+                                  0x1.c6dfce592b4bap-59,
+                                  0x1.43cf36d08a40cp-64,
+                                  0x1.baf64d5d7033bp-59,
                                   0x1.c2e0e1b1548c2p-56};
-    static const double cut[8] = {0x1.7a11473eb0187p-1, 0x1.9c49182a3f090p-1,
-                                  0x1.c199bdd85529cp-1, 0x1.ea4afa2a490dap-1,
-                                  0x1.0b5586cf9890fp+0, 0x1.2387a6e756238p+0,
+    static const double cut[8] = {0x1.7a11473eb0187p-1, 0x1.9c49182a3f090p-1, 0x1.c199bdd85529cp-1,
+                                  0x1.ea4afa2a490dap-1, 0x1.0b5586cf9890fp+0, 0x1.2387a6e756238p+0,
                                   0x1.3dea64c123422p+0, 0x1.5ab07dd485429p+0};
     static const double Q[] = {2.0 / 3, 2.0 / 5, 2.0 / 7, 2.0 / 9, 2.0 / 11, 2.0 / 13};
     LLVMValueRef tiny = fcmp(e, LLVMRealOLT, ax, K(e, 0x1p-1022));
@@ -703,8 +715,8 @@ static LLVMValueRef pow64(const em *e, LLVMValueRef x, LLVMValueRef y)
     two_prod(e, y, lh, &ph, &pe);
     LLVMValueRef pl = add(e, pe, mul(e, y, ll));
     /* where the result over- or underflows anyway the low part may be NaN or inf: drop it */
-    LLVMValueRef sane = and1(e, fcmp(e, LLVMRealOLT, fabs_(e, ph), K(e, 800.0)),
-                             fcmp(e, LLVMRealORD, pl, pl));
+    LLVMValueRef sane =
+        and1(e, fcmp(e, LLVMRealOLT, fabs_(e, ph), K(e, 800.0)), fcmp(e, LLVMRealORD, pl, pl));
     pl = sel(e, sane, pl, K(e, 0.0));
     LLVMValueRef pc = clamp(e, ph, -1000.0, 1000.0); /* keeps k/2 a valid exponent */
     LLVMValueRef kf, ki;
@@ -718,14 +730,16 @@ static LLVMValueRef pow64(const em *e, LLVMValueRef x, LLVMValueRef y)
     LLVMValueRef xneg = fcmp(e, LLVMRealOLT, copysign_(e, K(e, 1.0), x), K(e, 0.0));
     r = sel(e, and1(e, xneg, yodd), neg(e, r), r);
     /* (-0)^y and (-inf)^y are defined for every y */
-    LLVMValueRef xneg_finite = and1(e, fcmp(e, LLVMRealOLT, x, K(e, 0.0)), LLVMBuildNot(e->b, axinf, ""));
+    LLVMValueRef xneg_finite =
+        and1(e, fcmp(e, LLVMRealOLT, x, K(e, 0.0)), LLVMBuildNot(e->b, axinf, ""));
     r = sel(e, and1(e, xneg_finite, LLVMBuildNot(e->b, yint, "")), K(e, NAN), r);
     /* |x| = 1 with y = +-inf is 1; x = 1 or y = 0 give 1 even with a NaN */
     LLVMValueRef ax1 = fcmp(e, LLVMRealOEQ, ax, K(e, 1.0));
     LLVMValueRef yinf = fcmp(e, LLVMRealOEQ, fabs_(e, y), K(e, INFINITY));
     r = sel(e, and1(e, ax1, yinf), K(e, 1.0), r);
     r = sel(e, or1(e, is_nan(e, x), is_nan(e, y)), add(e, x, y), r);
-    LLVMValueRef one = or1(e, fcmp(e, LLVMRealOEQ, x, K(e, 1.0)), fcmp(e, LLVMRealOEQ, y, K(e, 0.0)));
+    LLVMValueRef one =
+        or1(e, fcmp(e, LLVMRealOEQ, x, K(e, 1.0)), fcmp(e, LLVMRealOEQ, y, K(e, 0.0)));
     return sel(e, one, K(e, 1.0), r);
 }
 
@@ -747,17 +761,28 @@ static em widen(const em *e)
 static LLVMValueRef eval64(const em *e, nx_x86_math_fn fn, LLVMValueRef x, LLVMValueRef y)
 {
     switch (fn) {
-    case NX_X86_MATH_EXP: return exp64(e, x);
-    case NX_X86_MATH_LOG: return m_log(e, x);
-    case NX_X86_MATH_LOG1P: return log1p64(e, x);
-    case NX_X86_MATH_EXPM1: return expm1_64(e, x);
-    case NX_X86_MATH_SIN: return sincos64(e, x, false);
-    case NX_X86_MATH_COS: return sincos64(e, x, true);
-    case NX_X86_MATH_TANH: return tanh64(e, x);
-    case NX_X86_MATH_ERF: return erf64(e, x);
-    case NX_X86_MATH_POW: return pow64(e, x, y);
-    case NX_X86_MATH_SQRT: return intrinsic(e, "llvm.sqrt", &x, 1);
-    default: return NULL;
+    case NX_X86_MATH_EXP:
+        return exp64(e, x);
+    case NX_X86_MATH_LOG:
+        return m_log(e, x);
+    case NX_X86_MATH_LOG1P:
+        return log1p64(e, x);
+    case NX_X86_MATH_EXPM1:
+        return expm1_64(e, x);
+    case NX_X86_MATH_SIN:
+        return sincos64(e, x, false);
+    case NX_X86_MATH_COS:
+        return sincos64(e, x, true);
+    case NX_X86_MATH_TANH:
+        return tanh64(e, x);
+    case NX_X86_MATH_ERF:
+        return erf64(e, x);
+    case NX_X86_MATH_POW:
+        return pow64(e, x, y);
+    case NX_X86_MATH_SQRT:
+        return intrinsic(e, "llvm.sqrt", &x, 1);
+    default:
+        return NULL;
     }
 }
 
@@ -766,10 +791,14 @@ static LLVMValueRef eval(const em *e, nx_x86_math_fn fn, LLVMValueRef x, LLVMVal
     if (e->f64)
         return eval64(e, fn, x, y);
     switch (fn) {
-    case NX_X86_MATH_EXP: return exp32(e, x);
-    case NX_X86_MATH_LOG: return m_log(e, x);
-    case NX_X86_MATH_SQRT: return intrinsic(e, "llvm.sqrt", &x, 1);
-    default: break;
+    case NX_X86_MATH_EXP:
+        return exp32(e, x);
+    case NX_X86_MATH_LOG:
+        return m_log(e, x);
+    case NX_X86_MATH_SQRT:
+        return intrinsic(e, "llvm.sqrt", &x, 1);
+    default:
+        break;
     }
     /* the rest in f64, rounded once: exact widening, then at most ~0.5 ulp + 2^-29 ulp */
     em w = widen(e);
@@ -812,7 +841,8 @@ static void add_fn_attr(LLVMContextRef c, LLVMValueRef fn, const char *name)
 {
     unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
     if (kind)
-        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex, LLVMCreateEnumAttribute(c, kind, 0));
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(c, kind, 0));
 }
 
 /* Gives the declared function fn its body. */
@@ -864,8 +894,8 @@ LLVMValueRef nx_x86_math_call(LLVMBuilderRef b, LLVMModuleRef mod, nx_x86_math_f
     if (!f)
         return NULL;
     LLVMValueRef args[2] = {x, y};
-    return LLVMBuildCall2(b, LLVMGlobalGetValueType(f), f, args,
-                          (unsigned)nx_x86_math_arity(fn), "");
+    return LLVMBuildCall2(b, LLVMGlobalGetValueType(f), f, args, (unsigned)nx_x86_math_arity(fn),
+                          "");
 }
 
 /* fn and the type named by "nx.math.<fn>.<suffix>"; false when name is not of this library. */

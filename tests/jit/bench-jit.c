@@ -12,8 +12,7 @@
 #include "jit-kernels.h"
 
 void peer_o3(float *restrict out, const float *restrict a, const float *restrict b, int64_t n);
-void peer_native(float *restrict out, const float *restrict a, const float *restrict b,
-                 int64_t n);
+void peer_native(float *restrict out, const float *restrict a, const float *restrict b, int64_t n);
 
 static double now(void)
 {
@@ -54,7 +53,8 @@ static void build_exp_loop(nx_x86_module *m, const char *name)
     LLVMTypeRef f32 = LLVMFloatTypeInContext(c), i64 = LLVMInt64TypeInContext(c);
     LLVMTypeRef pf = LLVMPointerType(f32, 0);
     LLVMTypeRef params[] = {pf, pf, i64};
-    LLVMValueRef f = LLVMAddFunction(mod, name, LLVMFunctionType(LLVMVoidTypeInContext(c), params, 3, 0));
+    LLVMValueRef f =
+        LLVMAddFunction(mod, name, LLVMFunctionType(LLVMVoidTypeInContext(c), params, 3, 0));
     unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
     for (unsigned i = 1; i <= 2; i++)
         LLVMAddAttributeAtIndex(f, i, LLVMCreateEnumAttribute(c, noalias, 0));
@@ -67,7 +67,8 @@ static void build_exp_loop(nx_x86_module *m, const char *name)
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, n, zero, ""), loop, exit);
     LLVMPositionBuilderAtEnd(b, loop);
     LLVMValueRef i = LLVMBuildPhi(b, i64, "i");
-    LLVMValueRef x = LLVMBuildLoad2(b, f32, LLVMBuildInBoundsGEP2(b, f32, LLVMGetParam(f, 1), &i, 1, ""), "");
+    LLVMValueRef x =
+        LLVMBuildLoad2(b, f32, LLVMBuildInBoundsGEP2(b, f32, LLVMGetParam(f, 1), &i, 1, ""), "");
     LLVMValueRef r = nx_x86_math_call(b, mod, NX_X86_MATH_EXP, x, NULL);
     LLVMBuildStore(b, r, LLVMBuildInBoundsGEP2(b, f32, LLVMGetParam(f, 0), &i, 1, ""));
     LLVMValueRef next = LLVMBuildNSWAdd(b, i, LLVMConstInt(i64, 1, 0), "");
@@ -108,7 +109,8 @@ static double compile_once(nx_ctx *ctx, src_kind src, nx_x86_opt opt, int id, vo
     nx_x86_kernel *k = NULL;
     void *p = NULL;
     if (nx_x86_module_optimize(m, opt) != NX_OK ||
-        nx_x86_module_compile(m, &k, obj, len) != NX_OK || nx_x86_kernel_lookup(k, name, &p) != NX_OK)
+        nx_x86_module_compile(m, &k, obj, len) != NX_OK ||
+        nx_x86_kernel_lookup(k, name, &p) != NX_OK)
         die(ctx, "compile");
     double t = now() - t0;
     last_info = nx_x86_kernel_info_get(k);
@@ -268,8 +270,10 @@ static void bench_math(int reps)
     if (nx_x86_jit_get(ctx, &jit) != NX_OK)
         die(ctx, "jit");
     enum { N = 4096 };
-    double *xd = aligned_alloc(64, N * 8), *yd = aligned_alloc(64, N * 8), *od = aligned_alloc(64, N * 8);
-    float *xf = aligned_alloc(64, N * 4), *yf = aligned_alloc(64, N * 4), *of = aligned_alloc(64, N * 4);
+    double *xd = aligned_alloc(64, N * 8), *yd = aligned_alloc(64, N * 8),
+           *od = aligned_alloc(64, N * 8);
+    float *xf = aligned_alloc(64, N * 4), *yf = aligned_alloc(64, N * 4),
+          *of = aligned_alloc(64, N * 4);
     for (int i = 0; i < N; i++) {
         xd[i] = 0.001 + 3.0 * i / N;
         yd[i] = 1.5;
@@ -293,7 +297,8 @@ static void bench_math(int reps)
             LLVMTypeRef ty = f64 ? LLVMDoubleTypeInContext(c) : LLVMFloatTypeInContext(c);
             LLVMTypeRef i64 = LLVMInt64TypeInContext(c), pt = LLVMPointerType(ty, 0);
             LLVMTypeRef params[] = {pt, pt, pt, i64};
-            LLVMValueRef f = LLVMAddFunction(mod, name, LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0));
+            LLVMValueRef f = LLVMAddFunction(
+                mod, name, LLVMFunctionType(LLVMVoidTypeInContext(c), params, 4, 0));
             unsigned noalias = LLVMGetEnumAttributeKindForName("noalias", 7);
             for (unsigned i = 1; i <= 3; i++)
                 LLVMAddAttributeAtIndex(f, i, LLVMCreateEnumAttribute(c, noalias, 0));
@@ -306,8 +311,10 @@ static void bench_math(int reps)
             LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, n, zero, ""), loop, exit);
             LLVMPositionBuilderAtEnd(b, loop);
             LLVMValueRef i = LLVMBuildPhi(b, i64, "i");
-            LLVMValueRef x = LLVMBuildLoad2(b, ty, LLVMBuildInBoundsGEP2(b, ty, LLVMGetParam(f, 1), &i, 1, ""), "");
-            LLVMValueRef y = LLVMBuildLoad2(b, ty, LLVMBuildInBoundsGEP2(b, ty, LLVMGetParam(f, 2), &i, 1, ""), "");
+            LLVMValueRef x = LLVMBuildLoad2(
+                b, ty, LLVMBuildInBoundsGEP2(b, ty, LLVMGetParam(f, 1), &i, 1, ""), "");
+            LLVMValueRef y = LLVMBuildLoad2(
+                b, ty, LLVMBuildInBoundsGEP2(b, ty, LLVMGetParam(f, 2), &i, 1, ""), "");
             LLVMValueRef r = nx_x86_math_call(b, mod, (nx_x86_math_fn)fn, x, y);
             LLVMBuildStore(b, r, LLVMBuildInBoundsGEP2(b, ty, LLVMGetParam(f, 0), &i, 1, ""));
             LLVMValueRef next = LLVMBuildNSWAdd(b, i, LLVMConstInt(i64, 1, 0), "");
@@ -345,16 +352,36 @@ static void bench_math(int reps)
             for (int i = 0; i < N; i++) {
                 double v = xd[i];
                 switch (fn) {
-                case NX_X86_MATH_EXP: v = exp(v); break;
-                case NX_X86_MATH_LOG: v = log(v); break;
-                case NX_X86_MATH_LOG1P: v = log1p(v); break;
-                case NX_X86_MATH_EXPM1: v = expm1(v); break;
-                case NX_X86_MATH_SIN: v = sin(v); break;
-                case NX_X86_MATH_COS: v = cos(v); break;
-                case NX_X86_MATH_TANH: v = tanh(v); break;
-                case NX_X86_MATH_ERF: v = erf(v); break;
-                case NX_X86_MATH_POW: v = pow(v, yd[i]); break;
-                default: v = sqrt(v); break;
+                case NX_X86_MATH_EXP:
+                    v = exp(v);
+                    break;
+                case NX_X86_MATH_LOG:
+                    v = log(v);
+                    break;
+                case NX_X86_MATH_LOG1P:
+                    v = log1p(v);
+                    break;
+                case NX_X86_MATH_EXPM1:
+                    v = expm1(v);
+                    break;
+                case NX_X86_MATH_SIN:
+                    v = sin(v);
+                    break;
+                case NX_X86_MATH_COS:
+                    v = cos(v);
+                    break;
+                case NX_X86_MATH_TANH:
+                    v = tanh(v);
+                    break;
+                case NX_X86_MATH_ERF:
+                    v = erf(v);
+                    break;
+                case NX_X86_MATH_POW:
+                    v = pow(v, yd[i]);
+                    break;
+                default:
+                    v = sqrt(v);
+                    break;
                 }
                 sink += v;
             }

@@ -38,8 +38,7 @@ static void check_ok(nx_ctx *ctx, nx_status st, const char *what)
 }
 
 /* Compiles the builder max-plus kernel named name at opt and returns the kernel and function. */
-static nx_x86_kernel *compile_maxplus(nx_ctx *ctx, const char *name, nx_x86_opt opt,
-                                      maxplus_fn *fn)
+static nx_x86_kernel *compile_maxplus(nx_ctx *ctx, const char *name, nx_x86_opt opt, maxplus_fn *fn)
 {
     nx_x86_jit *jit = jit_of(ctx);
     nx_x86_module *m = NULL;
@@ -285,14 +284,15 @@ static void test_invalid_ir(void **state)
     check_ok(ctx, nx_x86_module_new(jit, "bad", &m), "module_new");
     LLVMContextRef c = nx_x86_module_context(m);
     LLVMTypeRef i32 = LLVMInt32TypeInContext(c);
-    LLVMValueRef fn = LLVMAddFunction(nx_x86_module_llvm(m), "bad", LLVMFunctionType(i32, &i32, 1, 0));
+    LLVMValueRef fn =
+        LLVMAddFunction(nx_x86_module_llvm(m), "bad", LLVMFunctionType(i32, &i32, 1, 0));
     LLVMBasicBlockRef bb = LLVMAppendBasicBlockInContext(c, fn, "entry");
     LLVMBuilderRef b = LLVMCreateBuilderInContext(c);
     LLVMPositionBuilderAtEnd(b, bb);
     LLVMBuildAdd(b, LLVMGetParam(fn, 0), LLVMConstInt(i32, 1, 0), "x");
     expect_error(ctx, nx_x86_module_optimize(m, NX_X86_OPT_O3), NX_ERR_INTERNAL, "terminator");
-    expect_error(ctx, nx_x86_module_emit_object(m, &(void *){NULL}, &(size_t){0}),
-                 NX_ERR_INTERNAL, "not valid LLVM IR");
+    expect_error(ctx, nx_x86_module_emit_object(m, &(void *){NULL}, &(size_t){0}), NX_ERR_INTERNAL,
+                 "not valid LLVM IR");
     nx_x86_kernel *k = NULL;
     expect_error(ctx, nx_x86_module_compile(m, &k, NULL, NULL), NX_ERR_INTERNAL, "terminator");
     assert_null(k);

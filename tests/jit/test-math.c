@@ -74,7 +74,8 @@ static void build_loop(nx_x86_module *m, nx_x86_math_fn fn, bool f64, const char
     LLVMBuildCondBr(b, LLVMBuildICmp(b, LLVMIntSGT, n, zero, ""), loop, exit);
     LLVMPositionBuilderAtEnd(b, loop);
     LLVMValueRef i = LLVMBuildPhi(b, i64, "i");
-    LLVMValueRef x = LLVMBuildLoad2(b, t, LLVMBuildInBoundsGEP2(b, t, LLVMGetParam(f, 1), &i, 1, ""), "x");
+    LLVMValueRef x =
+        LLVMBuildLoad2(b, t, LLVMBuildInBoundsGEP2(b, t, LLVMGetParam(f, 1), &i, 1, ""), "x");
     LLVMValueRef y = NULL;
     if (nx_x86_math_arity(fn) == 2)
         y = LLVMBuildLoad2(b, t, LLVMBuildInBoundsGEP2(b, t, LLVMGetParam(f, 2), &i, 1, ""), "y");
@@ -119,7 +120,8 @@ static nx_x86_kernel *compile_loop(nx_ctx *ctx, nx_x86_math_fn fn, bool f64, ker
     const char *vt = vector_type(f64), *vt_half = f64 ? NULL : vector_type(true);
     char half[32] = "";
     if (vt_half)
-        snprintf(half, sizeof half, "%.*s x float>", (int)(strchr(vt_half, ' ') - vt_half), vt_half);
+        snprintf(half, sizeof half, "%.*s x float>", (int)(strchr(vt_half, ' ') - vt_half),
+                 vt_half);
     if (vt && !strstr(text, vt) && !(half[0] && strstr(text, half)))
         fail_msg("%s was not vectorised (no %s in the optimised IR)", name, vt);
     if (strstr(text, "call double @nx.math") || strstr(text, "call float @nx.math"))
@@ -237,8 +239,9 @@ static void gen_inputs(nx_x86_math_fn fn, bool f64, inputs *in)
         dense(in, -10, 10, NS);
         logunif(in, -60, 20, true, NS);
         for (int i = 0; i < NS; i++) /* near multiples of pi/2: the hard reductions */
-            push(in, nextafter((double)(rnd() % 1000000) * 1.5707963267948966,
-                               (rnd() & 1) ? 0 : 1e7), 1);
+            push(in,
+                 nextafter((double)(rnd() % 1000000) * 1.5707963267948966, (rnd() & 1) ? 0 : 1e7),
+                 1);
         break;
     case NX_X86_MATH_TANH:
         dense(in, -25, 25, NS);
@@ -326,7 +329,8 @@ static void measure(const fn_case *fc, bool f64, kern_fn k, const double *x, con
         double xi = f64 ? ((double *)xb)[i] : ((float *)xb)[i];
         double yi = f64 ? ((double *)yb)[i] : ((float *)yb)[i];
         double got = f64 ? ((double *)ob)[i] : ((float *)ob)[i];
-        if ((fc->fn == NX_X86_MATH_SIN || fc->fn == NX_X86_MATH_COS) && fabs(xi) > NX_X86_TRIG_MAX) {
+        if ((fc->fn == NX_X86_MATH_SIN || fc->fn == NX_X86_MATH_COS) &&
+            fabs(xi) > NX_X86_TRIG_MAX) {
             if (!isnan(got) && res->mismatches++ == 0)
                 res->mis_x = xi, res->mis_got = got, res->mis_ref = NAN;
             continue;
@@ -358,9 +362,32 @@ static void special_inputs(const fn_case *fc, bool f64, inputs *in)
 {
     double tiny = f64 ? 0x1p-1074 : 0x1p-149, maxv = f64 ? DBL_MAX : FLT_MAX;
     double minn = f64 ? DBL_MIN : FLT_MIN;
-    const double v[] = {0.0, -0.0, INFINITY, -INFINITY, NAN, -NAN, tiny, -tiny, minn, -minn,
-                        maxv, -maxv, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, 2.5, -2.5,
-                        1e-300 * (f64 ? 1 : 0), 1e10, -1e10, 1e300 * (f64 ? 1 : 0)};
+    const double v[] = {0.0,
+                        -0.0,
+                        INFINITY,
+                        -INFINITY,
+                        NAN,
+                        -NAN,
+                        tiny,
+                        -tiny,
+                        minn,
+                        -minn,
+                        maxv,
+                        -maxv,
+                        1.0,
+                        -1.0,
+                        0.5,
+                        -0.5,
+                        2.0,
+                        -2.0,
+                        3.0,
+                        -3.0,
+                        2.5,
+                        -2.5,
+                        1e-300 * (f64 ? 1 : 0),
+                        1e10,
+                        -1e10,
+                        1e300 * (f64 ? 1 : 0)};
     int nv = (int)(sizeof v / sizeof v[0]);
     for (int i = 0; i < nv; i++) {
         if (fc->fn == NX_X86_MATH_POW)
