@@ -35,7 +35,10 @@
  * values, spare spaces letting the first extent grow to 21 digits in place, padding to 64 bytes.
  * (With at most 8 axes NumPy can create, every such header is 128 bytes; the growth spaces only
  * change the length for empty tensors with extents NumPy refuses, or if NX_MAX_DIMS grows.)
- * Strided tensors are gathered into C order 64 KiB at a time. nx_npy_write creates
+ * Strided tensors are gathered into C order about 64 KiB at a time (whole indices of the first
+ * axis where one is at most 1 MiB); Fortran files and transposed views are copied in 32 x 32
+ * tiles, which keeps source and destination in cache (3-4 times faster than walking the output
+ * order at 256 MiB). nx_npy_write creates
  * "<path>.<pid>.<n>.tmp" beside the target (O_EXCL, mode 0666 less the umask), writes and fsyncs
  * it, then renames it over path; on any failure the temporary file is removed.
  */
@@ -54,6 +57,8 @@
 #define NPY_HEADER_TEXT 512   /* bytes enough for any header the writer makes (NX_MAX_DIMS axes) */
 #define NPY_WHERE 224         /* "nx_npy_read: <path>" prefix of messages, truncated */
 #define NPY_CHUNK (64 * 1024) /* the file writer converts and writes this many bytes at a time */
+#define NPY_SLAB_MAX (1 << 20) /* ... or one index of the first axis at a time, up to this size */
+#define NPY_TILE 32            /* tile edge for transposing copies: 32 x 32 x 8 bytes fit in L1 */
 
 static const uint8_t npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
@@ -181,6 +186,92 @@ static void gather(uint8_t *dst, const layout *l, int64_t start, int64_t count)
         for (int i = last; i > 0 && idx[i] == l->shape[i]; i--) {
             idx[i] = 0;
             idx[i - 1]++;
+        }
+    }
+}
+
+/* One tile of a 2-D transpose-like copy: rows i (source stride sp), columns j (source stride
+ * sl), destination rows dstride apart. Called with constant es so each memcpy is one move. */
+static inline void copy_tile(uint8_t *dst, int64_t dstride, const uint8_t *src, int64_t sp,
+                             int64_t sl, int64_t ni, int64_t nj, size_t es)
+{
+    for (int64_t i = 0; i < ni; i++)
+        for (int64_t j = 0; j < nj; j++)
+            memcpy(dst + (i * dstride + j) * (int64_t)es, src + (i * sp + j * sl) * (int64_t)es,
+                   es);
+}
+
+static void copy_tile_es(uint8_t *dst, int64_t dstride, const uint8_t *src, int64_t sp,
+                         int64_t sl, int64_t ni, int64_t nj, size_t es)
+{
+    switch (es) {
+    case 1:
+        copy_tile(dst, dstride, src, sp, sl, ni, nj, 1);
+        break;
+    case 2:
+        copy_tile(dst, dstride, src, sp, sl, ni, nj, 2);
+        break;
+    case 4:
+        copy_tile(dst, dstride, src, sp, sl, ni, nj, 4);
+        break;
+    default:
+        copy_tile(dst, dstride, src, sp, sl, ni, nj, 8);
+        break;
+    }
+}
+
+/* The axis other than the last with the smallest stride, if it beats the last axis: copying
+ * tiles of it and the last axis keeps both source and destination in cache (a Fortran file, a
+ * transposed view), where walking the last axis alone would touch one cache line per element. */
+static int tile_axis(const layout *l)
+{
+    int last = l->ndim - 1, best = -1;
+    if (l->ndim < 2 || l->strides[last] == 1)
+        return -1;
+    int64_t best_abs = l->strides[last] < 0 ? -l->strides[last] : l->strides[last];
+    for (int k = 0; k < last; k++) {
+        int64_t a = l->strides[k] < 0 ? -l->strides[k] : l->strides[k];
+        if (a < best_abs) {
+            best = k;
+            best_abs = a;
+        }
+    }
+    return best;
+}
+
+/* Copies all of l contiguously into dst in C order. */
+static void gather_all(uint8_t *dst, const layout *l, int64_t numel)
+{
+    int p = tile_axis(l);
+    if (p < 0) {
+        gather(dst, l, 0, numel);
+        return;
+    }
+    int last = l->ndim - 1;
+    int64_t ds[NX_MAX_DIMS], idx[NX_MAX_DIMS] = {0};
+    nx_rt_contiguous_strides(l->ndim, l->shape, ds);
+    int64_t np = l->shape[p], nl = l->shape[last];
+    int64_t outer = numel / (np * nl);
+    for (int64_t o = 0; o < outer; o++) {
+        int64_t soff = 0, doff = 0;
+        for (int k = 0; k < last; k++) {
+            soff += idx[k] * l->strides[k];
+            doff += idx[k] * ds[k];
+        }
+        for (int64_t i0 = 0; i0 < np; i0 += NPY_TILE)
+            for (int64_t j0 = 0; j0 < nl; j0 += NPY_TILE)
+                copy_tile_es(dst + (doff + i0 * ds[p] + j0) * (int64_t)l->elsize, ds[p],
+                             l->base + (soff + i0 * l->strides[p] + j0 * l->strides[last]) *
+                                           (int64_t)l->elsize,
+                             l->strides[p], l->strides[last],
+                             np - i0 < NPY_TILE ? np - i0 : NPY_TILE,
+                             nl - j0 < NPY_TILE ? nl - j0 : NPY_TILE, l->elsize);
+        for (int k = last - 1; k >= 0; k--) {
+            if (k == p)
+                continue;
+            if (++idx[k] < l->shape[k])
+                break;
+            idx[k] = 0;
         }
     }
 }
@@ -648,7 +739,7 @@ static void fill(const npy_info *h, const uint8_t *src, nx_tensor *t)
             s *= h->shape[i];
         }
         layout_simplify(&l);
-        gather(dst, &l, 0, numel);
+        gather_all(dst, &l, numel);
     } else if (src != dst) {
         memcpy(dst, src, (size_t)h->data_bytes);
     }
@@ -672,7 +763,7 @@ static nx_status read_buffer(nx_ctx *ctx, const char *where, const uint8_t *buf,
     if (st != NX_OK)
         return st;
     nx_tensor *t = NULL;
-    st = nx_tensor_new(ctx, h.dtype, h.ndim, h.shape, &t);
+    st = nx_rt_tensor_new_uninit(ctx, h.dtype, h.ndim, h.shape, &t); /* fill() writes every byte */
     if (st != NX_OK)
         return st;
     if (h.data_bytes > 0)
@@ -765,7 +856,7 @@ static nx_status read_regular(nx_ctx *ctx, const char *where, int fd, uint64_t s
     if (st != NX_OK)
         return st;
     nx_tensor *t = NULL;
-    st = nx_tensor_new(ctx, h.dtype, h.ndim, h.shape, &t);
+    st = nx_rt_tensor_new_uninit(ctx, h.dtype, h.ndim, h.shape, &t); /* fill() writes every byte */
     if (st != NX_OK)
         return st;
     st = read_data_fd(ctx, where, fd, &h, t);
@@ -840,6 +931,9 @@ typedef struct npy_out {
     nx_dtype dtype;
     int64_t numel;
     size_t data_bytes;
+    int64_t slab;            /* elements per index of the first axis; 0: cut by element ranges */
+    int64_t slabs_per_chunk; /* indices of the first axis the file writer copies at a time */
+    size_t chunk_bytes;      /* the file writer's buffer */
 } npy_out;
 
 static size_t header_dict(const nx_tensor *t, char *buf, size_t cap)
@@ -892,6 +986,33 @@ static void build_preamble(const nx_tensor *t, npy_out *o)
     o->pre_len = prefix + hlen + pad;
 }
 
+/* The file writer cuts the data into whole indices of the first axis, so each chunk is itself a
+ * tiled copy, unless one index holds more than NPY_SLAB_MAX bytes: then into element ranges. */
+static void plan_chunks(npy_out *o)
+{
+    const layout *l = &o->elems;
+    o->slab = 0;
+    o->slabs_per_chunk = 0;
+    o->chunk_bytes = o->data_bytes < NPY_CHUNK ? o->data_bytes : NPY_CHUNK;
+    if (o->numel == 0 || l->ndim == 0)
+        return;
+    int64_t slab = o->numel / l->shape[0];
+    size_t slab_bytes = (size_t)slab * l->elsize;
+    if (slab_bytes > NPY_SLAB_MAX)
+        return;
+    int64_t k = (int64_t)(NPY_CHUNK / slab_bytes);
+    if (tile_axis(l) == 0 && k < NPY_TILE) /* tiles need NPY_TILE indices of that axis */
+        k = (int64_t)(NPY_SLAB_MAX / slab_bytes) < NPY_TILE ? (int64_t)(NPY_SLAB_MAX / slab_bytes)
+                                                            : NPY_TILE;
+    if (k < 1)
+        k = 1;
+    if (k > l->shape[0])
+        k = l->shape[0];
+    o->slab = slab;
+    o->slabs_per_chunk = k;
+    o->chunk_bytes = (size_t)k * slab_bytes;
+}
+
 static nx_status prepare(nx_ctx *ctx, const char *where, const nx_tensor *t, npy_out *o)
 {
     if (nx_dtype_size(t->dtype) == 0 || t->ndim < 0 || t->ndim > NX_MAX_DIMS)
@@ -912,6 +1033,7 @@ static nx_status prepare(nx_ctx *ctx, const char *where, const nx_tensor *t, npy
         o->elems.strides[i] = t->strides[i];
     }
     layout_simplify(&o->elems);
+    plan_chunks(o);
     build_preamble(t, o);
     return NX_OK;
 }
@@ -921,6 +1043,17 @@ static void emit(const npy_out *o, int64_t start, int64_t count, uint8_t *dst)
 {
     gather(dst, &o->elems, start, count);
     fix_elements(dst, o->dtype, count, host_big_endian);
+}
+
+/* Indices first .. first+count-1 of the first axis, all of their elements, at dst. */
+static int64_t emit_slabs(const npy_out *o, int64_t first, int64_t count, uint8_t *dst)
+{
+    layout sub = o->elems;
+    sub.base += first * sub.strides[0] * (int64_t)sub.elsize;
+    sub.shape[0] = count;
+    gather_all(dst, &sub, count * o->slab);
+    fix_elements(dst, o->dtype, count * o->slab, host_big_endian);
+    return count * o->slab;
 }
 
 nx_status nx_npy_write_mem(nx_ctx *ctx, const nx_tensor *t, void **buf, size_t *len)
@@ -939,8 +1072,10 @@ nx_status nx_npy_write_mem(nx_ctx *ctx, const nx_tensor *t, void **buf, size_t *
     if (!p)
         return nx_rt_nomem(ctx, "nx_npy_write_mem", total);
     memcpy(p, o.pre, o.pre_len);
-    if (o.numel > 0)
-        emit(&o, 0, o.numel, p + o.pre_len);
+    if (o.numel > 0) {
+        gather_all(p + o.pre_len, &o.elems, o.numel);
+        fix_elements(p + o.pre_len, o.dtype, o.numel, host_big_endian);
+    }
     *buf = p;
     *len = total;
     return NX_OK;
@@ -961,10 +1096,18 @@ static nx_status write_all(nx_ctx *ctx, const char *where, int fd, const uint8_t
 }
 
 static nx_status write_body(nx_ctx *ctx, const char *where, int fd, const npy_out *o,
-                            uint8_t *chunk, size_t chunk_bytes)
+                            uint8_t *chunk)
 {
     nx_status st = write_all(ctx, where, fd, o->pre, o->pre_len);
-    int64_t per = (int64_t)(chunk_bytes / o->elems.elsize);
+    if (o->slab > 0) {
+        int64_t n0 = o->elems.shape[0], per = o->slabs_per_chunk;
+        for (int64_t a = 0; st == NX_OK && a < n0; a += per) {
+            int64_t n = emit_slabs(o, a, n0 - a < per ? n0 - a : per, chunk);
+            st = write_all(ctx, where, fd, chunk, (size_t)n * o->elems.elsize);
+        }
+        return st;
+    }
+    int64_t per = (int64_t)(o->chunk_bytes / o->elems.elsize);
     for (int64_t at = 0; st == NX_OK && at < o->numel; at += per) {
         int64_t count = o->numel - at < per ? o->numel - at : per;
         emit(o, at, count, chunk);
@@ -988,12 +1131,12 @@ static int open_temp(const char *path, char *tmp, size_t cap)
 }
 
 static nx_status write_temp(nx_ctx *ctx, const char *where, const char *path, char *tmp,
-                            size_t cap, const npy_out *o, uint8_t *chunk, size_t chunk_bytes)
+                            size_t cap, const npy_out *o, uint8_t *chunk)
 {
     int fd = open_temp(path, tmp, cap);
     if (fd < 0)
         return io_error(ctx, where, "cannot create the temporary file beside it", errno);
-    nx_status st = write_body(ctx, where, fd, o, chunk, chunk_bytes);
+    nx_status st = write_body(ctx, where, fd, o, chunk);
     if (st == NX_OK && fsync(fd) != 0)
         st = io_error(ctx, where, "fsync failed", errno);
     if (close(fd) != 0 && st == NX_OK)
@@ -1016,14 +1159,14 @@ nx_status nx_npy_write(nx_ctx *ctx, const char *path, const nx_tensor *t)
     nx_status st = prepare(ctx, where, t, &o);
     if (st != NX_OK)
         return st;
-    size_t chunk_bytes = o.data_bytes < NPY_CHUNK ? o.data_bytes : NPY_CHUNK;
+    size_t chunk_bytes = o.chunk_bytes;
     size_t cap = strlen(path) + 48;
     uint8_t *chunk = nx_rt_alloc(ctx, chunk_bytes);
     char *tmp = nx_rt_alloc(ctx, cap);
     if (!chunk || !tmp)
         st = nx_rt_nomem(ctx, where, chunk ? cap : chunk_bytes);
     else
-        st = write_temp(ctx, where, path, tmp, cap, &o, chunk, chunk_bytes);
+        st = write_temp(ctx, where, path, tmp, cap, &o, chunk);
     nx_rt_free(ctx, tmp, cap);
     nx_rt_free(ctx, chunk, chunk_bytes);
     return st;

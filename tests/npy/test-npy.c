@@ -371,6 +371,11 @@ static void test_roundtrip_strided(void **state)
         {"i32 padded rows", NX_DTYPE_I32, 2, {3, 5}, {7, 1}, 0, 21},
         /* 200 x 100 f64 transposed: 160 KB, several write chunks, chunk edges inside rows */
         {"large transpose f64", NX_DTYPE_F64, 2, {200, 100}, {1, 200}, 0, 20000},
+        /* one index of the first axis is 1.1 MB: the file writer cuts element ranges instead */
+        {"wide transpose f64", NX_DTYPE_F64, 2, {2, 140000}, {1, 2}, 0, 280000},
+        {"wide transpose u8", NX_DTYPE_U8, 2, {3, 50000}, {1, 3}, 0, 150000},
+        /* every other element of 80 KB rows: one row per write chunk */
+        {"strided rows f32", NX_DTYPE_F32, 2, {3, 20000}, {40000, 2}, 0, 120000},
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
         check_view(ctx, &cases[i]);
