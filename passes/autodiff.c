@@ -26,11 +26,15 @@ void nx_ir_ad_view_of(const nx_graph *g, nx_node id, nx_ir_ad_view *v)
 
 nx_node nx_ir_ad_scalar(nx_graph *g, nx_node like, double v)
 {
+    if (!like) /* an earlier builder failed; the graph holds its error */
+        return NX_NONE;
     return nx_scalar(g, nx_node_dtype(g, like), v);
 }
 
 nx_node nx_ir_ad_zeros(nx_graph *g, nx_node like)
 {
+    if (!like)
+        return NX_NONE;
     int64_t shape[NX_MAX_DIMS];
     nx_node_shape(g, like, shape);
     return nx_broadcast(g, nx_ir_ad_scalar(g, like, 0.0), nx_node_ndim(g, like), shape);
@@ -38,7 +42,7 @@ nx_node nx_ir_ad_zeros(nx_graph *g, nx_node like)
 
 nx_node nx_ir_ad_unbroadcast(nx_graph *g, nx_node d, nx_node target)
 {
-    if (!d)
+    if (!d || !target)
         return NX_NONE;
     int nd = nx_node_ndim(g, d), nt = nx_node_ndim(g, target);
     int64_t ds[NX_MAX_DIMS], ts[NX_MAX_DIMS];
@@ -96,6 +100,8 @@ nx_node nx_ir_ad_shift(nx_graph *g, nx_node x, int axis, bool down, double v)
 {
     int64_t shape[NX_MAX_DIMS], lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0};
     int64_t start[NX_MAX_DIMS] = {0};
+    if (!x)
+        return NX_NONE;
     nx_node_shape(g, x, shape);
     if (down)
         hi[axis] = 1;

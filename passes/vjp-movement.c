@@ -57,6 +57,8 @@ nx_status nx_ir_vjp_reverse(nx_graph *g, nx_node y, nx_node dy, nx_node *dx)
  * pos[0 .. d's extent) (negative or >= ext: dropped, as scatter drops them). */
 static nx_node scatter_axis(nx_graph *g, nx_node d, int axis, int64_t ext, const int64_t *pos)
 {
+    if (!d) /* an earlier builder failed; the graph holds its error */
+        return NX_NONE;
     int nd = nx_node_ndim(g, d);
     int64_t shape[NX_MAX_DIMS];
     nx_node_shape(g, d, shape);

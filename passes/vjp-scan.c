@@ -16,6 +16,8 @@
 static nx_node scan_forward_adjoint(nx_graph *g, nx_node x, nx_node y, nx_node dy, int axis,
                                     int64_t m)
 {
+    if (!x || !y || !dy) /* an earlier builder failed; the graph holds its error */
+        return NX_NONE;
     nx_node zero = nx_ir_ad_scalar(g, x, 0.0), one = nx_ir_ad_scalar(g, x, 1.0);
     switch (m) {
     case NX_MONOID_SUM:
