@@ -615,8 +615,14 @@ static nx_status sweep_body(nx_ctx *ctx, void *user)
             st = NX_ERR_INTERNAL;
     }
     nx_x86_kernel_free(k);
+    /* textual IR that uses the math library (defined while parsing) */
     char ir[2048];
     jk_text_sum(ir, sizeof ir, "sweep_sum");
+    size_t n = strlen(ir);
+    snprintf(ir + n, sizeof ir - n,
+             "declare float @nx.math.exp.f32(float)\n"
+             "define float @sweep_exp(float %%x) {\n"
+             "  %%e = call float @nx.math.exp.f32(float %%x)\n  ret float %%e\n}\n");
     if (st == NX_OK && (st = nx_x86_module_parse(jit, "s", ir, strlen(ir), &m)) == NX_OK)
         nx_x86_module_free(m);
     return st;

@@ -1,0 +1,161 @@
+/* Running a plan on the host: slots become tensors (inputs borrowed, constants wrapped, temps
+ * allocated and freed after their last reader), loop kernels run compiled code split across the
+ * thread pool (or the kernel IR interpreter), library kernels run the interpreter's routine for
+ * their node, which is the plain C implementation the kernel IR document promises. */
+#include <string.h>
+
+#include "codegen/x86/emit.h"
+#include "runtime/pool.h"
+
+typedef struct run_state {
+    nx_ctx *ctx;
+    const nx_kplan *p;
+    nx_tensor **slot; /* by slot; owned for TEMP and CONSTANT, borrowed (NULL-owned) for INPUT */
+    const nx_tensor *const *inputs;
+} run_state;
+
+typedef struct loop_call {
+    nx_x86_loop_fn fn;
+    void *const *bufs;
+} loop_call;
+
+static void loop_chunk(void *user, int64_t begin, int64_t end, int chunk)
+{
+    (void)chunk;
+    const loop_call *c = user;
+    c->fn(c->bufs, begin, end);
+}
+
+/* Outer iterations: the first axis of the space, or one point for a 0-d space. */
+static int64_t outer_extent(const nx_kernel *k)
+{
+    return k->ndim ? k->extent[0] : 1;
+}
+
+static nx_status run_loop(run_state *rs, const nx_kernel *k, nx_x86_loop_fn fn, void **bufs)
+{
+    if (!fn)
+        return nx_kernel_interpret(k, bufs);
+    if (nx_ir_numel(k->ndim, k->extent) == 0)
+        return NX_OK;
+    loop_call c = {fn, bufs};
+    int64_t outer = outer_extent(k), inner = nx_ir_numel(k->ndim, k->extent) / (outer ? outer : 1);
+    for (int l = k->ndim; l < k->nloops; l++)
+        inner *= k->extent[l] ? k->extent[l] : 1;
+    /* Aim for chunks of at least ~64K scalar operations so the fork costs little. */
+    int64_t grain = inner >= 65536 ? 1 : 65536 / (inner ? inner : 1);
+    return nx_rt_parallel_for(rs->ctx, outer, grain, loop_chunk, &c);
+}
+
+static nx_status run_library(run_state *rs, const nx_kernel *k)
+{
+    const nx_ir_store *s = rs->p->store;
+    const nx_ir_node *n = nx_ir_node_at(s, k->lib_node);
+    const nx_tensor *ins[NX_KERNEL_MAX_BUFFERS];
+    int nin = 0;
+    for (int b = 0; b < k->nbufs; b++)
+        if (k->bufs[b].role == NX_KBUF_IN)
+            ins[nin++] = rs->slot[k->bufs[b].slot];
+    nx_ir_eval ev = {rs->ctx, s, rs->inputs};
+    return nx_ir_prims[n->op].ref(&ev, n, ins, rs->slot[k->bufs[k->nbufs - 1].slot]);
+}
+
+static nx_status bind_slots(run_state *rs)
+{
+    const nx_kplan *p = rs->p;
+    for (int i = 0; i < p->nslots; i++) {
+        const nx_kslot *sl = &p->slots[i];
+        nx_status st = NX_OK;
+        if (sl->kind == NX_SLOT_CONSTANT)
+            st = nx_tensor_wrap(rs->ctx, (void *)sl->data, sl->dtype, sl->ndim, sl->shape, NULL,
+                                &rs->slot[i]);
+        else if (sl->kind == NX_SLOT_INPUT)
+            rs->slot[i] = (nx_tensor *)rs->inputs[sl->arg];
+        if (st != NX_OK)
+            return st;
+    }
+    return NX_OK;
+}
+
+static bool is_output(const nx_kplan *p, int slot)
+{
+    for (int i = 0; i < p->noutputs; i++)
+        if (p->outputs[i] == slot)
+            return true;
+    return false;
+}
+
+static nx_status run_kernel(run_state *rs, int ki, nx_x86_loop_fn fn)
+{
+    const nx_kernel *k = rs->p->kernels[ki];
+    void *bufs[NX_KERNEL_MAX_BUFFERS];
+    for (int b = 0; b < k->nbufs; b++) {
+        const nx_kbuf *kb = &k->bufs[b];
+        if (kb->role == NX_KBUF_OUT) {
+            nx_status st = nx_tensor_new(rs->ctx, kb->dtype, kb->ndim, kb->shape,
+                                         &rs->slot[kb->slot]);
+            if (st != NX_OK)
+                return st;
+        }
+        bufs[b] = nx_tensor_data(rs->slot[kb->slot]);
+    }
+    nx_status st = k->kind == NX_KERNEL_LIBRARY ? run_library(rs, k) : run_loop(rs, k, fn, bufs);
+    if (st != NX_OK)
+        return st;
+    for (int b = 0; b < k->nbufs; b++) {
+        uint32_t sl = k->bufs[b].slot;
+        const nx_kslot *ks = &rs->p->slots[sl];
+        if (ks->kind == NX_SLOT_TEMP && ks->last_use == ki && !is_output(rs->p, (int)sl)) {
+            nx_tensor_free(rs->slot[sl]);
+            rs->slot[sl] = NULL;
+        }
+    }
+    return NX_OK;
+}
+
+static nx_status take_outputs(run_state *rs, nx_tensor **outputs)
+{
+    const nx_kplan *p = rs->p;
+    for (int i = 0; i < p->noutputs; i++) {
+        int sl = p->outputs[i];
+        bool later = false; /* the same slot is also a later output: copy, do not hand over */
+        for (int j = i + 1; j < p->noutputs; j++)
+            later = later || p->outputs[j] == sl;
+        if (p->slots[sl].kind == NX_SLOT_TEMP && !later) {
+            outputs[i] = rs->slot[sl];
+            rs->slot[sl] = NULL;
+            continue;
+        }
+        nx_status st = nx_ir_tensor_contiguous_copy(rs->ctx, rs->slot[sl], &outputs[i]);
+        if (st != NX_OK)
+            return st;
+    }
+    return NX_OK;
+}
+
+nx_status nx_x86_plan_run(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *fns,
+                          const nx_tensor *const *inputs, nx_tensor **outputs)
+{
+    size_t bytes = (size_t)p->nslots * sizeof(nx_tensor *);
+    run_state rs = {ctx, p, nx_rt_calloc(ctx, (size_t)p->nslots + 1, sizeof(nx_tensor *)),
+                    inputs};
+    if (!rs.slot)
+        return nx_rt_nomem(ctx, "nx_program_run", bytes);
+    for (int i = 0; i < p->noutputs; i++)
+        outputs[i] = NULL;
+    nx_status st = bind_slots(&rs);
+    for (int ki = 0; st == NX_OK && ki < p->nkernels; ki++)
+        st = run_kernel(&rs, ki, fns ? fns[ki] : NULL);
+    if (st == NX_OK)
+        st = take_outputs(&rs, outputs);
+    if (st != NX_OK)
+        for (int i = 0; i < p->noutputs; i++) {
+            nx_tensor_free(outputs[i]);
+            outputs[i] = NULL;
+        }
+    for (int i = 0; i < p->nslots; i++)
+        if (p->slots[i].kind != NX_SLOT_INPUT)
+            nx_tensor_free(rs.slot[i]);
+    nx_rt_free(ctx, rs.slot, ((size_t)p->nslots + 1) * sizeof(nx_tensor *));
+    return st;
+}
