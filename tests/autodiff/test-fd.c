@@ -388,10 +388,73 @@ static void test_fd_all(void **state)
     assert_int_equal(failed, 0);
 }
 
+/* ---- random shapes: broadcasting binaries and reductions over random axes --------------------*/
+
+static int rnd_op, rnd_monoid, rnd_naxes, rnd_axes[4];
+static bool rnd_keep;
+
+static nx_node b_rnd_binary(nx_graph *g, const nx_node *p)
+{
+    static nx_node (*const ops[])(nx_graph *, nx_node, nx_node) = {
+        nx_add, nx_sub, nx_mul, nx_maximum, nx_minimum, nx_atan2};
+    nx_node y = ops[rnd_op](g, p[0], p[1]);
+    return nx_mul(g, y, nx_sin(g, y));
+}
+
+static nx_node b_rnd_reduce(nx_graph *g, const nx_node *p)
+{
+    nx_node r = nx_reduce(g, nx_sin(g, p[0]), rnd_naxes, rnd_axes, (nx_monoid)rnd_monoid, rnd_keep);
+    return nx_mul(g, r, r);
+}
+
+static int rnd_int(int lo, int hi)
+{
+    return lo + (int)ck_uniform(0, hi - lo + 1 - 1e-9);
+}
+
+static void test_fd_random_shapes(void **state)
+{
+    (void)state;
+    int failed = 0, n = 60;
+    for (int it = 0; it < n; it++) {
+        ck_case c = {"random broadcast binary", 2, {0}, {{0}}, -2, 2, b_rnd_binary, false};
+        int nd = rnd_int(1, 3);
+        for (int i = 0; i < 2; i++) {
+            c.ndim[i] = nd - (i == 1 ? rnd_int(0, nd - 1) : 0);
+        }
+        for (int d = 0; d < nd; d++) {
+            int64_t e = rnd_int(1, 4);
+            c.shape[0][d] = ck_uniform(0, 1) < 0.3 ? 1 : e;
+            int d1 = d - (nd - c.ndim[1]);
+            if (d1 >= 0)
+                c.shape[1][d1] = c.shape[0][d] == 1 || ck_uniform(0, 1) < 0.3 ? 1 : e;
+        }
+        rnd_op = rnd_int(0, 5);
+        failed += !(ck_check(&c, NX_BACKEND_REF) <= 1e-6);
+
+        ck_case r = {"random reduce", 1, {0}, {{0}}, -2, 2, b_rnd_reduce, false};
+        r.ndim[0] = rnd_int(1, 4);
+        for (int d = 0; d < r.ndim[0]; d++)
+            r.shape[0][d] = rnd_int(1, 3);
+        rnd_naxes = 0;
+        for (int d = 0; d < r.ndim[0]; d++) {
+            if (ck_uniform(0, 1) < 0.5)
+                rnd_axes[rnd_naxes++] = ck_uniform(0, 1) < 0.5 ? d : d - r.ndim[0];
+        }
+        rnd_monoid = rnd_int(0, 4);
+        rnd_keep = ck_uniform(0, 1) < 0.5;
+        failed += !(ck_check(&r, NX_BACKEND_REF) <= 1e-6);
+    }
+    print_message("%d of %d random-shape cases within 1e-6 (scale-free)\n", 2 * n - failed,
+                  2 * n);
+    assert_int_equal(failed, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fd_all),
+        cmocka_unit_test(test_fd_random_shapes),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
