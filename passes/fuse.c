@@ -1,4 +1,188 @@
-/* Placeholder: this pass is being written. */
-#include "internal.h"
+/* Fusion: which values of a program get a kernel of their own (DESIGN.md §4.4).
+ *
+ * Elementwise and movement nodes are computed inside their consumer: movement becomes index
+ * arithmetic, elementwise becomes scalar code, so a chain like exp(a * b + c)[::2].T is one loop.
+ * A reduction absorbs its producer expression the same way, which is the semiring K-loop fusion:
+ * reduce_max(broadcast(A)[:, :, None] + broadcast(B)[None], axis=1) lowers to one kernel whose
+ * loop over k reads A and B directly, and the M x K x N operand never exists. Gathers become loads
+ * at a loaded index. A reduction over at most NX_FUSE_NESTED_MAX elements whose single consumer
+ * is elementwise of the same shape, or is another reduction, is inlined too: the nested
+ * reduction of ||x_i - y_j||^2 over a small D inside the loop over j.
+ *
+ * A node is materialised (ROOT) when it is an output, when more than one node reads it (computed
+ * once, read from memory by each consumer, rather than recomputed), when it is a reduction not
+ * inlined as above, or when it is a library primitive (scatter, sort, scan, extern, custom
+ * monoid) or an operand of one: library routines read whole buffers. */
+#include <string.h>
 
-typedef int nx_placeholder_pass_fuse;
+#include "passes/fuse.h"
+
+bool nx_fuse_is_library(int prim)
+{
+    switch (prim) {
+    case NX_PRIM_SCATTER:
+    case NX_PRIM_SORT:
+    case NX_PRIM_ARGSORT:
+    case NX_PRIM_SCAN:
+    case NX_PRIM_SCAN_LINEAR:
+    case NX_PRIM_EXTERN:
+    case NX_PRIM_REDUCE_CUSTOM:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static bool is_leaf_tensor(const nx_ir_node *n)
+{
+    if (n->op == NX_PRIM_INPUT || n->op == NX_PRIM_PARAMETER)
+        return true;
+    return n->op == NX_PRIM_CONSTANT && nx_ir_numel(n->ndim, n->shape) > 1;
+}
+
+static int64_t reduced_size(const nx_ir_store *s, const nx_ir_node *n)
+{
+    const nx_ir_node *x = nx_ir_node_at(s, nx_ir_node_ops(s, n)[0]);
+    const int64_t *flag = nx_ir_node_attrs(s, n) + 2;
+    int64_t size = 1;
+    for (int d = 0; d < x->ndim; d++)
+        if (flag[d])
+            size *= x->shape[d];
+    return size;
+}
+
+static bool same_shape(const nx_ir_node *a, const nx_ir_node *b)
+{
+    return a->ndim == b->ndim && memcmp(a->shape, b->shape, a->ndim * sizeof *a->shape) == 0;
+}
+
+/* A small reduction read once, by a same-shaped elementwise node or by another reduction. */
+static bool nested_reduce(const nx_ir_store *s, const nx_ir_node *n, const nx_ir_node *consumer)
+{
+    if (n->op != NX_PRIM_REDUCE || !consumer || reduced_size(s, n) > NX_FUSE_NESTED_MAX)
+        return false;
+    int64_t m = nx_ir_node_attrs(s, n)[0];
+    if (m == NX_MONOID_ARGMAX || m == NX_MONOID_ARGMIN)
+        return false;
+    if (consumer->op == NX_PRIM_REDUCE)
+        return true;
+    bool elementwise = consumer->op >= NX_PRIM_NEG && consumer->op <= NX_PRIM_CAST;
+    return elementwise && same_shape(n, consumer);
+}
+
+#define MULTI UINT32_MAX
+
+typedef struct fuse_state {
+    uint32_t *uses;     /* distinct live consumers */
+    nx_node *consumer;  /* the last consumer seen */
+    uint32_t *owner;    /* the root whose kernel computes the value, MULTI when several do */
+    bool *feeds_reduce; /* the value is part of some reduction's operand expression */
+    int64_t *base;      /* elements of the largest tensor the value is made from, before any
+                         * broadcast or window expands it */
+} fuse_state;
+
+/* Several kernels need an inlined value. Recomputing it in each is what fusion must do when it
+ * is an expanded reduction operand (broadcast(A) + broadcast(B) read by a max and a log-sum-exp
+ * contraction would otherwise be materialised at M x K x N); anything else is materialised once. */
+static bool shared_root(const fuse_state *fs, nx_node id, const nx_ir_node *n)
+{
+    if (fs->uses[id] <= 1 || fs->owner[id] != MULTI)
+        return false;
+    bool expanded = fs->base[id] < nx_ir_numel(n->ndim, n->shape);
+    return !(fs->feeds_reduce[id] && expanded && n->op != NX_PRIM_REDUCE);
+}
+
+static void compute_base(const nx_ir_store *s, int64_t *base)
+{
+    for (nx_node id = 1; id <= s->n; id++) {
+        const nx_ir_node *n = nx_ir_node_at(s, id);
+        int64_t numel = nx_ir_numel(n->ndim, n->shape), b = 0;
+        bool through = (n->op >= NX_PRIM_NEG && n->op <= NX_PRIM_CAST) ||
+                       n->op == NX_PRIM_BROADCAST || n->op == NX_PRIM_WINDOW ||
+                       n->op == NX_PRIM_RESHAPE || n->op == NX_PRIM_PERMUTE;
+        if (through) {
+            const nx_node *ops = nx_ir_node_ops(s, n);
+            for (uint32_t k = 0; k < n->nops; k++)
+                b = base[ops[k]] > b ? base[ops[k]] : b;
+        }
+        base[id] = through ? b : numel;
+    }
+}
+
+static void note_operands(const nx_ir_store *s, fuse_state *fs, nx_node id, uint8_t *role)
+{
+    const nx_ir_node *n = nx_ir_node_at(s, id);
+    const nx_node *ops = nx_ir_node_ops(s, n);
+    int nv = nx_ir_num_valops(n);
+    bool lib = nx_fuse_is_library(n->op);
+    uint32_t mine = role[id] == NX_FUSE_ROOT ? id : fs->owner[id];
+    bool feeds = n->op == NX_PRIM_REDUCE || (role[id] == NX_FUSE_INLINE && fs->feeds_reduce[id]);
+    for (int k = 0; k < nv; k++) {
+        nx_node o = ops[k];
+        bool repeat = false; /* x * x reads x in one place */
+        for (int j = 0; j < k; j++)
+            repeat = repeat || ops[j] == o;
+        if (repeat)
+            continue;
+        fs->uses[o]++;
+        fs->consumer[o] = id;
+        fs->owner[o] = fs->uses[o] == 1 || fs->owner[o] == mine ? mine : MULTI;
+        fs->feeds_reduce[o] = fs->feeds_reduce[o] || feeds;
+        if (lib && !is_leaf_tensor(nx_ir_node_at(s, o)))
+            role[o] = NX_FUSE_ROOT;
+        else if (role[o] == NX_FUSE_DEAD)
+            role[o] = NX_FUSE_INLINE; /* provisional: decided when visited */
+    }
+}
+
+static nx_fuse_role decide(const nx_ir_store *s, const fuse_state *fs, nx_node id)
+{
+    const nx_ir_node *n = nx_ir_node_at(s, id);
+    if (n->op == NX_PRIM_CONSTANT || n->op == NX_PRIM_IOTA)
+        return NX_FUSE_INLINE; /* a scalar or an index: cheaper to recompute than to load */
+    bool root = nx_fuse_is_library(n->op) || shared_root(fs, id, n);
+    if (n->op == NX_PRIM_REDUCE)
+        root = root || fs->uses[id] > 1 ||
+               !nested_reduce(s, n, fs->consumer[id] ? nx_ir_node_at(s, fs->consumer[id]) : NULL);
+    return root ? NX_FUSE_ROOT : NX_FUSE_INLINE;
+}
+
+nx_status nx_pass_fuse(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx_node *outputs,
+                       uint8_t *role)
+{
+    size_t slots = (size_t)s->n + 1;
+    fuse_state fs = {
+        nx_rt_calloc(ctx, slots, sizeof(uint32_t)),
+        nx_rt_calloc(ctx, slots, sizeof(nx_node)),
+        nx_rt_calloc(ctx, slots, sizeof(uint32_t)),
+        nx_rt_calloc(ctx, slots, sizeof(bool)),
+        nx_rt_calloc(ctx, slots, sizeof(int64_t)),
+    };
+    nx_status st = NX_OK;
+    if (!fs.uses || !fs.consumer || !fs.owner || !fs.feeds_reduce || !fs.base) {
+        st = nx_rt_nomem(ctx, "fusion", slots * 21);
+    } else {
+        compute_base(s, fs.base);
+        memset(role, NX_FUSE_DEAD, slots);
+        for (int i = 0; i < noutputs; i++)
+            role[outputs[i]] = NX_FUSE_ROOT;
+        /* Reverse id order visits every consumer before its operands (ids are topological). */
+        for (nx_node id = s->n; id >= 1; id--) {
+            if (role[id] == NX_FUSE_DEAD)
+                continue;
+            if (is_leaf_tensor(nx_ir_node_at(s, id))) {
+                role[id] = NX_FUSE_LEAF;
+                continue;
+            }
+            if (role[id] != NX_FUSE_ROOT)
+                role[id] = (uint8_t)decide(s, &fs, id);
+            note_operands(s, &fs, id, role);
+        }
+    }
+    nx_rt_free(ctx, fs.uses, slots * sizeof(uint32_t));
+    nx_rt_free(ctx, fs.consumer, slots * sizeof(nx_node));
+    nx_rt_free(ctx, fs.owner, slots * sizeof(uint32_t));
+    nx_rt_free(ctx, fs.feeds_reduce, slots * sizeof(bool));
+    nx_rt_free(ctx, fs.base, slots * sizeof(int64_t));
+    return st;
+}

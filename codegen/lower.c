@@ -1,0 +1,592 @@
+/* Lowering: each ROOT of the fusion becomes a kernel (docs/kernel-ir.md).
+ *
+ * A loop kernel is built by expanding its root's expression at symbolic indices: expr(node, idx)
+ * returns the instruction computing node's value at the index instructions idx. Movement nodes
+ * only rewrite idx (index maps); elementwise nodes expand their operands at the broadcast indices;
+ * a reduction adds loops for its reduced axes and a REDUCE over them; materialised nodes (slots)
+ * are LOADs at the C-order offset of idx. Expansions are memoised on (node, idx), which is sound
+ * because kernel IR values depend only on their operands: x * x, or a difference read twice,
+ * becomes one instruction. */
+#include <string.h>
+
+#include "passes/fuse.h"
+
+#define MEMO_MAX 4096
+
+typedef struct memo_entry {
+    nx_node node;
+    int32_t idx[NX_MAX_DIMS];
+    int32_t value;
+} memo_entry;
+
+typedef struct lowerer {
+    nx_ctx *ctx;
+    const nx_ir_store *s;
+    const uint8_t *role;
+    const int32_t *slot_of; /* by node: the slot of a LEAF or ROOT */
+    nx_kplan *plan;
+    nx_kernel *k;
+    int bufs_of_slot[NX_KERNEL_MAX_BUFFERS][2]; /* (slot, buffer) pairs of this kernel */
+    int nbound;
+    memo_entry *memo;
+    int nmemo;
+    nx_status st;
+} lowerer;
+
+static int32_t fail(lowerer *lw, nx_status st, const char *fmt, nx_node id)
+{
+    if (lw->st == NX_OK)
+        lw->st = nx_rt_error(lw->ctx, st, fmt, nx_ir_prim_name(nx_ir_node_at(lw->s, id)->op),
+                             (unsigned)id);
+    return -1;
+}
+
+static int32_t chk(lowerer *lw, int32_t v)
+{
+    if (v < 0 && lw->st == NX_OK)
+        lw->st = nx_rt_error(lw->ctx, NX_ERR_UNSUPPORTED,
+                             "lowering: kernel %s outgrew a limit of kernel IR (buffers or loops)",
+                             lw->k->name);
+    return v;
+}
+
+/* ---- index helpers -------------------------------------------------------------------------*/
+
+static int32_t ci(lowerer *lw, int64_t v)
+{
+    return chk(lw, nx_kernel_const_i(lw->k, NX_DTYPE_I64, v));
+}
+
+static int32_t iop(lowerer *lw, nx_prim op, int32_t a, int32_t b)
+{
+    if (a < 0 || b < 0)
+        return -1;
+    return chk(lw, nx_kernel_prim(lw->k, op, NX_DTYPE_I64, a, b, -1));
+}
+
+static int32_t clamp(lowerer *lw, int32_t v, int64_t lo, int64_t hi)
+{
+    return iop(lw, NX_PRIM_MIN, iop(lw, NX_PRIM_MAX, v, ci(lw, lo)), ci(lw, hi));
+}
+
+static int32_t sel(lowerer *lw, nx_dtype d, int32_t c, int32_t a, int32_t b)
+{
+    if (c < 0 || a < 0 || b < 0)
+        return -1;
+    return chk(lw, nx_kernel_prim(lw->k, NX_PRIM_SELECT, d, c, a, b));
+}
+
+static int32_t cmp(lowerer *lw, nx_prim op, int32_t a, int32_t b)
+{
+    if (a < 0 || b < 0)
+        return -1;
+    return chk(lw, nx_kernel_prim(lw->k, op, NX_DTYPE_BOOL, a, b, -1));
+}
+
+/* C-order offset of idx in shape (extent-1 axes contribute nothing). */
+static int32_t offset_of(lowerer *lw, int ndim, const int64_t *shape, const int32_t *idx)
+{
+    int32_t off = -1;
+    int64_t stride = 1;
+    for (int d = ndim - 1; d >= 0; d--) {
+        if (shape[d] != 1) {
+            int32_t term = stride == 1 ? idx[d] : iop(lw, NX_PRIM_MUL, idx[d], ci(lw, stride));
+            off = off < 0 ? term : iop(lw, NX_PRIM_ADD, term, off);
+        }
+        stride *= shape[d];
+    }
+    return off < 0 ? ci(lw, 0) : off;
+}
+
+/* ---- expansion -----------------------------------------------------------------------------*/
+
+static int32_t expr(lowerer *lw, nx_node id, const int32_t *idx);
+
+static int buffer_for(lowerer *lw, nx_node id)
+{
+    int32_t slot = lw->slot_of[id];
+    for (int i = 0; i < lw->nbound; i++)
+        if (lw->bufs_of_slot[i][0] == slot)
+            return lw->bufs_of_slot[i][1];
+    const nx_kslot *sl = &lw->plan->slots[slot];
+    int b = nx_kernel_buffer(lw->k, NX_KBUF_IN, sl->dtype, sl->ndim, sl->shape, (uint32_t)slot);
+    if (b < 0 || lw->nbound >= NX_KERNEL_MAX_BUFFERS)
+        return chk(lw, -1);
+    lw->bufs_of_slot[lw->nbound][0] = slot;
+    lw->bufs_of_slot[lw->nbound][1] = b;
+    lw->nbound++;
+    return b;
+}
+
+static int32_t load_slot(lowerer *lw, nx_node id, const int32_t *idx)
+{
+    const nx_ir_node *n = nx_ir_node_at(lw->s, id);
+    if (nx_ir_numel(n->ndim, n->shape) == 0)
+        return chk(lw, nx_kernel_const_i(lw->k, n->dtype, 0)); /* never observed */
+    int b = buffer_for(lw, id);
+    if (b < 0)
+        return -1;
+    return chk(lw, nx_kernel_load(lw->k, b, offset_of(lw, n->ndim, n->shape, idx)));
+}
+
+static int32_t scalar_constant(lowerer *lw, const nx_ir_node *n)
+{
+    if (nx_ir_numel(n->ndim, n->shape) == 0)
+        return chk(lw, nx_kernel_const_i(lw->k, n->dtype, 0));
+    nx_ir_val v = nx_ir_get(nx_ir_node_blob(lw->s, n), n->dtype, 0);
+    nx_kinst in = {.op = NX_KOP_CONST, .dtype = n->dtype, .a = {-1, -1, -1}, .i = v.i, .f = v.f};
+    if (nx_ir_is_float(n->dtype))
+        in.i = 0;
+    else
+        in.f = 0;
+    return chk(lw, nx_kernel_emit(lw->k, in));
+}
+
+/* Operand idx for an operand of shape (ond, oshape) broadcast into a result of nd dims. */
+static void bcast_idx(lowerer *lw, int nd, const int64_t *shape, const nx_ir_node *o,
+                      const int32_t *idx, int32_t *oidx)
+{
+    int lead = nd - o->ndim;
+    for (int d = 0; d < o->ndim; d++)
+        oidx[d] = o->shape[d] == 1 && shape[lead + d] != 1 ? ci(lw, 0) : idx[lead + d];
+}
+
+static int32_t elementwise(lowerer *lw, const nx_ir_node *n, const int32_t *idx)
+{
+    const nx_node *ops = nx_ir_node_ops(lw->s, n);
+    int32_t v[3] = {-1, -1, -1};
+    for (uint32_t j = 0; j < n->nops; j++) {
+        int32_t oidx[NX_MAX_DIMS];
+        bcast_idx(lw, n->ndim, n->shape, nx_ir_node_at(lw->s, ops[j]), idx, oidx);
+        v[j] = expr(lw, ops[j], oidx);
+        if (v[j] < 0)
+            return -1;
+    }
+    return chk(lw, nx_kernel_prim(lw->k, n->op, n->dtype, v[0], v[1], v[2]));
+}
+
+static int32_t reshape(lowerer *lw, const nx_ir_node *n, const int32_t *idx)
+{
+    nx_node xid = nx_ir_node_ops(lw->s, n)[0];
+    const nx_ir_node *x = nx_ir_node_at(lw->s, xid);
+    int32_t lin = offset_of(lw, n->ndim, n->shape, idx), xi[NX_MAX_DIMS];
+    for (int d = x->ndim - 1; d >= 0; d--) {
+        if (x->shape[d] == 1) {
+            xi[d] = ci(lw, 0);
+            continue;
+        }
+        xi[d] = d == 0 ? lin : iop(lw, NX_PRIM_MOD, lin, ci(lw, x->shape[d]));
+        if (d > 0)
+            lin = iop(lw, NX_PRIM_DIV, lin, ci(lw, x->shape[d]));
+    }
+    return expr(lw, xid, xi);
+}
+
+static int32_t pad_axis(lowerer *lw, int64_t mode, int32_t i, int64_t lo, int64_t n,
+                        int32_t *inside)
+{
+    int32_t j = iop(lw, NX_PRIM_SUB, i, ci(lw, lo));
+    switch (mode) {
+    case NX_PAD_CONSTANT: {
+        int32_t ge = cmp(lw, NX_PRIM_GE, j, ci(lw, 0)), lt = cmp(lw, NX_PRIM_LT, j, ci(lw, n));
+        int32_t in = chk(lw, nx_kernel_prim(lw->k, NX_PRIM_AND, NX_DTYPE_BOOL, ge, lt, -1));
+        *inside = *inside < 0 ? in
+                              : chk(lw, nx_kernel_prim(lw->k, NX_PRIM_AND, NX_DTYPE_BOOL, *inside,
+                                                       in, -1));
+        return clamp(lw, j, 0, n - 1);
+    }
+    case NX_PAD_NEAREST:
+        return clamp(lw, j, 0, n - 1);
+    case NX_PAD_WRAP:
+        return iop(lw, NX_PRIM_MOD, j, ci(lw, n)); /* sign of the divisor: in [0, n) */
+    case NX_PAD_REFLECT: {
+        int32_t m = iop(lw, NX_PRIM_MOD, j, ci(lw, 2 * n));
+        int32_t back = iop(lw, NX_PRIM_SUB, ci(lw, 2 * n - 1), m);
+        return sel(lw, NX_DTYPE_I64, cmp(lw, NX_PRIM_LT, m, ci(lw, n)), m, back);
+    }
+    default: { /* MIRROR */
+        if (n == 1)
+            return ci(lw, 0);
+        int32_t m = iop(lw, NX_PRIM_MOD, j, ci(lw, 2 * n - 2));
+        int32_t back = iop(lw, NX_PRIM_SUB, ci(lw, 2 * n - 2), m);
+        return sel(lw, NX_DTYPE_I64, cmp(lw, NX_PRIM_LT, m, ci(lw, n)), m, back);
+    }
+    }
+}
+
+static int32_t pad(lowerer *lw, nx_node id, const nx_ir_node *n, const int32_t *idx)
+{
+    const int64_t *a = nx_ir_node_attrs(lw->s, n);
+    nx_node xid = nx_ir_node_ops(lw->s, n)[0];
+    const nx_ir_node *x = nx_ir_node_at(lw->s, xid);
+    int32_t xi[NX_MAX_DIMS] = {0}, inside = -1;
+    for (int d = 0; d < n->ndim; d++) {
+        if (x->shape[d] == 0 && a[0] != NX_PAD_CONSTANT)
+            return fail(lw, NX_ERR_UNSUPPORTED, "lowering: %s %%%u pads an empty axis", id);
+        if (a[2 + d] == 0 && a[2 + n->ndim + d] == 0)
+            xi[d] = idx[d];
+        else
+            xi[d] = pad_axis(lw, a[0], idx[d], a[2 + d], x->shape[d], &inside);
+    }
+    double cval;
+    memcpy(&cval, &a[1], sizeof cval);
+    if (a[0] == NX_PAD_CONSTANT && nx_ir_numel(x->ndim, x->shape) == 0)
+        return chk(lw, nx_kernel_const_f(lw->k, n->dtype, cval));
+    int32_t v = expr(lw, xid, xi);
+    if (inside < 0 || v < 0)
+        return v;
+    return sel(lw, n->dtype, inside, v, chk(lw, nx_kernel_const_f(lw->k, n->dtype, cval)));
+}
+
+static int32_t concat(lowerer *lw, const nx_ir_node *n, const int32_t *idx)
+{
+    int axis = (int)nx_ir_node_attrs(lw->s, n)[0];
+    const nx_node *ops = nx_ir_node_ops(lw->s, n);
+    int64_t off[65];
+    int np = (int)n->nops;
+    if (np > 64)
+        return fail(lw, NX_ERR_UNSUPPORTED, "lowering: %s %%%u has over 64 pieces", ops[0]);
+    off[0] = 0;
+    for (int p = 0; p < np; p++)
+        off[p + 1] = off[p] + nx_ir_node_at(lw->s, ops[p])->shape[axis];
+    int32_t v = -1;
+    for (int p = np - 1; p >= 0; p--) {
+        int64_t len = off[p + 1] - off[p];
+        if (len == 0)
+            continue;
+        int32_t pi[NX_MAX_DIMS];
+        memcpy(pi, idx, sizeof pi);
+        pi[axis] = clamp(lw, iop(lw, NX_PRIM_SUB, idx[axis], ci(lw, off[p])), 0, len - 1);
+        int32_t piece = expr(lw, ops[p], pi);
+        v = v < 0 ? piece
+                  : sel(lw, n->dtype, cmp(lw, NX_PRIM_LT, idx[axis], ci(lw, off[p + 1])), piece,
+                        v);
+    }
+    return v;
+}
+
+static int32_t gather(lowerer *lw, const nx_ir_node *n, const int32_t *idx)
+{
+    int axis = (int)nx_ir_node_attrs(lw->s, n)[0];
+    const nx_node *ops = nx_ir_node_ops(lw->s, n);
+    const nx_ir_node *x = nx_ir_node_at(lw->s, ops[0]), *ix = nx_ir_node_at(lw->s, ops[1]);
+    int32_t k = expr(lw, ops[1], idx + axis);
+    if (k < 0)
+        return -1;
+    if (ix->dtype != NX_DTYPE_I64)
+        k = chk(lw, nx_kernel_prim(lw->k, NX_PRIM_CAST, NX_DTYPE_I64, k, -1, -1));
+    int32_t xi[NX_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++)
+        xi[d] = d < axis ? idx[d] : d > axis ? idx[d - 1 + ix->ndim] : clamp(lw, k, 0,
+                                                                              x->shape[axis] - 1);
+    return expr(lw, ops[0], xi);
+}
+
+static int32_t reduce(lowerer *lw, nx_node id, const nx_ir_node *n, const int32_t *idx)
+{
+    const int64_t *a = nx_ir_node_attrs(lw->s, n);
+    nx_node xid = nx_ir_node_ops(lw->s, n)[0];
+    const nx_ir_node *x = nx_ir_node_at(lw->s, xid);
+    bool keep = a[1] != 0;
+    int32_t xi[NX_MAX_DIMS];
+    uint32_t mask = 0;
+    int o = 0, nred = 0;
+    for (int d = 0; d < x->ndim; d++) {
+        if (!a[2 + d]) {
+            xi[d] = idx[o++];
+            continue;
+        }
+        int l = nx_kernel_loop(lw->k, x->shape[d]);
+        if (l < 0)
+            return fail(lw, NX_ERR_UNSUPPORTED, "lowering: %s %%%u needs too many loops", id);
+        mask |= 1u << l;
+        xi[d] = chk(lw, nx_kernel_idx(lw->k, l));
+        o += keep;
+        nred++;
+    }
+    if (nred == 0) { /* folding each element alone: a loop of one */
+        int l = nx_kernel_loop(lw->k, 1);
+        if (l < 0)
+            return fail(lw, NX_ERR_UNSUPPORTED, "lowering: %s %%%u needs too many loops", id);
+        mask |= 1u << l;
+    }
+    int32_t v = expr(lw, xid, xi);
+    if (v < 0)
+        return -1;
+    return chk(lw, nx_kernel_reduce(lw->k, (int)a[0], n->dtype, v, mask));
+}
+
+static int32_t expand(lowerer *lw, nx_node id, const int32_t *idx)
+{
+    const nx_ir_node *n = nx_ir_node_at(lw->s, id);
+    const int64_t *a = nx_ir_node_attrs(lw->s, n);
+    const nx_node *ops = nx_ir_node_ops(lw->s, n);
+    int32_t xi[NX_MAX_DIMS];
+    switch (n->op) {
+    case NX_PRIM_CONSTANT:
+        return scalar_constant(lw, n);
+    case NX_PRIM_IOTA: {
+        int32_t i = idx[a[2 + n->ndim]];
+        return n->dtype == NX_DTYPE_I64
+                   ? i
+                   : chk(lw, nx_kernel_prim(lw->k, NX_PRIM_CAST, n->dtype, i, -1, -1));
+    }
+    case NX_PRIM_RESHAPE:
+        return reshape(lw, n, idx);
+    case NX_PRIM_PERMUTE:
+        for (int d = 0; d < n->ndim; d++)
+            xi[a[d]] = idx[d];
+        return expr(lw, ops[0], xi);
+    case NX_PRIM_BROADCAST:
+        bcast_idx(lw, n->ndim, n->shape, nx_ir_node_at(lw->s, ops[0]), idx, xi);
+        return expr(lw, ops[0], xi);
+    case NX_PRIM_SLICE:
+        for (int d = 0; d < n->ndim; d++) {
+            int64_t start = a[d], step = a[2 * n->ndim + d];
+            int32_t t = step == 1 ? idx[d] : iop(lw, NX_PRIM_MUL, idx[d], ci(lw, step));
+            xi[d] = start == 0 ? t : iop(lw, NX_PRIM_ADD, t, ci(lw, start));
+        }
+        return expr(lw, ops[0], xi);
+    case NX_PRIM_REVERSE:
+        for (int d = 0; d < n->ndim; d++)
+            xi[d] = a[d] ? iop(lw, NX_PRIM_SUB, ci(lw, n->shape[d] - 1), idx[d]) : idx[d];
+        return expr(lw, ops[0], xi);
+    case NX_PRIM_PAD:
+        return pad(lw, id, n, idx);
+    case NX_PRIM_CONCAT:
+        return concat(lw, n, idx);
+    case NX_PRIM_WINDOW: {
+        int nd = n->ndim / 2;
+        for (int d = 0; d < nd; d++)
+            xi[d] = iop(lw, NX_PRIM_ADD, iop(lw, NX_PRIM_MUL, idx[d], ci(lw, a[nd + d])),
+                        iop(lw, NX_PRIM_MUL, idx[nd + d], ci(lw, a[2 * nd + d])));
+        return expr(lw, ops[0], xi);
+    }
+    case NX_PRIM_GATHER:
+        return gather(lw, n, idx);
+    case NX_PRIM_REDUCE:
+        return reduce(lw, id, n, idx);
+    default:
+        if (n->op >= NX_PRIM_NEG && n->op <= NX_PRIM_CAST)
+            return elementwise(lw, n, idx);
+        return fail(lw, NX_ERR_UNSUPPORTED, "lowering: %s %%%u cannot be inlined", id);
+    }
+}
+
+static int32_t expr(lowerer *lw, nx_node id, const int32_t *idx)
+{
+    if (lw->st != NX_OK)
+        return -1;
+    const nx_ir_node *n = nx_ir_node_at(lw->s, id);
+    for (int d = 0; d < n->ndim; d++)
+        if (idx[d] < 0)
+            return -1;
+    for (int i = lw->nmemo - 1; i >= 0; i--) {
+        const memo_entry *e = &lw->memo[i];
+        if (e->node == id && memcmp(e->idx, idx, n->ndim * sizeof *idx) == 0)
+            return e->value;
+    }
+    int32_t v;
+    if (lw->role[id] == NX_FUSE_LEAF || (lw->role[id] == NX_FUSE_ROOT && lw->slot_of[id] >= 0))
+        v = load_slot(lw, id, idx);
+    else
+        v = expand(lw, id, idx);
+    if (v >= 0 && lw->nmemo < MEMO_MAX) {
+        memo_entry *e = &lw->memo[lw->nmemo++];
+        e->node = id;
+        memcpy(e->idx, idx, n->ndim * sizeof *idx);
+        e->value = v;
+    }
+    return v;
+}
+
+/* ---- plans ---------------------------------------------------------------------------------*/
+
+static int add_slot(nx_kplan *p, nx_slot_kind kind, const nx_ir_node *n)
+{
+    if (p->nslots == p->slots_cap) {
+        int cap = p->slots_cap ? 2 * p->slots_cap : 16;
+        nx_kslot *s = nx_rt_calloc(p->ctx, (size_t)cap, sizeof *s);
+        if (!s)
+            return -1;
+        if (p->nslots)
+            memcpy(s, p->slots, (size_t)p->nslots * sizeof *s);
+        nx_rt_free(p->ctx, p->slots, (size_t)p->slots_cap * sizeof *p->slots);
+        p->slots = s;
+        p->slots_cap = cap;
+    }
+    nx_kslot *s = &p->slots[p->nslots];
+    memset(s, 0, sizeof *s);
+    s->kind = (uint8_t)kind;
+    s->dtype = n->dtype;
+    s->ndim = n->ndim;
+    memcpy(s->shape, n->shape, sizeof s->shape);
+    s->arg = -1;
+    s->last_use = -1;
+    return p->nslots++;
+}
+
+static nx_status add_kernel(nx_kplan *p, nx_kernel *k)
+{
+    if (p->nkernels == p->kernels_cap) {
+        int cap = p->kernels_cap ? 2 * p->kernels_cap : 8;
+        nx_kernel **ks = nx_rt_calloc(p->ctx, (size_t)cap, sizeof *ks);
+        if (!ks)
+            return nx_rt_nomem(p->ctx, "lowering", (size_t)cap * sizeof *ks);
+        if (p->nkernels)
+            memcpy(ks, p->kernels, (size_t)p->nkernels * sizeof *ks);
+        nx_rt_free(p->ctx, p->kernels, (size_t)p->kernels_cap * sizeof *p->kernels);
+        p->kernels = ks;
+        p->kernels_cap = cap;
+    }
+    p->kernels[p->nkernels++] = k;
+    return NX_OK;
+}
+
+static nx_status lower_library(lowerer *lw, nx_node id, int32_t out_slot)
+{
+    const nx_ir_node *n = nx_ir_node_at(lw->s, id);
+    nx_kernel *k = lw->k;
+    int nv = nx_ir_num_valops(n);
+    const nx_node *ops = nx_ir_node_ops(lw->s, n);
+    for (int j = 0; j < nv; j++) {
+        const nx_kslot *sl = &lw->plan->slots[lw->slot_of[ops[j]]];
+        if (nx_kernel_buffer(k, NX_KBUF_IN, sl->dtype, sl->ndim, sl->shape,
+                             (uint32_t)lw->slot_of[ops[j]]) < 0)
+            return nx_rt_error(lw->ctx, NX_ERR_UNSUPPORTED,
+                               "lowering: %s %%%u has over %d operands", nx_ir_prim_name(n->op),
+                               (unsigned)id, NX_KERNEL_MAX_BUFFERS - 1);
+    }
+    nx_kernel_buffer(k, NX_KBUF_OUT, n->dtype, n->ndim, n->shape, (uint32_t)out_slot);
+    if (n->nattrs > NX_KERNEL_MAX_ATTRS)
+        return nx_rt_error(lw->ctx, NX_ERR_UNSUPPORTED, "lowering: %s %%%u has %u attributes",
+                           nx_ir_prim_name(n->op), (unsigned)id, (unsigned)n->nattrs);
+    k->lib_prim = n->op;
+    k->nattrs = (int)n->nattrs;
+    memcpy(k->attrs, nx_ir_node_attrs(lw->s, n), n->nattrs * sizeof *k->attrs);
+    if (n->op == NX_PRIM_EXTERN)
+        memcpy(&k->lib_ptr, &k->attrs[0], sizeof k->lib_ptr);
+    k->lib_node = id;
+    return NX_OK;
+}
+
+static nx_status lower_loop(lowerer *lw, nx_node id, int32_t out_slot)
+{
+    const nx_ir_node *n = nx_ir_node_at(lw->s, id);
+    nx_kernel *k = lw->k;
+    nx_kernel_space(k, n->ndim, n->shape);
+    int ob = nx_kernel_buffer(k, NX_KBUF_OUT, n->dtype, n->ndim, n->shape, (uint32_t)out_slot);
+    int32_t idx[NX_MAX_DIMS];
+    for (int d = 0; d < n->ndim; d++)
+        idx[d] = chk(lw, nx_kernel_idx(k, d));
+    int32_t v = lw->st == NX_OK ? expand(lw, id, idx) : -1;
+    if (lw->st != NX_OK)
+        return lw->st;
+    if (v < 0 || !nx_kernel_store(k, ob, v))
+        return nx_rt_error(lw->ctx, NX_ERR_INTERNAL, "lowering: %s %%%u gave no value",
+                           nx_ir_prim_name(n->op), (unsigned)id);
+    return NX_OK;
+}
+
+static nx_status lower_root(lowerer *lw, nx_node id, int32_t *slot_of)
+{
+    const nx_ir_node *n = nx_ir_node_at(lw->s, id);
+    int32_t out_slot = add_slot(lw->plan, NX_SLOT_TEMP, n);
+    if (out_slot < 0)
+        return nx_rt_nomem(lw->ctx, "lowering", sizeof(nx_kslot));
+    char name[48];
+    snprintf(name, sizeof name, "k%d_%s", lw->plan->nkernels, nx_ir_prim_name(n->op));
+    bool lib = nx_fuse_is_library(n->op);
+    nx_status st = nx_kernel_new(lw->ctx, lib ? NX_KERNEL_LIBRARY : NX_KERNEL_LOOP, name, &lw->k);
+    if (st != NX_OK)
+        return st;
+    lw->nbound = 0;
+    lw->nmemo = 0;
+    st = lib ? lower_library(lw, id, out_slot) : lower_loop(lw, id, out_slot);
+    if (st == NX_OK)
+        st = add_kernel(lw->plan, lw->k);
+    if (st != NX_OK)
+        nx_kernel_free(lw->k);
+    lw->k = NULL;
+    slot_of[id] = out_slot; /* set after lowering: inside its own kernel the root is expanded */
+    return st;
+}
+
+static nx_status bind_leaf(lowerer *lw, nx_node id, int32_t *slot_of, int *argno)
+{
+    const nx_ir_node *n = nx_ir_node_at(lw->s, id);
+    bool input = n->op != NX_PRIM_CONSTANT;
+    int sl = add_slot(lw->plan, input ? NX_SLOT_INPUT : NX_SLOT_CONSTANT, n);
+    if (sl < 0)
+        return nx_rt_nomem(lw->ctx, "lowering", sizeof(nx_kslot));
+    if (input)
+        lw->plan->slots[sl].arg = (int32_t)nx_ir_node_attrs(lw->s, n)[2 + n->ndim];
+    else
+        lw->plan->slots[sl].data = nx_ir_node_blob(lw->s, n);
+    (void)argno;
+    slot_of[id] = sl;
+    return NX_OK;
+}
+
+static void compute_last_use(nx_kplan *p)
+{
+    for (int ki = 0; ki < p->nkernels; ki++) {
+        const nx_kernel *k = p->kernels[ki];
+        for (int b = 0; b < k->nbufs; b++)
+            if (k->bufs[b].role == NX_KBUF_IN)
+                p->slots[k->bufs[b].slot].last_use = ki;
+    }
+}
+
+static nx_status build(lowerer *lw, int noutputs, const nx_node *outputs, int32_t *slot_of)
+{
+    nx_kplan *p = lw->plan;
+    nx_status st = NX_OK;
+    int argno = 0;
+    for (nx_node id = 1; st == NX_OK && id <= lw->s->n; id++) {
+        if (lw->role[id] == NX_FUSE_LEAF)
+            st = bind_leaf(lw, id, slot_of, &argno);
+        else if (lw->role[id] == NX_FUSE_ROOT)
+            st = lower_root(lw, id, slot_of);
+    }
+    if (st != NX_OK)
+        return st;
+    if (!(p->outputs = nx_rt_calloc(lw->ctx, (size_t)noutputs, sizeof *p->outputs)))
+        return nx_rt_nomem(lw->ctx, "lowering", (size_t)noutputs * sizeof *p->outputs);
+    p->noutputs = noutputs;
+    for (int i = 0; i < noutputs; i++)
+        p->outputs[i] = slot_of[outputs[i]];
+    compute_last_use(p);
+    return NX_OK;
+}
+
+nx_status nx_lower_plan(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx_node *outputs,
+                        const uint8_t *role, nx_kplan **out)
+{
+    *out = NULL;
+    size_t slots = (size_t)s->n + 1;
+    nx_kplan *p = nx_rt_calloc(ctx, 1, sizeof *p);
+    int32_t *slot_of = nx_rt_alloc(ctx, slots * sizeof *slot_of);
+    memo_entry *memo = nx_rt_alloc(ctx, MEMO_MAX * sizeof *memo);
+    nx_status st = NX_OK;
+    if (!p || !slot_of || !memo) {
+        st = nx_rt_nomem(ctx, "lowering", slots * sizeof *slot_of);
+    } else {
+        p->ctx = ctx;
+        p->store = s;
+        for (size_t i = 0; i < slots; i++)
+            slot_of[i] = -1;
+        lowerer lw = {.ctx = ctx, .s = s, .role = role, .slot_of = slot_of, .plan = p,
+                      .memo = memo};
+        st = build(&lw, noutputs, outputs, slot_of);
+    }
+    nx_rt_free(ctx, slot_of, slots * sizeof *slot_of);
+    nx_rt_free(ctx, memo, MEMO_MAX * sizeof *memo);
+    if (st != NX_OK) {
+        if (p)
+            nx_kplan_free(p);
+        return st;
+    }
+    *out = p;
+    return NX_OK;
+}

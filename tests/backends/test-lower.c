@@ -1,0 +1,299 @@
+/* Fusion and lowering: graphs run through the pass pipeline and the plan runner (kernels run by
+ * the kernel IR interpreter, or JIT-compiled where the runner is given code) must give exactly
+ * the reference interpreter's values, and the plans must have the promised shape: one kernel for
+ * a max-plus contraction, no M x K x N buffer, a nested reduction inside one kernel. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/x86/emit.h"
+#include "passes/fuse.h"
+#include "testutil.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static double next_unit(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+static nx_tensor *random_tensor(nx_ctx *ctx, nx_dtype dt, int ndim, const int64_t *shape)
+{
+    nx_tensor *t = NULL;
+    assert_int_equal(nx_tensor_new(ctx, dt, ndim, shape, &t), NX_OK);
+    for (int64_t i = 0; i < nx_tensor_numel(t); i++) {
+        double u = next_unit();
+        nx_ir_val v = nx_ir_from_double(dt == NX_DTYPE_BOOL ? u < 0.5
+                                        : nx_ir_is_float(dt) ? 8 * u - 4
+                                                             : floor(20 * u - 10),
+                                        dt);
+        nx_ir_put(nx_tensor_data(t), dt, i, v);
+    }
+    return t;
+}
+
+/* Bitwise equality, NaNs of any payload equal. */
+static void assert_same(const nx_tensor *a, const nx_tensor *b, const char *what)
+{
+    assert_int_equal(a->dtype, b->dtype);
+    assert_int_equal(a->ndim, b->ndim);
+    assert_memory_equal(a->shape, b->shape, (size_t)a->ndim * sizeof *a->shape);
+    for (int64_t i = 0; i < nx_tensor_numel(a); i++) {
+        nx_ir_val x = nx_ir_get(nx_tensor_data(a), a->dtype, i);
+        nx_ir_val y = nx_ir_get(nx_tensor_data(b), b->dtype, i);
+        bool same = nx_ir_is_float(a->dtype) ? (x.f == y.f && signbit(x.f) == signbit(y.f)) ||
+                                                   (isnan(x.f) && isnan(y.f))
+                                             : x.i == y.i;
+        if (!same)
+            fail_msg("%s: element %lld: plan gives %.17g/%lld, reference %.17g/%lld", what,
+                     (long long)i, x.f, (long long)x.i, y.f, (long long)y.i);
+    }
+}
+
+/* Runs outs of g on the reference interpreter and through the pipeline; compares. */
+static nx_kplan *check_graph(nx_ctx *ctx, nx_graph *g, int nout, const nx_node *outs,
+                             nx_tensor **in, const char *what)
+{
+    nx_program *ref = NULL;
+    nx_compile_opts o = {NX_BACKEND_REF, nout, outs};
+    assert_int_equal(nx_graph_compile(g, &o, &ref), NX_OK);
+    nx_tensor *want[8] = {0}, *got[8] = {0};
+    assert_int_equal(nx_program_run(ref, (const nx_tensor *const *)in, want), NX_OK);
+    nx_kplan *plan = NULL;
+    nx_status st = nx_pass_pipeline(ctx, &g->s, nout, outs, &plan);
+    if (st != NX_OK)
+        fail_msg("%s: pipeline: %s", what, nx_ctx_last_error(ctx));
+    st = nx_x86_plan_run(ctx, plan, NULL, (const nx_tensor *const *)in, got);
+    if (st != NX_OK)
+        fail_msg("%s: run: %s", what, nx_ctx_last_error(ctx));
+    for (int i = 0; i < nout; i++) {
+        assert_same(got[i], want[i], what);
+        nx_tensor_free(got[i]);
+        nx_tensor_free(want[i]);
+    }
+    nx_program_free(ref);
+    return plan;
+}
+
+typedef struct fixture {
+    nx_test_alloc ta;
+    nx_ctx *ctx;
+    nx_graph *g;
+    nx_tensor *in[8];
+    int nin;
+} fixture;
+
+static int setup(void **state)
+{
+    fixture *f = calloc(1, sizeof *f);
+    f->ctx = nx_test_ctx(&f->ta);
+    assert_int_equal(nx_graph_new(f->ctx, &f->g), NX_OK);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    fixture *f = *state;
+    for (int i = 0; i < f->nin; i++)
+        nx_tensor_free(f->in[i]);
+    nx_graph_free(f->g);
+    nx_ctx_free(f->ctx);
+    assert_int_equal(f->ta.live, 0);
+    free(f);
+    return 0;
+}
+
+static nx_node input(fixture *f, nx_dtype dt, int ndim, const int64_t *shape)
+{
+    f->in[f->nin++] = random_tensor(f->ctx, dt, ndim, shape);
+    return nx_input(f->g, NULL, dt, ndim, shape);
+}
+
+static void run_case(fixture *f, int nout, const nx_node *outs, const char *what, int kernels)
+{
+    nx_kplan *p = check_graph(f->ctx, f->g, nout, outs, f->in, what);
+    if (kernels >= 0 && p->nkernels != kernels) {
+        nx_kplan_print(p, stderr);
+        fail_msg("%s: %d kernels; expected %d", what, p->nkernels, kernels);
+    }
+    nx_kplan_free(p);
+}
+
+static void test_elementwise(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t s34[2] = {3, 4}, s4[1] = {4};
+    nx_node a = input(f, NX_DTYPE_F32, 2, s34), b = input(f, NX_DTYPE_F32, 1, s4);
+    nx_node y = nx_add(g, nx_mul(g, a, b), nx_scalar(g, NX_DTYPE_F32, 0.5));
+    y = nx_select(g, nx_gt(g, y, nx_scalar(g, NX_DTYPE_F32, 0)), nx_exp(g, y), nx_tanh(g, y));
+    nx_node c = nx_cast(g, nx_mul(g, y, nx_scalar(g, NX_DTYPE_F32, 3)), NX_DTYPE_I32);
+    nx_node outs[2] = {y, nx_mod(g, c, nx_scalar(g, NX_DTYPE_I32, -4))};
+    run_case(f, 2, outs, "elementwise", 2);
+}
+
+static void test_movement(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t s[2] = {5, 6};
+    nx_node x = input(f, NX_DTYPE_F64, 2, s);
+    int perm[2] = {1, 0};
+    nx_node t = nx_permute(g, x, perm);
+    int64_t st[2] = {1, 0}, sp[2] = {6, 5}, step[2] = {2, 2};
+    nx_node sl = nx_slice(g, t, st, sp, step);
+    int ax[1] = {1};
+    nx_node rv = nx_reverse(g, sl, 1, ax);
+    int64_t rs[1] = {-1};
+    nx_node r = nx_reshape(g, rv, 1, rs);
+    int64_t lo[2] = {3, 7}, hi[2] = {6, 2};
+    nx_node outs[8];
+    for (int m = 0; m < NX_PAD_MODE_COUNT; m++)
+        outs[m] = nx_pad(g, x, lo, hi, (nx_pad_mode)m, -2.5);
+    nx_node parts[3] = {x, nx_neg(g, x), nx_exp(g, x)};
+    outs[5] = nx_concat(g, 3, parts, 0);
+    outs[6] = r;
+    int64_t bs[3] = {2, 5, 6};
+    outs[7] = nx_broadcast(g, nx_sqrt(g, nx_abs(g, x)), 3, bs);
+    run_case(f, 8, outs, "movement", 8);
+}
+
+static void test_window_gather(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t s[2] = {9, 8}, si[1] = {7}, w[2] = {3, 2}, str[2] = {2, 1}, dil[2] = {1, 2};
+    nx_node x = input(f, NX_DTYPE_F32, 2, s);
+    nx_node idx = input(f, NX_DTYPE_I32, 1, si); /* values in [-10, 9]: clamped */
+    nx_node win = nx_window(g, x, w, str, dil);
+    int axes[2] = {2, 3};
+    nx_node conv = nx_reduce(g, nx_mul(g, win, nx_scalar(g, NX_DTYPE_F32, 0.25)), 2, axes,
+                             NX_MONOID_SUM, false);
+    nx_node outs[2] = {conv, nx_gather(g, nx_sin(g, x), idx, 1)};
+    run_case(f, 2, outs, "window+gather", 2);
+}
+
+static void test_reductions(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t s[3] = {4, 7, 5};
+    nx_node x = input(f, NX_DTYPE_F32, 3, s), xi = input(f, NX_DTYPE_I64, 3, s);
+    int a01[2] = {0, 2}, a1[1] = {1};
+    nx_node outs[7] = {
+        nx_reduce(g, x, 2, a01, NX_MONOID_SUM, false),
+        nx_reduce(g, x, 1, a1, NX_MONOID_ARGMAX, true),
+        nx_reduce(g, x, 1, a1, NX_MONOID_LOGSUMEXP, false),
+        nx_reduce(g, xi, 2, a01, NX_MONOID_PROD, true),
+        nx_reduce(g, x, 0, NULL, NX_MONOID_MAX, false),
+        nx_reduce(g, nx_iota(g, NX_DTYPE_I32, 3, s, 1), 1, a1, NX_MONOID_MIN, false),
+        nx_softmax(g, x, 1),
+    };
+    run_case(f, 7, outs, "reductions", -1);
+}
+
+static void test_contractions(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t sa[2] = {6, 9}, sb[2] = {9, 5};
+    nx_node a = input(f, NX_DTYPE_F32, 2, sa), b = input(f, NX_DTYPE_F32, 2, sb);
+    nx_node outs[3] = {
+        nx_einsum(g, "ik,kj->ij", a, b, NX_MONOID_MAX, nx_add),
+        nx_einsum(g, "ik,kj->ij", a, b, NX_MONOID_LOGSUMEXP, nx_add),
+        nx_matmul(g, a, b),
+    };
+    run_case(f, 3, outs, "contractions", 3);
+}
+
+/* y_i = sum_j exp(-sum_d (x_id - z_jd)^2): KeOps's Gaussian kernel sum, one kernel. */
+static void test_nested(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t sx[2] = {7, 3}, sz[2] = {11, 3}, ex[3] = {7, 1, 3}, ez[3] = {1, 11, 3};
+    nx_node x = input(f, NX_DTYPE_F64, 2, sx), z = input(f, NX_DTYPE_F64, 2, sz);
+    nx_node d = nx_sub(g, nx_reshape(g, x, 3, ex), nx_reshape(g, z, 3, ez));
+    int ad[1] = {2}, aj[1] = {1};
+    nx_node d2 = nx_reduce(g, nx_mul(g, d, d), 1, ad, NX_MONOID_SUM, false);
+    nx_node y = nx_reduce(g, nx_exp(g, nx_neg(g, d2)), 1, aj, NX_MONOID_SUM, false);
+    nx_kplan *p = check_graph(f->ctx, g, 1, &y, f->in, "nested");
+    assert_int_equal(p->nkernels, 1);
+    int reduces = 0;
+    for (int i = 0; i < p->kernels[0]->ninst; i++)
+        reduces += p->kernels[0]->inst[i].op == NX_KOP_REDUCE;
+    assert_int_equal(reduces, 2);
+    nx_kplan_free(p);
+}
+
+static void test_library(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t s[2] = {4, 6}, si[1] = {5}, su[2] = {4, 5};
+    nx_node x = input(f, NX_DTYPE_F32, 2, s), idx = input(f, NX_DTYPE_I64, 1, si);
+    nx_node u = input(f, NX_DTYPE_F32, 2, su);
+    nx_node e = nx_exp(g, x);
+    nx_node outs[4] = {
+        nx_sort(g, e, 1, false),
+        nx_scan(g, nx_mul(g, e, e), 1, NX_MONOID_SUM, false),
+        nx_scatter(g, x, nx_mod(g, idx, nx_scalar(g, NX_DTYPE_I64, 6)), nx_neg(g, u), 1,
+                   NX_MONOID_MAX),
+        nx_add(g, nx_argsort(g, x, 0, true), nx_scalar(g, NX_DTYPE_I64, 1)),
+    };
+    run_case(f, 4, outs, "library", -1);
+}
+
+/* The max-plus 512^3 contraction is one kernel and no buffer holds M*K*N elements. */
+static void test_maxplus_plan(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t s[2] = {512, 512};
+    nx_node a = nx_input(g, "a", NX_DTYPE_F32, 2, s), b = nx_input(g, "b", NX_DTYPE_F32, 2, s);
+    nx_node c = nx_einsum(g, "ik,kj->ij", a, b, NX_MONOID_MAX, nx_add);
+    nx_kplan *p = NULL;
+    assert_int_equal(nx_pass_pipeline(f->ctx, &g->s, 1, &c, &p), NX_OK);
+    assert_int_equal(p->nkernels, 1);
+    const nx_kernel *k = p->kernels[0];
+    assert_int_equal(k->nloops, 3);
+    for (int i = 0; i < k->nbufs; i++)
+        assert_true(nx_ir_numel(k->bufs[i].ndim, k->bufs[i].shape) <= 512 * 512);
+    for (int i = 0; i < p->nslots; i++)
+        assert_true(nx_ir_numel(p->slots[i].ndim, p->slots[i].shape) <= 512 * 512);
+    nx_kplan_free(p);
+}
+
+/* A value read by two kernels is computed by one kernel and loaded by both. */
+static void test_shared_value(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t s[2] = {8, 8};
+    nx_node x = input(f, NX_DTYPE_F32, 2, s);
+    nx_node shared = nx_log1p(g, nx_abs(g, x));
+    int a0[1] = {0}, a1[1] = {1};
+    nx_node outs[2] = {nx_reduce(g, shared, 1, a0, NX_MONOID_SUM, false),
+                       nx_reduce(g, shared, 1, a1, NX_MONOID_MIN, false)};
+    run_case(f, 2, outs, "shared", 3);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_elementwise, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_movement, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_window_gather, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reductions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_contractions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_library, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_maxplus_plan, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_value, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
