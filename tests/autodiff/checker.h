@@ -39,6 +39,8 @@ typedef struct ck_run {
 } ck_run;
 
 static uint64_t ck_state = 0x9e3779b97f4a7c15ull;
+/* When set, a program the backend refuses makes ck_check return NAN instead of failing. */
+static bool ck_lenient = false;
 
 static inline double ck_uniform(double lo, double hi)
 {
@@ -53,6 +55,8 @@ static inline nx_program *ck_compile(nx_graph *g, int n, const nx_node *outs, nx
     nx_compile_opts o = {.backend = be, .n_outputs = n, .outputs = outs};
     nx_program *p = NULL;
     nx_status st = nx_graph_compile(g, &o, &p);
+    if (st != NX_OK && ck_lenient)
+        return NULL;
     if (st != NX_OK)
         fail_msg("compile: %s: %s", nx_status_str(st), nx_ctx_last_error(nx_graph_ctx(g)));
     return p;
@@ -100,7 +104,7 @@ static inline void ck_setup(ck_run *r, const ck_case *c, nx_backend be, const do
         fail_msg("%s: nx_graph_vjp: %s: %s", c->name, nx_status_str(st),
                  nx_ctx_last_error(r->ctx));
     r->fwd = ck_compile(r->g, 1, &r->y, be);
-    r->bwd = ck_compile(r->g, c->np, r->grads, be);
+    r->bwd = r->fwd ? ck_compile(r->g, c->np, r->grads, be) : NULL;
     for (int i = 0; i < c->np; i++) {
         assert_int_equal(
             nx_tensor_new(r->ctx, NX_DTYPE_F64, c->ndim[i], c->shape[i], &r->in[i]), NX_OK);
@@ -150,6 +154,10 @@ static inline double ck_check(const ck_case *c, nx_backend be)
 {
     ck_run r;
     ck_setup(&r, c, be, NULL, NULL);
+    if (!r.fwd || !r.bwd) {
+        ck_teardown(&r);
+        return NAN;
+    }
     nx_tensor *ad[CK_MAXP] = {0};
     ck_gradients(&r, c->np, ad);
     double num = 0, den = 0, worst_ad = 0, worst_fd = 0;

@@ -450,11 +450,34 @@ static void test_fd_random_shapes(void **state)
     assert_int_equal(failed, 0);
 }
 
+/* The same cases on the CPU backend, in strict mode (no fallback): each case either runs there
+ * and matches finite differences, or is refused at compile time (counted, not hidden). */
+static void test_fd_cpu(void **state)
+{
+    (void)state;
+    setenv("NITRIX_STRICT_BACKEND", "1", 1);
+    ck_lenient = true;
+    int failed = 0, refused = 0, n = (int)(sizeof cases / sizeof cases[0]);
+    for (int i = 0; i < n; i++) {
+        double err = ck_check(&cases[i], NX_BACKEND_CPU);
+        refused += isnan(err);
+        failed += !isnan(err) && !(err <= 1e-6);
+    }
+    ck_lenient = false;
+    unsetenv("NITRIX_STRICT_BACKEND");
+    print_message("cpu backend: %d cases within 1e-6, %d failed, %d refused by the backend\n",
+                  n - failed - refused, failed, refused);
+    assert_int_equal(failed, 0);
+    if (refused == n)
+        skip(); /* the CPU backend runs no graph yet */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fd_all),
         cmocka_unit_test(test_fd_random_shapes),
+        cmocka_unit_test(test_fd_cpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
