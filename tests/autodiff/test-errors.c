@@ -172,6 +172,41 @@ static void test_zero_gradients(void **state)
     nx_program_free(p);
 }
 
+/* wrt may be an intermediate node; several outputs sum their contributions; an NX_NONE
+ * cotangent is zero. y = exp(x), outputs (y * y, sin(x), y) with cotangents (c0, c1, none):
+ * dL/dy = 2 y c0 (only through y * y; y itself has a zero cotangent), dL/dx = 2 y^2 c0 + cos(x) c1. */
+static void test_intermediate_wrt_and_outputs(void **state)
+{
+    (void)state;
+    nx_node x = nx_parameter(g, "x", NX_DTYPE_F64, 1, (int64_t[]){2});
+    nx_node c0 = nx_input(g, "c0", NX_DTYPE_F64, 1, (int64_t[]){2});
+    nx_node c1 = nx_input(g, "c1", NX_DTYPE_F64, 1, (int64_t[]){2});
+    nx_node y = nx_exp(g, x);
+    nx_node outs[3] = {nx_mul(g, y, y), nx_sin(g, x), y}, cots[3] = {c0, c1, NX_NONE};
+    nx_node wrt[2] = {y, x}, d[2];
+    assert_int_equal(nx_graph_vjp(g, 3, outs, cots, 2, wrt, d), NX_OK);
+    nx_program *p = ck_compile(g, 2, d, NX_BACKEND_REF);
+    double xv[2] = {0.5, -1.25}, c0v[2] = {2, -3}, c1v[2] = {0.5, 4};
+    nx_tensor *in[3], *out[2];
+    assert_int_equal(nx_tensor_wrap(ctx, xv, NX_DTYPE_F64, 1, (int64_t[]){2}, NULL, &in[0]), NX_OK);
+    assert_int_equal(nx_tensor_wrap(ctx, c0v, NX_DTYPE_F64, 1, (int64_t[]){2}, NULL, &in[1]),
+                     NX_OK);
+    assert_int_equal(nx_tensor_wrap(ctx, c1v, NX_DTYPE_F64, 1, (int64_t[]){2}, NULL, &in[2]),
+                     NX_OK);
+    assert_int_equal(nx_program_run(p, (const nx_tensor *const *)in, out), NX_OK);
+    const double *dy = nx_tensor_data(out[0]), *dx = nx_tensor_data(out[1]);
+    for (int i = 0; i < 2; i++) {
+        double e = exp(xv[i]);
+        assert_true(nx_test_close(dy[i], 2 * e * c0v[i], 1e-15, 0));
+        assert_true(nx_test_close(dx[i], 2 * e * e * c0v[i] + cos(xv[i]) * c1v[i], 1e-14, 0));
+    }
+    for (int i = 0; i < 3; i++)
+        nx_tensor_free(in[i]);
+    nx_tensor_free(out[0]);
+    nx_tensor_free(out[1]);
+    nx_program_free(p);
+}
+
 /* ---- allocation failures -------------------------------------------------------------------*/
 
 static nx_status sweep_body(nx_ctx *c, void *user)
@@ -221,6 +256,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_custom_monoid_unsupported, setup, teardown),
         cmocka_unit_test_setup_teardown(test_invalid_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zero_gradients, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_intermediate_wrt_and_outputs, setup, teardown),
         cmocka_unit_test(test_alloc_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
