@@ -260,7 +260,11 @@ NX_API nx_status nx_tensor_slice(const nx_tensor *t, int axis, int64_t start, in
 
 /* Device tensors (CUDA backend). A device tensor's data pointer is a device address; host-only
  * calls on it (cast, .npy write) fail with NX_ERR_INVALID_ARG. Without a usable GPU these return
- * NX_ERR_BACKEND with the reason (no driver, no device, compute capability below 8.0). */
+ * NX_ERR_BACKEND with the reason (no driver, no device, compute capability below 8.0). Asking for
+ * the device a tensor is already on returns a new handle on the same storage, not a copy.
+ * The driver and NVRTC are opened at run time, once per process (so nx_ctx_opts.ignore_env does not
+ * apply): NITRIX_CUDA_DRIVER_PATH overrides libcuda.so.1; NITRIX_NVRTC_PATH overrides the search
+ * libnvrtc.so.13, libnvrtc.so.12, libnvrtc.so. */
 NX_API nx_status nx_tensor_to_device(const nx_tensor *t, nx_device device, nx_tensor **out);
 
 /* ------------------------------------------------------------------------------------------------
@@ -273,6 +277,7 @@ typedef struct nx_gpu_info {
     int cc_major, cc_minor;
     int sm_count;
     int64_t memory_bytes;
+    bool usable; /* compute capability >= 8.0: the CUDA backend runs on it */
 } nx_gpu_info;
 
 typedef struct nx_system_info {

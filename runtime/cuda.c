@@ -177,6 +177,7 @@ static void list_devices(nx_rt_cuda_driver *d, int count)
             continue;
         bool ok = g->cc_major >= 8;
         d->usable[d->gpu_count] = ok;
+        g->usable = ok;
         d->ordinal[d->gpu_count] = i;
         if (ok && d->first_usable < 0)
             d->first_usable = d->gpu_count;
