@@ -85,10 +85,15 @@ static bool parse_line(mf_manifest *m, mf_case **cur, char **tok, int n)
     if (strcmp(tok[0], "case") == 0) {
         if (c || n != 2 || strlen(tok[1]) >= sizeof c->name)
             return false;
-        mf_case *grown = realloc(m->cases, (size_t)(m->ncases + 1) * sizeof *grown);
-        if (!grown)
-            return false;
-        m->cases = grown;
+        if (m->ncases == m->cap) {
+            /* cases are large (fixed arrays): grow geometrically, never one at a time */
+            int cap = m->cap ? 2 * m->cap : 256;
+            mf_case *grown = realloc(m->cases, (size_t)cap * sizeof *grown);
+            if (!grown)
+                return false;
+            m->cases = grown;
+            m->cap = cap;
+        }
         c = *cur = &m->cases[m->ncases++];
         memset(c, 0, sizeof *c);
         strcpy(c->name, tok[1]);

@@ -51,7 +51,7 @@ typedef struct mf_case {
 
 typedef struct mf_manifest {
     mf_case *cases;
-    int ncases;
+    int ncases, cap;
     unsigned char *blob;
     size_t blob_len;
 } mf_manifest;
