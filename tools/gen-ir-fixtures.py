@@ -10,9 +10,10 @@ C-order file whose dtype and shape are stated in the manifest.
 
 Layout (tests/data/ir/):
   manifest.txt    one block per case, read by tests/ir-values/test-ir-values.c
-  arrays.bin      every array back to back (8-byte aligned): inputs in their own dtype; expected
-                  outputs widened (float -> f64, integer -> i64, bool -> u8 0/1) so that an f32
-                  result is compared with the float64 oracle evaluated on the f32 inputs
+  arrays.bin      every array back to back (8-byte aligned): inputs in their own dtype (bf16 as
+                  its 16-bit patterns); expected outputs widened (float, f16 and bf16 -> f64,
+                  integer -> i64, bool -> u8 0/1) so that an f32 result is compared with the
+                  float64 oracle evaluated on the f32 inputs
 
 Manifest grammar (whitespace-separated tokens, '#' starts a comment line):
   case NAME
@@ -32,6 +33,15 @@ Tolerances follow one rule set, never tuned to an implementation's output:
   f64       rtol 1e-13 for elementwise math; f32 rtol 1e-6 (a few f32 ulps)
   sums      plus atol = 4 * n * eps * max(sum |terms|), the worst-case bound of any summation order
             over n terms (eps of the result dtype), since the interpreter may fold in f32 or f64
+  exact     also where the header pins the arithmetic: the canonical fold order (fold_order_*),
+            wrapping integers, saturating casts, and the random graphs (dag_*) built only from
+            operations that NumPy and C compute bit-identically
+
+Case families: one per primitive and dtype, edge cases (non-finite values, ties, signed zeros,
+views with negative, non-unit and zero strides, 0-d and zero-size arrays), compositions with
+scipy.ndimage oracles (compose_*), chains of movement ops (chain_*), hash-consing hazards
+(hashcons_*), the header's stated conventions, mid-size inputs (scale_*), and random DAGs
+(dag_*: attrs n0, n1, ... are nodes "OP OPERANDS PARAMS", operands iK / nK; attr outs).
 """
 import os
 import sys
