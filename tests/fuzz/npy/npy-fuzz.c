@@ -1,7 +1,8 @@
 /* One fuzz input: nx_npy_read_mem either rejects it with NX_ERR_PARSE and a message, or gives a
  * tensor that nx_npy_write_mem writes and nx_npy_read_mem reads back unchanged; writing that
- * again gives the same bytes. A counting allocator catches leaks and mismatched free sizes
- * within the input, whatever sanitizer is (or is not) present. */
+ * again gives the same bytes; a reversed strided view of it survives the same trip. A counting
+ * allocator catches leaks and mismatched free sizes within the input, whatever sanitizer is (or
+ * is not) present. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -88,6 +89,52 @@ static npy_fuzz_result round_trip(nx_ctx *ctx, const nx_tensor *t, char *why, si
     return r;
 }
 
+/* The view of t with its axes reversed and its new last axis walked backwards, written and read
+ * back, must equal a naive element-by-element gather: this drives the writer's strided and tiled
+ * copies with whatever shapes the fuzzer finds. */
+static npy_fuzz_result strided_view(nx_ctx *ctx, const nx_tensor *t, char *why, size_t cap)
+{
+    int n = nx_tensor_ndim(t);
+    int64_t numel = nx_tensor_numel(t);
+    if (n < 2 || numel == 0)
+        return NPY_FUZZ_ACCEPTED;
+    size_t es = nx_dtype_size(nx_tensor_dtype(t));
+    int64_t shape[NX_MAX_DIMS], strides[NX_MAX_DIMS];
+    for (int k = 0; k < n; k++) {
+        shape[k] = nx_tensor_shape(t)[n - 1 - k];
+        strides[k] = nx_tensor_strides(t)[n - 1 - k];
+    }
+    uint8_t *origin = nx_tensor_data(t);
+    origin += (shape[n - 1] - 1) * strides[n - 1] * (int64_t)es;
+    strides[n - 1] = -strides[n - 1];
+    nx_tensor *v = NULL, *back = NULL;
+    void *buf = NULL;
+    size_t len = 0;
+    npy_fuzz_result r = NPY_FUZZ_ACCEPTED;
+    if (nx_tensor_wrap(ctx, origin, nx_tensor_dtype(t), n, shape, strides, &v) != NX_OK)
+        r = broken(why, cap, "wrapping a view failed: %s", nx_ctx_last_error(ctx));
+    else if (nx_npy_write_mem(ctx, v, &buf, &len) != NX_OK)
+        r = broken(why, cap, "writing a strided view failed: %s", nx_ctx_last_error(ctx));
+    else if (nx_npy_read_mem(ctx, buf, len, &back) != NX_OK)
+        r = broken(why, cap, "re-reading a strided view failed: %s", nx_ctx_last_error(ctx));
+    int64_t idx[NX_MAX_DIMS] = {0};
+    const uint8_t *got = back ? nx_tensor_data(back) : NULL;
+    for (int64_t i = 0; got && r == NPY_FUZZ_ACCEPTED && i < numel; i++) {
+        int64_t off = 0;
+        for (int k = 0; k < n; k++)
+            off += idx[k] * strides[k];
+        if (memcmp(got + i * (int64_t)es, origin + off * (int64_t)es, es) != 0)
+            r = broken(why, cap, "strided view element %lld differs after the round trip",
+                       (long long)i);
+        for (int k = n - 1; k >= 0 && ++idx[k] == shape[k]; k--)
+            idx[k] = 0;
+    }
+    nx_tensor_free(back);
+    nx_ctx_buffer_free(ctx, buf, len);
+    nx_tensor_free(v);
+    return r;
+}
+
 npy_fuzz_result npy_fuzz_one(const uint8_t *data, size_t size, char *why, size_t cap)
 {
     counted c = {0, 0};
@@ -99,8 +146,11 @@ npy_fuzz_result npy_fuzz_one(const uint8_t *data, size_t size, char *why, size_t
     nx_tensor *t = (nx_tensor *)&t; /* the reader must reset it */
     nx_status st = nx_npy_read_mem(ctx, data, size, &t);
     npy_fuzz_result r;
-    if (st == NX_OK)
+    if (st == NX_OK) {
         r = round_trip(ctx, t, why, cap);
+        if (r == NPY_FUZZ_ACCEPTED)
+            r = strided_view(ctx, t, why, cap);
+    }
     else if (st != NX_ERR_PARSE)
         r = broken(why, cap, "rejected with %s, expected NX_ERR_PARSE: %s", nx_status_str(st),
                    nx_ctx_last_error(ctx));
