@@ -2093,6 +2093,34 @@ def gen_dags():
         made += 1
 
 
+def gen_custom_monoids():
+    """User monoids using select, comparisons, casts and all four carry components."""
+    for k, (shp, axes, keep) in enumerate([((3, 5), (1,), False), ((2, 3, 4), (2, 0), True)]):
+        for dt in FLOATS:
+            ax = tuple(axes)
+            for monoid in ('selmax', 'count_pos', 'stats4'):
+                c = Case('reduce_custom_%s_%d_%s' % (monoid, k, dt), 'reduce_custom')
+                c.attr('axes', *axes).attr('monoid', monoid).attr('keepdims', int(keep))
+                x = c.inp(dt, np.round(uni(-2, 2, shp), 2)).astype(np.float64)
+                n = int(np.prod([shp[a] for a in axes]))
+                if monoid == 'selmax':
+                    y = np.max(x, axis=ax, keepdims=keep)
+                elif monoid == 'count_pos':
+                    y = np.sum(x > 0, axis=ax, keepdims=keep).astype(np.float64)
+                else:
+                    y = (np.sum(x, axis=ax, keepdims=keep) + np.sum(x * x, axis=ax, keepdims=keep)
+                         + np.min(x, axis=ax, keepdims=keep) + np.max(x, axis=ax, keepdims=keep))
+                    c.tolerance(RTOL[dt], sum_atol(dt, n + 4, np.sum(np.abs(x) + x * x, axis=ax)
+                                                   + 4.0))
+                add(c.out(dt, y))
+    for dt in ('i32', 'i64'):
+        info = np.iinfo(NP_DTYPE[dt])
+        c = Case('reduce_custom_wrapsum_%s' % dt, 'reduce_custom')
+        c.attr('axes', 1).attr('monoid', 'wrapsum').attr('keepdims', 0)
+        x = c.inp(dt, [[info.max, 1, 2], [info.min, -1, 5], [3, 4, 5]])
+        add(c.out(dt, seq_reduce(x, (1,), 'sum')))
+
+
 MODE_IDS = ('constant', 'reflect', 'mirror', 'nearest', 'wrap')
 CHAIN_CVAL = 0.5
 
@@ -2244,6 +2272,7 @@ def main():
     gen_conventions()
     gen_scale()
     gen_dags()
+    gen_custom_monoids()
     write_all()
     return 0
 

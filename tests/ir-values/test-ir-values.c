@@ -117,44 +117,75 @@ static bool b_reduce(build *b)
     return true;
 }
 
-/* User monoids: sumsq (sum of x^2), mean2 (carry (sum, count), finalize sum/count), absmax. */
+/* User monoids (the generator's gen_reduce and gen_custom_monoids give their meaning). */
+static void monoid_sum_like(nx_graph *g, nx_monoid_def *m, int i, nx_dtype dt)
+{
+    m->a[i] = nx_placeholder(g, dt);
+    m->b[i] = nx_placeholder(g, dt);
+    m->combine[i] = nx_add(g, m->a[i], m->b[i]);
+    m->identity[i] = nx_scalar(g, dt, 0.0);
+}
+
+static bool make_monoid(nx_graph *g, const char *name, nx_dtype dt, nx_monoid_def *m)
+{
+    memset(m, 0, sizeof *m);
+    m->x = nx_placeholder(g, dt);
+    m->ncarry = 1;
+    if (strcmp(name, "mean2") == 0) {
+        /* carry (sum, count), finalize sum / count */
+        m->ncarry = 2;
+        monoid_sum_like(g, m, 0, dt);
+        monoid_sum_like(g, m, 1, dt);
+        m->lift[0] = m->x;
+        m->lift[1] = nx_scalar(g, dt, 1.0);
+        m->finalize = nx_div(g, m->a[0], m->a[1]);
+    } else if (strcmp(name, "sumsq") == 0) {
+        monoid_sum_like(g, m, 0, dt);
+        m->lift[0] = nx_mul(g, m->x, m->x);
+    } else if (strcmp(name, "wrapsum") == 0) {
+        monoid_sum_like(g, m, 0, dt); /* lift NX_NONE: the element itself */
+    } else if (strcmp(name, "count_pos") == 0) {
+        monoid_sum_like(g, m, 0, dt);
+        m->lift[0] = nx_cast(g, nx_gt(g, m->x, nx_scalar(g, dt, 0.0)), dt);
+    } else if (strcmp(name, "absmax") == 0 || strcmp(name, "selmax") == 0) {
+        m->a[0] = nx_placeholder(g, dt);
+        m->b[0] = nx_placeholder(g, dt);
+        bool sel = name[0] == 's';
+        m->lift[0] = sel ? NX_NONE : nx_abs(g, m->x);
+        m->combine[0] = sel ? nx_select(g, nx_gt(g, m->a[0], m->b[0]), m->a[0], m->b[0])
+                            : nx_maximum(g, m->a[0], m->b[0]);
+        m->identity[0] = nx_scalar(g, dt, sel ? -INFINITY : 0.0);
+    } else if (strcmp(name, "stats4") == 0) {
+        /* (sum, sum of squares, min, max), finalize their sum */
+        m->ncarry = 4;
+        monoid_sum_like(g, m, 0, dt);
+        monoid_sum_like(g, m, 1, dt);
+        for (int i = 2; i < 4; i++) {
+            m->a[i] = nx_placeholder(g, dt);
+            m->b[i] = nx_placeholder(g, dt);
+            m->identity[i] = nx_scalar(g, dt, i == 2 ? INFINITY : -INFINITY);
+        }
+        m->combine[2] = nx_minimum(g, m->a[2], m->b[2]);
+        m->combine[3] = nx_maximum(g, m->a[3], m->b[3]);
+        m->lift[0] = m->lift[2] = m->lift[3] = m->x;
+        m->lift[1] = nx_mul(g, m->x, m->x);
+        m->finalize = nx_add(g, nx_add(g, m->a[0], m->a[1]), nx_add(g, m->a[2], m->a[3]));
+    } else {
+        return false;
+    }
+    return true;
+}
+
 static bool b_reduce_custom(build *b)
 {
     int axes[NX_MAX_DIMS];
     int n = attr_axes(b->c, "axes", axes);
-    const char *name = mf_attr_word(b->c, "monoid");
-    nx_graph *g = b->g;
-    nx_dtype dt = nx_node_dtype(g, b->in[0]);
-    nx_monoid_def m = {0};
-    m.x = nx_placeholder(g, dt);
-    if (strcmp(name, "mean2") == 0) {
-        m.ncarry = 2;
-        for (int i = 0; i < 2; i++) {
-            m.a[i] = nx_placeholder(g, dt);
-            m.b[i] = nx_placeholder(g, dt);
-            m.combine[i] = nx_add(g, m.a[i], m.b[i]);
-            m.identity[i] = nx_scalar(g, dt, 0.0);
-        }
-        m.lift[0] = m.x;
-        m.lift[1] = nx_scalar(g, dt, 1.0);
-        m.finalize = nx_div(g, m.a[0], m.a[1]);
-    } else {
-        m.ncarry = 1;
-        m.a[0] = nx_placeholder(g, dt);
-        m.b[0] = nx_placeholder(g, dt);
-        m.identity[0] = nx_scalar(g, dt, 0.0);
-        if (strcmp(name, "sumsq") == 0) {
-            m.lift[0] = nx_mul(g, m.x, m.x);
-            m.combine[0] = nx_add(g, m.a[0], m.b[0]);
-        } else if (strcmp(name, "absmax") == 0) {
-            m.lift[0] = nx_abs(g, m.x);
-            m.combine[0] = nx_maximum(g, m.a[0], m.b[0]);
-        } else {
-            return false;
-        }
-    }
-    b->out[0] = nx_reduce_custom(g, b->in[0], n, axes, &m, mf_attr_int(b->c, "keepdims", 0) != 0);
-    return n >= 0;
+    nx_monoid_def m;
+    if (n < 0 || !make_monoid(b->g, mf_attr_word(b->c, "monoid"), nx_node_dtype(b->g, b->in[0]),
+                              &m))
+        return false;
+    b->out[0] = nx_reduce_custom(b->g, b->in[0], n, axes, &m, mf_attr_int(b->c, "keepdims", 0));
+    return true;
 }
 
 static bool b_scan(build *b)
