@@ -1,0 +1,335 @@
+/* Dense contractions under a semiring: batched matmul and channels-last convolution, as graph
+ * builders and as cached entry points.
+ *
+ * The convolution is a window view, no im2col buffer. nx_window keeps a window axis for every
+ * input axis, so to stay within NX_MAX_DIMS with 3 spatial dims the batch dims are moved next to
+ * the channels and merged with them ([s.., b*c]); the window then adds d + 1 axes, and the taps
+ * (w.., c) are merged into one fold axis in the kernel's own C order. */
+#include <math.h>
+#include <string.h>
+
+#include "cache.h"
+#include "semiring.h"
+
+/* ---- convolution: geometry -------------------------------------------------------------------*/
+
+typedef struct conv_geom {
+    int d, nb;                                   /* spatial dims, batch dims */
+    int64_t batch;                               /* product of the batch dims */
+    int64_t s[3], w[3], st[3], dil[3], lo[3], hi[3], o[3];
+    int64_t cin, cout;
+} conv_geom;
+
+static nx_status conv_fail(nx_graph *g, nx_status st, const char *fmt, int64_t a, int64_t b,
+                           int64_t c)
+{
+    nx_ir_graph_failf(g, st, fmt, (long long)a, (long long)b, (long long)c);
+    return st;
+}
+
+static nx_status conv_geometry(nx_graph *g, nx_node x, nx_node k,
+                               const nx_semiring_conv_opts *o, conv_geom *cg)
+{
+    int nx_ = nx_node_ndim(g, x), nk = nx_node_ndim(g, k);
+    int64_t xs[NX_MAX_DIMS], ks[NX_MAX_DIMS];
+    nx_node_shape(g, x, xs);
+    nx_node_shape(g, k, ks);
+    memset(cg, 0, sizeof *cg);
+    cg->d = o && o->nspatial ? o->nspatial : nk - 2;
+    int d = cg->d;
+    if (d < 1 || d > 3 || nk != d + 2)
+        return conv_fail(g, NX_ERR_SHAPE,
+                         "nx_semiring_conv: kernel has %lld dims for %lld spatial dims; expected "
+                         "[w_1..w_d, c_in, c_out] with d = 1..3%.0lld",
+                         nk, d, 0);
+    if (nx_ < d + 1)
+        return conv_fail(g, NX_ERR_SHAPE,
+                         "nx_semiring_conv: x has %lld dims; expected [..., s_1..s_%lld, c_in]%.0lld",
+                         nx_, d, 0);
+    cg->nb = nx_ - d - 1;
+    cg->cin = xs[nx_ - 1];
+    cg->cout = ks[d + 1];
+    if (ks[d] != cg->cin)
+        return conv_fail(g, NX_ERR_SHAPE,
+                         "nx_semiring_conv: x has %lld channels but the kernel expects %lld "
+                         "(c_in differs)%.0lld",
+                         cg->cin, ks[d], 0);
+    cg->batch = 1;
+    for (int i = 0; i < cg->nb; i++)
+        cg->batch *= xs[i];
+    for (int i = 0; i < nx_; i++)
+        if (xs[i] == 0)
+            return conv_fail(g, NX_ERR_SHAPE,
+                             "nx_semiring_conv: x has an empty axis (dim %lld of %lld); expected "
+                             "nonempty batch, spatial and channel axes%.0lld",
+                             i, nx_, 0);
+    for (int i = 0; i < nk; i++)
+        if (ks[i] == 0)
+            return conv_fail(g, NX_ERR_SHAPE,
+                             "nx_semiring_conv: kernel has an empty axis (dim %lld of %lld)%.0lld",
+                             i, nk, 0);
+    for (int i = 0; i < d; i++) {
+        cg->s[i] = xs[cg->nb + i];
+        cg->w[i] = ks[i];
+        cg->st[i] = o && o->stride[i] ? o->stride[i] : 1;
+        cg->dil[i] = o && o->dilation[i] ? o->dilation[i] : 1;
+        if (cg->st[i] < 1 || cg->dil[i] < 1)
+            return conv_fail(g, NX_ERR_INVALID_ARG,
+                             "nx_semiring_conv: spatial dim %lld has stride %lld and dilation "
+                             "%lld; expected >= 1 (0 means 1)",
+                             i, cg->st[i], cg->dil[i]);
+        int64_t eff = (cg->w[i] - 1) * cg->dil[i] + 1;
+        nx_conv_padding pm = o ? o->padding : NX_CONV_SAME;
+        if (pm == NX_CONV_SAME) {
+            int64_t out = (cg->s[i] + cg->st[i] - 1) / cg->st[i];
+            int64_t total = (out - 1) * cg->st[i] + eff - cg->s[i];
+            total = total > 0 ? total : 0;
+            cg->lo[i] = total / 2;
+            cg->hi[i] = total - cg->lo[i];
+        } else if (pm == NX_CONV_EXPLICIT) {
+            cg->lo[i] = o->pad_lo[i];
+            cg->hi[i] = o->pad_hi[i];
+            if (cg->lo[i] < 0 || cg->hi[i] < 0)
+                return conv_fail(g, NX_ERR_INVALID_ARG,
+                                 "nx_semiring_conv: padding (%lld, %lld) on spatial dim %lld; "
+                                 "expected >= 0",
+                                 cg->lo[i], cg->hi[i], i);
+        } else if (pm != NX_CONV_VALID) {
+            return conv_fail(g, NX_ERR_INVALID_ARG,
+                             "nx_semiring_conv: padding mode %lld; expected SAME, VALID or "
+                             "EXPLICIT%.0lld%.0lld",
+                             pm, 0, 0);
+        }
+        int64_t padded = cg->s[i] + cg->lo[i] + cg->hi[i];
+        if (padded < eff)
+            return conv_fail(g, NX_ERR_SHAPE,
+                             "nx_semiring_conv: spatial dim %lld is %lld after padding but the "
+                             "dilated kernel spans %lld",
+                             i, padded, eff);
+        cg->o[i] = (padded - eff) / cg->st[i] + 1;
+    }
+    return NX_OK;
+}
+
+/* ---- convolution: graph ----------------------------------------------------------------------*/
+
+/* x [..., s.., c] -> [s.., b*c], padded with the identity. */
+static nx_node conv_gather_batch(nx_graph *g, const nx_semiring *sr, nx_node x,
+                                 const conv_geom *cg)
+{
+    int d = cg->d;
+    int64_t shp[NX_MAX_DIMS];
+    shp[0] = cg->batch;
+    for (int i = 0; i < d; i++)
+        shp[1 + i] = cg->s[i];
+    shp[1 + d] = cg->cin;
+    nx_node xb = nx_reshape(g, x, d + 2, shp);
+    int perm[NX_MAX_DIMS];
+    for (int i = 0; i < d; i++)
+        perm[i] = 1 + i;
+    perm[d] = 0;
+    perm[d + 1] = d + 1;
+    nx_node xp = nx_permute(g, xb, perm);
+    for (int i = 0; i < d; i++)
+        shp[i] = cg->s[i];
+    shp[d] = cg->batch * cg->cin;
+    nx_node xm = nx_reshape(g, xp, d + 1, shp);
+    int64_t lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0};
+    bool any = false;
+    for (int i = 0; i < d; i++) {
+        lo[i] = cg->lo[i];
+        hi[i] = cg->hi[i];
+        any = any || lo[i] || hi[i];
+    }
+    return any ? nx_pad(g, xm, lo, hi, NX_PAD_CONSTANT, sr->identity) : xm;
+}
+
+nx_node nx_semiring_conv_node(nx_graph *g, const nx_semiring *sr, nx_node x, nx_node k,
+                              const nx_semiring_conv_opts *opts)
+{
+    if (!g || !x || !k)
+        return NX_NONE;
+    if (!sr)
+        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG, "nx_semiring_conv: semiring is NULL");
+    if (nx_node_dtype(g, x) != nx_node_dtype(g, k))
+        return nx_ir_graph_failf(g, NX_ERR_DTYPE, "nx_semiring_conv: x is %s but kernel is %s",
+                                 nx_dtype_name(nx_node_dtype(g, x)),
+                                 nx_dtype_name(nx_node_dtype(g, k)));
+    conv_geom cg;
+    if (conv_geometry(g, x, k, opts, &cg) != NX_OK)
+        return NX_NONE;
+    int d = cg.d;
+    nx_node xm = conv_gather_batch(g, sr, x, &cg);
+    int64_t win[NX_MAX_DIMS], str[NX_MAX_DIMS], dil[NX_MAX_DIMS];
+    for (int i = 0; i < d; i++) {
+        win[i] = cg.w[i];
+        str[i] = cg.st[i];
+        dil[i] = cg.dil[i];
+    }
+    win[d] = str[d] = dil[d] = 1;
+    nx_node v = nx_window(g, xm, win, str, dil); /* [o.., b*c, w.., 1] */
+    int64_t shp[NX_MAX_DIMS];
+    int64_t taps = cg.cin;
+    for (int i = 0; i < d; i++) {
+        shp[i] = cg.o[i];
+        shp[d + 2 + i] = cg.w[i];
+        taps *= cg.w[i];
+    }
+    shp[d] = cg.batch;
+    shp[d + 1] = cg.cin;
+    v = nx_reshape(g, v, 2 * d + 2, shp); /* [o.., b, c, w..] */
+    int perm[NX_MAX_DIMS];
+    perm[0] = d;
+    for (int i = 0; i < d; i++) {
+        perm[1 + i] = i;
+        perm[1 + d + i] = d + 2 + i;
+    }
+    perm[2 * d + 1] = d + 1;
+    v = nx_permute(g, v, perm); /* [b, o.., w.., c] */
+    shp[0] = cg.batch;
+    for (int i = 0; i < d; i++)
+        shp[1 + i] = cg.o[i];
+    shp[d + 1] = taps;
+    shp[d + 2] = 1;
+    v = nx_reshape(g, v, d + 3, shp);
+    int64_t kshp[2] = {taps, cg.cout};
+    nx_node km = nx_reshape(g, k, 2, kshp);
+    int axis = -2;
+    nx_node y = nx_semiring_reduce(g, sr, nx_semiring_times(g, sr, v, km), 1, &axis);
+    /* [b, o.., cout] -> [batch dims.., o.., cout] */
+    int64_t xs[NX_MAX_DIMS], out[NX_MAX_DIMS];
+    nx_node_shape(g, x, xs);
+    for (int i = 0; i < cg.nb; i++)
+        out[i] = xs[i];
+    for (int i = 0; i < d; i++)
+        out[cg.nb + i] = cg.o[i];
+    out[cg.nb + d] = cg.cout;
+    return nx_reshape(g, y, cg.nb + d + 1, out);
+}
+
+/* ---- entry points ----------------------------------------------------------------------------*/
+
+typedef struct call {
+    const nx_semiring *sr;
+    const nx_tensor *a, *b;
+    const nx_semiring_conv_opts *conv;
+} call;
+
+static nx_node input_of(nx_graph *g, const char *name, const nx_tensor *t)
+{
+    return nx_input(g, name, nx_tensor_dtype(t), nx_tensor_ndim(t), nx_tensor_shape(t));
+}
+
+static nx_status build_matmul(nx_graph *g, void *user, nx_node *outs, int *n)
+{
+    call *c = user;
+    nx_node a = input_of(g, "a", c->a), b = input_of(g, "b", c->b);
+    outs[0] = nx_semiring_matmul_node(g, c->sr, a, b);
+    *n = 1;
+    return nx_graph_status(g);
+}
+
+static nx_status build_conv(nx_graph *g, void *user, nx_node *outs, int *n)
+{
+    call *c = user;
+    nx_node x = input_of(g, "x", c->a), k = input_of(g, "k", c->b);
+    outs[0] = nx_semiring_conv_node(g, c->sr, x, k, c->conv);
+    *n = 1;
+    return nx_graph_status(g);
+}
+
+static nx_status check_common(nx_ctx *ctx, const char *who, const nx_semiring *sr,
+                              const nx_tensor *a, const char *an, const nx_tensor *b,
+                              const char *bn, nx_tensor **out)
+{
+    if (!out)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
+    *out = NULL;
+    if (!sr)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: semiring is NULL", who);
+    nx_status st = nx_sr_check_float(ctx, who, an, a);
+    if (st == NX_OK)
+        st = nx_sr_check_float(ctx, who, bn, b);
+    if (st == NX_OK && nx_tensor_dtype(a) != nx_tensor_dtype(b))
+        st = nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s but %s is %s; expected one dtype", who,
+                         an, nx_dtype_name(nx_tensor_dtype(a)), bn,
+                         nx_dtype_name(nx_tensor_dtype(b)));
+    return st;
+}
+
+static nx_status run(nx_ctx *ctx, nx_rt_cache_blob *key, nx_backend backend, nx_sr_build_fn build,
+                     call *c, nx_tensor **out)
+{
+    nx_program *p = NULL;
+    nx_status st = nx_sr_program(ctx, key, backend, build, c, &p);
+    if (st == NX_OK)
+        st = nx_program_run(p, (const nx_tensor *const[]){c->a, c->b}, out);
+    return st;
+}
+
+nx_status nx_semiring_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_tensor *a,
+                             const nx_tensor *b, const nx_semiring_opts *opts, nx_tensor **out)
+{
+    static const char *who = "nx_semiring_matmul";
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
+    nx_status st = check_common(ctx, who, sr, a, "A", b, "B", out);
+    if (st != NX_OK)
+        return st;
+    int na = nx_tensor_ndim(a), nb = nx_tensor_ndim(b);
+    const int64_t *sa = nx_tensor_shape(a), *sb = nx_tensor_shape(b);
+    if (na < 2 || nb < 2)
+        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: A has %d dims and B %d; both need >= 2", who,
+                           na, nb);
+    if (sa[na - 1] != sb[nb - 2])
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "%s: A is %lldx%lld but B is %lldx%lld (inner dims differ)", who,
+                           (long long)sa[na - 2], (long long)sa[na - 1], (long long)sb[nb - 2],
+                           (long long)sb[nb - 1]);
+    nx_backend backend = opts ? opts->backend : NX_BACKEND_AUTO;
+    nx_rt_cache_blob key;
+    nx_rt_cache_blob_init(&key, ctx);
+    nx_rt_cache_blob_str(&key, "op", "semiring_matmul");
+    nx_sr_semiring_key(&key, sr);
+    nx_sr_key_tensor(&key, "a", a);
+    nx_sr_key_tensor(&key, "b", b);
+    call c = {.sr = sr, .a = a, .b = b};
+    st = run(ctx, &key, backend, build_matmul, &c, out);
+    nx_rt_cache_blob_free(&key);
+    return st;
+}
+
+nx_status nx_semiring_conv(nx_ctx *ctx, const nx_semiring *sr, const nx_tensor *x,
+                           const nx_tensor *k, const nx_semiring_conv_opts *opts, nx_tensor **out)
+{
+    static const char *who = "nx_semiring_conv";
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
+    nx_status st = check_common(ctx, who, sr, x, "x", k, "kernel", out);
+    if (st != NX_OK)
+        return st;
+    nx_semiring_conv_opts o = {0};
+    if (opts)
+        o = *opts;
+    nx_rt_cache_blob key;
+    nx_rt_cache_blob_init(&key, ctx);
+    nx_rt_cache_blob_str(&key, "op", "semiring_conv");
+    nx_sr_semiring_key(&key, sr);
+    nx_sr_key_tensor(&key, "x", x);
+    nx_sr_key_tensor(&key, "k", k);
+    int64_t geo[1 + 5 * NX_CONV_MAX_SPATIAL + 1];
+    geo[0] = o.nspatial;
+    for (int i = 0; i < NX_CONV_MAX_SPATIAL; i++) {
+        geo[1 + i] = o.stride[i];
+        geo[4 + i] = o.dilation[i];
+        geo[7 + i] = o.padding == NX_CONV_EXPLICIT ? o.pad_lo[i] : 0;
+        geo[10 + i] = o.padding == NX_CONV_EXPLICIT ? o.pad_hi[i] : 0;
+    }
+    geo[13] = o.padding;
+    geo[14] = 0;
+    nx_rt_cache_blob_bytes(&key, "geometry", geo, sizeof geo);
+    call c = {.sr = sr, .a = x, .b = k, .conv = &o};
+    st = run(ctx, &key, o.backend, build_conv, &c, out);
+    nx_rt_cache_blob_free(&key);
+    return st;
+}

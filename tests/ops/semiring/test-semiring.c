@@ -1,0 +1,561 @@
+/* Semirings: the six algebras and user semirings against float64 NumPy/scipy golden data
+ * (tools/gen-semiring-golden.py), the formula parser's errors with line and column, definition-time
+ * rejections, bad input, the program cache, and allocation-failure sweeps. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "nitrix-ops.h"
+#include "testutil.h"
+
+/* The reference interpreter, named, so no fallback warning is logged. */
+static const nx_semiring_opts REF = {.backend = NX_BACKEND_REF};
+
+static nx_ctx *ctx_new(void)
+{
+    static nx_test_alloc ta;
+    memset(&ta, 0, sizeof ta);
+    return nx_test_ctx(&ta);
+}
+
+static nx_tensor *load(nx_ctx *ctx, const char *name, const char *key)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/semiring/%s_%s.npy", nx_test_data_dir(), name, key);
+    nx_tensor *t = NULL;
+    if (nx_npy_read(ctx, path, &t) != NX_OK)
+        fail_msg("cannot read %s: %s", path, nx_ctx_last_error(ctx));
+    return t;
+}
+
+static double at(const nx_tensor *t, int64_t i)
+{
+    const void *d = nx_tensor_data(t);
+    switch (nx_tensor_dtype(t)) {
+    case NX_DTYPE_F32:
+        return ((const float *)d)[i];
+    case NX_DTYPE_F64:
+        return ((const double *)d)[i];
+    case NX_DTYPE_I64:
+        return (double)((const int64_t *)d)[i];
+    default:
+        fail_msg("unexpected dtype");
+        return 0;
+    }
+}
+
+static const nx_semiring *by_name(const char *name)
+{
+    for (int k = 0; k < NX_SEMIRING_USER; k++) {
+        nx_semiring_info info;
+        nx_semiring_get_info(nx_semiring_builtin(k), &info);
+        if (!strcmp(info.name, name))
+            return nx_semiring_builtin(k);
+    }
+    fail_msg("no semiring %s", name);
+    return NULL;
+}
+
+/* Errors are scale-free; the tolerance depends only on dtype and algebra. */
+static void expect_close(const char *what, const nx_tensor *got, const nx_tensor *want,
+                         const char *sr)
+{
+    assert_int_equal(nx_tensor_ndim(got), nx_tensor_ndim(want));
+    for (int i = 0; i < nx_tensor_ndim(got); i++)
+        assert_int_equal(nx_tensor_shape(got)[i], nx_tensor_shape(want)[i]);
+    bool f32 = nx_tensor_dtype(got) == NX_DTYPE_F32;
+    bool exact = sr && (!strcmp(sr, "boolean") || (!f32 && strstr(sr, "tropical")));
+    double tol = exact ? 0.0 : f32 ? 2e-5 : 1e-12;
+    for (int64_t i = 0; i < nx_tensor_numel(want); i++)
+        if (!nx_test_close(at(got, i), at(want, i), tol, tol))
+            fail_msg("%s (%s, %s): element %lld is %.17g, expected %.17g", what, sr ? sr : "-",
+                     nx_dtype_name(nx_tensor_dtype(got)), (long long)i, at(got, i), at(want, i));
+}
+
+static void parse_ints(const char *s, int64_t *v)
+{
+    for (int i = 0; *s && i < 3; i++) {
+        v[i] = strtoll(s, (char **)&s, 10);
+        if (*s == ',')
+            s++;
+    }
+}
+
+typedef void (*case_fn)(nx_ctx *ctx, char *const *f, int nf);
+
+static int for_cases(const char *kind, case_fn fn)
+{
+    char path[1024], line[512];
+    snprintf(path, sizeof path, "%s/semiring/manifest.txt", nx_test_data_dir());
+    FILE *fp = fopen(path, "r");
+    assert_non_null(fp);
+    int n = 0;
+    nx_ctx *ctx = ctx_new();
+    while (fgets(line, sizeof line, fp)) {
+        char *f[10];
+        int nf = 0;
+        for (char *tok = strtok(line, " \n"); tok && nf < 10; tok = strtok(NULL, " \n"))
+            f[nf++] = tok;
+        if (nf == 0 || f[0][0] == '#' || strcmp(f[0], kind))
+            continue;
+        fn(ctx, f, nf);
+        n++;
+    }
+    fclose(fp);
+    nx_ctx_free(ctx);
+    return n;
+}
+
+/* ---- golden ----------------------------------------------------------------------------------*/
+
+static void matmul_case(nx_ctx *ctx, char *const *f, int nf)
+{
+    (void)nf;
+    nx_tensor *a = load(ctx, f[1], "a"), *b = load(ctx, f[1], "b"), *want = load(ctx, f[1], "out");
+    nx_tensor *got = NULL;
+    nx_semiring_opts o = {.backend = NX_BACKEND_REF};
+    if (nx_semiring_matmul(ctx, by_name(f[2]), a, b, &o, &got) != NX_OK)
+        fail_msg("%s: %s", f[1], nx_ctx_last_error(ctx));
+    expect_close(f[1], got, want, f[2]);
+    nx_tensor_free(a), nx_tensor_free(b), nx_tensor_free(want), nx_tensor_free(got);
+}
+
+static void test_matmul_golden(void **state)
+{
+    (void)state;
+    assert_int_equal(for_cases("matmul", matmul_case), 14);
+}
+
+static void conv_case(nx_ctx *ctx, char *const *f, int nf)
+{
+    assert_int_equal(nf, 8);
+    nx_tensor *x = load(ctx, f[1], "x"), *k = load(ctx, f[1], "k"), *want = load(ctx, f[1], "out");
+    nx_semiring_conv_opts o = {.backend = NX_BACKEND_REF};
+    o.padding = !strcmp(f[3], "same")    ? NX_CONV_SAME
+                : !strcmp(f[3], "valid") ? NX_CONV_VALID
+                                         : NX_CONV_EXPLICIT;
+    parse_ints(f[4], o.stride);
+    parse_ints(f[5], o.dilation);
+    if (o.padding == NX_CONV_EXPLICIT) {
+        parse_ints(f[6], o.pad_lo);
+        parse_ints(f[7], o.pad_hi);
+    }
+    nx_tensor *got = NULL;
+    if (nx_semiring_conv(ctx, by_name(f[2]), x, k, &o, &got) != NX_OK)
+        fail_msg("%s: %s", f[1], nx_ctx_last_error(ctx));
+    expect_close(f[1], got, want, f[2]);
+    nx_tensor_free(x), nx_tensor_free(k), nx_tensor_free(want), nx_tensor_free(got);
+}
+
+static void test_conv_golden(void **state)
+{
+    (void)state;
+    assert_int_equal(for_cases("conv", conv_case), 27);
+}
+
+static void pairwise_case(nx_ctx *ctx, char *const *f, int nf)
+{
+    assert_int_equal(nf, 5);
+    nx_tensor *x = load(ctx, f[1], "x"), *y = load(ctx, f[1], "y"), *want = load(ctx, f[1], "out");
+    nx_tensor *b = strstr(f[4], "b") && !strstr(f[4], "abs") ? load(ctx, f[1], "b") : NULL;
+    nx_tensor *p = strstr(f[4], "p0") ? load(ctx, f[1], "p") : NULL;
+    static const char *names[] = {"sum", "max", "min", "logsumexp", "argmin", "argmax", "kmin"};
+    nx_pairwise_opts o = {.backend = NX_BACKEND_REF, .formula = f[4], .k = atoll(f[3])};
+    for (int i = 0; i < NX_PAIRWISE_REDUCTION_COUNT; i++)
+        if (!strcmp(names[i], f[2]))
+            o.reduction = i;
+    nx_tensor *got = NULL, *idx = NULL;
+    if (nx_pairwise_reduce(ctx, x, y, b, p, &o, &got, &idx) != NX_OK)
+        fail_msg("%s: %s", f[1], nx_ctx_last_error(ctx));
+    expect_close(f[1], got, want, NULL);
+    if (o.reduction == NX_PAIRWISE_KMIN) {
+        nx_tensor *wi = load(ctx, f[1], "idx");
+        expect_close(f[1], idx, wi, "boolean"); /* indices: exact */
+        nx_tensor_free(wi);
+    }
+    nx_tensor_free(x), nx_tensor_free(y), nx_tensor_free(want), nx_tensor_free(got);
+    nx_tensor_free(b), nx_tensor_free(p), nx_tensor_free(idx);
+}
+
+static void test_pairwise_golden(void **state)
+{
+    (void)state;
+    assert_int_equal(for_cases("pairwise", pairwise_case), 5);
+}
+
+/* ---- user semirings --------------------------------------------------------------------------*/
+
+/* A formula spelling of max-plus is the IR's max monoid and gives the golden max-plus results. */
+static void test_formula_equals_builtin(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    nx_semiring *sr = NULL;
+    assert_int_equal(nx_semiring_parse(ctx, "mp", "plus = max(b, a)\ntimes = a + b; zero = -inf",
+                                       &sr),
+                     NX_OK);
+    nx_semiring_info info;
+    nx_semiring_get_info(sr, &info);
+    assert_true(info.builtin_plus);
+    assert_int_equal(info.plus, NX_MONOID_MAX);
+    assert_true(info.props & NX_SEMIRING_DIFFERENTIABLE);
+    nx_tensor *a = load(ctx, "mm_tropical_max_plus_f64", "a");
+    nx_tensor *b = load(ctx, "mm_tropical_max_plus_f64", "b");
+    nx_tensor *want = load(ctx, "mm_tropical_max_plus_f64", "out"), *got = NULL;
+    assert_int_equal(nx_semiring_matmul(ctx, sr, a, b, &REF, &got), NX_OK);
+    expect_close("formula max-plus", got, want, "tropical_max_plus");
+    nx_tensor_free(a), nx_tensor_free(b), nx_tensor_free(want), nx_tensor_free(got);
+    nx_semiring_free(sr);
+    nx_ctx_free(ctx);
+}
+
+static nx_tensor *mat(nx_ctx *ctx, int64_t r, int64_t c, const double *v)
+{
+    nx_tensor *t = NULL;
+    int64_t s[2] = {r, c};
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 2, s, &t), NX_OK);
+    memcpy(nx_tensor_data(t), v, (size_t)(r * c) * sizeof(double));
+    return t;
+}
+
+/* A custom (+): a (+) b = a + b + ab = (1 + a)(1 + b) - 1, so C = prod_k (1 + A_ik B_kj) - 1. */
+static void test_formula_custom_plus(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    nx_semiring *sr = NULL;
+    assert_int_equal(nx_semiring_parse(ctx, NULL,
+                                       "# a custom monoid\nplus = a + b + a * b;"
+                                       " times = a * b; zero = 0",
+                                       &sr),
+                     NX_OK);
+    nx_semiring_info info;
+    nx_semiring_get_info(sr, &info);
+    assert_false(info.builtin_plus);
+    assert_false(info.props & NX_SEMIRING_DIFFERENTIABLE);
+    double av[6] = {0.5, -0.25, 1.0, 2.0, 0.0, -1.5}, bv[6] = {1.0, 0.5, -2.0, 0.25, 3.0, 1.0};
+    nx_tensor *a = mat(ctx, 2, 3, av), *b = mat(ctx, 3, 2, bv), *got = NULL;
+    assert_int_equal(nx_semiring_matmul(ctx, sr, a, b, &REF, &got), NX_OK);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            double p = 1;
+            for (int k = 0; k < 3; k++)
+                p *= 1 + av[i * 3 + k] * bv[k * 2 + j];
+            assert_true(nx_test_close(at(got, i * 2 + j), p - 1, 1e-14, 1e-14));
+        }
+    nx_tensor_free(a), nx_tensor_free(b), nx_tensor_free(got);
+    nx_semiring_free(sr);
+    nx_ctx_free(ctx);
+}
+
+/* From C: times = max(a, b) * 2 under min; C_ij = min_k 2 max(A_ik, B_kj), computed by hand. */
+static void test_define_from_ir(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    nx_node a = nx_placeholder(g, NX_DTYPE_F32), b = nx_placeholder(g, NX_DTYPE_F32);
+    nx_node t = nx_mul(g, nx_maximum(g, a, b), nx_scalar(g, NX_DTYPE_F32, 2.0));
+    nx_semiring_def def = {.name = "minmax", .g = g, .a = a, .b = b, .times = t,
+                           .plus = NX_MONOID_MIN, .identity = INFINITY};
+    nx_semiring *sr = NULL;
+    assert_int_equal(nx_semiring_define(ctx, &def, &sr), NX_OK);
+    nx_graph_free(g);
+    double av[4] = {1, 5, -2, 0}, bv[4] = {3, -1, 4, 2};
+    nx_tensor *A = mat(ctx, 2, 2, av), *B = mat(ctx, 2, 2, bv), *got = NULL;
+    assert_int_equal(nx_semiring_matmul(ctx, sr, A, B, &REF, &got), NX_OK);
+    /* C00 = min(2max(1,3), 2max(5,4)) = 6; C01 = min(2max(1,-1), 2max(5,2)) = 2;
+     * C10 = min(2max(-2,3), 2max(0,4)) = 6; C11 = min(2max(-2,-1), 2max(0,2)) = -2. */
+    double want[4] = {6, 2, 6, -2};
+    for (int i = 0; i < 4; i++)
+        assert_true(at(got, i) == want[i]);
+    nx_tensor_free(A), nx_tensor_free(B), nx_tensor_free(got);
+    nx_semiring_free(sr);
+    nx_ctx_free(ctx);
+}
+
+static void test_define_rejections(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    nx_node a = nx_placeholder(g, NX_DTYPE_F64), b = nx_placeholder(g, NX_DTYPE_F64);
+    nx_node other = nx_placeholder(g, NX_DTYPE_F64);
+    nx_semiring *sr = NULL;
+    /* a placeholder that is not a or b */
+    nx_semiring_def def = {.g = g, .a = a, .b = b, .times = nx_add(g, a, other),
+                           .plus = NX_MONOID_SUM};
+    assert_int_equal(nx_semiring_define(ctx, &def, &sr), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "not one of its own"));
+    /* a comparison is bool, not a float */
+    def.times = nx_lt(g, a, b);
+    assert_int_equal(nx_semiring_define(ctx, &def, &sr), NX_ERR_DTYPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "gives bool"));
+    /* a non-elementwise node */
+    int64_t s1 = 3;
+    def.times = nx_input(g, "v", NX_DTYPE_F64, 1, &s1);
+    assert_int_equal(nx_semiring_define(ctx, &def, &sr), NX_ERR_INVALID_ARG);
+    /* a monoid that is not sum/max/min/logsumexp */
+    def.times = nx_mul(g, a, b);
+    def.plus = NX_MONOID_ARGMAX;
+    assert_int_equal(nx_semiring_define(ctx, &def, &sr), NX_ERR_INVALID_ARG);
+    assert_null(sr);
+    nx_graph_free(g);
+    nx_ctx_free(ctx);
+}
+
+typedef struct parse_case {
+    const char *text;
+    nx_status st;
+    const char *msg; /* exact, or a substring when it starts with '~' */
+} parse_case;
+
+static void test_formula_errors(void **state)
+{
+    (void)state;
+    /* Columns counted by hand, 1-based. */
+    static const parse_case cases[] = {
+        {"plus = max(a, b); times = a +; zero = -inf", NX_ERR_PARSE,
+         "semiring formula:1:30: expected a number, a name or '(', found ';'"},
+        {"plus = max(a, b)\ntimes = a * c\nzero = 0", NX_ERR_PARSE,
+         "semiring formula:2:13: expected a, b, inf, nan or a number, found name 'c'"},
+        {"plus = max(a)\ntimes = a\nzero = 0", NX_ERR_PARSE,
+         "semiring formula:1:8: max takes 2 arguments, found 1"},
+        {"plus = foo(a, b); times = a; zero = 0", NX_ERR_PARSE,
+         "semiring formula:1:8: expected a function (exp, log, sqrt, max, min, pow, select, "
+         "...), found name 'foo'"},
+        {"plus = (a + b; times = a; zero = 0", NX_ERR_PARSE,
+         "semiring formula:1:14: expected ')', found ';'"},
+        {"plus a + b", NX_ERR_PARSE, "semiring formula:1:6: expected '=', found name 'a'"},
+        {"plus = a + b times = a", NX_ERR_PARSE,
+         "semiring formula:1:14: expected an operator, ';', a newline or end of input, found "
+         "name 'times'"},
+        {"", NX_ERR_PARSE,
+         "semiring formula:1:1: expected a statement `key = expression`, found end of input"},
+        {"plus = a $ b", NX_ERR_PARSE, "~found character '$'"},
+        {"plus = a + b; times = a * b; zero = 0; zero = 1", NX_ERR_INVALID_ARG,
+         "semiring formula:1:40: 'zero' is given twice (first at 1:30)"},
+        {"plus = a + b; times = a * b", NX_ERR_INVALID_ARG,
+         "semiring formula: 'zero' is missing (plus, times and zero are required)"},
+        {"plus = a + b; times = a * b; zero = 0; unit = 1", NX_ERR_INVALID_ARG,
+         "~unknown key 'unit'"},
+        {"plus = a + b; times = a * b; zero = a", NX_ERR_INVALID_ARG,
+         "semiring formula:1:30: 'zero' must be a number (or inf, -inf, nan), not an "
+         "expression"},
+        {"plus = max(a, b); times = a + b; zero = 0", NX_ERR_INVALID_ARG,
+         "~whose identity is -inf"},
+        {"plus = a + b; times = a < b; zero = 0", NX_ERR_DTYPE, "~times gives bool"},
+        {"plus = a + b; times = a * b; zero = 0; finalize = sqrt(b)", NX_ERR_INVALID_ARG,
+         "~'finalize' may use only a"},
+        {"plus = -(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(-(a)))))))))"
+         ")))))))))))))))))))))))))); times = a; zero = 0",
+         NX_ERR_PARSE, "~nested more than 64 deep"},
+    };
+    nx_ctx *ctx = ctx_new();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        nx_semiring *sr = (nx_semiring *)1;
+        nx_status st = nx_semiring_parse(ctx, NULL, cases[i].text, &sr);
+        const char *msg = nx_ctx_last_error(ctx);
+        if (st != cases[i].st)
+            fail_msg("case %zu: %s, expected %s (%s)", i, nx_status_str(st),
+                     nx_status_str(cases[i].st), msg);
+        assert_null(sr);
+        bool ok = cases[i].msg[0] == '~' ? strstr(msg, cases[i].msg + 1) != NULL
+                                         : strcmp(msg, cases[i].msg) == 0;
+        if (!ok)
+            fail_msg("case %zu: message\n  %s\nexpected\n  %s", i, msg, cases[i].msg);
+    }
+    nx_ctx_free(ctx);
+}
+
+/* ---- bad input and defined results -----------------------------------------------------------*/
+
+static void test_bad_input(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    const nx_semiring *real = nx_semiring_builtin(NX_SEMIRING_REAL);
+    double v[12] = {0};
+    nx_tensor *a = mat(ctx, 3, 4, v), *b = mat(ctx, 5, 2, v), *out = NULL;
+    assert_int_equal(nx_semiring_matmul(ctx, real, a, b, &REF, &out), NX_ERR_SHAPE);
+    assert_string_equal(nx_ctx_last_error(ctx),
+                        "nx_semiring_matmul: A is 3x4 but B is 5x2 (inner dims differ)");
+    assert_null(out);
+    assert_int_equal(nx_semiring_matmul(ctx, NULL, a, a, &REF, &out), NX_ERR_INVALID_ARG);
+    nx_tensor *ai = NULL;
+    assert_int_equal(nx_tensor_cast(a, NX_DTYPE_I32, &ai), NX_OK);
+    assert_int_equal(nx_semiring_matmul(ctx, real, ai, b, &REF, &out), NX_ERR_DTYPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "is i32; expected f32 or f64"));
+    assert_null(nx_semiring_builtin(NX_SEMIRING_USER));
+    /* conv: channels disagree, window larger than a VALID input, empty axis */
+    int64_t xs[3] = {1, 4, 2}, ks[3] = {3, 3, 1}, ks2[3] = {6, 2, 1}, xe[3] = {0, 4, 2};
+    nx_tensor *x = NULL, *k = NULL, *k2 = NULL, *xe_t = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 3, xs, &x), NX_OK);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 3, ks, &k), NX_OK);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 3, ks2, &k2), NX_OK);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 3, xe, &xe_t), NX_OK);
+    assert_int_equal(nx_semiring_conv(ctx, real, x, k, &(nx_semiring_conv_opts){.backend = NX_BACKEND_REF}, &out), NX_ERR_SHAPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "c_in differs"));
+    nx_semiring_conv_opts valid = {.backend = NX_BACKEND_REF, .padding = NX_CONV_VALID};
+    assert_int_equal(nx_semiring_conv(ctx, real, x, k2, &valid, &out), NX_ERR_SHAPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "is 4 after padding but the dilated kernel"));
+    assert_int_equal(nx_semiring_conv(ctx, real, xe_t, k2, &(nx_semiring_conv_opts){.backend = NX_BACKEND_REF}, &out), NX_ERR_SHAPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "empty axis"));
+    /* pairwise: non-finite parameter, unbound names, k out of range */
+    nx_tensor *p = NULL;
+    int64_t one = 1;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 1, &one, &p), NX_OK);
+    ((double *)nx_tensor_data(p))[0] = NAN;
+    nx_pairwise_opts po = {.backend = NX_BACKEND_REF, .formula = "-sqdist(x, y) / p0", .reduction = NX_PAIRWISE_LOGSUMEXP};
+    assert_int_equal(nx_pairwise_reduce(ctx, a, a, NULL, p, &po, &out, NULL), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "parameter p0 is nan"));
+    assert_int_equal(nx_pairwise_reduce(ctx, a, a, NULL, NULL, &po, &out, NULL),
+                     NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "uses p0 but p has 0 values"));
+    po.formula = "sqdist(x, y";
+    assert_int_equal(nx_pairwise_reduce(ctx, a, a, NULL, NULL, &po, &out, NULL), NX_ERR_PARSE);
+    assert_string_equal(nx_ctx_last_error(ctx),
+                        "pairwise formula:1:12: expected ',' or ')', found end of input");
+    po.formula = "sqdist(x, y)";
+    po.reduction = NX_PAIRWISE_KMIN;
+    po.k = 4;
+    nx_tensor *idx = NULL;
+    assert_int_equal(nx_pairwise_reduce(ctx, a, a, NULL, NULL, &po, &out, &idx),
+                     NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "1 <= k <= N = 3"));
+    assert_int_equal(nx_pairwise_reduce(ctx, a, b, NULL, NULL, &po, &out, &idx), NX_ERR_SHAPE);
+    assert_null(out);
+    nx_tensor_free(a), nx_tensor_free(b), nx_tensor_free(ai), nx_tensor_free(x);
+    nx_tensor_free(k), nx_tensor_free(k2), nx_tensor_free(xe_t), nx_tensor_free(p);
+    nx_ctx_free(ctx);
+}
+
+/* An empty inner axis gives each algebra's identity after finalize. */
+static void test_empty_k(void **state)
+{
+    (void)state;
+    static const double want[NX_SEMIRING_USER] = {0.0, -INFINITY, -INFINITY, INFINITY, 0.0, 0.0};
+    nx_ctx *ctx = ctx_new();
+    int64_t sa[2] = {2, 0}, sb[2] = {0, 3};
+    nx_tensor *a = NULL, *b = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 2, sa, &a), NX_OK);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 2, sb, &b), NX_OK);
+    for (int s = 0; s < NX_SEMIRING_USER; s++) {
+        nx_tensor *out = NULL;
+        if (nx_semiring_matmul(ctx, nx_semiring_builtin(s), a, b, &REF, &out) != NX_OK)
+            fail_msg("algebra %d: %s", s, nx_ctx_last_error(ctx));
+        assert_int_equal(nx_tensor_numel(out), 6);
+        for (int i = 0; i < 6; i++)
+            if (!(at(out, i) == want[s]))
+                fail_msg("algebra %d: element %d is %g, expected %g", s, i, at(out, i), want[s]);
+        nx_tensor_free(out);
+    }
+    nx_tensor_free(a), nx_tensor_free(b);
+    nx_ctx_free(ctx);
+}
+
+/* The second call with the same key finds its program in the context cache. */
+static void test_cache_hit(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    double v[4] = {1, 2, 3, 4};
+    nx_tensor *a = mat(ctx, 2, 2, v), *out = NULL;
+    const nx_semiring *sr = nx_semiring_builtin(NX_SEMIRING_LOG);
+    assert_int_equal(nx_semiring_matmul(ctx, sr, a, a, &REF, &out), NX_OK);
+    nx_tensor_free(out);
+    nx_rt_cache *cache = NULL;
+    assert_int_equal(nx_rt_cache_of(ctx, &cache), NX_OK);
+    nx_rt_cache_stats s0, s1;
+    nx_rt_cache_get_stats(cache, &s0);
+    assert_int_equal(nx_semiring_matmul(ctx, sr, a, a, &REF, &out), NX_OK);
+    nx_rt_cache_get_stats(cache, &s1);
+    assert_int_equal(s1.find_hits, s0.find_hits + 1);
+    assert_int_equal(s1.inserts, s0.inserts);
+    /* LOG of [[1,2],[3,4]] with itself: C00 = log(e^{1+1} + e^{2+3}) */
+    assert_true(nx_test_close(at(out, 0), log(exp(2.0) + exp(5.0)), 1e-14, 0));
+    nx_tensor_free(out);
+    nx_tensor_free(a);
+    nx_ctx_free(ctx);
+}
+
+/* ---- allocation failures ---------------------------------------------------------------------*/
+
+static nx_status sweep_matmul(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    double v[6] = {1, 2, 3, 4, 5, 6};
+    int64_t s[2] = {2, 3}, s2[2] = {3, 2};
+    nx_tensor *a = NULL, *b = NULL, *out = NULL;
+    nx_semiring *sr = NULL;
+    nx_status st = nx_tensor_new(ctx, NX_DTYPE_F64, 2, s, &a);
+    if (st == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_F64, 2, s2, &b);
+    if (st == NX_OK) {
+        memcpy(nx_tensor_data(a), v, sizeof v);
+        memcpy(nx_tensor_data(b), v, sizeof v);
+        st = nx_semiring_parse(ctx, "u", "plus = a + b + a*b; times = a*b; zero = 0", &sr);
+    }
+    if (st == NX_OK)
+        st = nx_semiring_matmul(ctx, sr, a, b, &REF, &out);
+    nx_tensor_free(out);
+    out = NULL;
+    if (st == NX_OK)
+        st = nx_semiring_matmul(ctx, nx_semiring_builtin(NX_SEMIRING_EUCLIDEAN), a, b, &REF, &out);
+    nx_tensor_free(out);
+    nx_semiring_free(sr);
+    nx_tensor_free(a), nx_tensor_free(b);
+    return st;
+}
+
+static nx_status sweep_conv_pairwise(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    int64_t xs[3] = {1, 5, 2}, ks[3] = {3, 2, 2}, ps[2] = {4, 2};
+    nx_tensor *x = NULL, *k = NULL, *pts = NULL, *out = NULL, *idx = NULL;
+    nx_status st = nx_tensor_new(ctx, NX_DTYPE_F32, 3, xs, &x);
+    if (st == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_F32, 3, ks, &k);
+    if (st == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_F32, 2, ps, &pts);
+    if (st == NX_OK)
+        st = nx_semiring_conv(ctx, nx_semiring_builtin(NX_SEMIRING_LOG), x, k, &(nx_semiring_conv_opts){.backend = NX_BACKEND_REF}, &out);
+    nx_tensor_free(out);
+    out = NULL;
+    nx_pairwise_opts po = {.backend = NX_BACKEND_REF, .formula = "sqdist(x, y)", .reduction = NX_PAIRWISE_KMIN, .k = 2};
+    if (st == NX_OK)
+        st = nx_pairwise_reduce(ctx, pts, pts, NULL, NULL, &po, &out, &idx);
+    nx_tensor_free(out), nx_tensor_free(idx);
+    nx_tensor_free(x), nx_tensor_free(k), nx_tensor_free(pts);
+    return st;
+}
+
+static void test_alloc_sweeps(void **state)
+{
+    (void)state;
+    assert_true(nx_test_alloc_sweep(sweep_matmul, NULL, 5000) > 0);
+    assert_true(nx_test_alloc_sweep(sweep_conv_pairwise, NULL, 5000) > 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_matmul_golden),
+        cmocka_unit_test(test_conv_golden),
+        cmocka_unit_test(test_pairwise_golden),
+        cmocka_unit_test(test_formula_equals_builtin),
+        cmocka_unit_test(test_formula_custom_plus),
+        cmocka_unit_test(test_define_from_ir),
+        cmocka_unit_test(test_define_rejections),
+        cmocka_unit_test(test_formula_errors),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_empty_k),
+        cmocka_unit_test(test_cache_hit),
+        cmocka_unit_test(test_alloc_sweeps),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
