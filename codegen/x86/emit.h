@@ -15,4 +15,33 @@ typedef void (*nx_x86_loop_fn)(void *const *bufs, int64_t begin, int64_t end);
 NX_HIDDEN nx_status nx_x86_plan_run(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *fns,
                                     const nx_tensor *const *inputs, nx_tensor **outputs);
 
+/* Whether the JIT can compile a loop kernel (library kernels: always, they run host code).
+ * Unsupported: f16/bf16 values, atan2, integer pow. */
+NX_HIDDEN bool nx_x86_supports(const nx_kernel *k);
+
+/* The kernel as LLVM textual IR defining `void @name(i8** bufs, i64 begin, i64 end)` (emit.c).
+ * reassoc: float sums and products may be reassociated (vectorised); otherwise every fold is in
+ * the canonical order. *out is freed with nx_rt_free(ctx, *out, *len). */
+NX_HIDDEN nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc,
+                                     char **out, size_t *len);
+
+/* The emitter's identity for cache keys (changes with every build of emit.c). */
+NX_HIDDEN const char *nx_x86_emit_version(void);
+
+/* How a kernel was obtained (emit-cache.c). */
+typedef struct nx_x86_get_info {
+    bool memory_hit, disk_hit;
+    double seconds; /* emit + optimise + codegen + link, or load + link, or the lookup */
+} nx_x86_get_info;
+
+/* The compiled kernel for k, from the context's kernel cache (memory, then disk) or compiled
+ * and stored there. The key: kernel IR bytes, target triple/CPU/features, LLVM version, library
+ * version, the reassociation choice and the emitter's version. */
+NX_HIDDEN nx_status nx_x86_kernel_get(nx_ctx *ctx, const nx_kernel *k, bool reassoc,
+                                      nx_x86_loop_fn *fn, nx_x86_get_info *info);
+
+/* fns[i] for every kernel of p: compiled code, or NULL for library kernels and for loop kernels
+ * the JIT does not support (those run interpreted, with one warning per kernel shape). */
+NX_HIDDEN nx_status nx_x86_plan_compile(nx_ctx *ctx, const nx_kplan *p, nx_x86_loop_fn *fns);
+
 #endif /* NX_CODEGEN_X86_EMIT_H */

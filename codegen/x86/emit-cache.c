@@ -1,0 +1,245 @@
+/* Compiled kernels by key: the context's kernel cache in memory, then on disk (runtime/cache.h),
+ * then the JIT. A second process with the same cache directory links the stored objects and
+ * compiles nothing. */
+#include <pthread.h>
+#include <string.h>
+#include <time.h>
+
+#include "codegen/x86/emit.h"
+#include "codegen/x86/jit.h"
+#include "passes/fuse.h"
+#include "runtime/cache.h"
+
+typedef struct cached_fn {
+    nx_ctx *ctx;
+    nx_x86_loop_fn fn;
+} cached_fn;
+
+/* The JIT frees its kernels itself; the cache only owns this record. */
+static void destroy_cached(void *user, void *obj)
+{
+    (void)user;
+    cached_fn *c = obj;
+    nx_rt_free(c->ctx, c, sizeof *c);
+}
+
+/* Kernel symbols are named by key, and a name can be linked once per JIT: one compile at a time
+ * keeps two threads from linking the same kernel. */
+static pthread_mutex_t compile_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static nx_status make_key(nx_ctx *ctx, const nx_kernel *k, bool reassoc, const nx_x86_target *t,
+                          nx_rt_cache_blob *b, nx_rt_cache_key *key)
+{
+    uint8_t *ir = NULL;
+    size_t len = 0;
+    nx_status st = nx_kernel_serialize(k, &ir, &len);
+    if (st != NX_OK)
+        return st;
+    nx_rt_cache_blob_init(b, ctx);
+    nx_rt_cache_blob_str(b, "backend", "cpu");
+    nx_rt_cache_blob_str(b, "emit", nx_x86_emit_version());
+    nx_rt_cache_blob_bytes(b, "kernel-ir", ir, len);
+    nx_rt_cache_blob_i64(b, "reassoc", reassoc);
+    nx_rt_cache_blob_str(b, "triple", t->triple);
+    nx_rt_cache_blob_str(b, "cpu", t->cpu);
+    nx_rt_cache_blob_str(b, "features", t->features);
+    nx_rt_cache_blob_str(b, "llvm", t->llvm_version);
+    nx_rt_free(ctx, ir, len ? len : 1);
+    return nx_rt_cache_blob_key(b, key);
+}
+
+static nx_status link_object(nx_x86_jit *jit, const void *obj, size_t len, const char *name,
+                             nx_x86_loop_fn *fn)
+{
+    nx_x86_kernel *kern = NULL;
+    nx_status st = nx_x86_kernel_load(jit, obj, len, &kern);
+    void *addr = NULL;
+    if (st == NX_OK)
+        st = nx_x86_kernel_lookup(kern, name, &addr);
+    if (st != NX_OK) {
+        nx_x86_kernel_free(kern);
+        return st;
+    }
+    memcpy(fn, &addr, sizeof *fn);
+    return NX_OK;
+}
+
+static nx_status compile(nx_x86_jit *jit, const nx_kernel *k, bool reassoc, const char *name,
+                         void **obj, size_t *objlen, nx_x86_loop_fn *fn)
+{
+    nx_ctx *ctx = k->ctx;
+    char *text = NULL;
+    size_t tlen = 0;
+    nx_status st = nx_x86_emit_text(k, name, reassoc, &text, &tlen);
+    if (st != NX_OK)
+        return st;
+    if (nx_pass_dump_requested("llvm"))
+        fprintf(stderr, "nitrix: dump llvm: %s\n%s\n", k->name, text);
+    nx_x86_module *m = NULL;
+    st = nx_x86_module_parse(jit, name, text, strlen(text), &m);
+    nx_rt_free(ctx, text, tlen);
+    if (st == NX_OK)
+        st = nx_x86_module_optimize(m, NX_X86_OPT_O3);
+    if (st != NX_OK) {
+        nx_x86_module_free(m);
+        return st;
+    }
+    nx_x86_kernel *kern = NULL;
+    st = nx_x86_module_compile(m, &kern, obj, objlen); /* consumes m */
+    void *addr = NULL;
+    if (st == NX_OK)
+        st = nx_x86_kernel_lookup(kern, name, &addr);
+    if (st != NX_OK) {
+        nx_x86_kernel_free(kern);
+        return st;
+    }
+    memcpy(fn, &addr, sizeof *fn);
+    return NX_OK;
+}
+
+static nx_status get_locked(nx_ctx *ctx, const nx_kernel *k, bool reassoc, nx_x86_loop_fn *fn,
+                            nx_x86_get_info *info)
+{
+    nx_x86_jit *jit = NULL;
+    nx_rt_cache *cache = NULL;
+    nx_status st = nx_x86_jit_get(ctx, &jit);
+    if (st == NX_OK)
+        st = nx_rt_cache_of(ctx, &cache);
+    if (st != NX_OK)
+        return st;
+    nx_rt_cache_blob b;
+    nx_rt_cache_key key;
+    st = make_key(ctx, k, reassoc, nx_x86_jit_target(jit), &b, &key);
+    if (st != NX_OK) {
+        nx_rt_cache_blob_free(&b);
+        return st;
+    }
+    char hex[33], name[40];
+    nx_rt_cache_key_hex(&key, hex);
+    snprintf(name, sizeof name, "nxk_%s", hex);
+    cached_fn *c = nx_rt_cache_find(cache, &key);
+    if (c) {
+        info->memory_hit = true;
+        *fn = c->fn;
+        nx_rt_cache_blob_free(&b);
+        return NX_OK;
+    }
+    void *obj = NULL;
+    size_t len = 0;
+    bool found = false;
+    st = nx_rt_cache_load(cache, &key, &obj, &len, &found);
+    if (st == NX_OK && found) {
+        /* A stored object that does not link (another JIT's, damaged in a way the checksum
+         * missed) is compiled again and replaced. */
+        if (link_object(jit, obj, len, name, fn) == NX_OK)
+            info->disk_hit = true;
+        nx_rt_free(ctx, obj, len);
+        obj = NULL;
+    }
+    if (st == NX_OK && !info->disk_hit) {
+        st = compile(jit, k, reassoc, name, &obj, &len, fn);
+        if (st == NX_OK)
+            nx_rt_cache_store(cache, &key, obj, len);
+        nx_rt_free(ctx, obj, len);
+    }
+    if (st == NX_OK) {
+        cached_fn *rec = nx_rt_alloc(ctx, sizeof *rec);
+        void *winner = NULL;
+        if (!rec) {
+            st = nx_rt_nomem(ctx, "x86 kernel cache", sizeof *rec);
+        } else {
+            rec->ctx = ctx;
+            rec->fn = *fn;
+            st = nx_rt_cache_insert(cache, &key, rec, destroy_cached, NULL, &winner);
+            if (st != NX_OK)
+                nx_rt_free(ctx, rec, sizeof *rec);
+        }
+    }
+    nx_rt_cache_blob_free(&b);
+    return st;
+}
+
+nx_status nx_x86_kernel_get(nx_ctx *ctx, const nx_kernel *k, bool reassoc, nx_x86_loop_fn *fn,
+                            nx_x86_get_info *info)
+{
+    nx_x86_get_info local;
+    if (!info)
+        info = &local;
+    memset(info, 0, sizeof *info);
+    double t0 = now();
+    pthread_mutex_lock(&compile_lock);
+    nx_status st = get_locked(ctx, k, reassoc, fn, info);
+    pthread_mutex_unlock(&compile_lock);
+    info->seconds = now() - t0;
+    return st;
+}
+
+/* Kernels the JIT cannot compile run on the kernel IR interpreter: loudly (DESIGN.md §5), once
+ * per kernel identity (its operations, shapes and dtypes) per process, or as an error under
+ * strict backend mode. */
+#define WARNED_MAX 256
+static uint64_t warned[WARNED_MAX];
+static int nwarned;
+static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static nx_status warn_unsupported(nx_ctx *ctx, const nx_kernel *k)
+{
+    char shape[160];
+    const nx_kbuf *out = &k->bufs[k->nbufs - 1];
+    nx_shape_str(shape, sizeof shape, out->ndim, out->shape);
+    if (nx_ctx_strict_backend(ctx))
+        return nx_rt_error(ctx, NX_ERR_BACKEND,
+                           "nx_graph_compile: backend 'cpu' cannot compile kernel %s (%s%s: "
+                           "f16/bf16, atan2 or integer pow), and strict backend mode "
+                           "(NITRIX_STRICT_BACKEND) forbids running it on the interpreter",
+                           k->name, nx_dtype_name(out->dtype), shape);
+    uint64_t h = nx_kernel_hash(k);
+    bool seen = false;
+    pthread_mutex_lock(&warned_lock);
+    for (int i = 0; i < nwarned && !seen; i++)
+        seen = warned[i] == h;
+    if (!seen && nwarned < WARNED_MAX)
+        warned[nwarned++] = h;
+    pthread_mutex_unlock(&warned_lock);
+    if (!seen && !nx_ctx_silence_fallback(ctx))
+        nx_ctx_log(ctx, NX_LOG_WARN,
+                   "nitrix fallback: op=%s shape=%s dtype=%s backend=cpu -> kernel interpreter "
+                   "(slow): the JIT does not compile f16/bf16 values, atan2 or integer pow. "
+                   "NITRIX_SILENCE_FALLBACK=1 silences this, NITRIX_STRICT_BACKEND=1 makes it an "
+                   "error",
+                   k->name, shape, nx_dtype_name(out->dtype));
+    return NX_OK;
+}
+
+/* Reassociating float folds is allowed unless the context asks for reproducible results. */
+static bool may_reassociate(nx_ctx *ctx)
+{
+    return !nx_ctx_reproducible(ctx);
+}
+
+nx_status nx_x86_plan_compile(nx_ctx *ctx, const nx_kplan *p, nx_x86_loop_fn *fns)
+{
+    for (int i = 0; i < p->nkernels; i++) {
+        const nx_kernel *k = p->kernels[i];
+        fns[i] = NULL;
+        if (k->kind != NX_KERNEL_LOOP)
+            continue;
+        if (!nx_x86_supports(k)) {
+            nx_status st = warn_unsupported(ctx, k);
+            if (st != NX_OK)
+                return st;
+            continue;
+        }
+        nx_status st = nx_x86_kernel_get(ctx, k, may_reassociate(ctx), &fns[i], NULL);
+        if (st != NX_OK)
+            return st;
+    }
+    return NX_OK;
+}

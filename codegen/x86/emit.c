@@ -1,0 +1,953 @@
+/* Kernel IR -> LLVM IR, as text (docs/kernel-ir.md; the x86 JIT in jit.h parses it).
+ *
+ * Text rather than the builder API because LLVM 14's C API cannot set fast-math flags, and a
+ * float sum that may be reassociated only vectorises with `fadd reassoc`. The text uses typed
+ * pointers, which LLVM 14 and 19 both read.
+ *
+ * Each kernel is two functions:
+ *     void @<name>(i8** %bufs, i64 %begin, i64 %end)      the entry: unpacks the buffers
+ *     internal void @<name>.body(T0* noalias, ..., i64, i64)   the loops
+ * The body's noalias parameters let the vectoriser skip runtime alias checks. The iteration
+ * space's first loop runs over [begin, end) so the runner can split it across threads; the others
+ * run over their extents. Values are emitted on demand at the innermost open loop, with a cache
+ * scoped to the loops that are open (a value defined in a closed loop does not dominate); the
+ * parts of a REDUCE's operand that do not depend on its loops are emitted before the loops open,
+ * and LLVM's LICM hoists what else is invariant.
+ *
+ * Contraction rows. When a store's value is a REDUCE at the top of a kernel of two or more
+ * dimensions whose innermost space loop its operand reads, the kernel keeps one row of carries
+ * over the innermost axis (an alloca'd array) and runs the reduction loops outside that axis:
+ *     for i: row[:] = identity; for k: for j: row[j] = step(row[j], f(i, k, j)); y[i, :] = row
+ * Each output still folds its k in ascending order, so the result is the canonical one, and the
+ * j loop is a plain elementwise loop that vectorises (the K-loop with register accumulators of a
+ * max-plus or log-sum-exp contraction). */
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "codegen/x86/emit.h"
+
+/* Part of every cache key: a rebuilt emitter never reuses objects of an older one. */
+const char *nx_x86_emit_version(void)
+{
+    return "x86-emit-1 " __DATE__ " " __TIME__;
+}
+
+/* ---- text ----------------------------------------------------------------------------------*/
+
+typedef struct text {
+    nx_ctx *ctx;
+    char *p;
+    size_t len, cap;
+    bool failed;
+} text;
+
+static void put(text *t, const char *fmt, ...) NX_PRINTF(2, 3);
+
+static void put(text *t, const char *fmt, ...)
+{
+    if (t->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->failed = true;
+            return;
+        }
+        if (t->p && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = t->cap ? t->cap : 4096;
+        while (cap <= t->len + (size_t)n)
+            cap *= 2;
+        char *q = nx_rt_alloc(t->ctx, cap);
+        if (!q) {
+            t->failed = true;
+            return;
+        }
+        if (t->len)
+            memcpy(q, t->p, t->len);
+        q[t->len] = 0;
+        nx_rt_free(t->ctx, t->p, t->cap);
+        t->p = q;
+        t->cap = cap;
+    }
+}
+
+static void text_free(text *t)
+{
+    nx_rt_free(t->ctx, t->p, t->cap);
+    t->p = NULL;
+    t->len = t->cap = 0;
+}
+
+/* ---- types ---------------------------------------------------------------------------------*/
+
+/* Register type of a dtype (bool is i1 in registers, i8 in memory). */
+static const char *rty(int d)
+{
+    switch (d) {
+    case NX_DTYPE_F32:
+        return "float";
+    case NX_DTYPE_F64:
+        return "double";
+    case NX_DTYPE_I8:
+    case NX_DTYPE_U8:
+        return "i8";
+    case NX_DTYPE_I16:
+        return "i16";
+    case NX_DTYPE_I32:
+        return "i32";
+    case NX_DTYPE_I64:
+        return "i64";
+    case NX_DTYPE_BOOL:
+        return "i1";
+    default:
+        return NULL;
+    }
+}
+
+static const char *mty(int d)
+{
+    return d == NX_DTYPE_BOOL ? "i8" : rty(d);
+}
+
+static bool is_fl(int d)
+{
+    return d == NX_DTYPE_F32 || d == NX_DTYPE_F64;
+}
+
+static bool is_unsigned(int d)
+{
+    return d == NX_DTYPE_U8 || d == NX_DTYPE_BOOL;
+}
+
+static int bits(int d)
+{
+    return d == NX_DTYPE_BOOL ? 1 : (int)nx_dtype_size((nx_dtype)d) * 8;
+}
+
+static const char *mathsuffix(int d)
+{
+    return d == NX_DTYPE_F32 ? "f32" : "f64";
+}
+
+/* ---- supports ------------------------------------------------------------------------------*/
+
+static bool prim_supported(const nx_kernel *k, const nx_kinst *in)
+{
+    int d0 = in->a[0] >= 0 ? k->inst[in->a[0]].dtype : in->dtype;
+    switch (in->prim) {
+    case NX_PRIM_ATAN2:
+        return false; /* no inline atan2 in the math library */
+    case NX_PRIM_POW:
+        return is_fl(d0); /* integer powers loop */
+    default:
+        return true;
+    }
+}
+
+bool nx_x86_supports(const nx_kernel *k)
+{
+    if (k->kind != NX_KERNEL_LOOP)
+        return true; /* library kernels run their host routine */
+    for (int b = 0; b < k->nbufs; b++)
+        if (!rty(k->bufs[b].dtype))
+            return false;
+    for (int i = 0; i < k->ninst; i++) {
+        const nx_kinst *in = &k->inst[i];
+        if (!rty(in->dtype))
+            return false;
+        if (in->op == NX_KOP_PRIM && !prim_supported(k, in))
+            return false;
+    }
+    return true;
+}
+
+/* ---- the emitter ---------------------------------------------------------------------------*/
+
+typedef struct emitter {
+    nx_ctx *ctx;
+    const nx_kernel *k;
+    text body, allocas;
+    int tmp, label;
+    int *val;   /* SSA number of each instruction's value, -1 when not available */
+    int *scope; /* the scope each cached value was made in */
+    bool open[4096];
+    int nscopes, cur;
+    int parent[4096];
+    int loopvar[NX_KERNEL_MAX_LOOPS]; /* SSA number of each open loop's index */
+    uint32_t *mask;
+    uint32_t live; /* loops open at the current position */
+    bool reassoc;
+    bool failed;
+} emitter;
+
+static int fresh(emitter *e)
+{
+    return e->tmp++;
+}
+
+static int open_scope(emitter *e)
+{
+    if (e->nscopes >= 4096) {
+        e->failed = true;
+        return e->cur;
+    }
+    int s = e->nscopes++;
+    e->open[s] = true;
+    e->parent[s] = e->cur;
+    e->cur = s;
+    return s;
+}
+
+static void close_scope(emitter *e)
+{
+    e->open[e->cur] = false;
+    e->cur = e->parent[e->cur];
+}
+
+static int alloca_of(emitter *e, const char *ty)
+{
+    int v = fresh(e);
+    put(&e->allocas, "  %%v%d = alloca %s, align 64\n", v, ty);
+    return v;
+}
+
+/* A loop over [lo, hi) with an i64 counter; returns the SSA number of the index. */
+typedef struct loop {
+    int counter, index, head, bodyl, exit;
+} loop;
+
+static loop loop_open(emitter *e, const char *lo, const char *hi)
+{
+    loop l = {alloca_of(e, "i64"), 0, e->label++, e->label++, e->label++};
+    put(&e->body, "  store i64 %s, i64* %%v%d\n  br label %%L%d\nL%d:\n", lo, l.counter, l.head,
+        l.head);
+    l.index = fresh(e);
+    int c = fresh(e);
+    put(&e->body, "  %%v%d = load i64, i64* %%v%d\n", l.index, l.counter);
+    put(&e->body, "  %%v%d = icmp slt i64 %%v%d, %s\n", c, l.index, hi);
+    put(&e->body, "  br i1 %%v%d, label %%L%d, label %%L%d\nL%d:\n", c, l.bodyl, l.exit,
+        l.bodyl);
+    open_scope(e);
+    return l;
+}
+
+static void loop_close(emitter *e, loop l)
+{
+    close_scope(e);
+    int n = fresh(e);
+    put(&e->body, "  %%v%d = add i64 %%v%d, 1\n  store i64 %%v%d, i64* %%v%d\n", n, l.index, n,
+        l.counter);
+    put(&e->body, "  br label %%L%d\nL%d:\n", l.head, l.exit);
+}
+
+static int value(emitter *e, int32_t id);
+
+/* "%vN" of an instruction's value. */
+#define V(id) value(e, (id))
+
+static int emit_const(emitter *e, const nx_kinst *in)
+{
+    int v = fresh(e);
+    const char *t = rty(in->dtype);
+    char lit[64];
+    if (is_fl(in->dtype)) {
+        double f = in->dtype == NX_DTYPE_F32 ? (double)(float)in->f : in->f;
+        uint64_t b;
+        memcpy(&b, &f, 8);
+        snprintf(lit, sizeof lit, "0x%016llX", (unsigned long long)b);
+    } else if (in->dtype == NX_DTYPE_BOOL) {
+        snprintf(lit, sizeof lit, "%s", in->i ? "true" : "false");
+    } else {
+        snprintf(lit, sizeof lit, "%lld", (long long)in->i);
+    }
+    put(&e->body, "  %%v%d = select i1 true, %s %s, %s %s\n", v, t, lit, t, lit);
+    return v;
+}
+
+static int emit_load(emitter *e, const nx_kinst *in)
+{
+    int off = V(in->a[1]);
+    int b = in->a[0], p = fresh(e), v = fresh(e);
+    const char *t = mty(in->dtype);
+    put(&e->body, "  %%v%d = getelementptr inbounds %s, %s* %%b%d, i64 %%v%d\n", p, t, t, b, off);
+    put(&e->body, "  %%v%d = load %s, %s* %%v%d\n", v, t, t, p);
+    if (in->dtype == NX_DTYPE_BOOL) {
+        int c = fresh(e);
+        put(&e->body, "  %%v%d = icmp ne i8 %%v%d, 0\n", c, v);
+        return c;
+    }
+    return v;
+}
+
+static int op2(emitter *e, const char *op, const char *t, int a, int b)
+{
+    int v = fresh(e);
+    put(&e->body, "  %%v%d = %s %s %%v%d, %%v%d\n", v, op, t, a, b);
+    return v;
+}
+
+static int selv(emitter *e, const char *t, int c, int a, int b)
+{
+    int v = fresh(e);
+    put(&e->body, "  %%v%d = select i1 %%v%d, %s %%v%d, %s %%v%d\n", v, c, t, a, t, b);
+    return v;
+}
+
+static int constv(emitter *e, const char *t, const char *lit)
+{
+    int v = fresh(e);
+    put(&e->body, "  %%v%d = select i1 true, %s %s, %s %s\n", v, t, lit, t, lit);
+    return v;
+}
+
+static int fconst(emitter *e, int d, double f)
+{
+    char lit[40];
+    uint64_t b;
+    memcpy(&b, &f, 8);
+    snprintf(lit, sizeof lit, "0x%016llX", (unsigned long long)b);
+    return constv(e, rty(d), lit);
+}
+
+static int call1(emitter *e, const char *fn, const char *t, int a)
+{
+    int v = fresh(e);
+    put(&e->body, "  %%v%d = call %s @%s(%s %%v%d)\n", v, t, fn, t, a);
+    return v;
+}
+
+static int mathcall(emitter *e, const char *name, int d, int a, int b)
+{
+    const char *t = rty(d);
+    int v = fresh(e);
+    if (b >= 0)
+        put(&e->body, "  %%v%d = call %s @nx.math.%s.%s(%s %%v%d, %s %%v%d)\n", v, t, name,
+            mathsuffix(d), t, a, t, b);
+    else
+        put(&e->body, "  %%v%d = call %s @nx.math.%s.%s(%s %%v%d)\n", v, t, name, mathsuffix(d),
+            t, a);
+    return v;
+}
+
+static int isnan_of(emitter *e, const char *t, int a)
+{
+    return op2(e, "fcmp uno", t, a, a);
+}
+
+static int float_unary(emitter *e, const nx_kinst *in, int x)
+{
+    const char *t = rty(in->dtype);
+    char fn[48];
+    switch (in->prim) {
+    case NX_PRIM_NEG: {
+        int v = fresh(e);
+        put(&e->body, "  %%v%d = fneg %s %%v%d\n", v, t, x);
+        return v;
+    }
+    case NX_PRIM_ABS:
+    case NX_PRIM_FLOOR:
+    case NX_PRIM_CEIL:
+    case NX_PRIM_ROUND: {
+        const char *n = in->prim == NX_PRIM_ABS     ? "fabs"
+                        : in->prim == NX_PRIM_FLOOR ? "floor"
+                        : in->prim == NX_PRIM_CEIL  ? "ceil"
+                                                    : "nearbyint";
+        snprintf(fn, sizeof fn, "llvm.%s.%s", n, in->dtype == NX_DTYPE_F32 ? "f32" : "f64");
+        return call1(e, fn, t, x);
+    }
+    case NX_PRIM_EXP:
+        return mathcall(e, "exp", in->dtype, x, -1);
+    case NX_PRIM_LOG:
+        return mathcall(e, "log", in->dtype, x, -1);
+    case NX_PRIM_LOG1P:
+        return mathcall(e, "log1p", in->dtype, x, -1);
+    case NX_PRIM_EXPM1:
+        return mathcall(e, "expm1", in->dtype, x, -1);
+    case NX_PRIM_SQRT:
+        return mathcall(e, "sqrt", in->dtype, x, -1);
+    case NX_PRIM_RSQRT:
+        return op2(e, "fdiv", t, fconst(e, in->dtype, 1.0), mathcall(e, "sqrt", in->dtype, x, -1));
+    case NX_PRIM_SIN:
+        return mathcall(e, "sin", in->dtype, x, -1);
+    case NX_PRIM_COS:
+        return mathcall(e, "cos", in->dtype, x, -1);
+    case NX_PRIM_TANH:
+        return mathcall(e, "tanh", in->dtype, x, -1);
+    case NX_PRIM_ERF:
+        return mathcall(e, "erf", in->dtype, x, -1);
+    default: { /* SIGN: -1, 0, 1, NaN stays */
+        int zero = fconst(e, in->dtype, 0.0);
+        int pos = op2(e, "fcmp ogt", t, x, zero), neg = op2(e, "fcmp olt", t, x, zero);
+        int s = selv(e, t, pos, fconst(e, in->dtype, 1.0),
+                     selv(e, t, neg, fconst(e, in->dtype, -1.0), zero));
+        return selv(e, t, isnan_of(e, t, x), x, s);
+    }
+    }
+}
+
+static int int_unary(emitter *e, const nx_kinst *in, int x)
+{
+    const char *t = rty(in->dtype);
+    char zero[8] = "0";
+    int z = constv(e, t, in->dtype == NX_DTYPE_BOOL ? "false" : zero);
+    switch (in->prim) {
+    case NX_PRIM_NEG:
+        return op2(e, "sub", t, z, x);
+    case NX_PRIM_ABS:
+        return selv(e, t, op2(e, "icmp slt", t, x, z), op2(e, "sub", t, z, x), x);
+    case NX_PRIM_NOT:
+        return op2(e, "xor", t, x, constv(e, t, "true"));
+    default: { /* SIGN */
+        int pos = op2(e, is_unsigned(in->dtype) ? "icmp ugt" : "icmp sgt", t, x, z);
+        int neg = op2(e, "icmp slt", t, x, z);
+        if (is_unsigned(in->dtype))
+            neg = constv(e, "i1", "false");
+        return selv(e, t, pos, constv(e, t, "1"), selv(e, t, neg, constv(e, t, "-1"), z));
+    }
+    }
+}
+
+static int float_minmax(emitter *e, const char *t, int d, bool max, int a, int b)
+{
+    int pick = op2(e, max ? "fcmp ogt" : "fcmp olt", t, b, a);
+    int r = selv(e, t, pick, b, a);
+    int nan = op2(e, "or", "i1", isnan_of(e, t, a), isnan_of(e, t, b));
+    return selv(e, t, nan, fconst(e, d, NAN), r);
+}
+
+static int float_mod(emitter *e, const char *t, int d, int a, int b)
+{
+    int m = op2(e, "frem", t, a, b), zero = fconst(e, d, 0.0);
+    int mneg = op2(e, "fcmp olt", t, m, zero), bneg = op2(e, "fcmp olt", t, b, zero);
+    int differ = op2(e, "xor", "i1", mneg, bneg);
+    int nonzero = op2(e, "fcmp une", t, m, zero);
+    int adj = selv(e, t, op2(e, "and", "i1", nonzero, differ), op2(e, "fadd", t, m, b), m);
+    char fn[32];
+    snprintf(fn, sizeof fn, "llvm.copysign.%s", d == NX_DTYPE_F32 ? "f32" : "f64");
+    int sz = fresh(e);
+    put(&e->body, "  %%v%d = call %s @%s(%s %%v%d, %s %%v%d)\n", sz, t, fn, t, zero, t, b);
+    int r = selv(e, t, nonzero, adj, sz);
+    return selv(e, t, isnan_of(e, t, m), m, r);
+}
+
+static int float_binary(emitter *e, const nx_kinst *in, int a, int b)
+{
+    int d = e->k->inst[in->a[0]].dtype;
+    const char *t = rty(d);
+    switch (in->prim) {
+    case NX_PRIM_ADD:
+        return op2(e, "fadd", t, a, b);
+    case NX_PRIM_SUB:
+        return op2(e, "fsub", t, a, b);
+    case NX_PRIM_MUL:
+        return op2(e, "fmul", t, a, b);
+    case NX_PRIM_DIV:
+        return op2(e, "fdiv", t, a, b);
+    case NX_PRIM_POW:
+        return mathcall(e, "pow", d, a, b);
+    case NX_PRIM_MIN:
+    case NX_PRIM_MAX:
+        return float_minmax(e, t, d, in->prim == NX_PRIM_MAX, a, b);
+    case NX_PRIM_MOD:
+        return float_mod(e, t, d, a, b);
+    case NX_PRIM_EQ:
+        return op2(e, "fcmp oeq", t, a, b);
+    case NX_PRIM_NE:
+        return op2(e, "fcmp une", t, a, b);
+    case NX_PRIM_LT:
+        return op2(e, "fcmp olt", t, a, b);
+    case NX_PRIM_LE:
+        return op2(e, "fcmp ole", t, a, b);
+    case NX_PRIM_GT:
+        return op2(e, "fcmp ogt", t, a, b);
+    default:
+        return op2(e, "fcmp oge", t, a, b);
+    }
+}
+
+/* Floor division and numpy's mod with x / 0 = 0, x mod 0 = 0, MIN / -1 = MIN (wrapped). */
+static int int_divmod(emitter *e, int d, bool div, int a, int b)
+{
+    const char *t = rty(d);
+    int zero = constv(e, t, "0"), one = constv(e, t, "1");
+    int bz = op2(e, "icmp eq", t, b, zero);
+    if (is_unsigned(d)) {
+        int safe = selv(e, t, bz, one, b);
+        int r = op2(e, div ? "udiv" : "urem", t, a, safe);
+        return selv(e, t, bz, zero, r);
+    }
+    char minlit[32];
+    snprintf(minlit, sizeof minlit, "%lld", (long long)(d == NX_DTYPE_I64 ? INT64_MIN
+                                                         : -(1LL << (bits(d) - 1))));
+    int ovf = op2(e, "and", "i1", op2(e, "icmp eq", t, a, constv(e, t, minlit)),
+                  op2(e, "icmp eq", t, b, constv(e, t, "-1")));
+    int bad = op2(e, "or", "i1", bz, ovf);
+    int safe = selv(e, t, bad, one, b);
+    int q = op2(e, "sdiv", t, a, safe), r = op2(e, "srem", t, a, safe);
+    int differ = op2(e, "xor", "i1", op2(e, "icmp slt", t, r, zero),
+                     op2(e, "icmp slt", t, safe, zero));
+    int fix = op2(e, "and", "i1", op2(e, "icmp ne", t, r, zero), differ);
+    if (div) {
+        int qa = selv(e, t, fix, op2(e, "sub", t, q, one), q);
+        return selv(e, t, bz, zero, qa);
+    }
+    int ra = selv(e, t, fix, op2(e, "add", t, r, safe), r);
+    return selv(e, t, bad, zero, ra);
+}
+
+static int int_binary(emitter *e, const nx_kinst *in, int a, int b)
+{
+    int d = e->k->inst[in->a[0]].dtype;
+    const char *t = rty(d);
+    bool u = is_unsigned(d);
+    switch (in->prim) {
+    case NX_PRIM_ADD:
+        return op2(e, "add", t, a, b);
+    case NX_PRIM_SUB:
+        return op2(e, "sub", t, a, b);
+    case NX_PRIM_MUL:
+        return op2(e, "mul", t, a, b);
+    case NX_PRIM_DIV:
+        return int_divmod(e, d, true, a, b);
+    case NX_PRIM_MOD:
+        return int_divmod(e, d, false, a, b);
+    case NX_PRIM_MIN:
+        return selv(e, t, op2(e, u ? "icmp ult" : "icmp slt", t, b, a), b, a);
+    case NX_PRIM_MAX:
+        return selv(e, t, op2(e, u ? "icmp ugt" : "icmp sgt", t, b, a), b, a);
+    case NX_PRIM_AND:
+        return op2(e, "and", t, a, b);
+    case NX_PRIM_OR:
+        return op2(e, "or", t, a, b);
+    case NX_PRIM_EQ:
+        return op2(e, "icmp eq", t, a, b);
+    case NX_PRIM_NE:
+        return op2(e, "icmp ne", t, a, b);
+    case NX_PRIM_LT:
+        return op2(e, u ? "icmp ult" : "icmp slt", t, a, b);
+    case NX_PRIM_LE:
+        return op2(e, u ? "icmp ule" : "icmp sle", t, a, b);
+    case NX_PRIM_GT:
+        return op2(e, u ? "icmp ugt" : "icmp sgt", t, a, b);
+    default:
+        return op2(e, u ? "icmp uge" : "icmp sge", t, a, b);
+    }
+}
+
+static int emit_cast(emitter *e, int from, int to, int x)
+{
+    const char *ft = rty(from), *tt = rty(to);
+    int v = fresh(e);
+    if (from == to)
+        return x;
+    if (to == NX_DTYPE_BOOL) {
+        if (is_fl(from))
+            return op2(e, "fcmp une", ft, x, fconst(e, from, 0.0));
+        return op2(e, "icmp ne", ft, x, constv(e, ft, "0"));
+    }
+    if (is_fl(from) && is_fl(to)) {
+        put(&e->body, "  %%v%d = %s %s %%v%d to %s\n", v,
+            from == NX_DTYPE_F32 ? "fpext" : "fptrunc", ft, x, tt);
+    } else if (is_fl(to)) {
+        put(&e->body, "  %%v%d = %s %s %%v%d to %s\n", v, is_unsigned(from) ? "uitofp" : "sitofp",
+            ft, x, tt);
+    } else if (is_fl(from)) {
+        put(&e->body, "  %%v%d = call %s @llvm.fpto%ci.sat.i%d.%s(%s %%v%d)\n", v, tt,
+            is_unsigned(to) ? 'u' : 's', bits(to), from == NX_DTYPE_F32 ? "f32" : "f64", ft, x);
+    } else if (bits(to) < bits(from)) {
+        put(&e->body, "  %%v%d = trunc %s %%v%d to %s\n", v, ft, x, tt);
+    } else if (bits(to) > bits(from)) {
+        put(&e->body, "  %%v%d = %s %s %%v%d to %s\n", v, is_unsigned(from) ? "zext" : "sext", ft,
+            x, tt);
+    } else {
+        return x; /* i8 <-> u8: same bits */
+    }
+    return v;
+}
+
+static int emit_prim(emitter *e, const nx_kinst *in)
+{
+    int d0 = e->k->inst[in->a[0]].dtype;
+    int a = V(in->a[0]);
+    if (in->prim == NX_PRIM_SELECT) {
+        int x = V(in->a[1]), y = V(in->a[2]);
+        return selv(e, rty(in->dtype), a, x, y);
+    }
+    if (in->prim == NX_PRIM_CAST)
+        return emit_cast(e, d0, in->dtype, a);
+    if (in->prim == NX_PRIM_ISNAN)
+        return is_fl(d0) ? isnan_of(e, rty(d0), a) : constv(e, "i1", "false");
+    if (in->prim <= NX_PRIM_NOT)
+        return is_fl(d0) ? float_unary(e, in, a) : int_unary(e, in, a);
+    int b = V(in->a[1]);
+    return is_fl(d0) ? float_binary(e, in, a, b) : int_binary(e, in, a, b);
+}
+
+/* ---- reductions ----------------------------------------------------------------------------*/
+
+/* The carry of one REDUCE in allocas: v (value or m), s (logsumexp, f64), arg, nan. */
+typedef struct carry {
+    int v, s, arg, nan, pos;
+    int m, d; /* monoid, operand dtype */
+} carry;
+
+static int ld(emitter *e, const char *t, int slot)
+{
+    int v = fresh(e);
+    put(&e->body, "  %%v%d = load %s, %s* %%v%d\n", v, t, t, slot);
+    return v;
+}
+
+static void st(emitter *e, const char *t, int val, int slot)
+{
+    put(&e->body, "  store %s %%v%d, %s* %%v%d\n", t, val, t, slot);
+}
+
+static int identity(emitter *e, int m, int d)
+{
+    const char *t = rty(d);
+    if (m == NX_MONOID_SUM)
+        return is_fl(d) ? fconst(e, d, 0.0) : constv(e, t, d == NX_DTYPE_BOOL ? "false" : "0");
+    if (m == NX_MONOID_PROD)
+        return is_fl(d) ? fconst(e, d, 1.0) : constv(e, t, d == NX_DTYPE_BOOL ? "true" : "1");
+    bool lowest = m == NX_MONOID_MAX || m == NX_MONOID_ARGMAX || m == NX_MONOID_LOGSUMEXP;
+    if (is_fl(d))
+        return fconst(e, d, lowest ? -INFINITY : INFINITY);
+    nx_ir_carry c = nx_ir_monoid_init(lowest ? NX_MONOID_MAX : NX_MONOID_MIN, (nx_dtype)d);
+    char lit[32];
+    if (d == NX_DTYPE_BOOL)
+        snprintf(lit, sizeof lit, "%s", c.v.i ? "true" : "false");
+    else
+        snprintf(lit, sizeof lit, "%lld", (long long)(d == NX_DTYPE_U8 ? (int8_t)c.v.i : c.v.i));
+    return constv(e, t, lit);
+}
+
+static carry carry_init(emitter *e, int m, int d)
+{
+    carry c = {alloca_of(e, rty(d)), alloca_of(e, "double"), alloca_of(e, "i64"),
+               alloca_of(e, "i1"), alloca_of(e, "i64"), m, d};
+    st(e, rty(d), identity(e, m, d), c.v);
+    st(e, "double", fconst(e, NX_DTYPE_F64, 0.0), c.s);
+    st(e, "i64", constv(e, "i64", "0"), c.arg);
+    st(e, "i1", constv(e, "i1", "false"), c.nan);
+    st(e, "i64", constv(e, "i64", "0"), c.pos);
+    return c;
+}
+
+static void lse_step(emitter *e, const carry *c, int x)
+{
+    int d = c->d;
+    const char *t = rty(d);
+    int m = ld(e, t, c->v), s = ld(e, "double", c->s);
+    int xd = emit_cast(e, d, NX_DTYPE_F64, x), md = emit_cast(e, d, NX_DTYPE_F64, m);
+    int isn = isnan_of(e, t, x);
+    int ninf = op2(e, "fcmp oeq", t, x, fconst(e, d, -INFINITY));
+    int skip = op2(e, "or", "i1", isn, ninf);
+    int gt = op2(e, "fcmp ogt", t, x, m), eq = op2(e, "fcmp oeq", t, x, m);
+    int arg = selv(e, "double", gt, op2(e, "fsub", "double", md, xd),
+                   op2(e, "fsub", "double", xd, md));
+    int ex = mathcall(e, "exp", NX_DTYPE_F64, arg, -1);
+    int one = fconst(e, NX_DTYPE_F64, 1.0);
+    int sgt = op2(e, "fadd", "double", op2(e, "fmul", "double", s, ex), one);
+    int seq = op2(e, "fadd", "double", s, one), slt = op2(e, "fadd", "double", s, ex);
+    int sn = selv(e, "double", gt, sgt, selv(e, "double", eq, seq, slt));
+    if (d == NX_DTYPE_F32)
+        sn = emit_cast(e, NX_DTYPE_F32, NX_DTYPE_F64, emit_cast(e, NX_DTYPE_F64, NX_DTYPE_F32, sn));
+    st(e, "double", selv(e, "double", skip, s, sn), c->s);
+    st(e, t, selv(e, t, op2(e, "or", "i1", skip, op2(e, "xor", "i1", gt, constv(e, "i1", "true"))),
+                  m, x),
+       c->v);
+    st(e, "i1", op2(e, "or", "i1", ld(e, "i1", c->nan), isn), c->nan);
+}
+
+static void arg_step(emitter *e, const carry *c, int x)
+{
+    int d = c->d;
+    const char *t = rty(d);
+    bool max = c->m == NX_MONOID_ARGMAX, u = is_unsigned(d);
+    int v = ld(e, t, c->v), nan = ld(e, "i1", c->nan), pos = ld(e, "i64", c->pos);
+    int first = op2(e, "icmp eq", "i64", pos, constv(e, "i64", "0"));
+    int better = is_fl(d) ? op2(e, max ? "fcmp ogt" : "fcmp olt", t, x, v)
+                          : op2(e, max ? (u ? "icmp ugt" : "icmp sgt") : (u ? "icmp ult" : "icmp slt"),
+                                t, x, v);
+    int xnan = is_fl(d) ? isnan_of(e, t, x) : constv(e, "i1", "false");
+    int take = op2(e, "or", "i1", op2(e, "or", "i1", first, xnan), better);
+    take = op2(e, "and", "i1", take, op2(e, "xor", "i1", nan, constv(e, "i1", "true")));
+    st(e, t, selv(e, t, take, x, v), c->v);
+    st(e, "i64", selv(e, "i64", take, pos, ld(e, "i64", c->arg)), c->arg);
+    st(e, "i1", selv(e, "i1", take, xnan, nan), c->nan);
+    st(e, "i64", op2(e, "add", "i64", pos, constv(e, "i64", "1")), c->pos);
+}
+
+static void carry_step(emitter *e, const carry *c, int x)
+{
+    int d = c->d;
+    const char *t = rty(d);
+    if (c->m == NX_MONOID_LOGSUMEXP) {
+        lse_step(e, c, x);
+        return;
+    }
+    if (c->m == NX_MONOID_ARGMAX || c->m == NX_MONOID_ARGMIN) {
+        arg_step(e, c, x);
+        return;
+    }
+    int v = ld(e, t, c->v), r;
+    if (c->m == NX_MONOID_SUM || c->m == NX_MONOID_PROD) {
+        bool sum = c->m == NX_MONOID_SUM;
+        if (is_fl(d)) {
+            r = fresh(e);
+            put(&e->body, "  %%v%d = %s %s%s %%v%d, %%v%d\n", r, sum ? "fadd" : "fmul",
+                e->reassoc ? "reassoc " : "", t, v, x);
+        } else if (d == NX_DTYPE_BOOL) {
+            r = op2(e, sum ? "or" : "and", t, v, x); /* wraps to 0/1 as the interpreter's fix */
+        } else {
+            r = op2(e, sum ? "add" : "mul", t, v, x);
+        }
+    } else {
+        bool max = c->m == NX_MONOID_MAX, u = is_unsigned(d);
+        int better = is_fl(d) ? op2(e, max ? "fcmp ogt" : "fcmp olt", t, x, v)
+                              : op2(e, max ? (u ? "icmp ugt" : "icmp sgt")
+                                           : (u ? "icmp ult" : "icmp slt"),
+                                    t, x, v);
+        r = selv(e, t, better, x, v);
+        if (is_fl(d))
+            st(e, "i1", op2(e, "or", "i1", ld(e, "i1", c->nan), isnan_of(e, t, x)), c->nan);
+    }
+    st(e, t, r, c->v);
+}
+
+static int carry_finish(emitter *e, const carry *c)
+{
+    int d = c->d;
+    const char *t = rty(d);
+    if (c->m == NX_MONOID_ARGMAX || c->m == NX_MONOID_ARGMIN)
+        return ld(e, "i64", c->arg);
+    int v = ld(e, t, c->v);
+    if (!is_fl(d) || c->m == NX_MONOID_SUM || c->m == NX_MONOID_PROD)
+        return v;
+    int nan = ld(e, "i1", c->nan);
+    if (c->m == NX_MONOID_LOGSUMEXP) {
+        int md = emit_cast(e, d, NX_DTYPE_F64, v);
+        int lg = mathcall(e, "log", NX_DTYPE_F64, ld(e, "double", c->s), -1);
+        int r = emit_cast(e, NX_DTYPE_F64, d, op2(e, "fadd", "double", md, lg));
+        char fn[24];
+        snprintf(fn, sizeof fn, "llvm.fabs.%s", d == NX_DTYPE_F32 ? "f32" : "f64");
+        int inf = op2(e, "fcmp oeq", t, call1(e, fn, t, v), fconst(e, d, INFINITY));
+        v = selv(e, t, inf, v, r);
+    }
+    return selv(e, t, nan, fconst(e, d, NAN), v);
+}
+
+/* Emits, before a REDUCE's loops open, the parts of its operand that do not depend on them. */
+static void hoist(emitter *e, int32_t id, uint32_t loops, uint8_t *seen)
+{
+    if (id < 0 || seen[id])
+        return;
+    seen[id] = 1;
+    if ((e->mask[id] & ~e->live) == 0) {
+        V(id);
+        return;
+    }
+    const nx_kinst *in = &e->k->inst[id];
+    if (in->op == NX_KOP_LOAD)
+        hoist(e, in->a[1], loops, seen);
+    else if (in->op == NX_KOP_PRIM || in->op == NX_KOP_REDUCE)
+        for (int j = 0; j < 3; j++)
+            if (in->a[j] >= 0 && (in->op == NX_KOP_PRIM || j == 0))
+                hoist(e, in->a[j], loops, seen);
+}
+
+static int emit_reduce(emitter *e, int32_t id)
+{
+    const nx_kinst *in = &e->k->inst[id];
+    uint32_t loops = (uint32_t)in->i;
+    uint8_t *seen = nx_rt_calloc(e->ctx, (size_t)e->k->ninst, 1);
+    if (seen) {
+        hoist(e, in->a[0], loops, seen);
+        nx_rt_free(e->ctx, seen, (size_t)e->k->ninst);
+    }
+    carry c = carry_init(e, in->prim, e->k->inst[in->a[0]].dtype);
+    loop ls[NX_KERNEL_MAX_LOOPS];
+    int n = 0;
+    for (int l = 0; l < e->k->nloops; l++) {
+        if (!(loops >> l & 1))
+            continue;
+        char hi[32];
+        snprintf(hi, sizeof hi, "%lld", (long long)e->k->extent[l]);
+        ls[n] = loop_open(e, "0", hi);
+        e->loopvar[l] = ls[n].index;
+        n++;
+    }
+    uint32_t outer = e->live;
+    e->live |= loops;
+    carry_step(e, &c, V(in->a[0]));
+    e->live = outer;
+    while (n > 0)
+        loop_close(e, ls[--n]);
+    return carry_finish(e, &c);
+}
+
+static int value(emitter *e, int32_t id)
+{
+    if (e->val[id] >= 0 && e->open[e->scope[id]])
+        return e->val[id];
+    const nx_kinst *in = &e->k->inst[id];
+    int v;
+    switch (in->op) {
+    case NX_KOP_CONST:
+        v = emit_const(e, in);
+        break;
+    case NX_KOP_IDX:
+        return e->loopvar[in->a[0]];
+    case NX_KOP_LOAD:
+        v = emit_load(e, in);
+        break;
+    case NX_KOP_PRIM:
+        v = emit_prim(e, in);
+        break;
+    default:
+        v = emit_reduce(e, id);
+        break;
+    }
+    e->val[id] = v;
+    e->scope[id] = e->cur;
+    return v;
+}
+
+/* ---- kernels -------------------------------------------------------------------------------*/
+
+static void emit_store(emitter *e, const nx_kstore *s, int lin)
+{
+    const nx_kbuf *b = &e->k->bufs[s->buf];
+    int v = V(s->value);
+    const char *t = mty(b->dtype);
+    if (b->dtype == NX_DTYPE_BOOL) {
+        int z = fresh(e);
+        put(&e->body, "  %%v%d = zext i1 %%v%d to i8\n", z, v);
+        v = z;
+    }
+    int p = fresh(e);
+    put(&e->body, "  %%v%d = getelementptr inbounds %s, %s* %%b%d, i64 %%v%d\n", p, t, t, s->buf,
+        lin);
+    put(&e->body, "  store %s %%v%d, %s* %%v%d\n", t, v, t, p);
+}
+
+/* The space loops, outermost over [begin, end); the stores at the innermost point. */
+static void emit_space(emitter *e)
+{
+    const nx_kernel *k = e->k;
+    loop ls[NX_MAX_DIMS];
+    int lin = constv(e, "i64", "0");
+    for (int d = 0; d < k->ndim; d++) {
+        char hi[32];
+        snprintf(hi, sizeof hi, "%lld", (long long)k->extent[d]);
+        ls[d] = loop_open(e, d == 0 ? "%begin" : "0", d == 0 ? "%end" : hi);
+        e->loopvar[d] = ls[d].index;
+        e->live |= 1u << d;
+        char ext[32];
+        snprintf(ext, sizeof ext, "%lld", (long long)k->extent[d]);
+        lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin, constv(e, "i64", ext)),
+                  ls[d].index);
+    }
+    for (int s = 0; s < k->nstores; s++)
+        emit_store(e, &k->stores[s], lin);
+    for (int d = k->ndim - 1; d >= 0; d--)
+        loop_close(e, ls[d]);
+}
+
+static void emit_declarations(text *t)
+{
+    static const char *const fns[] = {"exp", "log", "log1p", "expm1", "sin",
+                                      "cos", "tanh", "erf",  "sqrt"};
+    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
+        put(t, "declare float @nx.math.%s.f32(float)\n", fns[i]);
+        put(t, "declare double @nx.math.%s.f64(double)\n", fns[i]);
+    }
+    put(t, "declare float @nx.math.pow.f32(float, float)\n");
+    put(t, "declare double @nx.math.pow.f64(double, double)\n");
+    static const char *const intr[] = {"fabs", "floor", "ceil", "nearbyint"};
+    for (size_t i = 0; i < sizeof intr / sizeof *intr; i++) {
+        put(t, "declare float @llvm.%s.f32(float)\n", intr[i]);
+        put(t, "declare double @llvm.%s.f64(double)\n", intr[i]);
+    }
+    put(t, "declare float @llvm.copysign.f32(float, float)\n");
+    put(t, "declare double @llvm.copysign.f64(double, double)\n");
+    static const int ib[] = {8, 16, 32, 64};
+    for (int s = 0; s < 2; s++)
+        for (int i = 0; i < 4; i++)
+            for (int f = 0; f < 2; f++)
+                put(t, "declare i%d @llvm.fpto%ci.sat.i%d.%s(%s)\n", ib[i], s ? 'u' : 's', ib[i],
+                    f ? "f64" : "f32", f ? "double" : "float");
+}
+
+static void emit_functions(emitter *e, text *out, const char *name)
+{
+    const nx_kernel *k = e->k;
+    put(out, "define internal void @%s.body(", name);
+    for (int b = 0; b < k->nbufs; b++)
+        put(out, "%s* noalias %%b%d, ", mty(k->bufs[b].dtype), b);
+    put(out, "i64 %%begin, i64 %%end) noinline nounwind {\nentry:\n");
+    put(out, "%s", e->allocas.p ? e->allocas.p : "");
+    put(out, "%s  ret void\n}\n\n", e->body.p ? e->body.p : "");
+    put(out, "define void @%s(i8** %%bufs, i64 %%begin, i64 %%end) nounwind {\nentry:\n", name);
+    for (int b = 0; b < k->nbufs; b++) {
+        const char *t = mty(k->bufs[b].dtype);
+        put(out, "  %%p%d = getelementptr i8*, i8** %%bufs, i64 %d\n", b, b);
+        put(out, "  %%r%d = load i8*, i8** %%p%d\n", b, b);
+        put(out, "  %%c%d = bitcast i8* %%r%d to %s*\n", b, b, t);
+    }
+    put(out, "  call void @%s.body(", name);
+    for (int b = 0; b < k->nbufs; b++)
+        put(out, "%s* %%c%d, ", mty(k->bufs[b].dtype), b);
+    put(out, "i64 %%begin, i64 %%end)\n  ret void\n}\n");
+}
+
+nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, char **out,
+                           size_t *len)
+{
+    nx_status st = nx_kernel_validate(k);
+    if (st != NX_OK)
+        return st;
+    if (k->kind != NX_KERNEL_LOOP || !nx_x86_supports(k))
+        return nx_rt_error(k->ctx, NX_ERR_UNSUPPORTED, "x86 emit: kernel %s is not supported",
+                           k->name);
+    size_t n = (size_t)k->ninst + 1;
+    emitter e = {.ctx = k->ctx, .k = k, .reassoc = reassoc};
+    e.body.ctx = e.allocas.ctx = k->ctx;
+    e.val = nx_rt_alloc(k->ctx, n * sizeof *e.val);
+    e.scope = nx_rt_calloc(k->ctx, n, sizeof *e.scope);
+    e.mask = nx_rt_calloc(k->ctx, n, sizeof *e.mask);
+    text t = {.ctx = k->ctx};
+    if (e.val && e.scope && e.mask) {
+        for (size_t i = 0; i < n; i++)
+            e.val[i] = -1;
+        nx_kernel_loop_masks(k, e.mask);
+        e.open[0] = true;
+        e.nscopes = 1;
+        emit_space(&e);
+        emit_declarations(&t);
+        emit_functions(&e, &t, name);
+    }
+    bool failed = !e.val || !e.scope || !e.mask || e.body.failed || e.allocas.failed || t.failed;
+    nx_rt_free(k->ctx, e.val, n * sizeof *e.val);
+    nx_rt_free(k->ctx, e.scope, n * sizeof *e.scope);
+    nx_rt_free(k->ctx, e.mask, n * sizeof *e.mask);
+    text_free(&e.body);
+    text_free(&e.allocas);
+    if (failed || e.failed) {
+        text_free(&t);
+        return e.failed ? nx_rt_error(k->ctx, NX_ERR_UNSUPPORTED,
+                                      "x86 emit: kernel %s has too many nested loops", k->name)
+                        : nx_rt_nomem(k->ctx, "x86 emit", t.cap);
+    }
+    *out = t.p;
+    *len = t.cap; /* the allocation's size: free with nx_rt_free(ctx, *out, *len) */
+    return NX_OK;
+}
