@@ -196,8 +196,8 @@ static nx_node rebuild(simp *sp, nx_node id)
     int nv = nx_ir_num_valops(n);
     nx_node ops[NX_IR_AD_MAX_OPS];
     int64_t attrs[NX_IR_AD_MAX_ATTRS];
-    if (self.nops > NX_IR_AD_MAX_OPS || self.nattrs > NX_IR_AD_MAX_ATTRS)
-        return id;
+    if (self.nops > NX_IR_AD_MAX_OPS || self.nattrs > NX_IR_AD_MAX_ATTRS || self.nblob > 0)
+        return id; /* kept as is: no rewrite applies to such nodes */
     const nx_node *src = nx_ir_node_ops(&g->s, n);
     bool changed = false;
     for (uint32_t k = 0; k < self.nops; k++) {
