@@ -188,4 +188,23 @@ typedef struct nx_kplan {
 NX_HIDDEN void nx_kplan_free(nx_kplan *p);
 NX_HIDDEN void nx_kplan_print(const nx_kplan *p, FILE *f);
 
+/* ---- backends ------------------------------------------------------------------------------*/
+
+/* A backend (STYLE.md "Backends"): it sees only kernel IR. ir/interp.c resolves a program's
+ * backend, runs the pass pipeline to a plan, asks supports() of every kernel, then prepare()
+ * once (compile or load every kernel) and run() per call. */
+typedef struct nx_backend_ops {
+    const char *name; /* "cpu", "cuda" */
+    /* Whether this backend can run the kernel natively. A plan with a kernel it cannot run is
+     * the backend's to handle loudly (prepare may run it another way, warning once per kernel
+     * identity, or fail under NITRIX_STRICT_BACKEND). */
+    bool (*supports)(const nx_kernel *k);
+    nx_status (*prepare)(nx_ctx *ctx, const nx_kplan *p, void **state);
+    /* inputs: one contiguous host tensor per program argument; outputs: new C-contiguous
+     * tensors (none left allocated on failure). */
+    nx_status (*run)(nx_ctx *ctx, const nx_kplan *p, void *state, const nx_tensor *const *inputs,
+                     nx_tensor **outputs);
+    void (*release)(nx_ctx *ctx, const nx_kplan *p, void *state);
+} nx_backend_ops;
+
 #endif /* NX_CODEGEN_KERNEL_H */

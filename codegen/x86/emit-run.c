@@ -159,3 +159,53 @@ nx_status nx_x86_plan_run(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *
     nx_rt_free(ctx, rs.slot, ((size_t)p->nslots + 1) * sizeof(nx_tensor *));
     return st;
 }
+
+/* ---- the backend object --------------------------------------------------------------------*/
+
+typedef struct cpu_state {
+    int n;
+    nx_x86_loop_fn *fns;
+} cpu_state;
+
+static nx_status cpu_prepare(nx_ctx *ctx, const nx_kplan *p, void **state)
+{
+    cpu_state *cs = nx_rt_calloc(ctx, 1, sizeof *cs);
+    if (!cs)
+        return nx_rt_nomem(ctx, "nx_graph_compile", sizeof *cs);
+    cs->n = p->nkernels;
+    cs->fns = nx_rt_calloc(ctx, (size_t)p->nkernels + 1, sizeof *cs->fns);
+    nx_status st = cs->fns ? nx_x86_plan_compile(ctx, p, cs->fns)
+                           : nx_rt_nomem(ctx, "nx_graph_compile", (size_t)p->nkernels * 8);
+    if (st != NX_OK) {
+        nx_rt_free(ctx, cs->fns, ((size_t)cs->n + 1) * sizeof *cs->fns);
+        nx_rt_free(ctx, cs, sizeof *cs);
+        return st;
+    }
+    *state = cs;
+    return NX_OK;
+}
+
+static nx_status cpu_run(nx_ctx *ctx, const nx_kplan *p, void *state,
+                         const nx_tensor *const *inputs, nx_tensor **outputs)
+{
+    const cpu_state *cs = state;
+    return nx_x86_plan_run(ctx, p, cs->fns, inputs, outputs);
+}
+
+static void cpu_release(nx_ctx *ctx, const nx_kplan *p, void *state)
+{
+    (void)p;
+    cpu_state *cs = state;
+    if (!cs)
+        return;
+    nx_rt_free(ctx, cs->fns, ((size_t)cs->n + 1) * sizeof *cs->fns);
+    nx_rt_free(ctx, cs, sizeof *cs);
+}
+
+const nx_backend_ops nx_x86_backend = {
+    .name = "cpu",
+    .supports = nx_x86_supports,
+    .prepare = cpu_prepare,
+    .run = cpu_run,
+    .release = cpu_release,
+};

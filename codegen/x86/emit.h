@@ -44,4 +44,7 @@ NX_HIDDEN nx_status nx_x86_kernel_get(nx_ctx *ctx, const nx_kernel *k, bool reas
  * the JIT does not support (those run interpreted, with one warning per kernel shape). */
 NX_HIDDEN nx_status nx_x86_plan_compile(nx_ctx *ctx, const nx_kplan *p, nx_x86_loop_fn *fns);
 
+/* The CPU backend object (emit-run.c). */
+NX_HIDDEN extern const nx_backend_ops nx_x86_backend;
+
 #endif /* NX_CODEGEN_X86_EMIT_H */
