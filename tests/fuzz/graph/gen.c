@@ -506,11 +506,15 @@ static void op_select(fz *f)
     val a = *pa;
     int64_t sb[NX_MAX_DIMS], sc[NX_MAX_DIMS], t[NX_MAX_DIMS], out[NX_MAX_DIMS];
     int nb = variant(f, &a, sb, false), nc = variant(f, &a, sc, true);
+    /* copy each value out before the next call: a new leaf may reuse its pool slot */
     val *pb = match(f, a.dt, nb, sb);
-    val *pc = pb ? match(f, NX_DTYPE_BOOL, nc, sc) : NULL;
+    if (!pb)
+        return;
+    val b = *pb;
+    val *pc = match(f, NX_DTYPE_BOOL, nc, sc);
     if (!pc)
         return;
-    val b = *pb, c = *pc;
+    val c = *pc;
     int n1 = bcast(a.nd, a.sh, b.nd, b.sh, t);
     int ond = n1 < 0 ? -1 : bcast(n1, t, c.nd, c.sh, out);
     if (ond < 0) {
@@ -757,10 +761,13 @@ static void op_gather(fz *f)
 {
     f->op = "gather";
     val *px = pick(f, K_ANY, 1, 4);
-    val *pi = px ? index_operand(f) : NULL;
+    if (!px)
+        return;
+    val x = *px; /* copied before index_operand, which may reuse px's pool slot */
+    val *pi = index_operand(f);
     if (!pi)
         return;
-    val x = *px, idx = *pi;
+    val idx = *pi;
     int axis = (int)below(f->r, (uint32_t)x.nd);
     int64_t sh[NX_MAX_DIMS];
     int nd = take_shape(&x, &idx, axis, sh);
@@ -774,10 +781,13 @@ static void op_scatter(fz *f)
 {
     f->op = "scatter";
     val *px = pick(f, K_FLOAT | K_INT, 1, 4);
-    val *pi = px ? index_operand(f) : NULL;
+    if (!px)
+        return;
+    val x = *px; /* copied before index_operand, which may reuse px's pool slot */
+    val *pi = index_operand(f);
     if (!pi)
         return;
-    val x = *px, idx = *pi;
+    val idx = *pi;
     int axis = (int)below(f->r, (uint32_t)x.nd);
     int64_t sh[NX_MAX_DIMS];
     int nd = take_shape(&x, &idx, axis, sh);
