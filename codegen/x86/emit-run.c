@@ -92,8 +92,8 @@ static nx_status run_kernel(run_state *rs, int ki, nx_x86_loop_fn fn)
     for (int b = 0; b < k->nbufs; b++) {
         const nx_kbuf *kb = &k->bufs[b];
         if (kb->role == NX_KBUF_OUT) {
-            nx_status st = nx_tensor_new(rs->ctx, kb->dtype, kb->ndim, kb->shape,
-                                         &rs->slot[kb->slot]);
+            nx_status st =
+                nx_tensor_new(rs->ctx, kb->dtype, kb->ndim, kb->shape, &rs->slot[kb->slot]);
             if (st != NX_OK)
                 return st;
         }
@@ -137,8 +137,7 @@ nx_status nx_x86_plan_run(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *
                           const nx_tensor *const *inputs, nx_tensor **outputs)
 {
     size_t bytes = (size_t)p->nslots * sizeof(nx_tensor *);
-    run_state rs = {ctx, p, nx_rt_calloc(ctx, (size_t)p->nslots + 1, sizeof(nx_tensor *)),
-                    inputs};
+    run_state rs = {ctx, p, nx_rt_calloc(ctx, (size_t)p->nslots + 1, sizeof(nx_tensor *)), inputs};
     if (!rs.slot)
         return nx_rt_nomem(ctx, "nx_program_run", bytes);
     for (int i = 0; i < p->noutputs; i++)

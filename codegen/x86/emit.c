@@ -232,8 +232,7 @@ static loop loop_open(emitter *e, const char *lo, const char *hi)
     int c = fresh(e);
     put(&e->body, "  %%v%d = load i64, i64* %%v%d\n", l.index, l.counter);
     put(&e->body, "  %%v%d = icmp slt i64 %%v%d, %s\n", c, l.index, hi);
-    put(&e->body, "  br i1 %%v%d, label %%L%d, label %%L%d\nL%d:\n", c, l.bodyl, l.exit,
-        l.bodyl);
+    put(&e->body, "  br i1 %%v%d, label %%L%d, label %%L%d\nL%d:\n", c, l.bodyl, l.exit, l.bodyl);
     open_scope(e);
     return l;
 }
@@ -331,8 +330,8 @@ static int mathcall(emitter *e, const char *name, int d, int a, int b)
         put(&e->body, "  %%v%d = call %s @nx.math.%s.%s(%s %%v%d, %s %%v%d)\n", v, t, name,
             mathsuffix(d), t, a, t, b);
     else
-        put(&e->body, "  %%v%d = call %s @nx.math.%s.%s(%s %%v%d)\n", v, t, name, mathsuffix(d),
-            t, a);
+        put(&e->body, "  %%v%d = call %s @nx.math.%s.%s(%s %%v%d)\n", v, t, name, mathsuffix(d), t,
+            a);
     return v;
 }
 
@@ -484,15 +483,15 @@ static int int_divmod(emitter *e, int d, bool div, int a, int b)
         return selv(e, t, bz, zero, r);
     }
     char minlit[32];
-    snprintf(minlit, sizeof minlit, "%lld", (long long)(d == NX_DTYPE_I64 ? INT64_MIN
-                                                         : -(1LL << (bits(d) - 1))));
+    snprintf(minlit, sizeof minlit, "%lld",
+             (long long)(d == NX_DTYPE_I64 ? INT64_MIN : -(1LL << (bits(d) - 1))));
     int ovf = op2(e, "and", "i1", op2(e, "icmp eq", t, a, constv(e, t, minlit)),
                   op2(e, "icmp eq", t, b, constv(e, t, "-1")));
     int bad = op2(e, "or", "i1", bz, ovf);
     int safe = selv(e, t, bad, one, b);
     int q = op2(e, "sdiv", t, a, safe), r = op2(e, "srem", t, a, safe);
-    int differ = op2(e, "xor", "i1", op2(e, "icmp slt", t, r, zero),
-                     op2(e, "icmp slt", t, safe, zero));
+    int differ =
+        op2(e, "xor", "i1", op2(e, "icmp slt", t, r, zero), op2(e, "icmp slt", t, safe, zero));
     int fix = op2(e, "and", "i1", op2(e, "icmp ne", t, r, zero), differ);
     if (div) {
         int qa = selv(e, t, fix, op2(e, "sub", t, q, one), q);
@@ -631,8 +630,13 @@ static int identity(emitter *e, int m, int d)
 
 static carry carry_init(emitter *e, int m, int d)
 {
-    carry c = {alloca_of(e, rty(d)), alloca_of(e, "double"), alloca_of(e, "i64"),
-               alloca_of(e, "i1"), alloca_of(e, "i64"), m, d};
+    carry c = {alloca_of(e, rty(d)),
+               alloca_of(e, "double"),
+               alloca_of(e, "i64"),
+               alloca_of(e, "i1"),
+               alloca_of(e, "i64"),
+               m,
+               d};
     st(e, rty(d), identity(e, m, d), c.v);
     st(e, "double", fconst(e, NX_DTYPE_F64, 0.0), c.s);
     st(e, "i64", constv(e, "i64", "0"), c.arg);
@@ -651,8 +655,8 @@ static void lse_step(emitter *e, const carry *c, int x)
     int ninf = op2(e, "fcmp oeq", t, x, fconst(e, d, -INFINITY));
     int skip = op2(e, "or", "i1", isn, ninf);
     int gt = op2(e, "fcmp ogt", t, x, m), eq = op2(e, "fcmp oeq", t, x, m);
-    int arg = selv(e, "double", gt, op2(e, "fsub", "double", md, xd),
-                   op2(e, "fsub", "double", xd, md));
+    int arg =
+        selv(e, "double", gt, op2(e, "fsub", "double", md, xd), op2(e, "fsub", "double", xd, md));
     int ex = mathcall(e, "exp", NX_DTYPE_F64, arg, -1);
     int one = fconst(e, NX_DTYPE_F64, 1.0);
     int sgt = op2(e, "fadd", "double", op2(e, "fmul", "double", s, ex), one);
@@ -661,8 +665,8 @@ static void lse_step(emitter *e, const carry *c, int x)
     if (d == NX_DTYPE_F32)
         sn = emit_cast(e, NX_DTYPE_F32, NX_DTYPE_F64, emit_cast(e, NX_DTYPE_F64, NX_DTYPE_F32, sn));
     st(e, "double", selv(e, "double", skip, s, sn), c->s);
-    st(e, t, selv(e, t, op2(e, "or", "i1", skip, op2(e, "xor", "i1", gt, constv(e, "i1", "true"))),
-                  m, x),
+    st(e, t,
+       selv(e, t, op2(e, "or", "i1", skip, op2(e, "xor", "i1", gt, constv(e, "i1", "true"))), m, x),
        c->v);
     st(e, "i1", op2(e, "or", "i1", ld(e, "i1", c->nan), isn), c->nan);
 }
@@ -674,9 +678,10 @@ static void arg_step(emitter *e, const carry *c, int x)
     bool max = c->m == NX_MONOID_ARGMAX, u = is_unsigned(d);
     int v = ld(e, t, c->v), nan = ld(e, "i1", c->nan), pos = ld(e, "i64", c->pos);
     int first = op2(e, "icmp eq", "i64", pos, constv(e, "i64", "0"));
-    int better = is_fl(d) ? op2(e, max ? "fcmp ogt" : "fcmp olt", t, x, v)
-                          : op2(e, max ? (u ? "icmp ugt" : "icmp sgt") : (u ? "icmp ult" : "icmp slt"),
-                                t, x, v);
+    int better =
+        is_fl(d)
+            ? op2(e, max ? "fcmp ogt" : "fcmp olt", t, x, v)
+            : op2(e, max ? (u ? "icmp ugt" : "icmp sgt") : (u ? "icmp ult" : "icmp slt"), t, x, v);
     int xnan = is_fl(d) ? isnan_of(e, t, x) : constv(e, "i1", "false");
     int take = op2(e, "or", "i1", op2(e, "or", "i1", first, xnan), better);
     take = op2(e, "and", "i1", take, op2(e, "xor", "i1", nan, constv(e, "i1", "true")));
@@ -712,10 +717,10 @@ static void carry_step(emitter *e, const carry *c, int x)
         }
     } else {
         bool max = c->m == NX_MONOID_MAX, u = is_unsigned(d);
-        int better = is_fl(d) ? op2(e, max ? "fcmp ogt" : "fcmp olt", t, x, v)
-                              : op2(e, max ? (u ? "icmp ugt" : "icmp sgt")
-                                           : (u ? "icmp ult" : "icmp slt"),
-                                    t, x, v);
+        int better =
+            is_fl(d) ? op2(e, max ? "fcmp ogt" : "fcmp olt", t, x, v)
+                     : op2(e, max ? (u ? "icmp ugt" : "icmp sgt") : (u ? "icmp ult" : "icmp slt"),
+                           t, x, v);
         r = selv(e, t, better, x, v);
         if (is_fl(d))
             st(e, "i1", op2(e, "or", "i1", ld(e, "i1", c->nan), isnan_of(e, t, x)), c->nan);
@@ -853,8 +858,7 @@ static void emit_space(emitter *e)
         e->live |= 1u << d;
         char ext[32];
         snprintf(ext, sizeof ext, "%lld", (long long)k->extent[d]);
-        lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin, constv(e, "i64", ext)),
-                  ls[d].index);
+        lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin, constv(e, "i64", ext)), ls[d].index);
     }
     for (int s = 0; s < k->nstores; s++)
         emit_store(e, &k->stores[s], lin);
@@ -864,8 +868,8 @@ static void emit_space(emitter *e)
 
 static void emit_declarations(text *t)
 {
-    static const char *const fns[] = {"exp", "log", "log1p", "expm1", "sin",
-                                      "cos", "tanh", "erf",  "sqrt"};
+    static const char *const fns[] = {"exp", "log",  "log1p", "expm1", "sin",
+                                      "cos", "tanh", "erf",   "sqrt"};
     for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
         put(t, "declare float @nx.math.%s.f32(float)\n", fns[i]);
         put(t, "declare double @nx.math.%s.f64(double)\n", fns[i]);

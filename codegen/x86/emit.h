@@ -22,8 +22,8 @@ NX_HIDDEN bool nx_x86_supports(const nx_kernel *k);
 /* The kernel as LLVM textual IR defining `void @name(i8** bufs, i64 begin, i64 end)` (emit.c).
  * reassoc: float sums and products may be reassociated (vectorised); otherwise every fold is in
  * the canonical order. *out is freed with nx_rt_free(ctx, *out, *len). */
-NX_HIDDEN nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc,
-                                     char **out, size_t *len);
+NX_HIDDEN nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, char **out,
+                                     size_t *len);
 
 /* The emitter's identity for cache keys (changes with every build of emit.c). */
 NX_HIDDEN const char *nx_x86_emit_version(void);

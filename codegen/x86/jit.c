@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm-c/DebugInfo.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/ErrorHandling.h>
 #include <llvm-c/IRReader.h>
@@ -386,6 +387,24 @@ LLVMModuleRef nx_x86_module_llvm(const nx_x86_module *m)
 LLVMContextRef nx_x86_module_context(const nx_x86_module *m)
 {
     return m->llctx;
+}
+
+void nx_x86_loop_allow_reorder(LLVMValueRef latch)
+{
+    LLVMContextRef c = LLVMGetTypeContext(LLVMTypeOf(latch));
+    static const char enable[] = "llvm.loop.vectorize.enable";
+    LLVMMetadataRef hint[2] = {
+        LLVMMDStringInContext2(c, enable, sizeof enable - 1),
+        LLVMValueAsMetadata(LLVMConstInt(LLVMInt1TypeInContext(c), 1, 0)),
+    };
+    /* a loop ID is a node whose first operand is itself: built through a temporary */
+    LLVMMetadataRef self = LLVMTemporaryMDNode(c, NULL, 0);
+    LLVMMetadataRef ops[2] = {self, LLVMMDNodeInContext2(c, hint, 2)};
+    LLVMMetadataRef id = LLVMMDNodeInContext2(c, ops, 2);
+    LLVMMetadataReplaceAllUsesWith(self, id);
+    static const char kind[] = "llvm.loop";
+    LLVMSetMetadata(latch, LLVMGetMDKindIDInContext(c, kind, sizeof kind - 1),
+                    LLVMMetadataAsValue(c, id));
 }
 
 static const char *module_name(const nx_x86_module *m)

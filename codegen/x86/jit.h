@@ -66,6 +66,13 @@ NX_HIDDEN void nx_x86_module_free(nx_x86_module *m);
 NX_HIDDEN LLVMModuleRef nx_x86_module_llvm(const nx_x86_module *m);
 NX_HIDDEN LLVMContextRef nx_x86_module_context(const nx_x86_module *m);
 
+/* Marks the loop whose back edge is the branch `latch` with llvm.loop.vectorize.enable. Besides
+ * asking for vectorisation, this lets LLVM reorder the loop's floating-point reductions without
+ * `reassoc` flags, which LLVM 14's C API cannot set (the other way is `fadd reassoc` in textual
+ * IR). Use it only where a reassociated reduction is acceptable: the sum's rounding then depends
+ * on the vector width. */
+NX_HIDDEN void nx_x86_loop_allow_reorder(LLVMValueRef latch);
+
 /* LLVMVerifyModule: NX_ERR_INTERNAL with the verifier's message when the IR is invalid. */
 NX_HIDDEN nx_status nx_x86_module_verify(nx_x86_module *m);
 

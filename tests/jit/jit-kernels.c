@@ -48,6 +48,41 @@ void jk_build_maxplus(nx_x86_module *m, const char *name)
     LLVMDisposeBuilder(bld);
 }
 
+void jk_build_sum(nx_x86_module *m, const char *name, bool reorder)
+{
+    LLVMContextRef c = nx_x86_module_context(m);
+    LLVMTypeRef f32 = LLVMFloatTypeInContext(c), i64 = LLVMInt64TypeInContext(c);
+    LLVMTypeRef params[] = {LLVMPointerType(f32, 0), i64};
+    LLVMValueRef fn =
+        LLVMAddFunction(nx_x86_module_llvm(m), name, LLVMFunctionType(f32, params, 2, 0));
+    LLVMValueRef a = LLVMGetParam(fn, 0), n = LLVMGetParam(fn, 1);
+    LLVMBasicBlockRef entry = LLVMAppendBasicBlockInContext(c, fn, "entry");
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(c, fn, "loop");
+    LLVMBasicBlockRef exit = LLVMAppendBasicBlockInContext(c, fn, "exit");
+    LLVMBuilderRef bld = LLVMCreateBuilderInContext(c);
+    LLVMPositionBuilderAtEnd(bld, entry);
+    LLVMValueRef zero = LLVMConstInt(i64, 0, 0), fzero = LLVMConstReal(f32, 0.0);
+    LLVMBuildCondBr(bld, LLVMBuildICmp(bld, LLVMIntSGT, n, zero, ""), loop, exit);
+    LLVMPositionBuilderAtEnd(bld, loop);
+    LLVMValueRef i = LLVMBuildPhi(bld, i64, "i");
+    LLVMValueRef acc = LLVMBuildPhi(bld, f32, "acc");
+    LLVMValueRef v = LLVMBuildLoad2(bld, f32, LLVMBuildInBoundsGEP2(bld, f32, a, &i, 1, ""), "");
+    LLVMValueRef acc2 = LLVMBuildFAdd(bld, acc, v, "acc2");
+    LLVMValueRef next = LLVMBuildNSWAdd(bld, i, LLVMConstInt(i64, 1, 0), "next");
+    LLVMValueRef br = LLVMBuildCondBr(bld, LLVMBuildICmp(bld, LLVMIntSLT, next, n, ""), loop, exit);
+    if (reorder)
+        nx_x86_loop_allow_reorder(br);
+    LLVMValueRef iv[] = {zero, next}, av[] = {fzero, acc2};
+    LLVMBasicBlockRef ib[] = {entry, loop};
+    LLVMAddIncoming(i, iv, ib, 2);
+    LLVMAddIncoming(acc, av, ib, 2);
+    LLVMPositionBuilderAtEnd(bld, exit);
+    LLVMValueRef r = LLVMBuildPhi(bld, f32, "r");
+    LLVMAddIncoming(r, av, ib, 2);
+    LLVMBuildRet(bld, r);
+    LLVMDisposeBuilder(bld);
+}
+
 void jk_text_maxplus(char *buf, size_t len, const char *name)
 {
     snprintf(buf, len,

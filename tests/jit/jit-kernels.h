@@ -3,6 +3,7 @@
 #ifndef NX_TEST_JIT_KERNELS_H
 #define NX_TEST_JIT_KERNELS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "codegen/x86/jit.h"
@@ -19,6 +20,10 @@ void jk_build_maxplus(nx_x86_module *m, const char *name);
 void jk_text_maxplus(char *buf, size_t len, const char *name);
 /* The reduction as textual IR with `fadd reassoc`. */
 void jk_text_sum(char *buf, size_t len, const char *name);
+
+/* The sum reduction with the builder API and plain `fadd`; with reorder, the loop carries the
+ * nx_x86_loop_allow_reorder hint. */
+void jk_build_sum(nx_x86_module *m, const char *name, bool reorder);
 
 /* The C reference of the max-plus update. */
 void jk_ref_maxplus(float *out, const float *a, const float *b, int64_t n);

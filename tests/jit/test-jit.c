@@ -218,6 +218,53 @@ static void test_text_kernels(void **state)
     nx_ctx_free(ctx);
 }
 
+/* Without reassoc flags a float sum stays scalar; the loop hint lets LLVM reorder it. */
+static void test_reorder_hint(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
+    nx_x86_jit *jit = jit_of(ctx);
+    enum { N = 100003 };
+    float *a = malloc(N * sizeof *a);
+    fill(a, N, 9);
+    double exact = 0, mag = 0;
+    for (int i = 0; i < N; i++) {
+        exact += a[i];
+        mag += fabs(a[i]);
+    }
+    for (int reorder = 0; reorder < 2; reorder++) {
+        const char *name = reorder ? "sum_hint" : "sum_plain";
+        nx_x86_module *m = NULL;
+        check_ok(ctx, nx_x86_module_new(jit, name, &m), "module_new");
+        jk_build_sum(m, name, reorder);
+        check_ok(ctx, nx_x86_module_optimize(m, NX_X86_OPT_O3), "optimize");
+        char *text = NULL;
+        check_ok(ctx, nx_x86_module_print(m, &text), "print");
+        bool vec = strstr(text, "x float>") != NULL;
+        nx_rt_free(ctx, text, strlen(text) + 1);
+        if (__builtin_cpu_supports("avx2"))
+            assert_int_equal(vec, reorder); /* scalar exactly when the hint is absent */
+        nx_x86_kernel *k = NULL;
+        void *p = NULL;
+        check_ok(ctx, nx_x86_module_compile(m, &k, NULL, NULL), "compile");
+        check_ok(ctx, nx_x86_kernel_lookup(k, name, &p), "lookup");
+        float got = ((sum_fn)p)(a, N);
+        if (!reorder) { /* the canonical order: identical to the C loop */
+            float c = 0;
+            for (int i = 0; i < N; i++)
+                c += a[i];
+            assert_true(got == c);
+        }
+        double bound = (N - 1) * 0x1p-24 * mag;
+        if (fabs(got - exact) > bound)
+            fail_msg("%s: %.9g, exact %.17g, bound %.3g", name, got, exact, bound);
+        nx_x86_kernel_free(k);
+    }
+    free(a);
+    nx_ctx_free(ctx);
+}
+
 /* Compile once, store the bytes, load them in another context (as the disk cache does). */
 static void test_object_round_trip(void **state)
 {
@@ -642,6 +689,7 @@ int main(void)
         cmocka_unit_test(test_builder_kernel),
         cmocka_unit_test(test_vectorised),
         cmocka_unit_test(test_text_kernels),
+        cmocka_unit_test(test_reorder_hint),
         cmocka_unit_test(test_object_round_trip),
         cmocka_unit_test(test_invalid_ir),
         cmocka_unit_test(test_bad_object_and_symbols),
