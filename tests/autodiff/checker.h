@@ -103,6 +103,9 @@ static inline void ck_setup(ck_run *r, const ck_case *c, nx_backend be, const do
     if (st != NX_OK)
         fail_msg("%s: nx_graph_vjp: %s: %s", c->name, nx_status_str(st),
                  nx_ctx_last_error(r->ctx));
+    if (nx_graph_verify(r->g) != NX_OK)
+        fail_msg("%s: the graph with its adjoints does not verify: %s", c->name,
+                 nx_ctx_last_error(r->ctx));
     r->fwd = ck_compile(r->g, 1, &r->y, be);
     r->bwd = r->fwd ? ck_compile(r->g, c->np, r->grads, be) : NULL;
     for (int i = 0; i < c->np; i++) {
