@@ -844,25 +844,145 @@ static void emit_store(emitter *e, const nx_kstore *s, int lin)
     put(&e->body, "  store %s %%v%d, %s* %%v%d\n", t, v, t, p);
 }
 
+/* ---- contraction rows ----------------------------------------------------------------------*/
+
+#define ROW_MAX 4096
+
+/* The REDUCE a single store writes, when the row strategy applies to it (see the top). */
+static int row_reduce(const emitter *e)
+{
+    const nx_kernel *k = e->k;
+    if (k->nstores != 1 || k->ndim < 1 || k->extent[k->ndim - 1] > ROW_MAX)
+        return -1;
+    int32_t r = k->stores[0].value;
+    const nx_kinst *in = &k->inst[r];
+    if (in->op != NX_KOP_REDUCE || !(e->mask[in->a[0]] >> (k->ndim - 1) & 1))
+        return -1;
+    return r;
+}
+
+typedef struct row_arrays {
+    int v, s, arg, nan, pos; /* allocas of [ROW x T] */
+    int len;
+} row_arrays;
+
+static int row_array(emitter *e, int len, const char *t)
+{
+    char ty[48];
+    snprintf(ty, sizeof ty, "[%d x %s]", len, t);
+    return alloca_of(e, ty);
+}
+
+/* The carry of row element j: pointers into the row arrays. */
+static carry row_carry(emitter *e, const row_arrays *ra, int m, int d, int j)
+{
+    carry c = {0, 0, 0, 0, 0, m, d};
+    int *slots[5] = {&c.v, &c.s, &c.arg, &c.nan, &c.pos};
+    const int arrs[5] = {ra->v, ra->s, ra->arg, ra->nan, ra->pos};
+    const char *tys[5] = {rty(d), "double", "i64", "i1", "i64"};
+    for (int i = 0; i < 5; i++) {
+        *slots[i] = fresh(e);
+        put(&e->body, "  %%v%d = getelementptr inbounds [%d x %s], [%d x %s]* %%v%d, i64 0, i64 %%v%d\n",
+            *slots[i], ra->len, tys[i], ra->len, tys[i], arrs[i], j);
+    }
+    return c;
+}
+
+static void row_identity(emitter *e, const carry *c)
+{
+    st(e, rty(c->d), identity(e, c->m, c->d), c->v);
+    st(e, "double", fconst(e, NX_DTYPE_F64, 0.0), c->s);
+    st(e, "i64", constv(e, "i64", "0"), c->arg);
+    st(e, "i1", constv(e, "i1", "false"), c->nan);
+    st(e, "i64", constv(e, "i64", "0"), c->pos);
+}
+
+/* The innermost space loop over the row: [begin, end) when it is also the outermost. */
+static loop row_loop(emitter *e)
+{
+    const nx_kernel *k = e->k;
+    char hi[32];
+    snprintf(hi, sizeof hi, "%lld", (long long)k->extent[k->ndim - 1]);
+    loop l = loop_open(e, k->ndim == 1 ? "%begin" : "0", k->ndim == 1 ? "%end" : hi);
+    e->loopvar[k->ndim - 1] = l.index;
+    return l;
+}
+
+static void emit_rows(emitter *e, int r, int lin_outer)
+{
+    const nx_kernel *k = e->k;
+    const nx_kinst *in = &k->inst[r];
+    int last = k->ndim - 1, d = k->inst[in->a[0]].dtype;
+    int len = (int)k->extent[last];
+    row_arrays ra = {row_array(e, len, rty(d)), row_array(e, len, "double"),
+                     row_array(e, len, "i64"), row_array(e, len, "i1"),
+                     row_array(e, len, "i64"), len};
+    loop l = row_loop(e); /* rows are indexed by j itself, which stays below len */
+    carry c = row_carry(e, &ra, in->prim, d, l.index);
+    row_identity(e, &c);
+    loop_close(e, l);
+    uint32_t loops = (uint32_t)in->i, outer = e->live;
+    loop ls[NX_KERNEL_MAX_LOOPS];
+    int n = 0;
+    for (int q = 0; q < k->nloops; q++) {
+        if (!(loops >> q & 1))
+            continue;
+        char hi[32];
+        snprintf(hi, sizeof hi, "%lld", (long long)k->extent[q]);
+        ls[n] = loop_open(e, "0", hi);
+        e->loopvar[q] = ls[n].index;
+        n++;
+    }
+    e->live |= loops;
+    uint8_t *seen = nx_rt_calloc(e->ctx, (size_t)k->ninst, 1);
+    if (seen) { /* what depends on the reduction loops but not on the row: before the row */
+        hoist(e, in->a[0], loops, seen);
+        nx_rt_free(e->ctx, seen, (size_t)k->ninst);
+    }
+    l = row_loop(e);
+    e->live |= 1u << last;
+    c = row_carry(e, &ra, in->prim, d, l.index);
+    carry_step(e, &c, V(in->a[0]));
+    loop_close(e, l);
+    e->live = outer;
+    while (n > 0)
+        loop_close(e, ls[--n]);
+    l = row_loop(e);
+    c = row_carry(e, &ra, in->prim, d, l.index);
+    char ext[32];
+    snprintf(ext, sizeof ext, "%lld", (long long)len);
+    int lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin_outer, constv(e, "i64", ext)),
+                  l.index);
+    int v = carry_finish(e, &c);
+    e->val[r] = v;
+    e->scope[r] = e->cur;
+    emit_store(e, &k->stores[0], lin);
+    loop_close(e, l);
+}
+
 /* The space loops, outermost over [begin, end); the stores at the innermost point. */
 static void emit_space(emitter *e)
 {
     const nx_kernel *k = e->k;
     loop ls[NX_MAX_DIMS];
+    int r = row_reduce(e);
+    int nd = r >= 0 ? k->ndim - 1 : k->ndim;
     int lin = constv(e, "i64", "0");
-    for (int d = 0; d < k->ndim; d++) {
+    for (int d = 0; d < nd; d++) {
         char hi[32];
         snprintf(hi, sizeof hi, "%lld", (long long)k->extent[d]);
         ls[d] = loop_open(e, d == 0 ? "%begin" : "0", d == 0 ? "%end" : hi);
         e->loopvar[d] = ls[d].index;
         e->live |= 1u << d;
-        char ext[32];
-        snprintf(ext, sizeof ext, "%lld", (long long)k->extent[d]);
-        lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin, constv(e, "i64", ext)), ls[d].index);
+        lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin, constv(e, "i64", hi)), ls[d].index);
     }
-    for (int s = 0; s < k->nstores; s++)
-        emit_store(e, &k->stores[s], lin);
-    for (int d = k->ndim - 1; d >= 0; d--)
+    if (r >= 0) {
+        emit_rows(e, r, lin);
+    } else {
+        for (int s = 0; s < k->nstores; s++)
+            emit_store(e, &k->stores[s], lin);
+    }
+    for (int d = nd - 1; d >= 0; d--)
         loop_close(e, ls[d]);
 }
 

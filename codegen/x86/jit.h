@@ -10,6 +10,19 @@
  *     nx_x86_kernel_lookup           symbol -> function pointer
  *     nx_x86_kernel_free             the kernel's code and data leave the process
  *
+ * Typical use (errors elided):
+ *
+ *     nx_x86_jit *jit;      nx_x86_jit_get(ctx, &jit);
+ *     nx_x86_module *m;     nx_x86_module_new(jit, "k_3f2a...", &m);
+ *     ... build @k_3f2a... with the builder API in nx_x86_module_context(m) ...
+ *     nx_x86_module_optimize(m, NX_X86_OPT_O3);
+ *     nx_x86_kernel *k;     void *obj; size_t len;
+ *     nx_x86_module_compile(m, &k, &obj, &len);        (m is consumed; obj goes to the cache)
+ *     void (*fn)(float *, int64_t);
+ *     nx_x86_kernel_lookup(k, "k_3f2a...", (void **)&fn);
+ *     ... later, another process: nx_x86_kernel_load(jit, obj, len, &k) and look it up ...
+ *     nx_x86_kernel_free(k);
+ *
  * Every path goes through an object buffer: the code that runs and the bytes a cache stores are
  * the same. Each module has its own LLVMContext, so threads build, optimise and compile modules
  * in parallel; target machines come from a pool and the JIT's symbol table is guarded by a mutex.
@@ -102,7 +115,9 @@ NX_HIDDEN nx_status nx_x86_module_compile(nx_x86_module *m, nx_x86_kernel **out,
                                           size_t *len);
 
 /* Links object bytes (from nx_x86_module_emit_object of a JIT with the same target and LLVM) as a
- * new kernel. The bytes are copied. A malformed object or a duplicate symbol is NX_ERR_BACKEND. */
+ * new kernel. The bytes are copied. A malformed object or a duplicate symbol is NX_ERR_BACKEND;
+ * every truncation of an object is refused (tested), but flipped bits in code or relocations can
+ * load and then run wrong: check a checksum before loading bytes from disk. */
 NX_HIDDEN nx_status nx_x86_kernel_load(nx_x86_jit *jit, const void *buf, size_t len,
                                        nx_x86_kernel **out);
 /* The address of a function or global the kernel defines (resolving and relocating it on the

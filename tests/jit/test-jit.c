@@ -380,6 +380,27 @@ static void test_bad_object_and_symbols(void **state)
     assert_int_equal(nx_x86_kernel_load(jit, junk, sizeof junk, &k), NX_ERR_BACKEND);
     assert_true(strlen(nx_ctx_last_error(ctx)) > 20);
 
+    /* every truncation of a valid object is refused (a cut-short cache file) */
+    nx_x86_module *mo = NULL;
+    check_ok(ctx, nx_x86_module_new(jit, "trunc", &mo), "module_new");
+    jk_build_maxplus(mo, "trunc");
+    void *obj = NULL;
+    size_t len = 0;
+    check_ok(ctx, nx_x86_module_emit_object(mo, &obj, &len), "emit");
+    nx_x86_module_free(mo);
+    for (size_t cut = 0; cut < len; cut++) {
+        k = NULL;
+        nx_status st = nx_x86_kernel_load(jit, obj, cut, &k);
+        if (st == NX_OK) {
+            nx_x86_kernel_free(k);
+            fail_msg("an object cut to %zu of %zu bytes was accepted", cut, len);
+        }
+        assert_int_equal(st, NX_ERR_BACKEND);
+    }
+    check_ok(ctx, nx_x86_kernel_load(jit, obj, len, &k), "load whole");
+    nx_x86_kernel_free(k);
+    nx_rt_free(ctx, obj, len);
+
     maxplus_fn fn = NULL;
     nx_x86_kernel *k1 = compile_maxplus(ctx, "dup", NX_X86_OPT_O3, &fn);
     void *p = NULL;
