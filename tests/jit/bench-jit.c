@@ -1,6 +1,7 @@
 /* A benchmark, not a test (it is built but not registered): compile latency of the x86 JIT per
  * kernel, object loading (a cache hit), the max-plus kernel's throughput at L1/L2/DRAM sizes
- * against gcc -O3 loops, and the throughput of the math library inside vectorised loops.
+ * against gcc -O3 loops, sum reductions, and the throughput of the math library inside vectorised
+ * loops.
  * Run: build/tests/jit/bench-jit [--quick]. Medians of repeated runs after a warm-up. */
 #include <math.h>
 #include <stdio.h>
@@ -13,6 +14,8 @@
 
 void peer_o3(float *restrict out, const float *restrict a, const float *restrict b, int64_t n);
 void peer_native(float *restrict out, const float *restrict a, const float *restrict b, int64_t n);
+float peer_sum_o3(const float *restrict a, int64_t n);
+float peer_sum_native(const float *restrict a, int64_t n);
 
 static double now(void)
 {
@@ -258,6 +261,75 @@ static void bench_throughput(int reps, bool quick)
     nx_ctx_free(ctx);
 }
 
+/* Sum reductions: textual `fadd reassoc`, the builder with the loop hint, plain builder (kept in
+ * order, scalar), and gcc. GB/s at 4 bytes per element. */
+static double time_sum(sum_fn fn, const float *a, int64_t n, int reps)
+{
+    double t[32];
+    int64_t inner = n < 100000 ? 400000 / (n / 64 + 1) + 1 : 1;
+    volatile float sink = fn(a, n);
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        for (int64_t k = 0; k < inner; k++)
+            sink = fn(a, n);
+        t[r] = (now() - t0) / (double)inner;
+    }
+    (void)sink;
+    return median(t, reps);
+}
+
+static void bench_sum(int reps, bool quick)
+{
+    nx_ctx *ctx = NULL;
+    if (nx_ctx_new(NULL, &ctx) != NX_OK)
+        die(NULL, "ctx");
+    nx_x86_jit *jit = NULL;
+    if (nx_x86_jit_get(ctx, &jit) != NX_OK)
+        die(ctx, "jit");
+    sum_fn fns[3];
+    nx_x86_kernel *ks[3];
+    for (int v = 0; v < 3; v++) {
+        const char *name = v == 0 ? "s_text" : v == 1 ? "s_hint" : "s_plain";
+        nx_x86_module *m = NULL;
+        void *p = NULL;
+        if (v == 0) {
+            char ir[2048];
+            jk_text_sum(ir, sizeof ir, name);
+            if (nx_x86_module_parse(jit, name, ir, strlen(ir), &m) != NX_OK)
+                die(ctx, "parse");
+        } else {
+            if (nx_x86_module_new(jit, name, &m) != NX_OK)
+                die(ctx, "module");
+            jk_build_sum(m, name, v == 1);
+        }
+        if (nx_x86_module_optimize(m, NX_X86_OPT_O3) != NX_OK ||
+            nx_x86_module_compile(m, &ks[v], NULL, NULL) != NX_OK ||
+            nx_x86_kernel_lookup(ks[v], name, &p) != NX_OK)
+            die(ctx, "compile");
+        fns[v] = (sum_fn)p;
+    }
+    printf("\nsum of n floats, GB/s at 4 bytes per element (median of %d)\n", reps);
+    printf("  %-13s %9s %9s %9s %9s %9s\n", "n", "reassoc", "hint", "in order", "gcc -O3",
+           "-march=nat");
+    const int64_t sizes[] = {4096, 65536, quick ? 1 << 23 : 1 << 26};
+    const char *labels[] = {"L1", "L2", "DRAM"};
+    for (int s = 0; s < 3; s++) {
+        int64_t n = sizes[s];
+        float *a = aligned_alloc(64, (size_t)n * 4);
+        for (int64_t i = 0; i < n; i++)
+            a[i] = (float)(i % 13) * 0.25f;
+        sum_fn all[5] = {fns[0], fns[1], fns[2], peer_sum_o3, peer_sum_native};
+        printf("  %-4s %-8lld", labels[s], (long long)n);
+        for (int f = 0; f < 5; f++)
+            printf(" %9.1f", 4.0 * (double)n / time_sum(all[f], a, n, reps) / 1e9);
+        printf("\n");
+        free(a);
+    }
+    for (int v = 0; v < 3; v++)
+        nx_x86_kernel_free(ks[v]);
+    nx_ctx_free(ctx);
+}
+
 /* ns per element of out[i] = fn(x[i]) over 4096 elements in L1. */
 typedef void (*loop_fn)(void *out, const void *x, const void *y, int64_t n);
 
@@ -405,6 +477,7 @@ int main(int argc, char **argv)
     int reps = quick ? 5 : 11;
     bench_compile(reps);
     bench_throughput(reps, quick);
+    bench_sum(reps, quick);
     bench_math(reps);
     return 0;
 }
