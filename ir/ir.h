@@ -93,17 +93,18 @@ static inline const nx_ir_node *nx_ir_node_at(const nx_ir_store *s, nx_node id)
 {
     return &s->nodes[id];
 }
+/* An array is NULL until its first element is stored, and NULL + 0 is undefined in C. */
 static inline const nx_node *nx_ir_node_ops(const nx_ir_store *s, const nx_ir_node *n)
 {
-    return s->operands + n->ops;
+    return s->operands ? s->operands + n->ops : NULL;
 }
 static inline const int64_t *nx_ir_node_attrs(const nx_ir_store *s, const nx_ir_node *n)
 {
-    return s->attrs + n->attrs;
+    return s->attrs ? s->attrs + n->attrs : NULL;
 }
 static inline const uint8_t *nx_ir_node_blob(const nx_ir_store *s, const nx_ir_node *n)
 {
-    return s->blob + n->blob;
+    return s->blob ? s->blob + n->blob : NULL;
 }
 
 NX_HIDDEN void nx_ir_store_free(nx_ir_store *s);

@@ -281,6 +281,29 @@ static void test_program_outlives_graph_and_strided_inputs(void **state)
     assert_int_equal(ta.live, 0);
 }
 
+/* A graph of one input has no operand array at all (clang's UBSan checks NULL + 0 there). */
+static void test_single_leaf_graph(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    nx_node x = nx_input(g, "x", NX_DTYPE_I16, 1, (int64_t[]){3});
+    assert_int_equal(nx_graph_verify(g), NX_OK);
+    FILE *f = tmpfile();
+    assert_int_equal(nx_graph_print(g, x, f), NX_OK);
+    fclose(f);
+    int16_t xd[3] = {7, -8, 9};
+    nx_tensor *xt = wrap(ctx, NX_DTYPE_I16, 1, (int64_t[]){3}, xd);
+    double want[3] = {7, -8, 9};
+    expect_values(run1(g, x, 1, &xt), 3, want, "identity program");
+    nx_tensor_free(xt);
+    nx_graph_free(g);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
 /* ---- backend fallback ----------------------------------------------------------------------*/
 
 static nx_status compile_on(nx_ctx *ctx, nx_backend b, nx_program **p)
@@ -567,6 +590,7 @@ int main(void)
         cmocka_unit_test(test_failed_run_leaves_no_outputs),
         cmocka_unit_test(test_only_needed_nodes_run),
         cmocka_unit_test(test_program_outlives_graph_and_strided_inputs),
+        cmocka_unit_test(test_single_leaf_graph),
         cmocka_unit_test(test_fallback_warning),
         cmocka_unit_test(test_strict_backend),
         cmocka_unit_test(test_dump_graph),
