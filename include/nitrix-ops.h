@@ -210,6 +210,34 @@ NX_API nx_status nx_pairwise_reduce(nx_ctx *ctx, const nx_tensor *x, const nx_te
                                     const nx_pairwise_opts *opts, nx_tensor **out,
                                     nx_tensor **idx);
 
+/* ------------------------------------------------------------------------------------------------
+ * Gradients
+ *
+ * Through reverse-mode autodiff of the graph fragment (nx_graph_vjp), so nothing is written by
+ * hand per algebra: REAL and EUCLIDEAN get their sums' adjoints, LOG the logsumexp adjoint
+ * (softmax weights, safe at -inf), TROPICAL_* route the cotangent to the first winner (first k
+ * on ties, as argmax), EUCLIDEAN is guarded at C = 0 (gradient 0 there, not NaN). User semirings
+ * whose (+) is sum, max, min or logsumexp differentiate through their (x) expression. BOOLEAN
+ * and user semirings with a custom (+) are forward-only: asking fails with NX_ERR_UNSUPPORTED
+ * and says so. To differentiate inside a larger graph, build nx_semiring_matmul_node /
+ * nx_semiring_conv_node there and call nx_graph_vjp on it.
+ * ----------------------------------------------------------------------------------------------*/
+
+/* Whether sr has gradients; if not and ctx is non-NULL, records why (NX_ERR_UNSUPPORTED). */
+NX_API nx_status nx_semiring_check_differentiable(nx_ctx *ctx, const nx_semiring *sr,
+                                                  const char *who);
+
+/* dA, dB of <dC, semiring_matmul(A, B)>: dc has the result's shape. da or db may be NULL. */
+NX_API nx_status nx_semiring_matmul_vjp(nx_ctx *ctx, const nx_semiring *sr, const nx_tensor *a,
+                                        const nx_tensor *b, const nx_tensor *dc,
+                                        const nx_semiring_opts *opts, nx_tensor **da,
+                                        nx_tensor **db);
+/* dx, dk of <dy, semiring_conv(x, k)>. */
+NX_API nx_status nx_semiring_conv_vjp(nx_ctx *ctx, const nx_semiring *sr, const nx_tensor *x,
+                                      const nx_tensor *k, const nx_tensor *dy,
+                                      const nx_semiring_conv_opts *opts, nx_tensor **dx,
+                                      nx_tensor **dk);
+
 #ifdef __cplusplus
 }
 #endif

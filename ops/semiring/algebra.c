@@ -165,9 +165,14 @@ void nx_sr_semiring_key(nx_rt_cache_blob *b, const nx_semiring *sr)
 
 /* a*b, a+b at 2 and 3. */
 static nx_sr_node ring_nodes[] = {VAR(NX_SR_VA), VAR(NX_SR_VB), BIN(MUL, 0, 1), BIN(ADD, 0, 1)};
-/* (a-b)^2 at 3; sqrt(max(a, 0)) at 6. */
-static nx_sr_node eucl_nodes[] = {VAR(NX_SR_VA), VAR(NX_SR_VB), BIN(SUB, 0, 1), BIN(MUL, 2, 2),
-                                  CONST(0.0),    BIN(MAX, 0, 4), UN(SQRT, 5)};
+/* (a-b)^2 at 3; sqrt(max(a, 0)) at 10, written m == 0 ? 0 : sqrt(m == 0 ? 1 : m) so the
+ * gradient at C = 0 is 0 rather than dy / (2 * 0) (both selects are needed: the inner one keeps
+ * the unused branch's derivative finite, the outer one zeroes the cotangent). */
+static nx_sr_node eucl_nodes[] = {
+    VAR(NX_SR_VA),  VAR(NX_SR_VB), BIN(SUB, 0, 1), BIN(MUL, 2, 2),
+    CONST(0.0),     BIN(MAX, 0, 4), BIN(EQ, 5, 4), CONST(1.0),
+    {.op = NX_PRIM_SELECT, .nops = 3, .ops = {6, 7, 5}}, UN(SQRT, 8),
+    {.op = NX_PRIM_SELECT, .nops = 3, .ops = {6, 4, 9}}};
 /* (a != 0) & (b != 0) ? 1 : 0 at 7; max(a, 0) at 8, so an empty fold (max's -inf) is false. */
 static nx_sr_node bool_nodes[] = {
     VAR(NX_SR_VA), VAR(NX_SR_VB), CONST(0.0), BIN(NE, 0, 2), BIN(NE, 1, 2), BIN(AND, 3, 4),
@@ -209,7 +214,7 @@ static const nx_semiring builtins[NX_SEMIRING_USER] = {
                              .finalize = 8},
     [NX_SEMIRING_EUCLIDEAN] = {COMMON, .kind = NX_SEMIRING_EUCLIDEAN, .name = "euclidean",
                                .props = NX_SEMIRING_COMMUTATIVE | NX_SEMIRING_DIFFERENTIABLE,
-                               .e = NODES(eucl_nodes), .times = 3, .finalize = 6,
+                               .e = NODES(eucl_nodes), .times = 3, .finalize = 10,
                                .plus = NX_MONOID_SUM, .identity = 0.0, .has_ann = false,
                                .ncarry = 1},
 };

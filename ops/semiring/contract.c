@@ -207,6 +207,22 @@ nx_node nx_semiring_conv_node(nx_graph *g, const nx_semiring *sr, nx_node x, nx_
     return nx_reshape(g, y, cg.nb + d + 1, out);
 }
 
+void nx_sr_key_conv(nx_rt_cache_blob *b, const nx_semiring_conv_opts *o)
+{
+    /* Field by field: the struct has padding bytes, and ignored fields must not split keys. */
+    int64_t geo[2 + 4 * NX_CONV_MAX_SPATIAL];
+    bool ex = o->padding == NX_CONV_EXPLICIT;
+    geo[0] = o->nspatial;
+    geo[1] = o->padding;
+    for (int i = 0; i < NX_CONV_MAX_SPATIAL; i++) {
+        geo[2 + i] = o->stride[i] ? o->stride[i] : 1;
+        geo[5 + i] = o->dilation[i] ? o->dilation[i] : 1;
+        geo[8 + i] = ex ? o->pad_lo[i] : 0;
+        geo[11 + i] = ex ? o->pad_hi[i] : 0;
+    }
+    nx_rt_cache_blob_bytes(b, "conv", geo, sizeof geo);
+}
+
 /* ---- entry points ----------------------------------------------------------------------------*/
 
 typedef struct call {
@@ -317,17 +333,7 @@ nx_status nx_semiring_conv(nx_ctx *ctx, const nx_semiring *sr, const nx_tensor *
     nx_sr_semiring_key(&key, sr);
     nx_sr_key_tensor(&key, "x", x);
     nx_sr_key_tensor(&key, "k", k);
-    int64_t geo[1 + 5 * NX_CONV_MAX_SPATIAL + 1];
-    geo[0] = o.nspatial;
-    for (int i = 0; i < NX_CONV_MAX_SPATIAL; i++) {
-        geo[1 + i] = o.stride[i];
-        geo[4 + i] = o.dilation[i];
-        geo[7 + i] = o.padding == NX_CONV_EXPLICIT ? o.pad_lo[i] : 0;
-        geo[10 + i] = o.padding == NX_CONV_EXPLICIT ? o.pad_hi[i] : 0;
-    }
-    geo[13] = o.padding;
-    geo[14] = 0;
-    nx_rt_cache_blob_bytes(&key, "geometry", geo, sizeof geo);
+    nx_sr_key_conv(&key, &o);
     call c = {.sr = sr, .a = x, .b = k, .conv = &o};
     st = run(ctx, &key, o.backend, build_conv, &c, out);
     nx_rt_cache_blob_free(&key);
