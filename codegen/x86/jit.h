@@ -59,8 +59,9 @@ typedef struct nx_x86_target {
     int vector_bits;          /* widest SIMD register the features allow: 128, 256 or 512 */
 } nx_x86_target;
 
-/* The context's JIT (borrowed; freed by nx_ctx_free). Created on first call: NX_ERR_BACKEND when
- * LLVM has no target for the host or the LLJIT cannot be built, NX_ERR_NOMEM. Thread-safe. */
+/* The context's JIT (borrowed; freed by nx_ctx_free, with any kernel still live). Created on
+ * first call: NX_ERR_BACKEND when LLVM has no target for the host or the LLJIT cannot be built,
+ * NX_ERR_NOMEM. Thread-safe. */
 NX_HIDDEN nx_status nx_x86_jit_get(nx_ctx *ctx, nx_x86_jit **out);
 NX_HIDDEN const nx_x86_target *nx_x86_jit_target(const nx_x86_jit *jit);
 NX_HIDDEN nx_ctx *nx_x86_jit_ctx(const nx_x86_jit *jit);
