@@ -92,6 +92,10 @@ def conv_bf(sr, x, k, stride, dil, lo, hi):
     return out
 
 
+def dot_xy(x, y):
+    return (x[:, None, :] * y[None, :, :]).sum(-1)
+
+
 def save(name, **arrays):
     for key, v in arrays.items():
         np.save(os.path.join(OUT, f"{name}_{key}.npy"), v)
@@ -173,6 +177,26 @@ def main():
     lines.append("pairwise pw_kmin kmin 3 sqdist(x,y)")
     save("pw_min", x=x, y=y, out=d2.min(1)[:, None])
     lines.append("pairwise pw_min min 0 sqdist(x,y)")
+    # Appended cases (drawn after the ones above, so those stay as they were).
+    # conv with two batch dims, and f32 operands against the float64 oracle
+    for sr in ("real", "tropical_min_plus"):
+        xc = rng.standard_normal((2, 3, 6, 5, 2))
+        kc = rng.standard_normal((3, 2, 2, 3))
+        lo, hi = conv_pads((6, 5), (3, 2), (1, 2), (2, 1), "same")
+        save(f"conv_b2_{sr}", x=xc, k=kc, out=conv_bf(sr, xc, kc, (1, 2), (2, 1), lo, hi))
+        lines.append(f"conv conv_b2_{sr} {sr} same 1,2 2,1 - -")
+        x32 = rng.standard_normal((1, 7, 2)).astype(np.float32)
+        k32 = rng.standard_normal((3, 2, 4)).astype(np.float32)
+        lo, hi = conv_pads((7,), (3,), (1,), (1,), "same")
+        out = conv_bf(sr, x32.astype(np.float64), k32.astype(np.float64), (1,), (1,), lo, hi)
+        save(f"conv_f32_{sr}", x=x32, k=k32, out=out)
+        lines.append(f"conv conv_f32_{sr} {sr} same 1 1 - -")
+    # vector-valued weights b [N, 2] and argmax
+    b2 = rng.random((9, 2))
+    save("pw_gauss_vec", x=x, y=y, b=b2, out=(np.exp(-d2)[:, :, None] * b2[None]).sum(1))
+    lines.append("pairwise pw_gauss_vec sum 0 exp(-sqdist(x,y))*b")
+    save("pw_argmax", x=x, y=y, out=np.argmax(-d2 + dot_xy(x, y), axis=1).astype(np.int64))
+    lines.append("pairwise pw_argmax argmax 0 dot(x,y)-sqdist(x,y)")
     with open(os.path.join(OUT, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
     return 0

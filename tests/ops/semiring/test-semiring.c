@@ -152,7 +152,7 @@ static void conv_case(nx_ctx *ctx, char *const *f, int nf)
 static void test_conv_golden(void **state)
 {
     (void)state;
-    assert_int_equal(for_cases("conv", conv_case), 27);
+    assert_int_equal(for_cases("conv", conv_case), 31);
 }
 
 static void pairwise_case(nx_ctx *ctx, char *const *f, int nf)
@@ -182,7 +182,38 @@ static void pairwise_case(nx_ctx *ctx, char *const *f, int nf)
 static void test_pairwise_golden(void **state)
 {
     (void)state;
-    assert_int_equal(for_cases("pairwise", pairwise_case), 5);
+    assert_int_equal(for_cases("pairwise", pairwise_case), 7);
+}
+
+static nx_node gauss_expr(nx_graph *g, nx_node xi, nx_node yj, nx_node bj, nx_node p, void *user)
+{
+    (void)p;
+    (void)user;
+    nx_node d = nx_sub(g, xi, yj);
+    int axis = -1;
+    nx_node d2 = nx_reduce(g, nx_mul(g, d, d), 1, &axis, NX_MONOID_SUM, true);
+    return nx_mul(g, nx_exp(g, nx_neg(g, d2)), bj);
+}
+
+/* F as a C builder gives the Gaussian kernel sum of the golden data. */
+static void test_pairwise_builder(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    nx_tensor *x = load(ctx, "pw_gauss", "x"), *y = load(ctx, "pw_gauss", "y");
+    nx_tensor *b = load(ctx, "pw_gauss", "b"), *want = load(ctx, "pw_gauss", "out"), *got = NULL;
+    nx_pairwise_opts o = {.backend = NX_BACKEND_REF, .reduction = NX_PAIRWISE_SUM,
+                          .expr = gauss_expr, .expr_key = "gauss"};
+    if (nx_pairwise_reduce(ctx, x, y, b, NULL, &o, &got, NULL) != NX_OK)
+        fail_msg("%s", nx_ctx_last_error(ctx));
+    expect_close("pairwise builder", got, want, NULL);
+    o.formula = "sqdist(x, y)"; /* both F's: refused */
+    nx_tensor *again = NULL;
+    assert_int_equal(nx_pairwise_reduce(ctx, x, y, b, NULL, &o, &again, NULL),
+                     NX_ERR_INVALID_ARG);
+    nx_tensor_free(x), nx_tensor_free(y), nx_tensor_free(b), nx_tensor_free(want);
+    nx_tensor_free(got);
+    nx_ctx_free(ctx);
 }
 
 /* ---- user semirings --------------------------------------------------------------------------*/
@@ -547,6 +578,7 @@ int main(void)
         cmocka_unit_test(test_matmul_golden),
         cmocka_unit_test(test_conv_golden),
         cmocka_unit_test(test_pairwise_golden),
+        cmocka_unit_test(test_pairwise_builder),
         cmocka_unit_test(test_formula_equals_builtin),
         cmocka_unit_test(test_formula_custom_plus),
         cmocka_unit_test(test_define_from_ir),
