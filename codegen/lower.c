@@ -57,10 +57,128 @@ static int32_t ci(lowerer *lw, int64_t v)
     return chk(lw, nx_kernel_const_i(lw->k, NX_DTYPE_I64, v));
 }
 
+/* Bounds of an i64 index instruction, as far as a shallow look can tell (loads: unbounded). */
+static void irange(const nx_kernel *k, int32_t id, int depth, int64_t *lo, int64_t *hi)
+{
+    const nx_kinst *in = &k->inst[id];
+    *lo = INT64_MIN / 4, *hi = INT64_MAX / 4;
+    if (in->op == NX_KOP_CONST) {
+        *lo = *hi = in->i;
+        return;
+    }
+    if (in->op == NX_KOP_IDX) {
+        *lo = 0, *hi = k->extent[in->a[0]] - 1;
+        return;
+    }
+    if (in->op != NX_KOP_PRIM || depth > 12 || in->prim == NX_PRIM_CAST)
+        return;
+    int64_t al, ah, bl, bh;
+    irange(k, in->a[0], depth + 1, &al, &ah);
+    if (in->prim != NX_PRIM_SELECT)
+        irange(k, in->a[1], depth + 1, &bl, &bh);
+    bool small = al > -(1LL << 40) && ah < (1LL << 40) && bl > -(1LL << 40) && bh < (1LL << 40);
+    switch (in->prim) {
+    case NX_PRIM_ADD:
+        if (small)
+            *lo = al + bl, *hi = ah + bh;
+        break;
+    case NX_PRIM_SUB:
+        if (small)
+            *lo = al - bh, *hi = ah - bl;
+        break;
+    case NX_PRIM_MUL:
+        if (small && al >= 0 && bl >= 0 && ah <= (1LL << 20) && bh <= (1LL << 20))
+            *lo = al * bl, *hi = ah * bh;
+        break;
+    case NX_PRIM_MOD:
+        if (bl == bh && bl > 0)
+            *lo = 0, *hi = bl - 1;
+        break;
+    case NX_PRIM_DIV:
+        if (bl == bh && bl > 0 && al >= 0)
+            *lo = al / bl, *hi = ah / bl;
+        break;
+    case NX_PRIM_MIN:
+        *lo = al < bl ? al : bl, *hi = ah < bh ? ah : bh;
+        break;
+    case NX_PRIM_MAX:
+        *lo = al > bl ? al : bl, *hi = ah > bh ? ah : bh;
+        break;
+    default:
+        break;
+    }
+}
+
+static bool is_const(const nx_kernel *k, int32_t id, int64_t *v)
+{
+    if (k->inst[id].op != NX_KOP_CONST)
+        return false;
+    *v = k->inst[id].i;
+    return true;
+}
+
+/* x = a * c + b with b in [0, c): the quotient and remainder of x by c without dividing
+ * (reshape of reshape, einsum's merged axes). */
+static bool split_by(const nx_kernel *k, int32_t x, int64_t c, int32_t *q, int32_t *r)
+{
+    const nx_kinst *in = &k->inst[x];
+    if (in->op != NX_KOP_PRIM || in->prim != NX_PRIM_ADD)
+        return false;
+    for (int side = 0; side < 2; side++) {
+        int32_t m = in->a[side], b = in->a[1 - side];
+        const nx_kinst *mi = &k->inst[m];
+        int64_t cv, bl, bh, al, ah;
+        if (mi->op != NX_KOP_PRIM || mi->prim != NX_PRIM_MUL || !is_const(k, mi->a[1], &cv) ||
+            cv != c)
+            continue;
+        irange(k, b, 0, &bl, &bh);
+        irange(k, mi->a[0], 0, &al, &ah);
+        if (bl >= 0 && bh < c && al >= 0) {
+            *q = mi->a[0];
+            *r = b;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Index arithmetic with the identities that keep lowered index maps affine. */
+static int32_t simplify(lowerer *lw, nx_prim op, int32_t a, int32_t b)
+{
+    const nx_kernel *k = lw->k;
+    int64_t av, bv, al, ah;
+    bool ac = is_const(k, a, &av), bc = is_const(k, b, &bv);
+    if (ac && bc && (op == NX_PRIM_ADD || op == NX_PRIM_MUL || op == NX_PRIM_SUB))
+        return nx_kernel_const_i(lw->k, NX_DTYPE_I64,
+                                 op == NX_PRIM_ADD   ? av + bv
+                                 : op == NX_PRIM_SUB ? av - bv
+                                                     : av * bv);
+    if ((op == NX_PRIM_ADD || op == NX_PRIM_SUB) && bc && bv == 0)
+        return a;
+    if (op == NX_PRIM_ADD && ac && av == 0)
+        return b;
+    if (op == NX_PRIM_MUL && bc && bv == 1)
+        return a;
+    if (op == NX_PRIM_MUL && ac && av == 1)
+        return b;
+    if ((op == NX_PRIM_MOD || op == NX_PRIM_DIV) && bc && bv > 0) {
+        irange(k, a, 0, &al, &ah);
+        if (al >= 0 && ah < bv)
+            return op == NX_PRIM_MOD ? a : nx_kernel_const_i(lw->k, NX_DTYPE_I64, 0);
+        int32_t q, r;
+        if (split_by(k, a, bv, &q, &r))
+            return op == NX_PRIM_MOD ? r : q;
+    }
+    return -2;
+}
+
 static int32_t iop(lowerer *lw, nx_prim op, int32_t a, int32_t b)
 {
     if (a < 0 || b < 0)
         return -1;
+    int32_t v = simplify(lw, op, a, b);
+    if (v != -2)
+        return chk(lw, v);
     return chk(lw, nx_kernel_prim(lw->k, op, NX_DTYPE_I64, a, b, -1));
 }
 

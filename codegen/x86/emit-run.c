@@ -6,6 +6,7 @@
 
 #include "codegen/x86/emit.h"
 #include "runtime/pool.h"
+#include "runtime/tensor.h"
 
 typedef struct run_state {
     nx_ctx *ctx;
@@ -92,8 +93,12 @@ static nx_status run_kernel(run_state *rs, int ki, nx_x86_loop_fn fn)
     for (int b = 0; b < k->nbufs; b++) {
         const nx_kbuf *kb = &k->bufs[b];
         if (kb->role == NX_KBUF_OUT) {
-            nx_status st =
-                nx_tensor_new(rs->ctx, kb->dtype, kb->ndim, kb->shape, &rs->slot[kb->slot]);
+            /* a loop kernel stores every element; library routines expect zeros */
+            nx_status st = k->kind == NX_KERNEL_LOOP
+                               ? nx_rt_tensor_new_uninit(rs->ctx, kb->dtype, kb->ndim, kb->shape,
+                                                         &rs->slot[kb->slot])
+                               : nx_tensor_new(rs->ctx, kb->dtype, kb->ndim, kb->shape,
+                                               &rs->slot[kb->slot]);
             if (st != NX_OK)
                 return st;
         }

@@ -609,6 +609,21 @@ static void st(emitter *e, const char *t, int val, int slot)
     put(&e->body, "  store %s %%v%d, %s* %%v%d\n", t, val, t, slot);
 }
 
+/* The NaN flag lives in memory as i8: the vectoriser does not widen loads and stores of i1. */
+static int ld_flag(emitter *e, int slot)
+{
+    int b = ld(e, "i8", slot), v = fresh(e);
+    put(&e->body, "  %%v%d = trunc i8 %%v%d to i1\n", v, b);
+    return v;
+}
+
+static void st_flag(emitter *e, int val, int slot)
+{
+    int v = fresh(e);
+    put(&e->body, "  %%v%d = zext i1 %%v%d to i8\n", v, val);
+    st(e, "i8", v, slot);
+}
+
 static int identity(emitter *e, int m, int d)
 {
     const char *t = rty(d);
@@ -633,14 +648,14 @@ static carry carry_init(emitter *e, int m, int d)
     carry c = {alloca_of(e, rty(d)),
                alloca_of(e, "double"),
                alloca_of(e, "i64"),
-               alloca_of(e, "i1"),
+               alloca_of(e, "i8"),
                alloca_of(e, "i64"),
                m,
                d};
     st(e, rty(d), identity(e, m, d), c.v);
     st(e, "double", fconst(e, NX_DTYPE_F64, 0.0), c.s);
     st(e, "i64", constv(e, "i64", "0"), c.arg);
-    st(e, "i1", constv(e, "i1", "false"), c.nan);
+    st_flag(e, constv(e, "i1", "false"), c.nan);
     st(e, "i64", constv(e, "i64", "0"), c.pos);
     return c;
 }
@@ -668,7 +683,7 @@ static void lse_step(emitter *e, const carry *c, int x)
     st(e, t,
        selv(e, t, op2(e, "or", "i1", skip, op2(e, "xor", "i1", gt, constv(e, "i1", "true"))), m, x),
        c->v);
-    st(e, "i1", op2(e, "or", "i1", ld(e, "i1", c->nan), isn), c->nan);
+    st_flag(e, op2(e, "or", "i1", ld_flag(e, c->nan), isn), c->nan);
 }
 
 static void arg_step(emitter *e, const carry *c, int x)
@@ -676,7 +691,7 @@ static void arg_step(emitter *e, const carry *c, int x)
     int d = c->d;
     const char *t = rty(d);
     bool max = c->m == NX_MONOID_ARGMAX, u = is_unsigned(d);
-    int v = ld(e, t, c->v), nan = ld(e, "i1", c->nan), pos = ld(e, "i64", c->pos);
+    int v = ld(e, t, c->v), nan = ld_flag(e, c->nan), pos = ld(e, "i64", c->pos);
     int first = op2(e, "icmp eq", "i64", pos, constv(e, "i64", "0"));
     int better =
         is_fl(d)
@@ -687,7 +702,7 @@ static void arg_step(emitter *e, const carry *c, int x)
     take = op2(e, "and", "i1", take, op2(e, "xor", "i1", nan, constv(e, "i1", "true")));
     st(e, t, selv(e, t, take, x, v), c->v);
     st(e, "i64", selv(e, "i64", take, pos, ld(e, "i64", c->arg)), c->arg);
-    st(e, "i1", selv(e, "i1", take, xnan, nan), c->nan);
+    st_flag(e, selv(e, "i1", take, xnan, nan), c->nan);
     st(e, "i64", op2(e, "add", "i64", pos, constv(e, "i64", "1")), c->pos);
 }
 
@@ -721,9 +736,11 @@ static void carry_step(emitter *e, const carry *c, int x)
             is_fl(d) ? op2(e, max ? "fcmp ogt" : "fcmp olt", t, x, v)
                      : op2(e, max ? (u ? "icmp ugt" : "icmp sgt") : (u ? "icmp ult" : "icmp slt"),
                            t, x, v);
-        r = selv(e, t, better, x, v);
+        /* A NaN is taken and then sticks (nothing beats it), so the carry needs no flag:
+         * the result is NaN exactly when some element is, as the interpreter's. */
         if (is_fl(d))
-            st(e, "i1", op2(e, "or", "i1", ld(e, "i1", c->nan), isnan_of(e, t, x)), c->nan);
+            better = op2(e, "or", "i1", better, isnan_of(e, t, x));
+        r = selv(e, t, better, x, v);
     }
     st(e, t, r, c->v);
 }
@@ -737,7 +754,7 @@ static int carry_finish(emitter *e, const carry *c)
     int v = ld(e, t, c->v);
     if (!is_fl(d) || c->m == NX_MONOID_SUM || c->m == NX_MONOID_PROD)
         return v;
-    int nan = ld(e, "i1", c->nan);
+    int nan = ld_flag(e, c->nan);
     if (c->m == NX_MONOID_LOGSUMEXP) {
         int md = emit_cast(e, d, NX_DTYPE_F64, v);
         int lg = mathcall(e, "log", NX_DTYPE_F64, ld(e, "double", c->s), -1);
@@ -879,7 +896,7 @@ static carry row_carry(emitter *e, const row_arrays *ra, int m, int d, int j)
     carry c = {0, 0, 0, 0, 0, m, d};
     int *slots[5] = {&c.v, &c.s, &c.arg, &c.nan, &c.pos};
     const int arrs[5] = {ra->v, ra->s, ra->arg, ra->nan, ra->pos};
-    const char *tys[5] = {rty(d), "double", "i64", "i1", "i64"};
+    const char *tys[5] = {rty(d), "double", "i64", "i8", "i64"};
     for (int i = 0; i < 5; i++) {
         *slots[i] = fresh(e);
         put(&e->body, "  %%v%d = getelementptr inbounds [%d x %s], [%d x %s]* %%v%d, i64 0, i64 %%v%d\n",
@@ -893,7 +910,7 @@ static void row_identity(emitter *e, const carry *c)
     st(e, rty(c->d), identity(e, c->m, c->d), c->v);
     st(e, "double", fconst(e, NX_DTYPE_F64, 0.0), c->s);
     st(e, "i64", constv(e, "i64", "0"), c->arg);
-    st(e, "i1", constv(e, "i1", "false"), c->nan);
+    st_flag(e, constv(e, "i1", "false"), c->nan);
     st(e, "i64", constv(e, "i64", "0"), c->pos);
 }
 
@@ -915,7 +932,7 @@ static void emit_rows(emitter *e, int r, int lin_outer)
     int last = k->ndim - 1, d = k->inst[in->a[0]].dtype;
     int len = (int)k->extent[last];
     row_arrays ra = {row_array(e, len, rty(d)), row_array(e, len, "double"),
-                     row_array(e, len, "i64"), row_array(e, len, "i1"),
+                     row_array(e, len, "i64"), row_array(e, len, "i8"),
                      row_array(e, len, "i64"), len};
     loop l = row_loop(e); /* rows are indexed by j itself, which stays below len */
     carry c = row_carry(e, &ra, in->prim, d, l.index);

@@ -1,0 +1,383 @@
+/* The benchmark rows of the CPU backend (bench.h). Each workload is a graph compiled through the
+ * pass pipeline and the CPU backend object, timed as the median of runs after one warm-up run.
+ * Peers run in the same process: memcpy for the bandwidth rows, a naive triple loop for the
+ * max-plus contraction (NumPy peers are measured by bench/peers.py). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench/bench.h"
+#include "codegen/x86/emit.h"
+#include "codegen/x86/jit.h"
+#include "passes/fuse.h"
+#include "runtime/cache.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+/* ---- compiled workloads --------------------------------------------------------------------*/
+
+typedef struct workload {
+    nx_ctx *ctx;
+    nx_graph *g;
+    nx_node out;
+    nx_kplan *plan;
+    void *state;
+    nx_tensor *in[4];
+    int nin;
+    double compile_s;
+} workload;
+
+static nx_status workload_prepare(workload *w)
+{
+    double t0 = now();
+    nx_status st = nx_pass_pipeline(w->ctx, &w->g->s, 1, &w->out, &w->plan);
+    if (st == NX_OK)
+        st = nx_x86_backend.prepare(w->ctx, w->plan, &w->state);
+    w->compile_s = now() - t0;
+    return st;
+}
+
+static void workload_free(workload *w)
+{
+    if (w->plan)
+        nx_x86_backend.release(w->ctx, w->plan, w->state);
+    nx_kplan_free(w->plan);
+    for (int i = 0; i < w->nin; i++)
+        nx_tensor_free(w->in[i]);
+    nx_graph_free(w->g);
+}
+
+static nx_status add_input(workload *w, int ndim, const int64_t *shape, double lo, double hi,
+                           nx_node *node)
+{
+    nx_tensor *t = NULL;
+    nx_status st = nx_tensor_new(w->ctx, NX_DTYPE_F32, ndim, shape, &t);
+    if (st != NX_OK)
+        return st;
+    float *d = nx_tensor_data(t);
+    uint64_t s = 0x9e3779b97f4a7c15ull + (uint64_t)w->nin;
+    for (int64_t i = 0; i < nx_tensor_numel(t); i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        d[i] = (float)(lo + (hi - lo) * (double)(s >> 40) / 16777216.0);
+    }
+    w->in[w->nin++] = t;
+    *node = nx_input(w->g, NULL, NX_DTYPE_F32, ndim, shape);
+    return NX_OK;
+}
+
+static nx_status time_workload(workload *w, int runs, nx_bench_row *row)
+{
+    double *t = calloc((size_t)runs, sizeof *t);
+    if (!t)
+        return NX_ERR_NOMEM;
+    nx_status st = NX_OK;
+    for (int r = -1; r < runs && st == NX_OK; r++) { /* r = -1: the warm-up */
+        nx_tensor *out = NULL;
+        double t0 = now();
+        st = nx_x86_backend.run(w->ctx, w->plan, w->state, (const nx_tensor *const *)w->in, &out);
+        if (r >= 0)
+            t[r] = now() - t0;
+        nx_tensor_free(out);
+    }
+    row->median_s = st == NX_OK ? median(t, runs) : NAN;
+    row->runs = runs;
+    free(t);
+    return st;
+}
+
+/* ---- peers ---------------------------------------------------------------------------------*/
+
+/* Bytes moved per second by memcpy of n bytes (read + write counted), median of runs. */
+static double memcpy_bandwidth(size_t n, int runs, double *median_s)
+{
+    char *a = malloc(n), *b = malloc(n);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return NAN;
+    }
+    memset(a, 1, n);
+    memset(b, 2, n);
+    double t[64];
+    runs = runs > 64 ? 64 : runs;
+    for (int r = -1; r < runs; r++) {
+        double t0 = now();
+        memcpy(b, a, n);
+        if (r >= 0)
+            t[r] = now() - t0;
+    }
+    volatile char sink = b[n / 2];
+    (void)sink;
+    free(a);
+    free(b);
+    *median_s = median(t, runs);
+    return 2.0 * (double)n / *median_s;
+}
+
+__attribute__((optimize("O3"))) static void naive_maxplus(const float *a, const float *b, float *c,
+                                                          int n)
+{
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            float m = -INFINITY;
+            for (int k = 0; k < n; k++) {
+                float v = a[i * n + k] + b[k * n + j];
+                m = v > m ? v : m;
+            }
+            c[i * n + j] = m;
+        }
+}
+
+/* ---- rows ----------------------------------------------------------------------------------*/
+
+static void set_row(nx_bench_row *row, const char *name, const char *shape)
+{
+    memset(row, 0, sizeof *row);
+    snprintf(row->name, sizeof row->name, "%s", name);
+    snprintf(row->backend, sizeof row->backend, "cpu");
+    snprintf(row->dtype, sizeof row->dtype, "f32");
+    snprintf(row->shape, sizeof row->shape, "%s", shape);
+}
+
+#define N64M (64LL << 20)
+
+static nx_status row_elementwise(nx_ctx *ctx, int runs, nx_bench_row *row, double *compile_s)
+{
+    set_row(row, "a_elementwise_fma", "[67108864]");
+    workload w = {.ctx = ctx};
+    int64_t n = N64M;
+    nx_node a, b, c;
+    nx_status st = nx_graph_new(ctx, &w.g);
+    if (st == NX_OK)
+        st = add_input(&w, 1, &n, -1, 1, &a);
+    if (st == NX_OK)
+        st = add_input(&w, 1, &n, -1, 1, &b);
+    if (st == NX_OK)
+        st = add_input(&w, 1, &n, -1, 1, &c);
+    if (st == NX_OK) {
+        w.out = nx_add(w.g, nx_mul(w.g, a, b), c);
+        st = workload_prepare(&w);
+    }
+    if (st == NX_OK)
+        st = time_workload(&w, runs, row);
+    *compile_s = w.compile_s;
+    workload_free(&w);
+    double peer_s = 0;
+    double bw = memcpy_bandwidth((size_t)N64M * 4, runs, &peer_s);
+    snprintf(row->peer, sizeof row->peer, "memcpy 256 MiB");
+    row->peer_median_s = peer_s;
+    row->floor_s = 16.0 * (double)N64M / bw; /* 3 reads + 1 write of 4 bytes at memcpy speed */
+    snprintf(row->note, sizeof row->note, "memcpy %.1f GB/s; floor = 1 GiB moved at that rate",
+             bw / 1e9);
+    return st;
+}
+
+static nx_status row_sum(nx_ctx *ctx, int runs, nx_bench_row *row, double *compile_s)
+{
+    set_row(row, "d_sum", "[67108864]");
+    workload w = {.ctx = ctx};
+    int64_t n = N64M;
+    nx_node x;
+    nx_status st = nx_graph_new(ctx, &w.g);
+    if (st == NX_OK)
+        st = add_input(&w, 1, &n, -1, 1, &x);
+    if (st == NX_OK) {
+        int ax = 0;
+        w.out = nx_reduce(w.g, x, 1, &ax, NX_MONOID_SUM, false);
+        st = workload_prepare(&w);
+    }
+    if (st == NX_OK)
+        st = time_workload(&w, runs, row);
+    *compile_s = w.compile_s;
+    workload_free(&w);
+    double peer_s = 0;
+    double bw = memcpy_bandwidth((size_t)N64M * 4, runs, &peer_s);
+    snprintf(row->peer, sizeof row->peer, "memcpy 256 MiB");
+    row->peer_median_s = peer_s;
+    row->floor_s = 4.0 * (double)N64M / bw;
+    snprintf(row->note, sizeof row->note, "%s; floor = 256 MiB read at memcpy's rate",
+             nx_ctx_reproducible(ctx) ? "canonical order" : "reassociated");
+    return st;
+}
+
+/* Peak add+max pairs: cores x 8 f32 lanes (Zen 4 runs 512-bit ops as two 256-bit halves) x
+ * 2 FP add-class pipes per cycle / 2 ops per pair x clock. */
+static double peak_pairs_per_s(int threads)
+{
+    double ghz = 0;
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char line[256];
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "cpu MHz : %lf", &ghz) == 1)
+            break;
+    if (f)
+        fclose(f);
+    ghz = ghz > 0 ? ghz / 1000 : 2.5;
+    return threads * 8.0 * 2.0 / 2.0 * ghz * 1e9;
+}
+
+static nx_status row_contraction(nx_ctx *ctx, int runs, nx_monoid plus, nx_bench_row *row,
+                                 double *compile_s)
+{
+    bool lse = plus == NX_MONOID_LOGSUMEXP;
+    set_row(row, lse ? "c_lse_contraction" : "b_maxplus_contraction", "[1024,1024,1024]");
+    workload w = {.ctx = ctx};
+    int64_t s[2] = {1024, 1024};
+    nx_node a, b;
+    nx_status st = nx_graph_new(ctx, &w.g);
+    if (st == NX_OK)
+        st = add_input(&w, 2, s, -1, 1, &a);
+    if (st == NX_OK)
+        st = add_input(&w, 2, s, -1, 1, &b);
+    if (st == NX_OK) {
+        w.out = nx_einsum(w.g, "ik,kj->ij", a, b, plus, nx_add);
+        st = workload_prepare(&w);
+    }
+    if (st == NX_OK)
+        st = time_workload(&w, runs, row);
+    *compile_s = w.compile_s;
+    if (st == NX_OK && !lse) {
+        float *c = malloc(1024 * 1024 * sizeof *c);
+        double t0 = now();
+        if (c)
+            naive_maxplus(nx_tensor_data(w.in[0]), nx_tensor_data(w.in[1]), c, 1024);
+        row->peer_median_s = c ? now() - t0 : 0;
+        free(c);
+        snprintf(row->peer, sizeof row->peer, "naive C triple loop (O3, 1 run)");
+        int threads = nx_ctx_num_threads(ctx);
+        row->floor_s = 1024.0 * 1024 * 1024 / peak_pairs_per_s(threads);
+        snprintf(row->note, sizeof row->note,
+                 "floor: peak add+max pairs = %d cores x 8 lanes x 2 pipes / 2 x clock", threads);
+    } else if (st == NX_OK) {
+        snprintf(row->peer, sizeof row->peer, "numpy: bench/peers.py");
+    }
+    workload_free(&w);
+    return st;
+}
+
+/* ---- compile latency and cache lookups -----------------------------------------------------*/
+
+static void row_compile(nx_ctx *ctx, double *compiles, int ncomp, nx_bench_row *row)
+{
+    set_row(row, "e_compile_per_kernel", "rows a-d");
+    row->median_s = ncomp ? median(compiles, ncomp) : NAN;
+    row->runs = ncomp;
+    nx_rt_cache *cache = NULL;
+    nx_rt_cache_stats cs = {0};
+    if (nx_rt_cache_of(ctx, &cache) == NX_OK)
+        nx_rt_cache_get_stats(cache, &cs);
+    nx_x86_jit *jit = NULL;
+    nx_x86_jit_stats js = {0};
+    if (nx_x86_jit_get(ctx, &jit) == NX_OK)
+        nx_x86_jit_stats_get(jit, &js);
+    snprintf(row->note, sizeof row->note,
+             "pipeline+compile per workload; disk hits %lld of %lld loads, %lld kernels "
+             "compiled (opt %.3f s, codegen %.3f s)",
+             (long long)cs.load_hits, (long long)cs.loads,
+             (long long)(js.kernels_total - cs.load_hits), js.opt_seconds, js.codegen_seconds);
+}
+
+static nx_status row_cache_hit(nx_ctx *ctx, int runs, nx_bench_row *row)
+{
+    set_row(row, "e_cache_hit", "[1024]");
+    workload w = {.ctx = ctx};
+    int64_t n = 1024;
+    nx_node x;
+    nx_status st = nx_graph_new(ctx, &w.g);
+    if (st == NX_OK)
+        st = add_input(&w, 1, &n, -1, 1, &x);
+    if (st == NX_OK) {
+        w.out = nx_exp(w.g, x);
+        st = workload_prepare(&w);
+    }
+    int reps = runs * 200;
+    double *t = calloc((size_t)reps, sizeof *t);
+    for (int r = 0; st == NX_OK && t && r < reps; r++) {
+        nx_x86_loop_fn fn;
+        nx_x86_get_info info;
+        st = nx_x86_kernel_get(ctx, w.plan->kernels[0], !nx_ctx_reproducible(ctx), &fn, &info);
+        t[r] = info.seconds;
+    }
+    row->median_s = t ? median(t, reps) : NAN;
+    row->runs = reps;
+    snprintf(row->note, sizeof row->note, "key build + memory lookup of a compiled kernel");
+    free(t);
+    workload_free(&w);
+    return st;
+}
+
+/* ---- output --------------------------------------------------------------------------------*/
+
+static void print_row(const nx_bench_row *r, bool json, FILE *f)
+{
+    if (json) {
+        fprintf(f,
+                "{\"name\": \"%s\", \"backend\": \"%s\", \"dtype\": \"%s\", \"shape\": \"%s\", "
+                "\"median_s\": %.6g, \"runs\": %d, \"peer\": \"%s\", \"peer_median_s\": %.6g, "
+                "\"floor_s\": %.6g, \"note\": \"%s\"}\n",
+                r->name, r->backend, r->dtype, r->shape, r->median_s, r->runs, r->peer,
+                r->peer_median_s, r->floor_s, r->note);
+        return;
+    }
+    fprintf(f, "%-24s %-4s %-4s %-18s %11.6f s  x%-4d peer %-34s %10.6f s  floor %10.6f s  %s\n",
+            r->name, r->backend, r->dtype, r->shape, r->median_s, r->runs, r->peer,
+            r->peer_median_s, r->floor_s, r->note);
+}
+
+static bool wanted(const char *filter, const char *name)
+{
+    return !filter || !*filter || strstr(name, filter);
+}
+
+nx_status nx_bench_main(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
+{
+    nx_bench_row row;
+    double compiles[8];
+    int ncomp = 0;
+    nx_status st = NX_OK;
+    if (runs < 1)
+        runs = 5;
+    if (st == NX_OK && wanted(filter, "a_elementwise_fma")) {
+        st = row_elementwise(ctx, runs, &row, &compiles[ncomp++]);
+        print_row(&row, json, f);
+    }
+    if (st == NX_OK && wanted(filter, "b_maxplus_contraction")) {
+        st = row_contraction(ctx, runs, NX_MONOID_MAX, &row, &compiles[ncomp++]);
+        print_row(&row, json, f);
+    }
+    if (st == NX_OK && wanted(filter, "c_lse_contraction")) {
+        st = row_contraction(ctx, runs, NX_MONOID_LOGSUMEXP, &row, &compiles[ncomp++]);
+        print_row(&row, json, f);
+    }
+    if (st == NX_OK && wanted(filter, "d_sum")) {
+        st = row_sum(ctx, runs, &row, &compiles[ncomp++]);
+        print_row(&row, json, f);
+    }
+    if (st == NX_OK && wanted(filter, "e_compile")) {
+        row_compile(ctx, compiles, ncomp, &row);
+        print_row(&row, json, f);
+    }
+    if (st == NX_OK && wanted(filter, "e_cache_hit")) {
+        st = row_cache_hit(ctx, runs, &row);
+        print_row(&row, json, f);
+    }
+    return st;
+}
