@@ -58,10 +58,10 @@ NX_API const nx_semiring *nx_semiring_builtin(nx_semiring_kind kind);
 
 typedef struct nx_semiring_info {
     nx_semiring_kind kind;
-    const char *name;  /* "real", "log", ..., or the user's name; borrowed from the semiring */
-    unsigned props;    /* NX_SEMIRING_* flags */
-    int ncarry;        /* components of the (+) carry: 2 for LOG, else 1 for built-ins */
-    double identity;   /* the (+)-identity (padding value) */
+    const char *name; /* "real", "log", ..., or the user's name; borrowed from the semiring */
+    unsigned props;   /* NX_SEMIRING_* flags */
+    int ncarry;       /* components of the (+) carry: 2 for LOG, else 1 for built-ins */
+    double identity;  /* the (+)-identity (padding value) */
     bool has_annihilator;
     double annihilator;
     bool builtin_plus; /* (+) is one of the IR's monoids sum/max/min/logsumexp */
@@ -136,8 +136,8 @@ typedef enum nx_conv_padding {
 
 #define NX_CONV_MAX_SPATIAL 3
 typedef struct nx_semiring_conv_opts {
-    nx_backend backend; /* NX_BACKEND_AUTO: the context's */
-    int nspatial;       /* 1..3; 0: kernel ndim - 2 */
+    nx_backend backend;                    /* NX_BACKEND_AUTO: the context's */
+    int nspatial;                          /* 1..3; 0: kernel ndim - 2 */
     int64_t stride[NX_CONV_MAX_SPATIAL];   /* 0 means 1 */
     int64_t dilation[NX_CONV_MAX_SPATIAL]; /* 0 means 1 */
     nx_conv_padding padding;
@@ -207,8 +207,7 @@ typedef struct nx_pairwise_opts {
  * the indices are *out. */
 NX_API nx_status nx_pairwise_reduce(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
                                     const nx_tensor *b, const nx_tensor *p,
-                                    const nx_pairwise_opts *opts, nx_tensor **out,
-                                    nx_tensor **idx);
+                                    const nx_pairwise_opts *opts, nx_tensor **out, nx_tensor **idx);
 
 /* ------------------------------------------------------------------------------------------------
  * Gradients
@@ -237,6 +236,15 @@ NX_API nx_status nx_semiring_conv_vjp(nx_ctx *ctx, const nx_semiring *sr, const 
                                       const nx_tensor *k, const nx_tensor *dy,
                                       const nx_semiring_conv_opts *opts, nx_tensor **dx,
                                       nx_tensor **dk);
+
+/* Cotangents of x, y, b and p (grads[0..3]; grads[2], grads[3] NULL when b, p are) for the
+ * result cotangent dout, under SUM, MAX, MIN or LOGSUMEXP (the index reductions have none:
+ * NX_ERR_UNSUPPORTED). By autodiff of the forward fragment: one pass per input for now, not
+ * KeOps's two streamed passes. */
+NX_API nx_status nx_pairwise_reduce_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
+                                        const nx_tensor *b, const nx_tensor *p,
+                                        const nx_pairwise_opts *opts, const nx_tensor *dout,
+                                        nx_tensor *grads[4]);
 
 #ifdef __cplusplus
 }

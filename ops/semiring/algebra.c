@@ -158,27 +158,49 @@ void nx_sr_semiring_key(nx_rt_cache_blob *b, const nx_semiring *sr)
 
 /* ---- built-ins -------------------------------------------------------------------------------*/
 
-#define VAR(v) {.op = NX_SR_VAR, .var = (v), .ops = {0}}
-#define CONST(x) {.op = NX_SR_CONST, .dtype = NX_DTYPE_COUNT, .value = (x), .ops = {0}}
-#define BIN(p, i, j) {.op = NX_PRIM_##p, .nops = 2, .ops = {(i), (j)}}
-#define UN(p, i) {.op = NX_PRIM_##p, .nops = 1, .ops = {(i)}}
+#define VAR(v)                                                                                     \
+    {                                                                                              \
+        .op = NX_SR_VAR, .var = (v), .ops = { 0 }                                                  \
+    }
+#define CONST(x)                                                                                   \
+    {                                                                                              \
+        .op = NX_SR_CONST, .dtype = NX_DTYPE_COUNT, .value = (x), .ops = { 0 }                     \
+    }
+#define BIN(p, i, j)                                                                               \
+    {                                                                                              \
+        .op = NX_PRIM_##p, .nops = 2, .ops = {(i), (j) }                                           \
+    }
+#define UN(p, i)                                                                                   \
+    {                                                                                              \
+        .op = NX_PRIM_##p, .nops = 1, .ops = {(i) }                                                \
+    }
 
 /* a*b, a+b at 2 and 3. */
 static nx_sr_node ring_nodes[] = {VAR(NX_SR_VA), VAR(NX_SR_VB), BIN(MUL, 0, 1), BIN(ADD, 0, 1)};
 /* (a-b)^2 at 3; sqrt(max(a, 0)) at 10, written m == 0 ? 0 : sqrt(m == 0 ? 1 : m) so the
  * gradient at C = 0 is 0 rather than dy / (2 * 0) (both selects are needed: the inner one keeps
  * the unused branch's derivative finite, the outer one zeroes the cotangent). */
-static nx_sr_node eucl_nodes[] = {
-    VAR(NX_SR_VA),  VAR(NX_SR_VB), BIN(SUB, 0, 1), BIN(MUL, 2, 2),
-    CONST(0.0),     BIN(MAX, 0, 4), BIN(EQ, 5, 4), CONST(1.0),
-    {.op = NX_PRIM_SELECT, .nops = 3, .ops = {6, 7, 5}}, UN(SQRT, 8),
-    {.op = NX_PRIM_SELECT, .nops = 3, .ops = {6, 4, 9}}};
+static nx_sr_node eucl_nodes[] = {VAR(NX_SR_VA),
+                                  VAR(NX_SR_VB),
+                                  BIN(SUB, 0, 1),
+                                  BIN(MUL, 2, 2),
+                                  CONST(0.0),
+                                  BIN(MAX, 0, 4),
+                                  BIN(EQ, 5, 4),
+                                  CONST(1.0),
+                                  {.op = NX_PRIM_SELECT, .nops = 3, .ops = {6, 7, 5}},
+                                  UN(SQRT, 8),
+                                  {.op = NX_PRIM_SELECT, .nops = 3, .ops = {6, 4, 9}}};
 /* (a != 0) & (b != 0) ? 1 : 0 at 7; max(a, 0) at 8, so an empty fold (max's -inf) is false. */
 static nx_sr_node bool_nodes[] = {
-    VAR(NX_SR_VA), VAR(NX_SR_VB), CONST(0.0), BIN(NE, 0, 2), BIN(NE, 1, 2), BIN(AND, 3, 4),
-    CONST(1.0),    {.op = NX_PRIM_SELECT, .nops = 3, .ops = {5, 6, 2}}, BIN(MAX, 0, 2)};
+    VAR(NX_SR_VA), VAR(NX_SR_VB),  CONST(0.0), BIN(NE, 0, 2),
+    BIN(NE, 1, 2), BIN(AND, 3, 4), CONST(1.0), {.op = NX_PRIM_SELECT, .nops = 3, .ops = {5, 6, 2}},
+    BIN(MAX, 0, 2)};
 
-#define NODES(a) {.nodes = (a), .n = (int32_t)(sizeof(a) / sizeof((a)[0])), .cap = 0}
+#define NODES(a)                                                                                   \
+    {                                                                                              \
+        .nodes = (a), .n = (int32_t)(sizeof(a) / sizeof((a)[0])), .cap = 0                         \
+    }
 #define COMMON .ctx = NULL, .builtin_plus = true, .mfinal = -1
 
 static const nx_semiring builtins[NX_SEMIRING_USER] = {
@@ -186,19 +208,21 @@ static const nx_semiring builtins[NX_SEMIRING_USER] = {
                           .props = NX_SEMIRING_COMMUTATIVE | NX_SEMIRING_STRICT |
                                    NX_SEMIRING_DIFFERENTIABLE,
                           .e = NODES(ring_nodes), .times = 2, .plus = NX_MONOID_SUM,
-                          .identity = 0.0, .has_ann = true, .ann = 0.0, .ncarry = 1, .finalize = -1},
+                          .identity = 0.0, .has_ann = true, .ann = 0.0, .ncarry = 1,
+                          .finalize = -1},
     [NX_SEMIRING_LOG] = {COMMON, .kind = NX_SEMIRING_LOG, .name = "log",
                          .props = NX_SEMIRING_COMMUTATIVE | NX_SEMIRING_STRICT |
                                   NX_SEMIRING_DIFFERENTIABLE,
                          .e = NODES(ring_nodes), .times = 3, .plus = NX_MONOID_LOGSUMEXP,
-                         .identity = -INFINITY, .has_ann = true, .ann = -INFINITY, .ncarry = 2, .finalize = -1},
+                         .identity = -INFINITY, .has_ann = true, .ann = -INFINITY, .ncarry = 2,
+                         .finalize = -1},
     [NX_SEMIRING_TROPICAL_MAX_PLUS] = {COMMON, .kind = NX_SEMIRING_TROPICAL_MAX_PLUS,
                                        .name = "tropical_max_plus",
                                        .props = NX_SEMIRING_COMMUTATIVE | NX_SEMIRING_IDEMPOTENT |
                                                 NX_SEMIRING_STRICT | NX_SEMIRING_DIFFERENTIABLE,
                                        .e = NODES(ring_nodes), .times = 3, .plus = NX_MONOID_MAX,
-                                       .identity = -INFINITY, .has_ann = true,
-                                       .ann = -INFINITY, .ncarry = 1, .finalize = -1},
+                                       .identity = -INFINITY, .has_ann = true, .ann = -INFINITY,
+                                       .ncarry = 1, .finalize = -1},
     [NX_SEMIRING_TROPICAL_MIN_PLUS] = {COMMON, .kind = NX_SEMIRING_TROPICAL_MIN_PLUS,
                                        .name = "tropical_min_plus",
                                        .props = NX_SEMIRING_COMMUTATIVE | NX_SEMIRING_IDEMPOTENT |
@@ -330,9 +354,8 @@ nx_node nx_semiring_matmul_node(nx_graph *g, const nx_semiring *sr, nx_node a, n
     int na = nx_node_ndim(g, a), nb = nx_node_ndim(g, b);
     int64_t sa[NX_MAX_DIMS], sb[NX_MAX_DIMS];
     if (na < 2 || nb < 2)
-        return nx_ir_graph_failf(g, NX_ERR_SHAPE,
-                                 "nx_semiring_matmul: A has %d dims and B %d; both need >= 2", na,
-                                 nb);
+        return nx_ir_graph_failf(
+            g, NX_ERR_SHAPE, "nx_semiring_matmul: A has %d dims and B %d; both need >= 2", na, nb);
     nx_node_shape(g, a, sa);
     nx_node_shape(g, b, sb);
     if (sa[na - 1] != sb[nb - 2])

@@ -14,8 +14,8 @@
 /* ---- convolution: geometry -------------------------------------------------------------------*/
 
 typedef struct conv_geom {
-    int d, nb;                                   /* spatial dims, batch dims */
-    int64_t batch;                               /* product of the batch dims */
+    int d, nb;     /* spatial dims, batch dims */
+    int64_t batch; /* product of the batch dims */
     int64_t s[3], w[3], st[3], dil[3], lo[3], hi[3], o[3];
     int64_t cin, cout;
 } conv_geom;
@@ -27,8 +27,8 @@ static nx_status conv_fail(nx_graph *g, nx_status st, const char *fmt, int64_t a
     return st;
 }
 
-static nx_status conv_geometry(nx_graph *g, nx_node x, nx_node k,
-                               const nx_semiring_conv_opts *o, conv_geom *cg)
+static nx_status conv_geometry(nx_graph *g, nx_node x, nx_node k, const nx_semiring_conv_opts *o,
+                               conv_geom *cg)
 {
     int nx_ = nx_node_ndim(g, x), nk = nx_node_ndim(g, k);
     int64_t xs[NX_MAX_DIMS], ks[NX_MAX_DIMS];
@@ -43,9 +43,10 @@ static nx_status conv_geometry(nx_graph *g, nx_node x, nx_node k,
                          "[w_1..w_d, c_in, c_out] with d = 1..3%.0lld",
                          nk, d, 0);
     if (nx_ < d + 1)
-        return conv_fail(g, NX_ERR_SHAPE,
-                         "nx_semiring_conv: x has %lld dims; expected [..., s_1..s_%lld, c_in]%.0lld",
-                         nx_, d, 0);
+        return conv_fail(
+            g, NX_ERR_SHAPE,
+            "nx_semiring_conv: x has %lld dims; expected [..., s_1..s_%lld, c_in]%.0lld", nx_, d,
+            0);
     cg->nb = nx_ - d - 1;
     cg->cin = xs[nx_ - 1];
     cg->cout = ks[d + 1];
@@ -114,8 +115,7 @@ static nx_status conv_geometry(nx_graph *g, nx_node x, nx_node k,
 /* ---- convolution: graph ----------------------------------------------------------------------*/
 
 /* x [..., s.., c] -> [s.., b*c], padded with the identity. */
-static nx_node conv_gather_batch(nx_graph *g, const nx_semiring *sr, nx_node x,
-                                 const conv_geom *cg)
+static nx_node conv_gather_batch(nx_graph *g, const nx_semiring *sr, nx_node x, const conv_geom *cg)
 {
     int d = cg->d;
     int64_t shp[NX_MAX_DIMS];
@@ -267,9 +267,9 @@ static nx_status check_common(nx_ctx *ctx, const char *who, const nx_semiring *s
     if (st == NX_OK)
         st = nx_sr_check_float(ctx, who, bn, b);
     if (st == NX_OK && nx_tensor_dtype(a) != nx_tensor_dtype(b))
-        st = nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s but %s is %s; expected one dtype", who,
-                         an, nx_dtype_name(nx_tensor_dtype(a)), bn,
-                         nx_dtype_name(nx_tensor_dtype(b)));
+        st =
+            nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s but %s is %s; expected one dtype", who, an,
+                        nx_dtype_name(nx_tensor_dtype(a)), bn, nx_dtype_name(nx_tensor_dtype(b)));
     return st;
 }
 
@@ -295,8 +295,8 @@ nx_status nx_semiring_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_tensor
     int na = nx_tensor_ndim(a), nb = nx_tensor_ndim(b);
     const int64_t *sa = nx_tensor_shape(a), *sb = nx_tensor_shape(b);
     if (na < 2 || nb < 2)
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: A has %d dims and B %d; both need >= 2", who,
-                           na, nb);
+        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: A has %d dims and B %d; both need >= 2", who, na,
+                           nb);
     if (sa[na - 1] != sb[nb - 2])
         return nx_rt_error(ctx, NX_ERR_SHAPE,
                            "%s: A is %lldx%lld but B is %lldx%lld (inner dims differ)", who,

@@ -84,7 +84,9 @@ static nx_status check_parts(nx_ctx *ctx, const nx_semiring *sr, const char *who
             int32_t root;
         } parts[] = {{"times", sr->times},
                      {"plus", sr->builtin_plus || !one ? -1 : sr->combine[0]},
-                     {"finalize", sr->builtin_plus ? sr->finalize : one ? sr->mfinal : -1}};
+                     {"finalize", sr->builtin_plus ? sr->finalize
+                                  : one            ? sr->mfinal
+                                                   : -1}};
         for (size_t i = 0; i < 3 && st == NX_OK; i++) {
             if (parts[i].root < 0)
                 continue;
@@ -151,8 +153,8 @@ static nx_status check_vars(nx_ctx *ctx, const nx_sr_expr *e, const nx_sr_stmt *
     if (nx_sr_vars_ok(e, s->root, allowed, &bad))
         return NX_OK;
     return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                       "semiring formula:%d:%d: '%s' may use only %s, but uses b", s->line,
-                       s->col, s->key, b_ok ? "a and b" : "a");
+                       "semiring formula:%d:%d: '%s' may use only %s, but uses b", s->line, s->col,
+                       s->key, b_ok ? "a and b" : "a");
 }
 
 static nx_status const_of(nx_ctx *ctx, const nx_sr_expr *e, const nx_sr_stmt *s, double *v)
@@ -199,10 +201,9 @@ static nx_status fill_from_stmts(nx_ctx *ctx, nx_semiring *sr, const nx_sr_stmt 
                                nx_ir_monoid_name(sr->plus), want);
         sr->builtin_plus = true;
         sr->finalize = k.finalize >= 0 ? s[k.finalize].root : -1;
-        sr->props = NX_SEMIRING_COMMUTATIVE | NX_SEMIRING_DIFFERENTIABLE |
-                    (sr->plus == NX_MONOID_MAX || sr->plus == NX_MONOID_MIN
-                         ? NX_SEMIRING_IDEMPOTENT
-                         : 0);
+        sr->props =
+            NX_SEMIRING_COMMUTATIVE | NX_SEMIRING_DIFFERENTIABLE |
+            (sr->plus == NX_MONOID_MAX || sr->plus == NX_MONOID_MIN ? NX_SEMIRING_IDEMPOTENT : 0);
         if (sr->plus == NX_MONOID_LOGSUMEXP)
             sr->ncarry = 2;
         return NX_OK;
@@ -376,8 +377,8 @@ static nx_status import_def(importer *im, nx_semiring *sr, const nx_semiring_def
     sr->identity = def->identity;
     sr->has_ann = def->has_annihilator;
     sr->ann = def->annihilator;
-    sr->props = def->props & (NX_SEMIRING_COMMUTATIVE | NX_SEMIRING_IDEMPOTENT |
-                              NX_SEMIRING_STRICT);
+    sr->props =
+        def->props & (NX_SEMIRING_COMMUTATIVE | NX_SEMIRING_IDEMPOTENT | NX_SEMIRING_STRICT);
     if (def->custom)
         return import_custom(im, sr, def->custom);
     if (def->plus != NX_MONOID_SUM && def->plus != NX_MONOID_MAX && def->plus != NX_MONOID_MIN &&

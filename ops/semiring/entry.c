@@ -67,8 +67,8 @@ nx_status nx_sr_check_float(nx_ctx *ctx, const char *who, const char *what, cons
     if (!t)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, what);
     if (nx_tensor_device(t) != NX_DEVICE_HOST)
-        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: %s is a device tensor; expected host",
-                           who, what);
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: %s is a device tensor; expected host", who,
+                           what);
     nx_dtype d = nx_tensor_dtype(t);
     if (d != NX_DTYPE_F32 && d != NX_DTYPE_F64)
         return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s; expected f32 or f64", who, what,

@@ -272,20 +272,34 @@ typedef struct func {
 } func;
 
 static const func funcs[] = {
-    {"exp", 1, NX_PRIM_EXP, false},     {"log", 1, NX_PRIM_LOG, false},
-    {"log1p", 1, NX_PRIM_LOG1P, false}, {"expm1", 1, NX_PRIM_EXPM1, false},
-    {"sqrt", 1, NX_PRIM_SQRT, false},   {"rsqrt", 1, NX_PRIM_RSQRT, false},
-    {"sin", 1, NX_PRIM_SIN, false},     {"cos", 1, NX_PRIM_COS, false},
-    {"tanh", 1, NX_PRIM_TANH, false},   {"erf", 1, NX_PRIM_ERF, false},
-    {"abs", 1, NX_PRIM_ABS, false},     {"floor", 1, NX_PRIM_FLOOR, false},
-    {"ceil", 1, NX_PRIM_CEIL, false},   {"round", 1, NX_PRIM_ROUND, false},
-    {"sign", 1, NX_PRIM_SIGN, false},   {"neg", 1, NX_PRIM_NEG, false},
-    {"max", 2, NX_PRIM_MAX, false},     {"min", 2, NX_PRIM_MIN, false},
-    {"pow", 2, NX_PRIM_POW, false},     {"atan2", 2, NX_PRIM_ATAN2, false},
-    {"mod", 2, NX_PRIM_MOD, false},     {"logaddexp", 2, NX_SR_LOGADDEXP, false},
-    {"select", 3, NX_PRIM_SELECT, false}, {"where", 3, NX_PRIM_SELECT, false},
-    {"sum", 1, F_SUM, true},            {"dot", 2, F_DOT, true},
-    {"sqdist", 2, F_SQDIST, true},      {"norm2", 1, F_NORM2, true},
+    {"exp", 1, NX_PRIM_EXP, false},
+    {"log", 1, NX_PRIM_LOG, false},
+    {"log1p", 1, NX_PRIM_LOG1P, false},
+    {"expm1", 1, NX_PRIM_EXPM1, false},
+    {"sqrt", 1, NX_PRIM_SQRT, false},
+    {"rsqrt", 1, NX_PRIM_RSQRT, false},
+    {"sin", 1, NX_PRIM_SIN, false},
+    {"cos", 1, NX_PRIM_COS, false},
+    {"tanh", 1, NX_PRIM_TANH, false},
+    {"erf", 1, NX_PRIM_ERF, false},
+    {"abs", 1, NX_PRIM_ABS, false},
+    {"floor", 1, NX_PRIM_FLOOR, false},
+    {"ceil", 1, NX_PRIM_CEIL, false},
+    {"round", 1, NX_PRIM_ROUND, false},
+    {"sign", 1, NX_PRIM_SIGN, false},
+    {"neg", 1, NX_PRIM_NEG, false},
+    {"max", 2, NX_PRIM_MAX, false},
+    {"min", 2, NX_PRIM_MIN, false},
+    {"pow", 2, NX_PRIM_POW, false},
+    {"atan2", 2, NX_PRIM_ATAN2, false},
+    {"mod", 2, NX_PRIM_MOD, false},
+    {"logaddexp", 2, NX_SR_LOGADDEXP, false},
+    {"select", 3, NX_PRIM_SELECT, false},
+    {"where", 3, NX_PRIM_SELECT, false},
+    {"sum", 1, F_SUM, true},
+    {"dot", 2, F_DOT, true},
+    {"sqdist", 2, F_SQDIST, true},
+    {"norm2", 1, F_NORM2, true},
 };
 
 static const func *find_func(const parser *ps, const tok *t)
@@ -460,7 +474,7 @@ static int32_t sum(parser *ps)
 static const struct {
     const char *s;
     int32_t op;
-} cmps[] = {{"<", NX_PRIM_LT}, {"<=", NX_PRIM_LE}, {">", NX_PRIM_GT},
+} cmps[] = {{"<", NX_PRIM_LT},  {"<=", NX_PRIM_LE}, {">", NX_PRIM_GT},
             {">=", NX_PRIM_GE}, {"==", NX_PRIM_EQ}, {"!=", NX_PRIM_NE}};
 
 static int32_t expr(parser *ps)
@@ -479,11 +493,19 @@ static int32_t expr(parser *ps)
     return l;
 }
 
-static void start(parser *ps, nx_ctx *ctx, const char *who, const char *text,
-                  nx_sr_dialect dialect, nx_sr_expr *e, char *msg, size_t msglen)
+static void start(parser *ps, nx_ctx *ctx, const char *who, const char *text, nx_sr_dialect dialect,
+                  nx_sr_expr *e, char *msg, size_t msglen)
 {
-    *ps = (parser){.ctx = ctx, .who = who, .dialect = dialect, .p = text, .line = 1, .col = 1,
-                   .e = e, .st = NX_OK, .msg = msg, .msglen = msglen};
+    *ps = (parser){.ctx = ctx,
+                   .who = who,
+                   .dialect = dialect,
+                   .p = text,
+                   .line = 1,
+                   .col = 1,
+                   .e = e,
+                   .st = NX_OK,
+                   .msg = msg,
+                   .msglen = msglen};
     msg[0] = '\0';
     next(ps);
 }
@@ -521,8 +543,7 @@ static bool stmt(parser *ps, nx_sr_stmt *s)
 }
 
 nx_status nx_sr_parse_stmts(nx_ctx *ctx, const char *who, const char *text, nx_sr_dialect dialect,
-                            nx_sr_expr *e, nx_sr_stmt *stmts, int *nstmts, char *msg,
-                            size_t msglen)
+                            nx_sr_expr *e, nx_sr_stmt *stmts, int *nstmts, char *msg, size_t msglen)
 {
     parser ps;
     start(&ps, ctx, who, text, dialect, e, msg, msglen);

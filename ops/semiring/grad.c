@@ -35,8 +35,8 @@ static nx_status build_vjp(nx_graph *g, void *user, nx_node *outs, int *n)
     nx_node in[2];
     in[0] = nx_input(g, "a", nx_tensor_dtype(c->a), nx_tensor_ndim(c->a), nx_tensor_shape(c->a));
     in[1] = nx_input(g, "b", nx_tensor_dtype(c->b), nx_tensor_ndim(c->b), nx_tensor_shape(c->b));
-    nx_node dy = nx_input(g, "dy", nx_tensor_dtype(c->dy), nx_tensor_ndim(c->dy),
-                          nx_tensor_shape(c->dy));
+    nx_node dy =
+        nx_input(g, "dy", nx_tensor_dtype(c->dy), nx_tensor_ndim(c->dy), nx_tensor_shape(c->dy));
     nx_node y = c->conv ? nx_semiring_conv_node(g, c->sr, in[0], in[1], c->conv)
                         : nx_semiring_matmul_node(g, c->sr, in[0], in[1]);
     if (!y)
@@ -63,8 +63,8 @@ static nx_status run_vjp(nx_ctx *ctx, const char *who, vjp_call *c, nx_backend b
     if (st == NX_OK)
         st = nx_sr_check_float(ctx, who, "the cotangent", c->dy);
     if (st == NX_OK && nx_tensor_dtype(c->dy) != nx_tensor_dtype(c->a))
-        st = nx_rt_error(ctx, NX_ERR_DTYPE, "%s: the cotangent is %s but the operands are %s",
-                         who, nx_dtype_name(nx_tensor_dtype(c->dy)),
+        st = nx_rt_error(ctx, NX_ERR_DTYPE, "%s: the cotangent is %s but the operands are %s", who,
+                         nx_dtype_name(nx_tensor_dtype(c->dy)),
                          nx_dtype_name(nx_tensor_dtype(c->a)));
     if (st != NX_OK)
         return st;

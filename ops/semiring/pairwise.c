@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "passes/autodiff.h"
 #include "semiring.h"
 
 #define WHO "nx_pairwise_reduce"
@@ -14,6 +15,7 @@ typedef struct pw_call {
     const nx_pairwise_opts *o;
     const nx_sr_expr *e;
     int32_t root;
+    const nx_tensor *dout; /* vjp: the result's cotangent; NULL for the forward program */
 } pw_call;
 
 static nx_node shaped(nx_graph *g, nx_node x, int64_t a, int64_t b, int64_t c)
@@ -45,19 +47,48 @@ static nx_node build_f(nx_graph *g, const pw_call *c, nx_node x, nx_node y, nx_n
     return nx_sr_build(g, c->e, c->root, nx_tensor_dtype(c->x), vars);
 }
 
+static nx_status build_reduce(nx_graph *g, pw_call *c, nx_node *ins, nx_node *outs, int *nouts);
+
+/* The forward program, or with c->dout its vjp: the cotangents of x, y, then b and p if given,
+ * by autodiff of the same fragment. */
 static nx_status build_pairwise(nx_graph *g, void *user, nx_node *outs, int *nouts)
 {
     pw_call *c = user;
+    nx_node ins[4] = {0}, y = NX_NONE;
+    int ny = 0;
+    nx_status st = build_reduce(g, c, ins, c->dout ? &y : outs, c->dout ? &ny : nouts);
+    if (st != NX_OK || !c->dout)
+        return st;
+    nx_node dy = nx_input(g, "dout", nx_tensor_dtype(c->dout), nx_tensor_ndim(c->dout),
+                          nx_tensor_shape(c->dout));
+    int64_t ys[NX_MAX_DIMS];
+    nx_node_shape(g, y, ys);
+    if (nx_node_ndim(g, y) != nx_tensor_ndim(c->dout) ||
+        memcmp(ys, nx_tensor_shape(c->dout), (size_t)nx_node_ndim(g, y) * sizeof(int64_t)))
+        return nx_rt_error(nx_graph_ctx(g), NX_ERR_SHAPE,
+                           WHO "_vjp: the cotangent's shape is not the result's");
+    nx_node wrt[4];
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        if (ins[i])
+            wrt[n++] = ins[i];
+    *nouts = n;
+    return nx_graph_vjp(g, 1, &y, &dy, n, wrt, outs);
+}
+
+static nx_status build_reduce(nx_graph *g, pw_call *c, nx_node *ins, nx_node *outs, int *nouts)
+{
     nx_dtype dt = nx_tensor_dtype(c->x);
     nx_node x = nx_input(g, "x", dt, 2, nx_tensor_shape(c->x));
     nx_node y = nx_input(g, "y", dt, 2, nx_tensor_shape(c->y));
     nx_node b = c->b ? nx_input(g, "b", dt, nx_tensor_ndim(c->b), nx_tensor_shape(c->b)) : 0;
     nx_node p = c->p ? nx_input(g, "p", dt, 1, nx_tensor_shape(c->p)) : 0;
+    ins[0] = x, ins[1] = y, ins[2] = b, ins[3] = p;
     nx_node f = build_f(g, c, x, y, b, p);
     if (!f)
-        return nx_graph_status(g) != NX_OK ? nx_graph_status(g)
-                                           : nx_rt_error(nx_graph_ctx(g), NX_ERR_INVALID_ARG,
-                                                         WHO ": F built nothing");
+        return nx_graph_status(g) != NX_OK
+                   ? nx_graph_status(g)
+                   : nx_rt_error(nx_graph_ctx(g), NX_ERR_INVALID_ARG, WHO ": F built nothing");
     int64_t m = nx_tensor_shape(c->x)[0], n = nx_tensor_shape(c->y)[0];
     int64_t fs[NX_MAX_DIMS];
     int fd = nx_node_ndim(g, f);
@@ -67,9 +98,9 @@ static nx_status build_pairwise(nx_graph *g, void *user, nx_node *outs, int *nou
                            WHO ": F has %d dims and dtype %s; expected [M, N, E] of %s", fd,
                            nx_dtype_name(nx_node_dtype(g, f)), nx_dtype_name(dt));
     int64_t e = fd == 3 ? fs[2] : 1;
-    f = nx_broadcast(g, fd == 3 ? f : shaped(g, f, fd >= 2 ? fs[fd - 2] : 1,
-                                             fd >= 1 ? fs[fd - 1] : 1, 1),
-                     3, (int64_t[]){m, n, e});
+    f = nx_broadcast(
+        g, fd == 3 ? f : shaped(g, f, fd >= 2 ? fs[fd - 2] : 1, fd >= 1 ? fs[fd - 1] : 1, 1), 3,
+        (int64_t[]){m, n, e});
     nx_pairwise_reduction r = c->o->reduction;
     int axis = 1;
     *nouts = 1;
@@ -82,7 +113,7 @@ static nx_status build_pairwise(nx_graph *g, void *user, nx_node *outs, int *nou
     if (e != 1)
         return nx_rt_error(nx_graph_ctx(g), NX_ERR_SHAPE,
                            WHO ": argmin, argmax and kmin need a scalar F, but F gives %lld "
-                           "values per pair",
+                               "values per pair",
                            (long long)e);
     nx_node f2 = nx_reshape(g, f, 2, (int64_t[]){m, n});
     if (r == NX_PAIRWISE_KMIN) {
@@ -108,7 +139,7 @@ static nx_status check_points(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *
         nx_tensor_shape(x)[1] != nx_tensor_shape(y)[1])
         return nx_rt_error(ctx, NX_ERR_SHAPE,
                            WHO ": x and y must be [M, D] and [N, D] with one D (x has %d dims, "
-                           "y %d; D %lld vs %lld)",
+                               "y %d; D %lld vs %lld)",
                            nx_tensor_ndim(x), nx_tensor_ndim(y),
                            (long long)(nx_tensor_ndim(x) == 2 ? nx_tensor_shape(x)[1] : -1),
                            (long long)(nx_tensor_ndim(y) == 2 ? nx_tensor_shape(y)[1] : -1));
@@ -189,9 +220,8 @@ static nx_status check_formula_vars(nx_ctx *ctx, const pw_call *c)
         return NX_OK;
     if (bad == NX_SR_VPB)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO ": the formula uses b but b is NULL");
-    return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                       WHO ": the formula uses p%d but p has %lld values", bad - NX_SR_VP0,
-                       (long long)np);
+    return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO ": the formula uses p%d but p has %lld values",
+                       bad - NX_SR_VP0, (long long)np);
 }
 
 static nx_status run_pairwise(nx_ctx *ctx, pw_call *c, nx_tensor **out, nx_tensor **idx)
@@ -199,7 +229,8 @@ static nx_status run_pairwise(nx_ctx *ctx, pw_call *c, nx_tensor **out, nx_tenso
     const nx_pairwise_opts *o = c->o;
     nx_rt_cache_blob key;
     nx_rt_cache_blob_init(&key, ctx);
-    nx_rt_cache_blob_str(&key, "op", "pairwise_reduce");
+    nx_rt_cache_blob_str(&key, "op", c->dout ? "pairwise_reduce_vjp" : "pairwise_reduce");
+    nx_sr_key_tensor(&key, "dout", c->dout);
     if (o->formula)
         nx_sr_key(&key, "formula", c->e, c->root);
     else
@@ -215,18 +246,27 @@ static nx_status run_pairwise(nx_ctx *ctx, pw_call *c, nx_tensor **out, nx_tenso
     nx_rt_cache_blob_free(&key);
     if (st != NX_OK)
         return st;
-    const nx_tensor *ins[4] = {c->x, c->y};
+    const nx_tensor *ins[5] = {c->x, c->y};
     int n = 2;
     if (c->b)
         ins[n++] = c->b;
     if (c->p)
         ins[n++] = c->p;
-    nx_tensor *res[2] = {NULL, NULL};
+    if (c->dout)
+        ins[n++] = c->dout;
+    nx_tensor *res[4] = {NULL, NULL, NULL, NULL};
     if ((st = nx_program_run(prog, ins, res)) != NX_OK)
         return st;
-    *out = res[0];
-    if (idx)
+    out[0] = res[0];
+    if (c->dout) {
+        /* x, y, then b and p where given */
+        int k = 1;
+        out[1] = res[k++];
+        out[2] = c->b ? res[k++] : NULL;
+        out[3] = c->p ? res[k++] : NULL;
+    } else if (idx) {
         *idx = res[1];
+    }
     return NX_OK;
 }
 
@@ -261,5 +301,52 @@ nx_status nx_pairwise_reduce(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y
     if (st == NX_OK)
         st = run_pairwise(ctx, &c, out, idx);
     nx_sr_expr_free(ctx, &e);
+    return st;
+}
+
+nx_status nx_pairwise_reduce_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
+                                 const nx_tensor *b, const nx_tensor *p,
+                                 const nx_pairwise_opts *opts, const nx_tensor *dout,
+                                 nx_tensor *grads[4])
+{
+    if (!ctx || !grads)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO "_vjp: ctx and grads must not be NULL");
+    for (int i = 0; i < 4; i++)
+        grads[i] = NULL;
+    if (opts && opts->reduction > NX_PAIRWISE_LOGSUMEXP &&
+        opts->reduction < NX_PAIRWISE_REDUCTION_COUNT)
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                           WHO "_vjp: argmin, argmax and kmin give indices, which have no "
+                               "gradient; use min or max for the values");
+    nx_status st = check_points(ctx, x, y, b, p);
+    if (st == NX_OK)
+        st = check_params(ctx, p);
+    if (st == NX_OK)
+        st = check_opts(ctx, opts, y, NULL);
+    if (st == NX_OK)
+        st = nx_sr_check_float(ctx, WHO "_vjp", "dout", dout);
+    if (st == NX_OK && nx_tensor_dtype(dout) != nx_tensor_dtype(x))
+        st = nx_rt_error(ctx, NX_ERR_DTYPE, WHO "_vjp: dout is %s but x is %s",
+                         nx_dtype_name(nx_tensor_dtype(dout)), nx_dtype_name(nx_tensor_dtype(x)));
+    if (st != NX_OK)
+        return st;
+    pw_call c = {.x = x, .y = y, .b = b, .p = p, .o = opts, .root = -1, .dout = dout};
+    nx_sr_expr e = {0};
+    if (opts->formula) {
+        char msg[512];
+        st = nx_sr_parse_expr(ctx, "pairwise formula", opts->formula, NX_SR_DIALECT_PAIRWISE, &e,
+                              &c.root, msg, sizeof msg);
+        if (st != NX_OK)
+            nx_rt_error(ctx, st, "%s", msg);
+        c.e = &e;
+        if (st == NX_OK)
+            st = check_formula_vars(ctx, &c);
+    }
+    nx_tensor *res[4] = {NULL, NULL, NULL, NULL};
+    if (st == NX_OK)
+        st = run_pairwise(ctx, &c, res, NULL);
+    nx_sr_expr_free(ctx, &e);
+    for (int i = 0; i < 4 && st == NX_OK; i++)
+        grads[i] = res[i];
     return st;
 }

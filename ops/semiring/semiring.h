@@ -38,12 +38,12 @@ enum {
 };
 
 typedef struct nx_sr_node {
-    int32_t op;      /* nx_prim or NX_SR_* */
+    int32_t op; /* nx_prim or NX_SR_* */
     int32_t nops;
-    int32_t ops[3];  /* node indices */
-    int32_t var;     /* NX_SR_VAR */
-    int32_t dtype;   /* CONST and CAST: NX_DTYPE_COUNT means the working float dtype */
-    double value;    /* CONST */
+    int32_t ops[3]; /* node indices */
+    int32_t var;    /* NX_SR_VAR */
+    int32_t dtype;  /* CONST and CAST: NX_DTYPE_COUNT means the working float dtype */
+    double value;   /* CONST */
 } nx_sr_node;
 
 typedef struct nx_sr_expr {
@@ -108,8 +108,8 @@ NX_HIDDEN nx_status nx_sr_parse_stmts(nx_ctx *ctx, const char *who, const char *
                                       int *nstmts, char *msg, size_t msglen);
 /* Parses one expression (pairwise dialect) into e; *root its root. */
 NX_HIDDEN nx_status nx_sr_parse_expr(nx_ctx *ctx, const char *who, const char *text,
-                                     nx_sr_dialect dialect, nx_sr_expr *e, int32_t *root,
-                                     char *msg, size_t msglen);
+                                     nx_sr_dialect dialect, nx_sr_expr *e, int32_t *root, char *msg,
+                                     size_t msglen);
 
 /* ---- entry-point plumbing (entry.c) ---------------------------------------------------------*/
 
@@ -122,7 +122,6 @@ NX_HIDDEN nx_status nx_sr_program(nx_ctx *ctx, struct nx_rt_cache_blob *key, nx_
 NX_HIDDEN nx_status nx_sr_check_float(nx_ctx *ctx, const char *who, const char *what,
                                       const nx_tensor *t);
 NX_HIDDEN void nx_sr_key_conv(struct nx_rt_cache_blob *b, const nx_semiring_conv_opts *o);
-NX_HIDDEN void nx_sr_key_tensor(struct nx_rt_cache_blob *b, const char *field,
-                                const nx_tensor *t);
+NX_HIDDEN void nx_sr_key_tensor(struct nx_rt_cache_blob *b, const char *field, const nx_tensor *t);
 
 #endif /* NX_OPS_SEMIRING_H */

@@ -5,8 +5,8 @@
 #include "cli.h"
 #include "nitrix-ops.h"
 
-static const char *const algebras[] = {"real",    "log",       "tropical_max_plus",
-                                       "tropical_min_plus", "boolean", "euclidean"};
+static const char *const algebras[] = {
+    "real", "log", "tropical_max_plus", "tropical_min_plus", "boolean", "euclidean"};
 
 static const nx_semiring *algebra(const char *name)
 {
@@ -28,8 +28,7 @@ static bool spread(const cli_value *v, int d, int64_t *out, const char *name, co
 {
     if (v->n != 1 && v->n != d) {
         snprintf(call->err, call->errlen,
-                 "--%s has %d values; expected 1 or %d (one per spatial dim)", name,
-                 v->n, d);
+                 "--%s has %d values; expected 1 or %d (one per spatial dim)", name, v->n, d);
         return false;
     }
     for (int i = 0; i < d; i++)
@@ -50,7 +49,7 @@ nx_status cli_run_semiring_conv(nx_ctx *ctx, const cli_call *call, nx_tensor **o
     }
     nx_semiring_conv_opts o = {.backend = call->backend, .nspatial = d};
     const char *pad = v[CLI_OPT_semiring_conv_padding].choice;
-    o.padding = !strcmp(pad, "same") ? NX_CONV_SAME
+    o.padding = !strcmp(pad, "same")    ? NX_CONV_SAME
                 : !strcmp(pad, "valid") ? NX_CONV_VALID
                                         : NX_CONV_EXPLICIT;
     if (!spread(&v[CLI_OPT_semiring_conv_stride], d, o.stride, "stride", call) ||

@@ -110,8 +110,8 @@ static formula_fuzz_result pairwise_case(nx_ctx *ctx, const char *text, int line
         r = broken(why, cap, "pairwise", "NX_OK without a result");
     else if (st == NX_ERR_PARSE && !located(msg, "pairwise formula", lines))
         r = broken(why, cap, "pairwise parse error without a line and column", msg);
-    else if (st != NX_OK && st != NX_ERR_PARSE && st != NX_ERR_INVALID_ARG &&
-             st != NX_ERR_DTYPE && st != NX_ERR_SHAPE)
+    else if (st != NX_OK && st != NX_ERR_PARSE && st != NX_ERR_INVALID_ARG && st != NX_ERR_DTYPE &&
+             st != NX_ERR_SHAPE)
         r = broken(why, cap, "pairwise returned", nx_status_str(st));
     nx_tensor_free(out), nx_tensor_free(x), nx_tensor_free(b), nx_tensor_free(p);
     return r;

@@ -76,8 +76,8 @@ static void test_corpus(void **state)
     }
     free(names);
     assert_true(count >= 30);
-    print_message("%zu corpus inputs: %zu accepted and run, %zu rejected\n", count,
-                  accepted, rejected);
+    print_message("%zu corpus inputs: %zu accepted and run, %zu rejected\n", count, accepted,
+                  rejected);
 }
 
 int main(void)

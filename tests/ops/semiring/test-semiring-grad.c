@@ -100,8 +100,9 @@ static void test_matmul_fd(void **state)
     }
     /* A user semiring whose (+) is logsumexp differentiates through its (x). */
     nx_semiring *user = NULL;
-    assert_int_equal(nx_semiring_parse(ctx, "u", "plus = logaddexp(a, b); times = a * b - tanh(b);"
-                                                 " zero = -inf",
+    assert_int_equal(nx_semiring_parse(ctx, "u",
+                                       "plus = logaddexp(a, b); times = a * b - tanh(b);"
+                                       " zero = -inf",
                                        &user),
                      NX_OK);
     problem p = {.sr = user};
@@ -174,9 +175,9 @@ static void test_forward_only(void **state)
     assert_null(da);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "'boolean' is forward-only"));
     nx_semiring *custom = NULL;
-    assert_int_equal(nx_semiring_parse(ctx, "prodlike", "plus = a + b + a*b; times = a*b; zero = 0",
-                                       &custom),
-                     NX_OK);
+    assert_int_equal(
+        nx_semiring_parse(ctx, "prodlike", "plus = a + b + a*b; times = a*b; zero = 0", &custom),
+        NX_OK);
     assert_int_equal(nx_semiring_matmul_vjp(ctx, custom, a, a, a, &REF, &da, NULL),
                      NX_ERR_UNSUPPORTED);
     assert_string_equal(nx_ctx_last_error(ctx),
@@ -188,12 +189,77 @@ static void test_forward_only(void **state)
     nx_ctx_free(ctx);
 }
 
+static double pw_loss(nx_ctx *ctx, nx_tensor *const *t, const nx_pairwise_opts *o,
+                      const nx_tensor *w)
+{
+    nx_tensor *out = NULL;
+    if (nx_pairwise_reduce(ctx, t[0], t[1], t[2], t[3], o, &out, NULL) != NX_OK)
+        fail_msg("pairwise: %s", nx_ctx_last_error(ctx));
+    const double *ov = nx_tensor_data(out), *wv = nx_tensor_data(w);
+    double l = 0;
+    for (int64_t i = 0; i < nx_tensor_numel(out); i++)
+        l += ov[i] * wv[i];
+    nx_tensor_free(out);
+    return l;
+}
+
+/* Gradients with respect to x, y, b and the parameter p0, for sum, logsumexp and min. */
+static void test_pairwise_fd(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    unsigned seed = 5;
+    int64_t sx[2] = {4, 3}, sy[2] = {5, 3}, sb = 5, sp = 1, so[2] = {4, 1};
+    static const struct {
+        const char *f;
+        nx_pairwise_reduction r;
+    } cases[] = {{"exp(-sqdist(x, y) / p0) * b", NX_PAIRWISE_SUM},
+                 {"-sqdist(x, y) / p0 + b", NX_PAIRWISE_LOGSUMEXP},
+                 {"sqdist(x, y) * p0 - b", NX_PAIRWISE_MIN}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        nx_tensor *t[4] = {randn(ctx, 2, sx, &seed), randn(ctx, 2, sy, &seed),
+                           randn(ctx, 1, &sb, &seed), randn(ctx, 1, &sp, &seed)};
+        double *pv = nx_tensor_data(t[3]);
+        pv[0] = 0.5 + fabs(pv[0]); /* a bandwidth away from 0 */
+        nx_tensor *w = randn(ctx, 2, so, &seed), *g[4] = {NULL};
+        nx_pairwise_opts o = {
+            .backend = NX_BACKEND_REF, .formula = cases[c].f, .reduction = cases[c].r};
+        if (nx_pairwise_reduce_vjp(ctx, t[0], t[1], t[2], t[3], &o, w, g) != NX_OK)
+            fail_msg("%s: vjp: %s", cases[c].f, nx_ctx_last_error(ctx));
+        for (int k = 0; k < 4; k++) {
+            double *v = nx_tensor_data(t[k]);
+            const double *gv = nx_tensor_data(g[k]);
+            assert_int_equal(nx_tensor_numel(g[k]), nx_tensor_numel(t[k]));
+            for (int64_t i = 0; i < nx_tensor_numel(t[k]); i++) {
+                double keep = v[i];
+                v[i] = keep + H;
+                double lp = pw_loss(ctx, t, &o, w);
+                v[i] = keep - H;
+                double lm = pw_loss(ctx, t, &o, w);
+                v[i] = keep;
+                double fd = (lp - lm) / (2 * H);
+                if (!nx_test_close(gv[i], fd, 1e-6, 1e-7))
+                    fail_msg("%s: gradient %d[%lld] is %.12g, finite differences give %.12g",
+                             cases[c].f, k, (long long)i, gv[i], fd);
+            }
+        }
+        for (int k = 0; k < 4; k++)
+            nx_tensor_free(g[k]), nx_tensor_free(t[k]);
+        nx_tensor_free(w);
+    }
+    nx_pairwise_opts o = {.formula = "sqdist(x, y)", .reduction = NX_PAIRWISE_ARGMIN};
+    nx_tensor *g[4];
+    assert_int_equal(nx_pairwise_reduce_vjp(ctx, NULL, NULL, NULL, NULL, &o, NULL, g),
+                     NX_ERR_UNSUPPORTED);
+    nx_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul_fd),
-        cmocka_unit_test(test_conv_fd),
-        cmocka_unit_test(test_euclidean_guard),
+        cmocka_unit_test(test_matmul_fd),    cmocka_unit_test(test_conv_fd),
+        cmocka_unit_test(test_pairwise_fd),  cmocka_unit_test(test_euclidean_guard),
         cmocka_unit_test(test_forward_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -202,15 +202,16 @@ static void test_pairwise_builder(void **state)
     nx_ctx *ctx = ctx_new();
     nx_tensor *x = load(ctx, "pw_gauss", "x"), *y = load(ctx, "pw_gauss", "y");
     nx_tensor *b = load(ctx, "pw_gauss", "b"), *want = load(ctx, "pw_gauss", "out"), *got = NULL;
-    nx_pairwise_opts o = {.backend = NX_BACKEND_REF, .reduction = NX_PAIRWISE_SUM,
-                          .expr = gauss_expr, .expr_key = "gauss"};
+    nx_pairwise_opts o = {.backend = NX_BACKEND_REF,
+                          .reduction = NX_PAIRWISE_SUM,
+                          .expr = gauss_expr,
+                          .expr_key = "gauss"};
     if (nx_pairwise_reduce(ctx, x, y, b, NULL, &o, &got, NULL) != NX_OK)
         fail_msg("%s", nx_ctx_last_error(ctx));
     expect_close("pairwise builder", got, want, NULL);
     o.formula = "sqdist(x, y)"; /* both F's: refused */
     nx_tensor *again = NULL;
-    assert_int_equal(nx_pairwise_reduce(ctx, x, y, b, NULL, &o, &again, NULL),
-                     NX_ERR_INVALID_ARG);
+    assert_int_equal(nx_pairwise_reduce(ctx, x, y, b, NULL, &o, &again, NULL), NX_ERR_INVALID_ARG);
     nx_tensor_free(x), nx_tensor_free(y), nx_tensor_free(b), nx_tensor_free(want);
     nx_tensor_free(got);
     nx_ctx_free(ctx);
@@ -224,9 +225,8 @@ static void test_formula_equals_builtin(void **state)
     (void)state;
     nx_ctx *ctx = ctx_new();
     nx_semiring *sr = NULL;
-    assert_int_equal(nx_semiring_parse(ctx, "mp", "plus = max(b, a)\ntimes = a + b; zero = -inf",
-                                       &sr),
-                     NX_OK);
+    assert_int_equal(
+        nx_semiring_parse(ctx, "mp", "plus = max(b, a)\ntimes = a + b; zero = -inf", &sr), NX_OK);
     nx_semiring_info info;
     nx_semiring_get_info(sr, &info);
     assert_true(info.builtin_plus);
@@ -290,8 +290,13 @@ static void test_define_from_ir(void **state)
     assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
     nx_node a = nx_placeholder(g, NX_DTYPE_F32), b = nx_placeholder(g, NX_DTYPE_F32);
     nx_node t = nx_mul(g, nx_maximum(g, a, b), nx_scalar(g, NX_DTYPE_F32, 2.0));
-    nx_semiring_def def = {.name = "minmax", .g = g, .a = a, .b = b, .times = t,
-                           .plus = NX_MONOID_MIN, .identity = INFINITY};
+    nx_semiring_def def = {.name = "minmax",
+                           .g = g,
+                           .a = a,
+                           .b = b,
+                           .times = t,
+                           .plus = NX_MONOID_MIN,
+                           .identity = INFINITY};
     nx_semiring *sr = NULL;
     assert_int_equal(nx_semiring_define(ctx, &def, &sr), NX_OK);
     nx_graph_free(g);
@@ -318,8 +323,8 @@ static void test_define_rejections(void **state)
     nx_node other = nx_placeholder(g, NX_DTYPE_F64);
     nx_semiring *sr = NULL;
     /* a placeholder that is not a or b */
-    nx_semiring_def def = {.g = g, .a = a, .b = b, .times = nx_add(g, a, other),
-                           .plus = NX_MONOID_SUM};
+    nx_semiring_def def = {
+        .g = g, .a = a, .b = b, .times = nx_add(g, a, other), .plus = NX_MONOID_SUM};
     assert_int_equal(nx_semiring_define(ctx, &def, &sr), NX_ERR_INVALID_ARG);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "not one of its own"));
     /* a comparison is bool, not a float */
@@ -429,19 +434,25 @@ static void test_bad_input(void **state)
     assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 3, ks, &k), NX_OK);
     assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 3, ks2, &k2), NX_OK);
     assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 3, xe, &xe_t), NX_OK);
-    assert_int_equal(nx_semiring_conv(ctx, real, x, k, &(nx_semiring_conv_opts){.backend = NX_BACKEND_REF}, &out), NX_ERR_SHAPE);
+    assert_int_equal(nx_semiring_conv(ctx, real, x, k,
+                                      &(nx_semiring_conv_opts){.backend = NX_BACKEND_REF}, &out),
+                     NX_ERR_SHAPE);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "c_in differs"));
     nx_semiring_conv_opts valid = {.backend = NX_BACKEND_REF, .padding = NX_CONV_VALID};
     assert_int_equal(nx_semiring_conv(ctx, real, x, k2, &valid, &out), NX_ERR_SHAPE);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "is 4 after padding but the dilated kernel"));
-    assert_int_equal(nx_semiring_conv(ctx, real, xe_t, k2, &(nx_semiring_conv_opts){.backend = NX_BACKEND_REF}, &out), NX_ERR_SHAPE);
+    assert_int_equal(nx_semiring_conv(ctx, real, xe_t, k2,
+                                      &(nx_semiring_conv_opts){.backend = NX_BACKEND_REF}, &out),
+                     NX_ERR_SHAPE);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "empty axis"));
     /* pairwise: non-finite parameter, unbound names, k out of range */
     nx_tensor *p = NULL;
     int64_t one = 1;
     assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 1, &one, &p), NX_OK);
     ((double *)nx_tensor_data(p))[0] = NAN;
-    nx_pairwise_opts po = {.backend = NX_BACKEND_REF, .formula = "-sqdist(x, y) / p0", .reduction = NX_PAIRWISE_LOGSUMEXP};
+    nx_pairwise_opts po = {.backend = NX_BACKEND_REF,
+                           .formula = "-sqdist(x, y) / p0",
+                           .reduction = NX_PAIRWISE_LOGSUMEXP};
     assert_int_equal(nx_pairwise_reduce(ctx, a, a, NULL, p, &po, &out, NULL), NX_ERR_INVALID_ARG);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "parameter p0 is nan"));
     assert_int_equal(nx_pairwise_reduce(ctx, a, a, NULL, NULL, &po, &out, NULL),
@@ -537,6 +548,11 @@ static nx_status sweep_matmul(nx_ctx *ctx, void *user)
     out = NULL;
     if (st == NX_OK)
         st = nx_semiring_matmul(ctx, nx_semiring_builtin(NX_SEMIRING_EUCLIDEAN), a, b, &REF, &out);
+    nx_tensor *da = NULL, *db = NULL;
+    if (st == NX_OK)
+        st = nx_semiring_matmul_vjp(ctx, nx_semiring_builtin(NX_SEMIRING_LOG), a, b, out, &REF, &da,
+                                    &db);
+    nx_tensor_free(da), nx_tensor_free(db);
     nx_tensor_free(out);
     nx_semiring_free(sr);
     nx_tensor_free(a), nx_tensor_free(b);
@@ -554,10 +570,14 @@ static nx_status sweep_conv_pairwise(nx_ctx *ctx, void *user)
     if (st == NX_OK)
         st = nx_tensor_new(ctx, NX_DTYPE_F32, 2, ps, &pts);
     if (st == NX_OK)
-        st = nx_semiring_conv(ctx, nx_semiring_builtin(NX_SEMIRING_LOG), x, k, &(nx_semiring_conv_opts){.backend = NX_BACKEND_REF}, &out);
+        st = nx_semiring_conv(ctx, nx_semiring_builtin(NX_SEMIRING_LOG), x, k,
+                              &(nx_semiring_conv_opts){.backend = NX_BACKEND_REF}, &out);
     nx_tensor_free(out);
     out = NULL;
-    nx_pairwise_opts po = {.backend = NX_BACKEND_REF, .formula = "sqdist(x, y)", .reduction = NX_PAIRWISE_KMIN, .k = 2};
+    nx_pairwise_opts po = {.backend = NX_BACKEND_REF,
+                           .formula = "sqdist(x, y)",
+                           .reduction = NX_PAIRWISE_KMIN,
+                           .k = 2};
     if (st == NX_OK)
         st = nx_pairwise_reduce(ctx, pts, pts, NULL, NULL, &po, &out, &idx);
     nx_tensor_free(out), nx_tensor_free(idx);
