@@ -6,6 +6,8 @@
  * the channels and merged with them ([s.., b*c]); the window then adds d + 1 axes, and the taps
  * (w.., c) are merged into one fold axis in the kernel's own C order. */
 #include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cache.h"
@@ -20,10 +22,16 @@ typedef struct conv_geom {
     int64_t cin, cout;
 } conv_geom;
 
-static nx_status conv_fail(nx_graph *g, nx_status st, const char *fmt, int64_t a, int64_t b,
-                           int64_t c)
+static nx_status conv_fail(nx_graph *g, nx_status st, const char *fmt, ...) NX_PRINTF(3, 4);
+
+static nx_status conv_fail(nx_graph *g, nx_status st, const char *fmt, ...)
 {
-    nx_ir_graph_failf(g, st, fmt, (long long)a, (long long)b, (long long)c);
+    char msg[NX_IR_MSG];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    nx_ir_graph_fail(g, st, msg);
     return st;
 }
 
@@ -39,36 +47,34 @@ static nx_status conv_geometry(nx_graph *g, nx_node x, nx_node k, const nx_semir
     int d = cg->d;
     if (d < 1 || d > 3 || nk != d + 2)
         return conv_fail(g, NX_ERR_SHAPE,
-                         "nx_semiring_conv: kernel has %lld dims for %lld spatial dims; expected "
-                         "[w_1..w_d, c_in, c_out] with d = 1..3%.0lld",
-                         nk, d, 0);
+                         "nx_semiring_conv: kernel has %d dims for %d spatial dims; expected "
+                         "[w_1..w_d, c_in, c_out] with d = 1..3",
+                         nk, d);
     if (nx_ < d + 1)
-        return conv_fail(
-            g, NX_ERR_SHAPE,
-            "nx_semiring_conv: x has %lld dims; expected [..., s_1..s_%lld, c_in]%.0lld", nx_, d,
-            0);
+        return conv_fail(g, NX_ERR_SHAPE,
+                         "nx_semiring_conv: x has %d dims; expected [..., s_1..s_%d, c_in]", nx_,
+                         d);
     cg->nb = nx_ - d - 1;
     cg->cin = xs[nx_ - 1];
     cg->cout = ks[d + 1];
     if (ks[d] != cg->cin)
         return conv_fail(g, NX_ERR_SHAPE,
                          "nx_semiring_conv: x has %lld channels but the kernel expects %lld "
-                         "(c_in differs)%.0lld",
-                         cg->cin, ks[d], 0);
+                         "(c_in differs)",
+                         (long long)cg->cin, (long long)ks[d]);
     cg->batch = 1;
     for (int i = 0; i < cg->nb; i++)
         cg->batch *= xs[i];
     for (int i = 0; i < nx_; i++)
         if (xs[i] == 0)
             return conv_fail(g, NX_ERR_SHAPE,
-                             "nx_semiring_conv: x has an empty axis (dim %lld of %lld); expected "
-                             "nonempty batch, spatial and channel axes%.0lld",
-                             i, nx_, 0);
+                             "nx_semiring_conv: x has an empty axis (dim %d of %d); expected "
+                             "nonempty batch, spatial and channel axes",
+                             i, nx_);
     for (int i = 0; i < nk; i++)
         if (ks[i] == 0)
             return conv_fail(g, NX_ERR_SHAPE,
-                             "nx_semiring_conv: kernel has an empty axis (dim %lld of %lld)%.0lld",
-                             i, nk, 0);
+                             "nx_semiring_conv: kernel has an empty axis (dim %d of %d)", i, nk);
     for (int i = 0; i < d; i++) {
         cg->s[i] = xs[cg->nb + i];
         cg->w[i] = ks[i];
@@ -76,9 +82,9 @@ static nx_status conv_geometry(nx_graph *g, nx_node x, nx_node k, const nx_semir
         cg->dil[i] = o && o->dilation[i] ? o->dilation[i] : 1;
         if (cg->st[i] < 1 || cg->dil[i] < 1)
             return conv_fail(g, NX_ERR_INVALID_ARG,
-                             "nx_semiring_conv: spatial dim %lld has stride %lld and dilation "
+                             "nx_semiring_conv: spatial dim %d has stride %lld and dilation "
                              "%lld; expected >= 1 (0 means 1)",
-                             i, cg->st[i], cg->dil[i]);
+                             i, (long long)cg->st[i], (long long)cg->dil[i]);
         int64_t eff = (cg->w[i] - 1) * cg->dil[i] + 1;
         nx_conv_padding pm = o ? o->padding : NX_CONV_SAME;
         if (pm == NX_CONV_SAME) {
@@ -92,21 +98,21 @@ static nx_status conv_geometry(nx_graph *g, nx_node x, nx_node k, const nx_semir
             cg->hi[i] = o->pad_hi[i];
             if (cg->lo[i] < 0 || cg->hi[i] < 0)
                 return conv_fail(g, NX_ERR_INVALID_ARG,
-                                 "nx_semiring_conv: padding (%lld, %lld) on spatial dim %lld; "
+                                 "nx_semiring_conv: padding (%lld, %lld) on spatial dim %d; "
                                  "expected >= 0",
-                                 cg->lo[i], cg->hi[i], i);
+                                 (long long)cg->lo[i], (long long)cg->hi[i], i);
         } else if (pm != NX_CONV_VALID) {
             return conv_fail(g, NX_ERR_INVALID_ARG,
-                             "nx_semiring_conv: padding mode %lld; expected SAME, VALID or "
-                             "EXPLICIT%.0lld%.0lld",
-                             pm, 0, 0);
+                             "nx_semiring_conv: padding mode %d; expected SAME, VALID or "
+                             "EXPLICIT",
+                             (int)pm);
         }
         int64_t padded = cg->s[i] + cg->lo[i] + cg->hi[i];
         if (padded < eff)
             return conv_fail(g, NX_ERR_SHAPE,
-                             "nx_semiring_conv: spatial dim %lld is %lld after padding but the "
+                             "nx_semiring_conv: spatial dim %d is %lld after padding but the "
                              "dilated kernel spans %lld",
-                             i, padded, eff);
+                             i, (long long)padded, (long long)eff);
         cg->o[i] = (padded - eff) / cg->st[i] + 1;
     }
     return NX_OK;

@@ -62,6 +62,23 @@ static bool same_double(double a, double b)
     return a == b || (isnan(a) && isnan(b));
 }
 
+/* A custom (+) must make a monoid nx_reduce_custom accepts (arity, carry dtypes, identity), and
+ * the fold must give a scalar of the working dtype. */
+static nx_status check_fold(nx_ctx *ctx, nx_graph *g, const nx_semiring *sr, nx_dtype dt,
+                            const char *who)
+{
+    int64_t two = 2;
+    int axis = 0;
+    nx_node r = nx_semiring_reduce(g, sr, nx_input(g, "x", dt, 1, &two), 1, &axis);
+    if (!r)
+        return nx_rt_error(ctx, nx_graph_status(g), "%s: plus does not fold at %s: %s", who,
+                           nx_dtype_name(dt), nx_graph_error(g));
+    if (nx_node_dtype(g, r) != dt)
+        return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: the fold gives %s for %s elements", who,
+                           nx_dtype_name(nx_node_dtype(g, r)), nx_dtype_name(dt));
+    return NX_OK;
+}
+
 /* Builds every part at f32 and f64 in a scratch graph: each must give a 0-d float of that dtype. */
 static nx_status check_parts(nx_ctx *ctx, const nx_semiring *sr, const char *who)
 {
@@ -103,6 +120,8 @@ static nx_status check_parts(nx_ctx *ctx, const nx_semiring *sr, const char *who
                                  nx_dtype_name(dts[k]), nx_dtype_name(dts[k]));
             }
         }
+        if (st == NX_OK && !sr->builtin_plus)
+            st = check_fold(ctx, g, sr, dts[k], who);
         nx_graph_free(g);
         if (st != NX_OK)
             return st;

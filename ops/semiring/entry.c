@@ -20,15 +20,13 @@ static nx_status compile(nx_ctx *ctx, nx_backend backend, nx_sr_build_fn build, 
         return st;
     nx_node outs[4] = {0};
     int n = 0;
+    /* A builder failure's message is already on the context (graphs mirror theirs there). */
     st = build(g, user, outs, &n);
     if (st == NX_OK && nx_graph_status(g) != NX_OK)
         st = nx_graph_status(g);
     if (st == NX_OK) {
         nx_compile_opts co = {.backend = backend, .n_outputs = n, .outputs = outs};
         st = nx_graph_compile(g, &co, out);
-    } else if (nx_graph_status(g) != NX_OK) {
-        /* The builder's message is already on the context; keep it. */
-        st = nx_graph_status(g);
     }
     nx_graph_free(g);
     return st;

@@ -313,6 +313,55 @@ static void test_define_from_ir(void **state)
     nx_ctx_free(ctx);
 }
 
+/* A two-component custom (+) from C: (sum, count) finalized to sum / count, so
+ * C_ij = mean_k A_ik B_kj, computed by hand. Forward-only. */
+static void test_define_custom_monoid(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    nx_node a = nx_placeholder(g, NX_DTYPE_F64), b = nx_placeholder(g, NX_DTYPE_F64);
+    nx_monoid_def m = {.ncarry = 2};
+    m.x = nx_placeholder(g, NX_DTYPE_F64);
+    for (int i = 0; i < 2; i++) {
+        m.a[i] = nx_placeholder(g, NX_DTYPE_F64);
+        m.b[i] = nx_placeholder(g, NX_DTYPE_F64);
+        m.combine[i] = nx_add(g, m.a[i], m.b[i]);
+        m.identity[i] = nx_scalar(g, NX_DTYPE_F64, 0.0);
+    }
+    m.lift[0] = m.x;
+    m.lift[1] = nx_scalar(g, NX_DTYPE_F64, 1.0);
+    m.finalize = nx_div(g, m.a[0], m.a[1]);
+    nx_semiring_def def = {.name = "mean", .g = g, .a = a, .b = b, .times = nx_mul(g, a, b),
+                           .custom = &m, .identity = NAN};
+    nx_semiring *sr = NULL;
+    if (nx_semiring_define(ctx, &def, &sr) != NX_OK)
+        fail_msg("%s", nx_ctx_last_error(ctx));
+    /* a combine that reads a placeholder of another monoid part is refused */
+    nx_monoid_def bad = m;
+    bad.combine[1] = nx_add(g, m.a[1], m.x);
+    def.custom = &bad;
+    nx_semiring *sr2 = NULL;
+    assert_int_equal(nx_semiring_define(ctx, &def, &sr2), NX_ERR_INVALID_ARG);
+    nx_graph_free(g);
+    nx_semiring_info info;
+    nx_semiring_get_info(sr, &info);
+    assert_int_equal(info.ncarry, 2);
+    assert_false(info.props & NX_SEMIRING_DIFFERENTIABLE);
+    double av[6] = {1, 2, 3, 4, 5, 6}, bv[6] = {1, -1, 2, 0, 0.5, 4};
+    nx_tensor *A = mat(ctx, 2, 3, av), *B = mat(ctx, 3, 2, bv), *got = NULL;
+    assert_int_equal(nx_semiring_matmul(ctx, sr, A, B, &REF, &got), NX_OK);
+    /* C00 = (1 + 4 + 1.5) / 3, C01 = (-1 + 0 + 12) / 3, C10 = (4 + 10 + 3) / 3,
+     * C11 = (-4 + 0 + 24) / 3 */
+    double want[4] = {6.5 / 3, 11.0 / 3, 17.0 / 3, 20.0 / 3};
+    for (int i = 0; i < 4; i++)
+        assert_true(nx_test_close(at(got, i), want[i], 1e-15, 0));
+    nx_tensor_free(A), nx_tensor_free(B), nx_tensor_free(got);
+    nx_semiring_free(sr);
+    nx_ctx_free(ctx);
+}
+
 static void test_define_rejections(void **state)
 {
     (void)state;
@@ -602,6 +651,7 @@ int main(void)
         cmocka_unit_test(test_formula_equals_builtin),
         cmocka_unit_test(test_formula_custom_plus),
         cmocka_unit_test(test_define_from_ir),
+        cmocka_unit_test(test_define_custom_monoid),
         cmocka_unit_test(test_define_rejections),
         cmocka_unit_test(test_formula_errors),
         cmocka_unit_test(test_bad_input),
