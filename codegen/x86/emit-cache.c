@@ -34,8 +34,8 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static nx_status make_key(nx_ctx *ctx, const nx_kernel *k, bool reassoc, const nx_x86_target *t,
-                          nx_rt_cache_blob *b, nx_rt_cache_key *key)
+nx_status nx_x86_kernel_key(nx_ctx *ctx, const nx_kernel *k, bool reassoc,
+                            const nx_x86_target *t, nx_rt_cache_blob *b, nx_rt_cache_key *key)
 {
     uint8_t *ir = NULL;
     size_t len = 0;
@@ -116,7 +116,7 @@ static nx_status get_locked(nx_ctx *ctx, const nx_kernel *k, bool reassoc, nx_x8
         return st;
     nx_rt_cache_blob b;
     nx_rt_cache_key key;
-    st = make_key(ctx, k, reassoc, nx_x86_jit_target(jit), &b, &key);
+    st = nx_x86_kernel_key(ctx, k, reassoc, nx_x86_jit_target(jit), &b, &key);
     if (st != NX_OK) {
         nx_rt_cache_blob_free(&b);
         return st;

@@ -40,6 +40,14 @@ typedef struct nx_x86_get_info {
 NX_HIDDEN nx_status nx_x86_kernel_get(nx_ctx *ctx, const nx_kernel *k, bool reassoc,
                                       nx_x86_loop_fn *fn, nx_x86_get_info *info);
 
+/* The cache key of k for target t (b holds the blob the key borrows; free it after use). */
+struct nx_x86_target;
+struct nx_rt_cache_blob;
+struct nx_rt_cache_key;
+NX_HIDDEN nx_status nx_x86_kernel_key(nx_ctx *ctx, const nx_kernel *k, bool reassoc,
+                                      const struct nx_x86_target *t, struct nx_rt_cache_blob *b,
+                                      struct nx_rt_cache_key *key);
+
 /* fns[i] for every kernel of p: compiled code, or NULL for library kernels and for loop kernels
  * the JIT does not support (those run interpreted, with one warning per kernel shape). */
 NX_HIDDEN nx_status nx_x86_plan_compile(nx_ctx *ctx, const nx_kplan *p, nx_x86_loop_fn *fns);

@@ -1,0 +1,308 @@
+/* The CPU backend's kernel cache: memory hits, disk hits in a new context (a second process
+ * compiles nothing), keys that change with shape, dtype and CPU features, damaged files that are
+ * recompiled and replaced rather than run, and two processes racing on one directory. */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "codegen/x86/emit.h"
+#include "codegen/x86/jit.h"
+#include "passes/fuse.h"
+#include "runtime/cache.h"
+#include "testutil.h"
+
+static char dir[256];
+
+static nx_ctx *ctx_in(nx_test_alloc *ta, const char *d)
+{
+    nx_allocator a = nx_test_allocator(ta);
+    nx_ctx_opts o = {.allocator = &a, .ignore_env = true, .cache_dir = d};
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(&o, &ctx), NX_OK);
+    return ctx;
+}
+
+/* y = x * x + 1 on f32[n] (or dtype), lowered to one loop kernel. */
+static nx_kplan *plan_of(nx_ctx *ctx, nx_graph **g, nx_dtype dt, int64_t n)
+{
+    assert_int_equal(nx_graph_new(ctx, g), NX_OK);
+    nx_node x = nx_input(*g, "x", dt, 1, &n);
+    nx_node y = nx_add(*g, nx_mul(*g, x, x), nx_scalar(*g, dt, 1));
+    nx_kplan *p = NULL;
+    assert_int_equal(nx_pass_pipeline(ctx, &(*g)->s, 1, &y, &p), NX_OK);
+    assert_int_equal(p->nkernels, 1);
+    return p;
+}
+
+static nx_x86_get_info get(nx_ctx *ctx, const nx_kernel *k, nx_x86_loop_fn *fn)
+{
+    nx_x86_get_info info;
+    nx_status st = nx_x86_kernel_get(ctx, k, true, fn, &info);
+    if (st != NX_OK)
+        fail_msg("kernel get: %s", nx_ctx_last_error(ctx));
+    return info;
+}
+
+/* Runs fn on x = 0..n-1 and checks y = x * x + 1 (exact in f32 for these x). */
+static void check_fn(nx_x86_loop_fn fn, int64_t n)
+{
+    float x[64], y[64];
+    for (int i = 0; i < n; i++)
+        x[i] = (float)i, y[i] = -1;
+    void *bufs[2] = {y, x};
+    fn(bufs, 0, n);
+    for (int i = 0; i < n; i++)
+        assert_true(y[i] == (float)(i * i + 1));
+}
+
+static int count_entries(const char *d)
+{
+    DIR *dp = opendir(d);
+    int n = 0;
+    struct dirent *de;
+    while (dp && (de = readdir(dp)))
+        n += strstr(de->d_name, NX_CACHE_FILE_EXT) != NULL;
+    if (dp)
+        closedir(dp);
+    return n;
+}
+
+static void first_entry(const char *d, char *path, size_t len)
+{
+    DIR *dp = opendir(d);
+    struct dirent *de;
+    path[0] = 0;
+    while (dp && (de = readdir(dp)))
+        if (strstr(de->d_name, NX_CACHE_FILE_EXT))
+            snprintf(path, len, "%s/%s", d, de->d_name);
+    if (dp)
+        closedir(dp);
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/nx-cache-test-XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = ctx_in(&ta, dir);
+    nx_rt_cache_disk_clear(ctx, dir, NULL);
+    nx_ctx_free(ctx);
+    rmdir(dir);
+    return 0;
+}
+
+static void test_hit_miss(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = ctx_in(&ta, dir);
+    nx_graph *g = NULL;
+    nx_kplan *p = plan_of(ctx, &g, NX_DTYPE_F32, 37);
+    nx_x86_loop_fn fn = NULL, fn2 = NULL;
+    nx_x86_get_info i1 = get(ctx, p->kernels[0], &fn);
+    assert_false(i1.memory_hit);
+    assert_false(i1.disk_hit);
+    check_fn(fn, 37);
+    nx_x86_get_info i2 = get(ctx, p->kernels[0], &fn2);
+    assert_true(i2.memory_hit);
+    assert_true(fn == fn2);
+    assert_int_equal(count_entries(dir), 1);
+    nx_kplan_free(p);
+    nx_graph_free(g);
+    nx_ctx_free(ctx);
+
+    /* a new context (as a second process would) links the stored object: nothing compiled */
+    ctx = ctx_in(&ta, dir);
+    p = plan_of(ctx, &g, NX_DTYPE_F32, 37);
+    nx_x86_get_info i3 = get(ctx, p->kernels[0], &fn);
+    assert_true(i3.disk_hit);
+    check_fn(fn, 37);
+    nx_x86_jit *jit = NULL;
+    nx_x86_jit_stats js;
+    assert_int_equal(nx_x86_jit_get(ctx, &jit), NX_OK);
+    nx_x86_jit_stats_get(jit, &js);
+    assert_true(js.opt_seconds == 0 && js.codegen_seconds == 0);
+    nx_kplan_free(p);
+    nx_graph_free(g);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+static void key_hex(nx_ctx *ctx, const nx_kernel *k, const nx_x86_target *t, char hex[33])
+{
+    nx_rt_cache_blob b;
+    nx_rt_cache_key key;
+    assert_int_equal(nx_x86_kernel_key(ctx, k, true, t, &b, &key), NX_OK);
+    nx_rt_cache_key_hex(&key, hex);
+    nx_rt_cache_blob_free(&b);
+}
+
+static void test_key_changes(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = ctx_in(&ta, dir);
+    nx_x86_jit *jit = NULL;
+    assert_int_equal(nx_x86_jit_get(ctx, &jit), NX_OK);
+    nx_x86_target t = *nx_x86_jit_target(jit);
+    nx_graph *g1, *g2, *g3, *g4;
+    nx_kplan *p1 = plan_of(ctx, &g1, NX_DTYPE_F32, 37), *p2 = plan_of(ctx, &g2, NX_DTYPE_F32, 38);
+    nx_kplan *p3 = plan_of(ctx, &g3, NX_DTYPE_F64, 37), *p4 = plan_of(ctx, &g4, NX_DTYPE_F32, 37);
+    char h1[33], h2[33], h3[33], h4[33], h5[33];
+    key_hex(ctx, p1->kernels[0], &t, h1);
+    key_hex(ctx, p2->kernels[0], &t, h2);
+    key_hex(ctx, p3->kernels[0], &t, h3);
+    key_hex(ctx, p4->kernels[0], &t, h4);
+    nx_x86_target other = t;
+    other.features = "+sse2,-avx2,-avx512f";
+    key_hex(ctx, p1->kernels[0], &other, h5);
+    assert_string_equal(h1, h4);     /* same kernel, same key */
+    assert_string_not_equal(h1, h2); /* shape */
+    assert_string_not_equal(h1, h3); /* dtype */
+    assert_string_not_equal(h1, h5); /* CPU features */
+    nx_kplan_free(p1), nx_kplan_free(p2), nx_kplan_free(p3), nx_kplan_free(p4);
+    nx_graph_free(g1), nx_graph_free(g2), nx_graph_free(g3), nx_graph_free(g4);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+static void damage(const char *path, bool truncate_it)
+{
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    if (truncate_it) {
+        assert_int_equal(truncate(path, sb.st_size / 2), 0);
+        return;
+    }
+    int fd = open(path, O_RDWR);
+    assert_true(fd >= 0);
+    off_t at = sb.st_size - 100; /* inside the object's bytes */
+    unsigned char c;
+    assert_int_equal(pread(fd, &c, 1, at), 1);
+    c ^= 0x10;
+    assert_int_equal(pwrite(fd, &c, 1, at), 1);
+    close(fd);
+}
+
+static void test_damaged_files(void **state)
+{
+    (void)state;
+    for (int mode = 0; mode < 2; mode++) {
+        nx_test_alloc ta = {0};
+        nx_ctx *ctx = ctx_in(&ta, dir);
+        nx_graph *g = NULL;
+        nx_kplan *p = plan_of(ctx, &g, NX_DTYPE_F32, 40 + mode);
+        nx_x86_loop_fn fn = NULL;
+        get(ctx, p->kernels[0], &fn);
+        nx_kplan_free(p);
+        nx_graph_free(g);
+        nx_ctx_free(ctx);
+        char path[512];
+        first_entry(dir, path, sizeof path);
+        assert_true(path[0] != 0);
+        damage(path, mode == 0);
+
+        ctx = ctx_in(&ta, dir); /* the damaged entry is a miss: recompiled, replaced, correct */
+        p = plan_of(ctx, &g, NX_DTYPE_F32, 40 + mode);
+        nx_x86_get_info info = get(ctx, p->kernels[0], &fn);
+        assert_false(info.disk_hit);
+        check_fn(fn, 40 + mode);
+        nx_kplan_free(p);
+        nx_graph_free(g);
+        nx_ctx_free(ctx);
+
+        ctx = ctx_in(&ta, dir); /* ... and the replacement is whole */
+        p = plan_of(ctx, &g, NX_DTYPE_F32, 40 + mode);
+        info = get(ctx, p->kernels[0], &fn);
+        assert_true(info.disk_hit);
+        check_fn(fn, 40 + mode);
+        nx_kplan_free(p);
+        nx_graph_free(g);
+        nx_ctx_free(ctx);
+        assert_int_equal(ta.live, 0);
+        teardown(NULL);
+        setup(NULL);
+    }
+}
+
+/* Two processes compile the same kernels into one empty directory at the same time. */
+static void test_two_processes(void **state)
+{
+    (void)state;
+    pid_t kids[2];
+    for (int c = 0; c < 2; c++) {
+        kids[c] = fork();
+        assert_true(kids[c] >= 0);
+        if (kids[c] == 0) {
+            int bad = 0;
+            for (int64_t n = 1; n <= 12; n++) {
+                nx_test_alloc ta = {0};
+                nx_allocator a = nx_test_allocator(&ta);
+                nx_ctx_opts o = {.allocator = &a, .ignore_env = true, .cache_dir = dir};
+                nx_ctx *ctx = NULL;
+                nx_graph *g = NULL;
+                nx_kplan *p = NULL;
+                nx_x86_loop_fn fn = NULL;
+                bad |= nx_ctx_new(&o, &ctx) != NX_OK;
+                bad |= nx_graph_new(ctx, &g) != NX_OK;
+                nx_node x = nx_input(g, "x", NX_DTYPE_F32, 1, &n);
+                nx_node y = nx_add(g, nx_mul(g, x, x), nx_scalar(g, NX_DTYPE_F32, 1));
+                bad |= nx_pass_pipeline(ctx, &g->s, 1, &y, &p) != NX_OK;
+                bad |= !p || nx_x86_kernel_get(ctx, p->kernels[0], true, &fn, NULL) != NX_OK;
+                float xs[16], ys[16];
+                for (int i = 0; i < n; i++)
+                    xs[i] = (float)i;
+                void *bufs[2] = {ys, xs};
+                if (!bad)
+                    fn(bufs, 0, n);
+                for (int i = 0; !bad && i < n; i++)
+                    bad |= ys[i] != (float)(i * i + 1);
+                nx_kplan_free(p);
+                nx_graph_free(g);
+                nx_ctx_free(ctx);
+            }
+            _exit(bad);
+        }
+    }
+    for (int c = 0; c < 2; c++) {
+        int status = 0;
+        assert_int_equal(waitpid(kids[c], &status, 0), kids[c]);
+        assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    assert_int_equal(count_entries(dir), 12);
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = ctx_in(&ta, dir);
+    for (int64_t n = 1; n <= 12; n++) {
+        nx_graph *g = NULL;
+        nx_kplan *p = plan_of(ctx, &g, NX_DTYPE_F32, n);
+        nx_x86_loop_fn fn = NULL;
+        assert_true(get(ctx, p->kernels[0], &fn).disk_hit);
+        check_fn(fn, n);
+        nx_kplan_free(p);
+        nx_graph_free(g);
+    }
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_hit_miss, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_key_changes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_damaged_files, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_two_processes, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
