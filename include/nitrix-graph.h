@@ -203,7 +203,7 @@ typedef enum nx_monoid {
 NX_API nx_node nx_gather(nx_graph *g, nx_node x, nx_node idx, int axis);
 /* The adjoint of gather: out = x, then out[.., idx[j], ..] (+)= updates[.., j, ..] under monoid
  * SUM, MAX or MIN. updates has the shape nx_gather(x, idx, axis) would have. Out-of-range indices
- * are dropped. */
+ * are dropped (over an empty axis, all of them: out = x). */
 NX_API nx_node nx_scatter(nx_graph *g, nx_node x, nx_node idx, nx_node updates, int axis,
                           nx_monoid monoid);
 

@@ -8,8 +8,10 @@
 
 #include "ir.h"
 
+/* The gather result's signature. A gather needs a nonempty axis to clamp into; a scatter over an
+ * empty axis (allow_empty) drops every update, as numpy's add.at does. */
 static nx_status gather_shape(nx_ir_check *ck, const nx_ir_sig *x, const nx_ir_sig *idx,
-                              int64_t axis, nx_ir_sig *out)
+                              int64_t axis, bool allow_empty, nx_ir_sig *out)
 {
     if (axis < 0 || axis >= x->ndim)
         return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "axis %lld is out of range for %d dims",
@@ -21,7 +23,7 @@ static nx_status gather_shape(nx_ir_check *ck, const nx_ir_sig *x, const nx_ir_s
     if (nd > NX_MAX_DIMS)
         return nx_ir_fail(ck, NX_ERR_SHAPE, "the result would have %d dims; expected at most %d",
                           nd, NX_MAX_DIMS);
-    if (x->shape[axis] == 0 && nx_ir_numel(idx->ndim, idx->shape) > 0)
+    if (!allow_empty && x->shape[axis] == 0 && nx_ir_numel(idx->ndim, idx->shape) > 0)
         return nx_ir_fail(ck, NX_ERR_SHAPE,
                           "axis %lld of x is empty, so no index can be taken from it",
                           (long long)axis);
@@ -46,7 +48,7 @@ nx_status nx_ir_shape_gather(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_
     (void)s;
     if (p->nattrs != 1)
         return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "%d attributes; expected [axis]", p->nattrs);
-    return gather_shape(ck, &p->ins[0], &p->ins[1], p->attrs[0], out);
+    return gather_shape(ck, &p->ins[0], &p->ins[1], p->attrs[0], false, out);
 }
 
 nx_status nx_ir_shape_scatter(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_proto *p,
@@ -69,7 +71,7 @@ nx_status nx_ir_shape_scatter(nx_ir_check *ck, const nx_ir_store *s, const nx_ir
                           nx_dtype_name(u->dtype), nx_dtype_name(x->dtype));
     nx_ir_sig want;
     memset(&want, 0, sizeof want);
-    nx_status st = gather_shape(ck, x, &p->ins[1], p->attrs[0], &want);
+    nx_status st = gather_shape(ck, x, &p->ins[1], p->attrs[0], true, &want);
     if (st != NX_OK)
         return st;
     if (want.ndim != u->ndim ||

@@ -350,6 +350,26 @@ static void test_gather_clamps_scatter_drops(void **state)
                         wrap(ctx, NX_DTYPE_F64, 1, (int64_t[]){3}, v)),
                   3, wn, "scatter-min with NaN");
 
+    /* scattering into an empty axis drops every update: out = x */
+    nx_graph_free(g);
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    double e3[1] = {0};
+    int64_t ei[2] = {0, 5};
+    double eu[2][2] = {{1, 2}, {3, 4}};
+    nx_node ex = nx_input(g, "x", NX_DTYPE_F64, 2, (int64_t[]){2, 0});
+    nx_node eix = nx_input(g, "idx", NX_DTYPE_I64, 1, (int64_t[]){2});
+    nx_node eup = nx_input(g, "u", NX_DTYPE_F64, 2, (int64_t[]){2, 2});
+    nx_node es = nx_scatter(g, ex, eix, eup, 1, NX_MONOID_SUM);
+    assert_int_not_equal(es, NX_NONE);
+    nx_tensor *eins[3] = {wrap(ctx, NX_DTYPE_F64, 2, (int64_t[]){2, 0}, e3),
+                          wrap(ctx, NX_DTYPE_I64, 1, (int64_t[]){2}, ei),
+                          wrap(ctx, NX_DTYPE_F64, 2, (int64_t[]){2, 2}, eu)};
+    nx_tensor *er = run1(g, es, 3, eins);
+    expect_shape(er, 2, (int64_t[]){2, 0});
+    expect_values(er, 0, NULL, "scatter into an empty axis");
+    for (int i = 0; i < 3; i++)
+        nx_tensor_free(eins[i]);
+
     /* a 2-d index on a 1-d x: y[i, j] = x[idx[i, j]] */
     nx_graph_free(g);
     assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
