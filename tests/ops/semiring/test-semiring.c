@@ -333,8 +333,13 @@ static void test_define_custom_monoid(void **state)
     m.lift[0] = m.x;
     m.lift[1] = nx_scalar(g, NX_DTYPE_F64, 1.0);
     m.finalize = nx_div(g, m.a[0], m.a[1]);
-    nx_semiring_def def = {.name = "mean", .g = g, .a = a, .b = b, .times = nx_mul(g, a, b),
-                           .custom = &m, .identity = NAN};
+    nx_semiring_def def = {.name = "mean",
+                           .g = g,
+                           .a = a,
+                           .b = b,
+                           .times = nx_mul(g, a, b),
+                           .custom = &m,
+                           .identity = NAN};
     nx_semiring *sr = NULL;
     if (nx_semiring_define(ctx, &def, &sr) != NX_OK)
         fail_msg("%s", nx_ctx_last_error(ctx));
@@ -549,6 +554,31 @@ static void test_empty_k(void **state)
     nx_ctx_free(ctx);
 }
 
+/* LOG at magnitudes where exp overflows (f32: e^88) stays finite through the online carry:
+ * log(e^{1000} + e^{1000}) = 1000 + log 2, and all -inf rows stay -inf. */
+static void test_log_magnitudes(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    const nx_semiring *sr = nx_semiring_builtin(NX_SEMIRING_LOG);
+    static const nx_dtype dts[2] = {NX_DTYPE_F32, NX_DTYPE_F64};
+    for (int k = 0; k < 2; k++) {
+        nx_tensor *a = NULL, *b = NULL,
+                  *a64 = mat(ctx, 3, 2, (double[]){1000, 1000, -1000, -1000, -INFINITY, -INFINITY});
+        nx_tensor *b64 = mat(ctx, 2, 1, (double[]){0, 0}), *out = NULL;
+        assert_int_equal(nx_tensor_cast(a64, dts[k], &a), NX_OK);
+        assert_int_equal(nx_tensor_cast(b64, dts[k], &b), NX_OK);
+        assert_int_equal(nx_semiring_matmul(ctx, sr, a, b, &REF, &out), NX_OK);
+        double tol = k == 0 ? 1e-6 : 1e-15;
+        assert_true(nx_test_close(at(out, 0), 1000 + log(2.0), tol, 0));
+        assert_true(nx_test_close(at(out, 1), -1000 + log(2.0), tol, 0));
+        assert_true(at(out, 2) == -INFINITY);
+        nx_tensor_free(a), nx_tensor_free(b), nx_tensor_free(a64), nx_tensor_free(b64);
+        nx_tensor_free(out);
+    }
+    nx_ctx_free(ctx);
+}
+
 /* The second call with the same key finds its program in the context cache. */
 static void test_cache_hit(void **state)
 {
@@ -656,6 +686,7 @@ int main(void)
         cmocka_unit_test(test_formula_errors),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_empty_k),
+        cmocka_unit_test(test_log_magnitudes),
         cmocka_unit_test(test_cache_hit),
         cmocka_unit_test(test_alloc_sweeps),
     };
