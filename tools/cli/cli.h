@@ -152,5 +152,6 @@ bool cli_table_check(void);
 int cli_cmd_info(int argc, char **argv);
 int cli_cmd_run(int argc, char **argv);
 int cli_cmd_demo(int argc, char **argv);
+int cli_cmd_bench(int argc, char **argv);
 
 #endif /* NX_CLI_H */

@@ -1,4 +1,4 @@
-/* The `nitrix` command: info, run, demo. */
+/* The `nitrix` command: info, run, demo, bench. */
 #include <stdio.h>
 #include <string.h>
 
@@ -12,6 +12,7 @@ static void print_usage(FILE *f)
           "  info    library version, CPU features, backends compiled in and found, cache\n"
           "  run     run one op on .npy arrays (nitrix run --list shows the ops)\n"
           "  demo    synthesise a 3-D phantom and run a small pipeline on each backend\n"
+          "  bench   the CPU backend's benchmark rows (nitrix bench --help)\n"
           "\n"
           "nitrix COMMAND --help describes a command. Exit status: 0 done; 1 the library failed\n"
           "at run time; 2 bad command line or input file.\n",
@@ -39,6 +40,8 @@ int main(int argc, char **argv)
         return cli_cmd_run(argc - 1, argv + 1);
     if (strcmp(cmd, "demo") == 0)
         return cli_cmd_demo(argc - 1, argv + 1);
-    cli_error("unknown command '%s'; expected info, run or demo (see nitrix --help)", cmd);
+    if (strcmp(cmd, "bench") == 0)
+        return cli_cmd_bench(argc - 1, argv + 1);
+    cli_error("unknown command '%s'; expected info, run, demo or bench (see nitrix --help)", cmd);
     return CLI_EXIT_USAGE;
 }
