@@ -213,10 +213,12 @@ static nx_dtype rand_dtype(fz *f, int kinds)
     return c[below(f->r, (uint32_t)n)];
 }
 
+/* Extents 1..6, and now and then 0: empty arrays are valid everywhere the header does not say
+ * otherwise (window, arg reductions, top-k and gathers from an empty axis are kept away). */
 static int rand_shape(fz *f, int nd, int64_t *sh)
 {
     for (int i = 0; i < nd; i++)
-        sh[i] = chance(f->r, 10) ? range(f->r, 5, 6) : range(f->r, 1, 4);
+        sh[i] = chance(f->r, 4) ? 0 : chance(f->r, 10) ? range(f->r, 5, 6) : range(f->r, 1, 4);
     while (numel(nd, sh) > 256) {
         for (int i = 0; i < nd; i++)
             sh[i] = sh[i] > 1 ? sh[i] - 1 : 1;
@@ -554,6 +556,15 @@ static void op_reshape(fz *f)
         return;
     val x = *px;
     int64_t rest = numel(x.nd, x.sh), sh[NX_MAX_DIMS], req[NX_MAX_DIMS];
+    if (rest == 0) {
+        /* any shape with a zero extent; no -1, which would be ambiguous */
+        int nd = range(f->r, 1, 4);
+        for (int i = 0; i < nd; i++)
+            sh[i] = range(f->r, 0, 3);
+        sh[below(f->r, (uint32_t)nd)] = 0;
+        push(f, nx_reshape(f->g, x.n, nd, sh), x.dt, nd, sh, x.bound);
+        return;
+    }
     int nd = range(f->r, rest == 1 ? 0 : 1, 4);
     for (int i = 0; i < nd - 1; i++) {
         int64_t divs[64];
@@ -618,8 +629,8 @@ static void op_slice(fz *f)
     int64_t start[NX_MAX_DIMS], stop[NX_MAX_DIMS], step[NX_MAX_DIMS], sh[NX_MAX_DIMS];
     bool unit_step = chance(f->r, 25);
     for (int i = 0; i < x.nd; i++) {
-        start[i] = range(f->r, 0, (int)x.sh[i] - 1);
-        stop[i] = range(f->r, (int)start[i] + 1, (int)x.sh[i]);
+        start[i] = x.sh[i] ? range(f->r, 0, (int)x.sh[i] - 1) : 0;
+        stop[i] = x.sh[i] ? range(f->r, (int)start[i] + 1, (int)x.sh[i]) : 0;
         step[i] = unit_step ? 1 : range(f->r, 1, 3);
         sh[i] = (stop[i] - start[i] + step[i] - 1) / step[i];
     }
@@ -642,6 +653,8 @@ static void op_pad(fz *f)
     if (numel(x.nd, sh) > MAX_NUMEL)
         return;
     nx_pad_mode mode = (nx_pad_mode)below(f->r, NX_PAD_MODE_COUNT);
+    if (numel(x.nd, x.sh) == 0)
+        mode = NX_PAD_CONSTANT; /* the other modes have no values to repeat */
     double cval = kind(x.dt) == K_FLOAT ? 4.0 * unit(&f->vs) - 2.0 : range(f->r, 0, 1);
     bool keeps = mode != NX_PAD_CONSTANT; /* only x's values appear */
     push(f, nx_pad(f->g, x.n, lo, hi, mode, cval), x.dt, x.nd, sh, keeps ? x.bound : 0);
@@ -674,6 +687,8 @@ static void op_concat(fz *f)
     memcpy(sh, x.sh, sizeof sh);
     for (int k = 0; k < n; k++) {
         int how = (int)below(f->r, 3);
+        if (how == 1 && x.sh[axis] == 0)
+            how = 0;
         if (how == 0) {
             xs[k] = x.n;
             total += x.sh[axis];
@@ -706,6 +721,8 @@ static void op_window(fz *f)
     if (!px)
         return;
     val x = *px;
+    if (numel(x.nd, x.sh) == 0)
+        return; /* every window axis needs at least one output */
     int64_t w[NX_MAX_DIMS], s[NX_MAX_DIMS], d[NX_MAX_DIMS], sh[NX_MAX_DIMS];
     bool ns = chance(f->r, 25), ndl = chance(f->r, 25);
     for (int i = 0; i < x.nd; i++) {
@@ -769,6 +786,8 @@ static void op_gather(fz *f)
         return;
     val idx = *pi;
     int axis = (int)below(f->r, (uint32_t)x.nd);
+    if (x.sh[axis] == 0)
+        return; /* nothing to clamp into */
     int64_t sh[NX_MAX_DIMS];
     int nd = take_shape(&x, &idx, axis, sh);
     if (nd > MAX_ND || numel(nd, sh) > MAX_NUMEL)
@@ -789,6 +808,8 @@ static void op_scatter(fz *f)
         return;
     val idx = *pi;
     int axis = (int)below(f->r, (uint32_t)x.nd);
+    if (x.sh[axis] == 0)
+        return; /* refused by the library (notes/ir-bugs.md IRB-4): kept out of the fuzzer */
     int64_t sh[NX_MAX_DIMS];
     int nd = take_shape(&x, &idx, axis, sh);
     if (nd > MAX_ND || numel(nd, sh) > MAX_NUMEL)
@@ -835,6 +856,8 @@ static void op_reduce(fz *f)
     if (arg) {
         axes[0] = (int)below(f->r, (uint32_t)x.nd);
         n = 1;
+        if (x.sh[axes[0]] == 0)
+            m = NX_MONOID_MIN, arg = false; /* ARGMAX/ARGMIN need a nonempty axis */
     } else {
         n = subset(f, x.nd, axes, false);
     }
@@ -955,6 +978,8 @@ static void op_topk(fz *f)
         return;
     val x = *px;
     int axis = (int)below(f->r, (uint32_t)x.nd);
+    if (x.sh[axis] == 0)
+        return;
     int64_t k = range(f->r, 1, (int)x.sh[axis]), sh[NX_MAX_DIMS];
     memcpy(sh, x.sh, sizeof sh);
     sh[axis] = k;
@@ -1282,6 +1307,8 @@ static bool identity(fz *f, const val *v, int r, pair *out)
         if (numel(v->nd, sh) > MAX_NUMEL)
             return false;
         nx_pad_mode mode = (nx_pad_mode)below(f->r, NX_PAD_MODE_COUNT);
+        if (numel(v->nd, v->sh) == 0)
+            mode = NX_PAD_CONSTANT;
         n = nx_slice(g, nx_pad(g, v->n, lo, hi, mode, 0.25), lo, stop, NULL);
         break;
     }
@@ -1322,7 +1349,7 @@ static bool identity(fz *f, const val *v, int r, pair *out)
         break;
     }
     case 7: {
-        if (v->nd == 0 || v->nd > 3)
+        if (v->nd == 0 || v->nd > 3 || numel(v->nd, v->sh) == 0)
             return false;
         out->rel = "window(v, 1, 1, 1) == reshape(v, shape + [1...])";
         memcpy(sh, v->sh, sizeof(int64_t) * (size_t)v->nd);
@@ -1364,6 +1391,8 @@ static bool identity(fz *f, const val *v, int r, pair *out)
             return false;
         out->rel = "argmax(v, axis) == first of argsort(v, axis, descending)";
         int axis = (int)below(f->r, (uint32_t)v->nd);
+        if (v->sh[axis] == 0)
+            return false;
         memcpy(stop, v->sh, sizeof stop);
         stop[axis] = 1;
         nx_node first = nx_slice(g, nx_argsort(g, v->n, axis, true), lo, stop, NULL);
@@ -1378,6 +1407,8 @@ static bool identity(fz *f, const val *v, int r, pair *out)
             return false;
         out->rel = "topk(v, extent, axis) == (sort, argsort)(v, axis) on integers";
         int axis = (int)below(f->r, (uint32_t)v->nd);
+        if (v->sh[axis] == 0)
+            return false;
         bool largest = chance(f->r, 50);
         nx_node tv = NX_NONE, ti = NX_NONE;
         nx_topk(g, v->n, v->sh[axis], axis, largest, &tv, &ti);
@@ -1462,7 +1493,7 @@ static nx_status make_input(fz *f, const val *v, nx_tensor **t, void **buf)
         return st;
     }
     int axis = (int)below(f->r, (uint32_t)v->nd);
-    bool rev = chance(f->r, 50);
+    bool rev = chance(f->r, 50) && n > 0;
     int64_t strides[NX_MAX_DIMS], s = 1;
     for (int i = v->nd - 1; i >= 0; i--) {
         int64_t ext = i == axis && !rev ? 2 * v->sh[i] : v->sh[i];
