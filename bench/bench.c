@@ -342,9 +342,20 @@ static void print_row(const nx_bench_row *r, bool json, FILE *f)
             r->peer_median_s, r->floor_s, r->note);
 }
 
+/* filter: comma-separated substrings; a row runs when its name contains one of them. */
 static bool wanted(const char *filter, const char *name)
 {
-    return !filter || !*filter || strstr(name, filter);
+    if (!filter || !*filter)
+        return true;
+    while (*filter) {
+        const char *end = strchr(filter, ',');
+        size_t n = end ? (size_t)(end - filter) : strlen(filter);
+        for (const char *p = name; n && *p; p++)
+            if (strncmp(p, filter, n) == 0)
+                return true;
+        filter = end ? end + 1 : filter + n;
+    }
+    return false;
 }
 
 nx_status nx_bench_main(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)

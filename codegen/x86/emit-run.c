@@ -3,6 +3,7 @@
  * thread pool (or the kernel IR interpreter), library kernels run the interpreter's routine for
  * their node, which is the plain C implementation the kernel IR document promises. */
 #include <string.h>
+#include <sys/mman.h>
 
 #include "codegen/x86/emit.h"
 #include "runtime/pool.h"
@@ -86,6 +87,25 @@ static bool is_output(const nx_kplan *p, int slot)
     return false;
 }
 
+/* Fresh output memory costs one page fault per 4 KiB on first touch, which for a 256 MiB result
+ * outweighs the kernel itself; transparent huge pages (where the system lets a process ask for
+ * them) cut the faults 512-fold. A hint only: failure changes nothing. */
+static void advise_huge(void *data, size_t bytes)
+{
+#ifdef MADV_HUGEPAGE
+    const uintptr_t huge = 2u << 20;
+    if (bytes < 4 * huge)
+        return;
+    uintptr_t lo = ((uintptr_t)data + huge - 1) & ~(huge - 1);
+    uintptr_t hi = ((uintptr_t)data + bytes) & ~(huge - 1);
+    if (hi > lo)
+        (void)madvise((void *)lo, hi - lo, MADV_HUGEPAGE);
+#else
+    (void)data;
+    (void)bytes;
+#endif
+}
+
 static nx_status run_kernel(run_state *rs, int ki, nx_x86_loop_fn fn)
 {
     const nx_kernel *k = rs->p->kernels[ki];
@@ -101,6 +121,8 @@ static nx_status run_kernel(run_state *rs, int ki, nx_x86_loop_fn fn)
                                                &rs->slot[kb->slot]);
             if (st != NX_OK)
                 return st;
+            advise_huge(nx_tensor_data(rs->slot[kb->slot]),
+                        (size_t)nx_ir_numel(kb->ndim, kb->shape) * nx_dtype_size(kb->dtype));
         }
         bufs[b] = nx_tensor_data(rs->slot[kb->slot]);
     }

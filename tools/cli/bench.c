@@ -9,7 +9,7 @@
 
 static void usage(FILE *f)
 {
-    fputs("usage: nitrix bench [FILTER] [--json] [--runs N]\n"
+    fputs("usage: nitrix bench [FILTER[,FILTER...]] [--json] [--runs N]\n"
           "\n"
           "Runs the benchmark rows whose name contains FILTER (all by default): a elementwise\n"
           "a*b+c on 64M f32 vs memcpy, b max-plus contraction 1024^3 vs a naive C loop, c\n"
