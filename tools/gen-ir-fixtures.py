@@ -1338,6 +1338,14 @@ def gen_zero_size():
     i = c.inp('i64', np.zeros((0,), dtype=np.int64))
     c.inp('f64', np.zeros((0,)))
     add(c.out('f64', x))
+    # every index is out of range of an empty axis: all updates are dropped, out = x
+    for axis, xs in ((0, (0, 3)), (1, (2, 0))):
+        c = case('scatter_axis%d' % axis, 'scatter')
+        c.attr('axis', axis).attr('monoid', 'sum')
+        x = c.inp('f64', np.zeros(xs))
+        c.inp('i64', [0, -1, 2])
+        c.inp('f64', np.zeros(xs[:axis] + (3,) + xs[axis + 1:]))
+        add(c.out('f64', x))
     c = case('reduce_other_axis', 'reduce')
     c.attr('axes', 1).attr('monoid', 'sum').attr('keepdims', 0)
     x = c.inp('f64', np.zeros((0, 3)))
