@@ -1,6 +1,6 @@
-/* Semiring internals shared by ops/semiring/: the small expression trees that describe a
- * semiring's parts independently of any graph, the semiring object, and the formula parser.
- * Not installed.
+/* Semiring internals shared by frontend/semiring.c, frontend/formula.c and ops/semiring/: the small
+ * expression trees that describe a semiring's parts independently of any graph, the semiring
+ * object, and the formula parser. Not installed.
  *
  * An expression is an array of nodes in topological order (operands before users); its root is
  * an index. Instantiating it in a graph maps variables to nodes and rebuilds the ops with the
@@ -86,7 +86,8 @@ NX_HIDDEN void nx_sr_key(struct nx_rt_cache_blob *b, const char *field, const nx
                          int32_t root);
 NX_HIDDEN void nx_sr_semiring_key(struct nx_rt_cache_blob *b, const nx_semiring *sr);
 
-/* ---- the formula parser (formula.c) ---------------------------------------------------------*/
+/* ---- the formula parser (frontend/formula.c)
+ * ---------------------------------------------------------*/
 
 /* What a formula may name. */
 typedef enum nx_sr_dialect {
