@@ -98,6 +98,8 @@ static nx_status time_workload(workload *w, int runs, nx_bench_row *row)
         nx_tensor_free(out);
     }
     row->median_s = st == NX_OK ? median(t, runs) : NAN;
+    row->min_s = t[0];
+    row->max_s = t[runs - 1];
     row->runs = runs;
     free(t);
     return st;
@@ -332,9 +334,9 @@ static void print_row(const nx_bench_row *r, bool json, FILE *f)
         fprintf(f,
                 "{\"name\": \"%s\", \"backend\": \"%s\", \"dtype\": \"%s\", \"shape\": \"%s\", "
                 "\"median_s\": %.6g, \"runs\": %d, \"peer\": \"%s\", \"peer_median_s\": %.6g, "
-                "\"floor_s\": %.6g, \"note\": \"%s\"}\n",
+                "\"floor_s\": %.6g, \"min_s\": %.6g, \"max_s\": %.6g, \"note\": \"%s\"}\n",
                 r->name, r->backend, r->dtype, r->shape, r->median_s, r->runs, r->peer,
-                r->peer_median_s, r->floor_s, r->note);
+                r->peer_median_s, r->floor_s, r->min_s, r->max_s, r->note);
         return;
     }
     fprintf(f, "%-24s %-4s %-4s %-18s %11.6f s  x%-4d peer %-34s %10.6f s  floor %10.6f s  %s\n",

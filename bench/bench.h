@@ -18,6 +18,7 @@ typedef struct nx_bench_row {
     char peer[48];
     double peer_median_s; /* 0: no peer in this run */
     double floor_s;       /* 0: no floor */
+    double min_s, max_s;  /* spread of the timed runs */
     char note[160];
 } nx_bench_row;
 
