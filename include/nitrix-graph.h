@@ -296,6 +296,27 @@ NX_API nx_node nx_softmax(nx_graph *g, nx_node x, int axis);
 NX_API nx_node nx_where(nx_graph *g, nx_node cond, nx_node a, nx_node b); /* = nx_select */
 
 /* ------------------------------------------------------------------------------------------------
+ * Gradients (reverse mode, docs/autodiff.md)
+ * ----------------------------------------------------------------------------------------------*/
+
+/* Adds to g the cotangents of the wrt nodes for L = sum_i <outputs[i], cotangents[i]>, a source
+ * transformation: grads_out[j] (wrt[j]'s dtype and shape; owned by the graph) is an ordinary node
+ * that compiles and runs like any other and can be differentiated again. cotangents[i] has exactly
+ * outputs[i]'s dtype and shape, or is NX_NONE (zero). wrt nodes are float nodes of g (parameters,
+ * inputs or intermediate values); a wrt node joined to no output by a differentiable path gets
+ * zeros. Comparisons, floor/ceil/round/sign, argsort, argmax and casts to or from integers pass no
+ * gradient. Errors: NX_ERR_UNSUPPORTED naming the node when a cotangent must cross an extern
+ * without a vjp or a custom monoid that is not a built-in one; NX_ERR_SHAPE / NX_ERR_DTYPE /
+ * NX_ERR_INVALID_ARG for bad arguments (the graph stays usable); NX_ERR_NOMEM (recorded in the
+ * graph, as builders do). On failure grads_out is all NX_NONE. */
+NX_API nx_status nx_graph_vjp(nx_graph *g, int n_outputs, const nx_node *outputs,
+                              const nx_node *cotangents, int n_wrt, const nx_node *wrt,
+                              nx_node *grads_out);
+/* nx_graph_vjp of a float output with one element (any rank), with cotangent 1. */
+NX_API nx_status nx_graph_grad(nx_graph *g, nx_node scalar_output, int n_wrt, const nx_node *wrt,
+                               nx_node *grads_out);
+
+/* ------------------------------------------------------------------------------------------------
  * Compilation and execution
  * ----------------------------------------------------------------------------------------------*/
 

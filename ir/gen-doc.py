@@ -38,7 +38,7 @@ def rows(path):
     for m in re.finditer(r"NX_PRIM\((.*?)\)\s*(?=NX_PRIM\(|$)", text, flags=re.S):
         a = split_args(m.group(1))
         yield {"id": a[0], "name": unquote(a[1]), "arity": a[2], "valops": a[3],
-               "adj": a[7], "shape": unquote(a[8]), "math": unquote(a[9])}
+               "adj": a[7], "shape": unquote(a[9]), "math": unquote(a[10])}
 
 
 ADJ = {"NX_ADJ_SLOT": "yes", "NX_ADJ_FLOAT": "float to float only", "NX_ADJ_NONE": "no"}

@@ -9,7 +9,7 @@
 /* ---- the primitive table -------------------------------------------------------------------*/
 
 const nx_ir_prim_info nx_ir_prims[NX_PRIM_COUNT] = {
-#define NX_PRIM(ID, NAME, ARITY, VALOPS, RULE, REF, ATTRS, ADJ, SDOC, MDOC)                        \
+#define NX_PRIM(ID, NAME, ARITY, VALOPS, RULE, REF, ATTRS, ADJ, VJP, SDOC, MDOC)                   \
     [NX_PRIM_##ID] = {.op = NX_PRIM_##ID,                                                          \
                       .name = NAME,                                                                \
                       .arity = ARITY,                                                              \
@@ -18,7 +18,7 @@ const nx_ir_prim_info nx_ir_prims[NX_PRIM_COUNT] = {
                       .ref = nx_ir_ref_##REF,                                                      \
                       .attrs = nx_ir_attrs_##ATTRS,                                                \
                       .adj = ADJ,                                                                  \
-                      .vjp = NULL,                                                                 \
+                      .vjp = VJP,                                                                  \
                       .shape_doc = SDOC,                                                           \
                       .math_doc = MDOC},
 #include "prims.def"
@@ -48,10 +48,10 @@ nx_status nx_ir_selfcheck(nx_ctx *ctx)
                                "kernel or attribute printer",
                                name);
         bool flag_ok = r->adj == NX_ADJ_NONE || r->adj == NX_ADJ_SLOT || r->adj == NX_ADJ_FLOAT;
-        if (!flag_ok || (r->adj == NX_ADJ_NONE && r->vjp))
+        if (!flag_ok || (r->adj == NX_ADJ_NONE) != (r->vjp == NULL))
             return nx_rt_error(ctx, NX_ERR_INTERNAL,
-                               "nx_ir_selfcheck: primitive %s has neither an adjoint slot nor "
-                               "the non-differentiable flag",
+                               "nx_ir_selfcheck: primitive %s has neither an adjoint rule nor "
+                               "the non-differentiable flag (or both)",
                                name);
         if (r->arity < -1 || r->valops < -1 || !r->shape_doc || !r->math_doc)
             return nx_rt_error(ctx, NX_ERR_INTERNAL,

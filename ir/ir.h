@@ -149,8 +149,9 @@ typedef nx_status (*nx_ir_shape_fn)(nx_ir_check *ck, const nx_ir_store *s, const
 typedef nx_status (*nx_ir_ref_fn)(const nx_ir_eval *ev, const nx_ir_node *n,
                                   const nx_tensor *const *ins, nx_tensor *out);
 typedef void (*nx_ir_attrs_fn)(FILE *f, const nx_ir_store *s, const nx_ir_node *n);
-/* The adjoint rule's slot; its signature is fixed by passes/autodiff when it lands. */
-typedef void (*nx_ir_vjp_fn)(void);
+/* The adjoint rule of node y (passes/autodiff.h has the contract): dy is y's cotangent (same dtype
+ * and shape, never zero); dx[k] receives operand k's cotangent, NX_NONE for zero. */
+typedef nx_status (*nx_ir_vjp_fn)(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
 
 typedef struct nx_ir_prim_info {
     nx_prim op;
@@ -161,7 +162,7 @@ typedef struct nx_ir_prim_info {
     nx_ir_ref_fn ref;
     nx_ir_attrs_fn attrs;
     nx_ir_adj adj;
-    nx_ir_vjp_fn vjp; /* NULL until passes/autodiff fills the slot */
+    nx_ir_vjp_fn vjp; /* NULL exactly for NX_ADJ_NONE rows */
     const char *shape_doc;
     const char *math_doc;
 } nx_ir_prim_info;
@@ -177,8 +178,31 @@ NX_HIDDEN extern const nx_ir_prim_info nx_ir_prims[NX_PRIM_COUNT];
 #include "prims.def"
 #undef NX_PRIM
 
+/* The adjoint rules named in the vjp column, one per family (defined next to the shape rules). */
+NX_HIDDEN nx_status nx_ir_vjp_unary(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_binary(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_select(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_cast(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_reshape(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_permute(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_broadcast(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_slice(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_pad(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_reverse(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_concat(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_window(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_gather(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_scatter(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_reduce(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_reduce_custom(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_scan(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_scan_linear(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_sort(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_extern(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+
 /* Verifies the table: row i is op i, every row has a name, a shape rule, a reference kernel, an
- * attribute printer and an adjoint flag. NX_ERR_INTERNAL with the row named otherwise. */
+ * attribute printer, and exactly one of an adjoint rule and the non-differentiable flag.
+ * NX_ERR_INTERNAL with the row named otherwise. */
 NX_HIDDEN nx_status nx_ir_selfcheck(nx_ctx *ctx);
 NX_HIDDEN const char *nx_ir_prim_name(int op);
 /* Whether a cotangent flows through node id (row flag, dtypes, monoid, extern vjp). */

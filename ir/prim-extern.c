@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ir.h"
+#include "passes/autodiff.h"
 
 #define EXTERN_MAX_IN 64
 
@@ -83,4 +84,19 @@ nx_status nx_ir_ref_extern(const nx_ir_eval *ev, const nx_ir_node *n, const nx_t
 void nx_ir_attrs_extern(FILE *f, const nx_ir_store *s, const nx_ir_node *n)
 {
     fprintf(f, "[name=%s]", def_of(nx_ir_node_attrs(s, n))->name);
+}
+
+/* ---- adjoint ----------------------------------------------------------------------------*/
+
+/* The definition's own vjp callback; NULL is NX_ERR_UNSUPPORTED (checked by passes/autodiff). */
+nx_status nx_ir_vjp_extern(nx_graph *g, nx_node y, nx_node dy, nx_node *dx)
+{
+    nx_ir_ad_view v;
+    nx_ir_ad_view_of(g, y, &v);
+    const nx_extern_def *def = (const nx_extern_def *)(intptr_t)v.a[0];
+    nx_status st = def->vjp(def->user, g, (int)v.n.nops, v.ops, y, dy, dx);
+    if (st != NX_OK && g->status == NX_OK)
+        return nx_rt_error(nx_graph_ctx(g), st, "nx_graph_vjp: the vjp of extern %s failed: %s",
+                           def->name ? def->name : "(unnamed)", nx_ctx_last_error(nx_graph_ctx(g)));
+    return st;
 }

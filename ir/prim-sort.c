@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "ir.h"
+#include "passes/autodiff.h"
 
 nx_status nx_ir_shape_sort(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_proto *p,
                            nx_ir_sig *out)
@@ -169,4 +170,27 @@ void nx_ir_attrs_sort(FILE *f, const nx_ir_store *s, const nx_ir_node *n)
     const int64_t *a = nx_ir_node_attrs(s, n);
     fprintf(f, "[axis=%lld, descending=%lld, k=%lld]", (long long)a[0], (long long)a[1],
             (long long)a[2]);
+}
+
+/* ---- adjoints ---------------------------------------------------------------------------*/
+
+/* sort: dx = scatter-add of dy by the permutation (argsort with the same axis, order and k):
+ * element j of a sorted line came from position perm[j], so the flat offset of x it was read from
+ * is built from the other axes' coordinates and perm; top-k's dropped elements get 0. argsort is
+ * flagged non-differentiable. */
+
+nx_status nx_ir_vjp_sort(nx_graph *g, nx_node y, nx_node dy, nx_node *dx)
+{
+    nx_ir_ad_view v;
+    nx_ir_ad_view_of(g, y, &v);
+    nx_node x = v.ops[0];
+    int axis = (int)v.a[0], nd = v.n.ndim;
+    nx_node perm = nx_ir_make(g, "nx_graph_vjp", NX_PRIM_ARGSORT, 1, &x, 3, v.a, 0, NULL);
+    int64_t xs[NX_MAX_DIMS];
+    nx_node_shape(g, x, xs);
+    nx_node coords[NX_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        coords[d] = d == axis ? perm : nx_ir_ad_iota(g, nd, v.n.shape, d);
+    dx[0] = nx_ir_ad_scatter_flat(g, x, nx_ir_ad_flat_index(g, nd, xs, coords), dy);
+    return NX_OK;
 }

@@ -117,31 +117,6 @@ nx_node nx_ir_ad_shift(nx_graph *g, nx_node x, int axis, bool down, double v)
     return nx_slice(g, p, start, stop, NULL);
 }
 
-int64_t nx_ir_ad_pad_fold(int64_t j, int64_t n, int64_t mode)
-{
-    if (j >= 0 && j < n)
-        return j;
-    switch (mode) {
-    case NX_PAD_REFLECT: {
-        int64_t m = ((j % (2 * n)) + 2 * n) % (2 * n);
-        return m < n ? m : 2 * n - 1 - m;
-    }
-    case NX_PAD_MIRROR: {
-        if (n == 1)
-            return 0;
-        int64_t per = 2 * n - 2;
-        int64_t m = ((j % per) + per) % per;
-        return m < n ? m : per - m;
-    }
-    case NX_PAD_NEAREST:
-        return j < 0 ? 0 : n - 1;
-    case NX_PAD_WRAP:
-        return ((j % n) + n) % n;
-    default:
-        return -1;
-    }
-}
-
 nx_status nx_ir_ad_unsupported(nx_graph *g, const char *fmt, ...)
 {
     char buf[NX_IR_MSG];
@@ -150,35 +125,6 @@ nx_status nx_ir_ad_unsupported(nx_graph *g, const char *fmt, ...)
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
     return nx_rt_error(g->s.ctx, NX_ERR_UNSUPPORTED, "%s", buf);
-}
-
-/* ---- the rule table (until the rules move into ir/prims.def's adjoint column) ---------------*/
-
-nx_ir_ad_rule nx_ir_ad_rule_of(int op)
-{
-    static const nx_ir_ad_rule rules[NX_PRIM_COUNT] = {
-        [NX_PRIM_NEG] = nx_ir_vjp_unary,        [NX_PRIM_ABS] = nx_ir_vjp_unary,
-        [NX_PRIM_EXP] = nx_ir_vjp_unary,        [NX_PRIM_LOG] = nx_ir_vjp_unary,
-        [NX_PRIM_LOG1P] = nx_ir_vjp_unary,      [NX_PRIM_EXPM1] = nx_ir_vjp_unary,
-        [NX_PRIM_SQRT] = nx_ir_vjp_unary,       [NX_PRIM_RSQRT] = nx_ir_vjp_unary,
-        [NX_PRIM_SIN] = nx_ir_vjp_unary,        [NX_PRIM_COS] = nx_ir_vjp_unary,
-        [NX_PRIM_TANH] = nx_ir_vjp_unary,       [NX_PRIM_ERF] = nx_ir_vjp_unary,
-        [NX_PRIM_ADD] = nx_ir_vjp_binary,       [NX_PRIM_SUB] = nx_ir_vjp_binary,
-        [NX_PRIM_MUL] = nx_ir_vjp_binary,       [NX_PRIM_DIV] = nx_ir_vjp_binary,
-        [NX_PRIM_POW] = nx_ir_vjp_binary,       [NX_PRIM_MIN] = nx_ir_vjp_binary,
-        [NX_PRIM_MAX] = nx_ir_vjp_binary,       [NX_PRIM_ATAN2] = nx_ir_vjp_binary,
-        [NX_PRIM_MOD] = nx_ir_vjp_binary,       [NX_PRIM_SELECT] = nx_ir_vjp_select,
-        [NX_PRIM_CAST] = nx_ir_vjp_cast,        [NX_PRIM_RESHAPE] = nx_ir_vjp_reshape,
-        [NX_PRIM_PERMUTE] = nx_ir_vjp_permute,  [NX_PRIM_BROADCAST] = nx_ir_vjp_broadcast,
-        [NX_PRIM_SLICE] = nx_ir_vjp_slice,      [NX_PRIM_PAD] = nx_ir_vjp_pad,
-        [NX_PRIM_REVERSE] = nx_ir_vjp_reverse,  [NX_PRIM_CONCAT] = nx_ir_vjp_concat,
-        [NX_PRIM_WINDOW] = nx_ir_vjp_window,    [NX_PRIM_GATHER] = nx_ir_vjp_gather,
-        [NX_PRIM_SCATTER] = nx_ir_vjp_scatter,  [NX_PRIM_REDUCE] = nx_ir_vjp_reduce,
-        [NX_PRIM_REDUCE_CUSTOM] = nx_ir_vjp_reduce_custom,
-        [NX_PRIM_SCAN] = nx_ir_vjp_scan,        [NX_PRIM_SCAN_LINEAR] = nx_ir_vjp_scan_linear,
-        [NX_PRIM_SORT] = nx_ir_vjp_sort,        [NX_PRIM_EXTERN] = nx_ir_vjp_extern,
-    };
-    return op >= 0 && op < NX_PRIM_COUNT ? rules[op] : NULL;
 }
 
 /* ---- the transformation --------------------------------------------------------------------*/
@@ -273,7 +219,7 @@ static nx_status step(walk *w, nx_node id)
     int op = n->op, nv = nx_ir_num_valops(n);
     if (stops(g, id))
         return NX_OK;
-    nx_ir_ad_rule rule = nx_ir_ad_rule_of(op);
+    nx_ir_vjp_fn rule = nx_ir_prims[op].vjp;
     if (op == NX_PRIM_EXTERN) {
         const nx_extern_def *def = (const nx_extern_def *)(intptr_t)nx_ir_node_attrs(&g->s, n)[0];
         if (!def->vjp)

@@ -1,4 +1,5 @@
-/* Reverse-mode autodiff internals: the adjoint rules' signature and the helpers the rules share.
+/* Reverse-mode autodiff internals: the contract of the adjoint rules (nx_ir_vjp_fn, ir/ir.h; the
+ * rules live in ir/prim-*.c, named by ir/prims.def's vjp column) and the helpers they share.
  *
  * A rule receives a node y of the graph and the cotangent dy (same dtype and shape as y, never
  * zero) and writes one cotangent per value operand into dx (pre-filled with NX_NONE, which means
@@ -15,8 +16,6 @@
 
 #include "ir/ir.h"
 #include "nitrix-graph.h"
-
-typedef nx_status (*nx_ir_ad_rule)(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
 
 #define NX_IR_AD_MAX_OPS 72
 #define NX_IR_AD_MAX_ATTRS 40
@@ -39,9 +38,6 @@ NX_HIDDEN nx_node nx_ir_ad_zeros(nx_graph *g, nx_node like);
 NX_HIDDEN nx_node nx_ir_ad_unbroadcast(nx_graph *g, nx_node d, nx_node target);
 /* select(cond, d, 0). */
 NX_HIDDEN nx_node nx_ir_ad_select0(nx_graph *g, nx_node cond, nx_node d);
-/* The source position of padded position j (may lie outside [0, n)) under a pad mode, -1 for
- * the constant; the reference kernel's rule (ir/prim-movement.c). */
-NX_HIDDEN int64_t nx_ir_ad_pad_fold(int64_t j, int64_t n, int64_t mode);
 /* An i64 iota of shape like's along axis. */
 NX_HIDDEN nx_node nx_ir_ad_iota(nx_graph *g, int ndim, const int64_t *shape, int axis);
 /* The i64 flat (C order) offset into a tensor of shape xshape of every position of an index
@@ -61,40 +57,5 @@ NX_HIDDEN nx_status nx_ir_ad_unsupported(nx_graph *g, const char *fmt, ...) NX_P
  * flags: 1 on reduced axes of x; out: the reduction's value (keepdims as given). */
 NX_HIDDEN nx_status nx_ir_ad_reduce(nx_graph *g, nx_node x, const int64_t *flags, int64_t monoid,
                                     bool keepdims, nx_node out, nx_node dy, nx_node *dx);
-
-/* ---- the rules, one per differentiable primitive (family files) -----------------------------*/
-#define NX_IR_AD_RULE(name)                                                                        \
-    NX_HIDDEN nx_status nx_ir_vjp_##name(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
-NX_IR_AD_RULE(unary)
-NX_IR_AD_RULE(binary)
-NX_IR_AD_RULE(select)
-NX_IR_AD_RULE(cast)
-NX_IR_AD_RULE(reshape)
-NX_IR_AD_RULE(permute)
-NX_IR_AD_RULE(broadcast)
-NX_IR_AD_RULE(slice)
-NX_IR_AD_RULE(pad)
-NX_IR_AD_RULE(reverse)
-NX_IR_AD_RULE(concat)
-NX_IR_AD_RULE(window)
-NX_IR_AD_RULE(gather)
-NX_IR_AD_RULE(scatter)
-NX_IR_AD_RULE(reduce)
-NX_IR_AD_RULE(reduce_custom)
-NX_IR_AD_RULE(scan)
-NX_IR_AD_RULE(scan_linear)
-NX_IR_AD_RULE(sort)
-NX_IR_AD_RULE(extern)
-#undef NX_IR_AD_RULE
-
-/* Public API (until include/nitrix-graph.h declares it): see docs/autodiff.md. */
-NX_API nx_status nx_graph_vjp(nx_graph *g, int n_outputs, const nx_node *outputs,
-                              const nx_node *cotangents, int n_wrt, const nx_node *wrt,
-                              nx_node *grads_out);
-NX_API nx_status nx_graph_grad(nx_graph *g, nx_node scalar_output, int n_wrt, const nx_node *wrt,
-                               nx_node *grads_out);
-
-/* The rule of op, or NULL. */
-NX_HIDDEN nx_ir_ad_rule nx_ir_ad_rule_of(int op);
 
 #endif /* NX_PASSES_AUTODIFF_H */
