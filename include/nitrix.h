@@ -189,9 +189,47 @@ NX_API const char *nx_ctx_last_error(const nx_ctx *ctx);
 NX_API nx_backend nx_ctx_backend(const nx_ctx *ctx);
 NX_API int nx_ctx_num_threads(const nx_ctx *ctx); /* resolved: >= 1 */
 NX_API const char *nx_ctx_cache_dir(const nx_ctx *ctx);
+/* Reproducible mode in effect for the calling thread: the innermost scope this thread opened on ctx
+ * with nx_ctx_reproducible_push, else NITRIX_REPRODUCIBLE as read at creation. */
 NX_API bool nx_ctx_reproducible(const nx_ctx *ctx);
 NX_API bool nx_ctx_strict_backend(const nx_ctx *ctx);
 NX_API bool nx_ctx_silence_fallback(const nx_ctx *ctx);
+
+/* Scoped, nestable reproducible mode. Scopes are per thread and per context: a push on one thread
+ * changes what nx_ctx_reproducible(ctx) answers on that thread only, so two threads sharing a
+ * context may run one reproducible and one fast region at the same time. on = false opens a fast
+ * region inside a reproducible one (and the reverse). Each push is matched by a pop on the same
+ * thread; a thread holds at most NX_REPRODUCIBLE_MAX_DEPTH open scopes over all contexts (deeper
+ * pushes fail with NX_ERR_INVALID_ARG, as does a pop without a push). Close a context's scopes
+ * before freeing it. */
+#define NX_REPRODUCIBLE_MAX_DEPTH 64
+NX_API nx_status nx_ctx_reproducible_push(nx_ctx *ctx, bool on);
+NX_API nx_status nx_ctx_reproducible_pop(nx_ctx *ctx);
+
+/* The divergent-op registry (docs/fidelity.md): ops with more than one variant whose results
+ * differ (a canonical one, bit-stable across backends and runs, and a fast one). Each registered op
+ * takes a driver= value; nx_driver_resolve picks the variant: an explicit driver wins, else the
+ * canonical one under reproducible mode, else the fast one. The table is static: complete as soon
+ * as the library is loaded. */
+typedef struct nx_divergent_op {
+    const char *op;        /* the public entry point without nx_ (the `nitrix run` spelling) */
+    const char *canonical; /* driver value of the canonical variant */
+    const char *fast;      /* driver value of the fast variant */
+    const char *drivers;   /* every accepted driver value, '|'-separated */
+    double rtol, atol;     /* |fast - canonical| <= atol + rtol * |canonical|, elementwise */
+    const char *reason;    /* one line: why the variants differ */
+} nx_divergent_op;
+
+/* The registry's rows; *count gets their number (count may be NULL). Never NULL. */
+NX_API const nx_divergent_op *nx_divergent_ops(size_t *count);
+
+/* Resolves a driver= value for a registered op. driver NULL, "" or "auto": the canonical driver
+ * under nx_ctx_reproducible(ctx), else the fast one; any other value must be one of the op's
+ * drivers. *out is the registry's string for the canonical and fast drivers, else driver itself.
+ * An unregistered op or an unknown driver is NX_ERR_INVALID_ARG with a message listing what is
+ * accepted. */
+NX_API nx_status nx_driver_resolve(nx_ctx *ctx, const char *op, const char *driver,
+                                   const char **out);
 
 /* Sends one formatted line to the context's log sink. */
 NX_API void nx_ctx_log(nx_ctx *ctx, nx_log_level level, const char *fmt, ...)

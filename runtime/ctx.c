@@ -431,9 +431,53 @@ const char *nx_ctx_cache_dir(const nx_ctx *ctx)
 {
     return ctx->cache_dir;
 }
+/* Reproducible scopes live on a thread-local stack (no allocation, no lock): a scope is a
+ * per-thread override of one context's setting, so the innermost entry for ctx wins. */
+typedef struct repro_scope {
+    const nx_ctx *ctx;
+    bool on;
+} repro_scope;
+static _Thread_local repro_scope tls_repro[NX_REPRODUCIBLE_MAX_DEPTH];
+static _Thread_local int tls_repro_depth;
+
 bool nx_ctx_reproducible(const nx_ctx *ctx)
 {
+    for (int i = tls_repro_depth - 1; i >= 0; i--) {
+        if (tls_repro[i].ctx == ctx)
+            return tls_repro[i].on;
+    }
     return ctx->reproducible;
+}
+
+nx_status nx_ctx_reproducible_push(nx_ctx *ctx, bool on)
+{
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "nx_ctx_reproducible_push: ctx is NULL");
+    if (tls_repro_depth >= NX_REPRODUCIBLE_MAX_DEPTH)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "nx_ctx_reproducible_push: %d scopes already open on this thread "
+                           "(at most NX_REPRODUCIBLE_MAX_DEPTH = %d)",
+                           tls_repro_depth, NX_REPRODUCIBLE_MAX_DEPTH);
+    tls_repro[tls_repro_depth++] = (repro_scope){ctx, on};
+    return NX_OK;
+}
+
+nx_status nx_ctx_reproducible_pop(nx_ctx *ctx)
+{
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "nx_ctx_reproducible_pop: ctx is NULL");
+    for (int i = tls_repro_depth - 1; i >= 0; i--) {
+        if (tls_repro[i].ctx != ctx)
+            continue;
+        /* Scopes of other contexts opened later stay, in order. */
+        memmove(&tls_repro[i], &tls_repro[i + 1],
+                (size_t)(tls_repro_depth - i - 1) * sizeof tls_repro[0]);
+        tls_repro_depth--;
+        return NX_OK;
+    }
+    return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                       "nx_ctx_reproducible_pop: no scope of this context is open on this thread "
+                       "(expected a matching nx_ctx_reproducible_push)");
 }
 bool nx_ctx_strict_backend(const nx_ctx *ctx)
 {
