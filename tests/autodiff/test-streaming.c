@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "checker.h"
+#include "passes/fuse.h"
 #include "passes/simplify.h"
 
 #define M 512
@@ -58,6 +59,29 @@ static int count_violations(nx_graph *g, int nout, const nx_node *outs, int64_t 
     return bad;
 }
 
+/* Nodes of at least big elements that the fusion pass materialises; the pipeline must lower. */
+static int count_materialised(nx_ctx *ctx, nx_graph *g, int nout, const nx_node *outs, int64_t big)
+{
+    uint32_t top = nx_graph_num_nodes(g);
+    uint8_t *role = calloc(top + 1, 1);
+    assert_int_equal(nx_pass_fuse(ctx, &g->s, nout, outs, role), NX_OK);
+    int bad = 0, roots = 0;
+    for (uint32_t id = 1; id <= top; id++) {
+        const nx_ir_node *n = nx_ir_node_at(&g->s, id);
+        bool kept = role[id] == NX_FUSE_ROOT || role[id] == NX_FUSE_LEAF;
+        roots += role[id] == NX_FUSE_ROOT;
+        bad += kept && nx_ir_numel(n->ndim, n->shape) >= big;
+    }
+    free(role);
+    nx_kplan *plan = NULL;
+    nx_status st = nx_pass_pipeline(ctx, &g->s, nout, outs, &plan);
+    if (st != NX_OK)
+        fail_msg("pipeline: %s", nx_ctx_last_error(ctx));
+    nx_kplan_free(plan);
+    print_message("  after fusion: %d kernels, %d materialised values of M*K*N size\n", roots, bad);
+    return bad;
+}
+
 static void contraction_backward(nx_monoid plus)
 {
     nx_ctx *ctx = NULL;
@@ -82,6 +106,7 @@ static void contraction_backward(nx_monoid plus)
                   bad ? "NO" : "yes");
     assert_int_equal(bad, 0);
     assert_true(nbig > 0); /* the streamed form is there: reductions over [M,K,N] expressions */
+    assert_int_equal(count_materialised(ctx, g, 2, grads, (int64_t)M * K * N), 0);
 
     /* Controls: the product as an output, and a sort of it, are materialised. */
     nx_node prod = nx_add(g, nx_reshape(g, a, 3, (int64_t[]){M, K, 1}),
@@ -89,6 +114,7 @@ static void contraction_backward(nx_monoid plus)
     assert_true(count_violations(g, 1, &prod, (int64_t)M * K * N, &nbig) > 0);
     nx_node sorted = nx_reduce(g, nx_sort(g, prod, 1, false), 1, (int[]){1}, NX_MONOID_SUM, false);
     assert_true(count_violations(g, 1, &sorted, (int64_t)M * K * N, &nbig) > 0);
+    assert_true(count_materialised(ctx, g, 1, &sorted, (int64_t)M * K * N) > 0);
     nx_graph_free(g);
     nx_ctx_free(ctx);
 }
@@ -123,6 +149,7 @@ static void test_minplus_and_matmul_backward_stream(void **state)
     int nbig = 0;
     assert_int_equal(count_violations(g, 2, grads, (int64_t)M * K * N, &nbig), 0);
     assert_true(nbig > 0);
+    assert_int_equal(count_materialised(ctx, g, 2, grads, (int64_t)M * K * N), 0);
     nx_graph_free(g);
     nx_ctx_free(ctx);
 }
