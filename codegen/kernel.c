@@ -65,6 +65,7 @@ int32_t nx_kernel_emit(nx_kernel *k, nx_kinst inst)
         size_t cap = k->inst_cap ? 2 * k->inst_cap : 32;
         nx_kinst *p = nx_rt_alloc(k->ctx, cap * sizeof *p);
         if (!p) {
+            k->nomem = true;
             nx_rt_nomem(k->ctx, "kernel body", cap * sizeof *p);
             return -1;
         }

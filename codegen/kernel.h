@@ -109,6 +109,7 @@ typedef struct nx_kernel {
     int64_t attrs[NX_KERNEL_MAX_ATTRS];
     const void *lib_ptr;
     uint32_t lib_node; /* the node in the plan's store (binding for a host routine, not identity) */
+    bool nomem;        /* an append failed for lack of memory (builders then return -1) */
 } nx_kernel;
 
 /* ---- building ------------------------------------------------------------------------------*/

@@ -43,7 +43,9 @@ static int32_t fail(lowerer *lw, nx_status st, const char *fmt, nx_node id)
 
 static int32_t chk(lowerer *lw, int32_t v)
 {
-    if (v < 0 && lw->st == NX_OK)
+    if (v < 0 && lw->st == NX_OK && lw->k->nomem)
+        lw->st = nx_rt_nomem(lw->ctx, "lowering", sizeof(nx_kinst));
+    else if (v < 0 && lw->st == NX_OK)
         lw->st = nx_rt_error(lw->ctx, NX_ERR_UNSUPPORTED,
                              "lowering: kernel %s outgrew a limit of kernel IR (buffers or loops)",
                              lw->k->name);
@@ -684,6 +686,8 @@ nx_status nx_lower_plan(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const n
     *out = NULL;
     size_t slots = (size_t)s->n + 1;
     nx_kplan *p = nx_rt_calloc(ctx, 1, sizeof *p);
+    if (p)
+        p->ctx = ctx; /* before anything can fail: nx_kplan_free frees through it */
     int32_t *slot_of = nx_rt_alloc(ctx, slots * sizeof *slot_of);
     memo_entry *memo = nx_rt_alloc(ctx, MEMO_MAX * sizeof *memo);
     nx_status st = NX_OK;

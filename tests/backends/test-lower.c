@@ -404,6 +404,49 @@ static void test_shared_value(void **state)
     run_case(f, 2, outs, "shared", 3);
 }
 
+/* Every allocation of fusion, lowering and the plan runner may fail: the failure is reported as
+ * NX_ERR_NOMEM and nothing leaks (kernels run interpreted: LLVM's own memory is not the
+ * context's). */
+static nx_status sweep_body(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    nx_graph *g = NULL;
+    nx_status st = nx_graph_new(ctx, &g);
+    if (st != NX_OK)
+        return st;
+    int64_t s[2] = {4, 70};
+    nx_node x = nx_input(g, "x", NX_DTYPE_F32, 2, s);
+    int ax = 1;
+    nx_node parts[2] = {x, nx_neg(g, x)};
+    nx_node y = nx_reduce(g, nx_mul(g, nx_exp(g, x), nx_scalar(g, NX_DTYPE_F32, 2)), 1, &ax,
+                          NX_MONOID_SUM, false);
+    nx_node outs[3] = {y, nx_sort(g, nx_concat(g, 2, parts, 1), 1, false),
+                       nx_reduce(g, x, 1, &ax, NX_MONOID_ARGMAX, false)};
+    nx_tensor *in = NULL, *got[3] = {0};
+    nx_kplan *plan = NULL;
+    st = g->status;
+    if (st == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_F32, 2, s, &in);
+    if (st == NX_OK)
+        st = nx_pass_pipeline(ctx, &g->s, 3, outs, &plan);
+    if (st == NX_OK)
+        st = nx_x86_plan_run(ctx, plan, NULL, (const nx_tensor *const *)&in, got);
+    for (int i = 0; i < 3; i++)
+        nx_tensor_free(got[i]);
+    nx_kplan_free(plan);
+    nx_tensor_free(in);
+    nx_graph_free(g);
+    return st;
+}
+
+static void test_alloc_sweep(void **state)
+{
+    (void)state;
+    if (run_mode != MODE_INTERP)
+        skip();
+    assert_true(nx_test_alloc_sweep(sweep_body, NULL, 2000) > 10);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "jit") == 0) {
@@ -426,6 +469,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_library, setup, teardown),
         cmocka_unit_test_setup_teardown(test_maxplus_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_value, setup, teardown),
+        cmocka_unit_test(test_alloc_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
