@@ -7,13 +7,31 @@
 
 static void print_info_help(void)
 {
-    puts("usage: nitrix info\n"
+    puts("usage: nitrix info [--divergent]\n"
          "\n"
          "Prints the library version, the CPU and the features the OS enables, the LLVM the CPU\n"
          "backend was built against, what the CUDA probe found (driver, NVRTC, GPUs), which\n"
          "backends are compiled in and which run here (each is asked to compile and run a small\n"
          "graph), the kernel cache directory and its size, and the settings read from NITRIX_*\n"
-         "variables.");
+         "variables.\n"
+         "\n"
+         "--divergent  lists the divergent-op registry instead (docs/fidelity.md): per op its\n"
+         "             canonical and fast driver, the accepted driver= values, the tolerance\n"
+         "             between them and why they differ; tab-separated, one op a line.");
+}
+
+/* The registry needs no context: it is a static table. */
+static int print_divergent(void)
+{
+    size_t n;
+    const nx_divergent_op *rows = nx_divergent_ops(&n);
+    printf("op\tcanonical\tfast\tdrivers\trtol\tatol\treason\n");
+    for (size_t i = 0; i < n; i++)
+        printf("%s\t%s\t%s\t%s\t%g\t%g\t%s\n", rows[i].op, rows[i].canonical, rows[i].fast,
+               rows[i].drivers, rows[i].rtol, rows[i].atol, rows[i].reason);
+    if (n == 0)
+        fprintf(stderr, "nitrix info: no divergent op is registered\n");
+    return CLI_EXIT_OK;
 }
 
 static void human_bytes(int64_t n, char *buf, size_t len)
@@ -127,6 +145,8 @@ int cli_cmd_info(int argc, char **argv)
             print_info_help();
             return CLI_EXIT_OK;
         }
+        if (strcmp(argv[i], "--divergent") == 0 && argc == 2)
+            return print_divergent();
         cli_error("info: unknown option '%s' (see nitrix info --help)", argv[i]);
         return CLI_EXIT_USAGE;
     }
