@@ -246,6 +246,72 @@ NX_API nx_status nx_pairwise_reduce_vjp(nx_ctx *ctx, const nx_tensor *x, const n
                                         const nx_pairwise_opts *opts, const nx_tensor *dout,
                                         nx_tensor *grads[4]);
 
+/* ================================================================================================
+ * Morphology (ops/morphology, docs/morphology.md)
+ *
+ * Grey dilation and erosion as tropical window reductions: a max-plus (dilation) or min-plus
+ * (erosion) fold over a window view of the padded image, so gradients come from autodiff of the
+ * fragment and go to the first winner of each window. Conventions are scipy.ndimage's, exactly:
+ *   dilate(x)[i] = max_j x[i + w/2 - j] + s[j]      (grey_dilation: s reflected, even w shifted)
+ *   erode(x)[i]  = min_j x[i + j - w/2] - s[j]      (grey_erosion)
+ * with w/2 rounded down, j over the footprint, s = 0 for a flat element. Open is dilate(erode(x)),
+ * close is erode(dilate(x)). On 0/1 input with NX_MORPH_BORDER_CONSTANT and cval 0 these equal
+ * binary_dilation and binary_erosion (border_value=0) with the footprint as structure.
+ * ================================================================================================*/
+
+#define NX_MORPH_MAX_SPATIAL 4
+
+typedef enum nx_morph_op {
+    NX_MORPH_DILATE,
+    NX_MORPH_ERODE,
+    NX_MORPH_OPEN,  /* dilate(erode(x)) */
+    NX_MORPH_CLOSE, /* erode(dilate(x)) */
+    NX_MORPH_OP_COUNT
+} nx_morph_op;
+
+typedef enum nx_morph_border {
+    NX_MORPH_BORDER_REFLECT, /* scipy's default mode='reflect' (half-sample symmetric) */
+    NX_MORPH_BORDER_CONSTANT, /* cval outside */
+    NX_MORPH_BORDER_NEAREST,
+    NX_MORPH_BORDER_MIRROR,
+    NX_MORPH_BORDER_WRAP,
+    NX_MORPH_BORDER_COUNT
+} nx_morph_border;
+
+typedef enum nx_morph_padding {
+    NX_MORPH_SAME,  /* output shape = input shape, border extended by `border` */
+    NX_MORPH_VALID, /* only windows inside the image: out = in - w + 1 per spatial axis */
+} nx_morph_padding;
+
+/* The element is one of: a flat box of extents size[] (0 means 3), a flat footprint (nonzero =
+ * in), or a non-flat structure (additive values; with a footprint too, only its nonzero places
+ * count). footprint and structure are host tensors of nspatial dims; structure is f32 or f64. */
+typedef struct nx_morph_opts {
+    nx_backend backend;  /* NX_BACKEND_AUTO: the context's */
+    int nspatial;        /* 1..4 trailing axes of x are spatial; 0: all of x's (x ndim <= 4) */
+    int64_t size[NX_MORPH_MAX_SPATIAL];
+    const nx_tensor *footprint;
+    const nx_tensor *structure;
+    nx_morph_padding padding;
+    nx_morph_border border;
+    double cval;
+} nx_morph_opts;
+
+/* The fragment inside a caller's graph (x float). footprint/structure are read on the host and
+ * become graph constants. NX_NONE with the graph's error on failure. */
+NX_API nx_node nx_morph_node(nx_graph *g, nx_morph_op op, nx_node x, const nx_morph_opts *opts);
+
+/* On tensors: x f32 or f64 (integers and bool are converted to f32 first, as the spec has it);
+ * the result has x's float dtype. The program is cached per (op, options, element, shapes,
+ * dtypes, backend). opts may be NULL (3^n flat box, SAME, reflect). */
+NX_API nx_status nx_morph(nx_ctx *ctx, nx_morph_op op, const nx_tensor *x,
+                          const nx_morph_opts *opts, nx_tensor **out);
+/* dx of <dy, morph(x)>: the cotangent of each output goes to its window's first winner. */
+NX_API nx_status nx_morph_vjp(nx_ctx *ctx, nx_morph_op op, const nx_tensor *x,
+                              const nx_tensor *dy, const nx_morph_opts *opts, nx_tensor **dx);
+
+/* ====================================== end of morphology ===================================== */
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,184 @@
+/* Tensor entry points of the morphology family: programs compiled once per key of everything that
+ * determines them (op, options, the element's bytes, shapes, dtypes, backend) and kept in the
+ * context's cache. */
+#include <string.h>
+
+#include "cache.h"
+#include "internal.h"
+#include "nitrix-graph.h"
+#include "nitrix-ops.h"
+
+typedef struct morph_call {
+    nx_morph_op op;
+    const nx_tensor *x, *dy;
+    const nx_morph_opts *o;
+} morph_call;
+
+static void destroy_program(void *user, void *obj)
+{
+    (void)user;
+    nx_program_free(obj);
+}
+
+static void key_tensor(nx_rt_cache_blob *b, const char *field, const nx_tensor *t, bool bytes)
+{
+    int64_t sig[NX_MAX_DIMS + 2] = {-1};
+    if (t) {
+        sig[0] = nx_tensor_dtype(t);
+        sig[1] = nx_tensor_ndim(t);
+        memcpy(sig + 2, nx_tensor_shape(t), (size_t)sig[1] * sizeof(int64_t));
+    }
+    nx_rt_cache_blob_bytes(b, field, sig, sizeof sig);
+    if (!t || !bytes)
+        return;
+    /* The element becomes graph constants, so its values are part of the key. */
+    nx_tensor *c = NULL;
+    if (nx_tensor_contiguous(t, &c) != NX_OK) {
+        b->failed = true;
+        return;
+    }
+    nx_rt_cache_blob_bytes(b, field, nx_tensor_data(c),
+                           (size_t)nx_tensor_numel(c) * nx_dtype_size(nx_tensor_dtype(c)));
+    nx_tensor_free(c);
+}
+
+static void key_opts(nx_rt_cache_blob *b, const morph_call *c, nx_backend backend)
+{
+    const nx_morph_opts *o = c->o;
+    nx_rt_cache_blob_str(b, "op", c->dy ? "morph_vjp" : "morph");
+    int64_t geo[4 + NX_MORPH_MAX_SPATIAL] = {c->op, o->nspatial, o->padding, o->border};
+    memcpy(geo + 4, o->size, sizeof o->size);
+    nx_rt_cache_blob_bytes(b, "geo", geo, sizeof geo);
+    nx_rt_cache_blob_bytes(b, "cval", &o->cval, sizeof o->cval);
+    key_tensor(b, "x", c->x, false);
+    key_tensor(b, "dy", c->dy, false);
+    key_tensor(b, "footprint", o->footprint, true);
+    key_tensor(b, "structure", o->structure, true);
+    nx_rt_cache_blob_i64(b, "backend", backend);
+}
+
+static nx_status build(nx_graph *g, const morph_call *c, nx_node *out)
+{
+    nx_dtype dt = nx_tensor_dtype(c->x);
+    nx_node x = c->dy ? nx_parameter(g, "x", dt, nx_tensor_ndim(c->x), nx_tensor_shape(c->x))
+                      : nx_input(g, "x", dt, nx_tensor_ndim(c->x), nx_tensor_shape(c->x));
+    nx_node xf = nx_dtype_is_float(dt) ? x : nx_cast(g, x, NX_DTYPE_F32);
+    nx_node y = nx_morph_node(g, c->op, xf, c->o);
+    if (!c->dy) {
+        *out = y;
+        return nx_graph_status(g);
+    }
+    nx_node dy =
+        nx_input(g, "dy", nx_tensor_dtype(c->dy), nx_tensor_ndim(c->dy), nx_tensor_shape(c->dy));
+    if (nx_graph_status(g) != NX_OK)
+        return nx_graph_status(g);
+    return nx_graph_vjp(g, 1, &y, &dy, 1, &x, out);
+}
+
+static nx_status compile(nx_ctx *ctx, const morph_call *c, nx_backend backend, nx_program **out)
+{
+    nx_graph *g = NULL;
+    nx_status st = nx_graph_new(ctx, &g);
+    if (st != NX_OK)
+        return st;
+    nx_node y = NX_NONE;
+    st = build(g, c, &y);
+    if (st == NX_OK) {
+        nx_compile_opts co = {.backend = backend, .n_outputs = 1, .outputs = &y};
+        st = nx_graph_compile(g, &co, out);
+    }
+    nx_graph_free(g);
+    return st;
+}
+
+static nx_status program(nx_ctx *ctx, const morph_call *c, nx_program **out)
+{
+    nx_backend backend = c->o->backend;
+    nx_rt_cache_blob b;
+    nx_rt_cache_blob_init(&b, ctx);
+    key_opts(&b, c, backend);
+    nx_rt_cache_key k;
+    nx_status st = nx_rt_cache_blob_key(&b, &k);
+    nx_rt_cache *cache = NULL;
+    if (st != NX_OK)
+        st = nx_rt_nomem(ctx, "morphology: cache key", b.len);
+    else
+        st = nx_rt_cache_of(ctx, &cache);
+    nx_program *p = st == NX_OK ? nx_rt_cache_find(cache, &k) : NULL;
+    if (st == NX_OK && !p && (st = compile(ctx, c, backend, &p)) == NX_OK) {
+        void *winner = NULL;
+        st = nx_rt_cache_insert(cache, &k, p, destroy_program, NULL, &winner);
+        if (st != NX_OK)
+            nx_program_free(p);
+        p = winner;
+    }
+    nx_rt_cache_blob_free(&b);
+    *out = p;
+    return st;
+}
+
+static nx_status check_x(nx_ctx *ctx, const char *who, const nx_tensor *x, const char *what)
+{
+    if (!x)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, what);
+    if (nx_tensor_device(x) != NX_DEVICE_HOST)
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: %s is a device tensor; expected host", who,
+                           what);
+    nx_dtype d = nx_tensor_dtype(x);
+    if (d == NX_DTYPE_F16 || d == NX_DTYPE_BF16)
+        return nx_rt_error(ctx, NX_ERR_DTYPE,
+                           "%s: %s is %s; expected f32, f64, an integer or bool (cast first)", who,
+                           what, nx_dtype_name(d));
+    return NX_OK;
+}
+
+/* An empty image has no windows to view; SAME gives an empty result of its shape. */
+static bool empty_same(const nx_tensor *x, const nx_morph_opts *o)
+{
+    return nx_tensor_numel(x) == 0 && o->padding == NX_MORPH_SAME;
+}
+
+static nx_status run(nx_ctx *ctx, const char *who, morph_call *c, nx_tensor **out)
+{
+    static const nx_morph_opts defaults = {0};
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
+    if (!out)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
+    *out = NULL;
+    if (!c->o)
+        c->o = &defaults;
+    nx_status st = check_x(ctx, who, c->x, "x");
+    if (st == NX_OK && c->dy)
+        st = check_x(ctx, who, c->dy, "dy");
+    if (st != NX_OK)
+        return st;
+    if (empty_same(c->x, c->o)) {
+        nx_dtype d = nx_tensor_dtype(c->x);
+        return nx_tensor_new(ctx, nx_dtype_is_float(d) ? d : NX_DTYPE_F32, nx_tensor_ndim(c->x),
+                             nx_tensor_shape(c->x), out);
+    }
+    nx_program *p = NULL;
+    if ((st = program(ctx, c, &p)) != NX_OK)
+        return st;
+    if (c->dy)
+        return nx_program_run(p, (const nx_tensor *const[]){c->x, c->dy}, out);
+    return nx_program_run(p, (const nx_tensor *const[]){c->x}, out);
+}
+
+nx_status nx_morph(nx_ctx *ctx, nx_morph_op op, const nx_tensor *x, const nx_morph_opts *opts,
+                   nx_tensor **out)
+{
+    morph_call c = {.op = op, .x = x, .o = opts};
+    return run(ctx, "nx_morph", &c, out);
+}
+
+nx_status nx_morph_vjp(nx_ctx *ctx, nx_morph_op op, const nx_tensor *x, const nx_tensor *dy,
+                       const nx_morph_opts *opts, nx_tensor **dx)
+{
+    morph_call c = {.op = op, .x = x, .dy = dy, .o = opts};
+    if (x && !nx_dtype_is_float(nx_tensor_dtype(x)))
+        return nx_rt_error(ctx, NX_ERR_DTYPE, "nx_morph_vjp: x is %s; expected f32 or f64",
+                           nx_dtype_name(nx_tensor_dtype(x)));
+    return run(ctx, "nx_morph_vjp", &c, dx);
+}

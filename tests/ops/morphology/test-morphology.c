@@ -1,0 +1,471 @@
+/* Morphology: dilation, erosion, opening and closing against scipy.ndimage's grey_* and binary_*
+ * golden data (tools/gen-morphology-golden.py), hand-computed VALID and first-winner cases,
+ * finite-difference gradients through nx_graph_grad, bad input, the cache and allocation sweeps. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nitrix-graph.h"
+#include "nitrix-ops.h"
+#include "testutil.h"
+
+static nx_test_alloc g_ta;
+
+static nx_ctx *ctx_new(void)
+{
+    memset(&g_ta, 0, sizeof g_ta);
+    return nx_test_ctx(&g_ta);
+}
+
+static nx_tensor *load(nx_ctx *ctx, const char *name, const char *key)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/morphology/%s_%s.npy", nx_test_data_dir(), name, key);
+    nx_tensor *t = NULL;
+    if (nx_npy_read(ctx, path, &t) != NX_OK)
+        fail_msg("cannot read %s: %s", path, nx_ctx_last_error(ctx));
+    return t;
+}
+
+static double at(const nx_tensor *t, int64_t i)
+{
+    const void *d = nx_tensor_data(t);
+    switch (nx_tensor_dtype(t)) {
+    case NX_DTYPE_F32:
+        return ((const float *)d)[i];
+    case NX_DTYPE_F64:
+        return ((const double *)d)[i];
+    default:
+        fail_msg("unexpected dtype %s", nx_dtype_name(nx_tensor_dtype(t)));
+        return 0;
+    }
+}
+
+static nx_tensor *make(nx_ctx *ctx, nx_dtype dt, int ndim, const int64_t *shape, const double *v)
+{
+    nx_tensor *t = NULL;
+    assert_int_equal(nx_tensor_new(ctx, dt, ndim, shape, &t), NX_OK);
+    for (int64_t i = 0; i < nx_tensor_numel(t); i++) {
+        if (dt == NX_DTYPE_F32)
+            ((float *)nx_tensor_data(t))[i] = (float)v[i];
+        else if (dt == NX_DTYPE_F64)
+            ((double *)nx_tensor_data(t))[i] = v[i];
+        else if (dt == NX_DTYPE_I32)
+            ((int32_t *)nx_tensor_data(t))[i] = (int32_t)v[i];
+        else
+            ((uint8_t *)nx_tensor_data(t))[i] = v[i] != 0;
+    }
+    return t;
+}
+
+/* Every element equal, bit for bit in value (the results are maxima/minima of inputs, or of
+ * input + element sums rounded once, so exact equality is the honest check). */
+static void assert_equal_tensors(const nx_tensor *got, const nx_tensor *want, const char *name)
+{
+    assert_int_equal(nx_tensor_dtype(got), nx_tensor_dtype(want));
+    assert_int_equal(nx_tensor_ndim(got), nx_tensor_ndim(want));
+    assert_memory_equal(nx_tensor_shape(got), nx_tensor_shape(want),
+                        (size_t)nx_tensor_ndim(want) * sizeof(int64_t));
+    for (int64_t i = 0; i < nx_tensor_numel(want); i++)
+        if (at(got, i) != at(want, i))
+            fail_msg("%s: element %lld is %.17g; scipy gives %.17g", name, (long long)i, at(got, i),
+                     at(want, i));
+}
+
+static nx_morph_op op_of(const char *s)
+{
+    if (!strcmp(s, "dilate"))
+        return NX_MORPH_DILATE;
+    if (!strcmp(s, "erode"))
+        return NX_MORPH_ERODE;
+    if (!strcmp(s, "open"))
+        return NX_MORPH_OPEN;
+    if (!strcmp(s, "close"))
+        return NX_MORPH_CLOSE;
+    fail_msg("bad op %s", s);
+    return NX_MORPH_OP_COUNT;
+}
+
+static nx_morph_border border_of(const char *s)
+{
+    static const char *names[] = {"reflect", "constant", "nearest", "mirror", "wrap"};
+    for (int i = 0; i < NX_MORPH_BORDER_COUNT; i++)
+        if (!strcmp(s, names[i]))
+            return (nx_morph_border)i;
+    fail_msg("bad mode %s", s);
+    return NX_MORPH_BORDER_COUNT;
+}
+
+static int run_case(nx_ctx *ctx, const char *line, nx_backend backend)
+{
+    char name[64], op[16], elem[16], mode[16], sizes[64];
+    double cval = 0;
+    if (sscanf(line, "%63s %15s %15s %15s %lf %63s", name, op, elem, mode, &cval, sizes) != 6)
+        return 0;
+    nx_morph_opts o = {.backend = backend, .border = border_of(mode), .cval = cval};
+    char *p = sizes;
+    for (int i = 0; *p && i < NX_MORPH_MAX_SPATIAL; i++) {
+        o.size[i] = strtoll(p, &p, 10);
+        if (*p == ',')
+            p++;
+    }
+    nx_tensor *x = load(ctx, name, "x"), *want = load(ctx, name, "out"), *fp = NULL, *se = NULL;
+    if (strstr(elem, "fp"))
+        o.footprint = fp = load(ctx, name, "fp");
+    if (strstr(elem, "se"))
+        o.structure = se = load(ctx, name, "se");
+    nx_tensor *got = NULL;
+    if (nx_morph(ctx, op_of(op), x, &o, &got) != NX_OK)
+        fail_msg("%s: %s", name, nx_ctx_last_error(ctx));
+    assert_equal_tensors(got, want, name);
+    nx_tensor_free(got);
+    nx_tensor_free(x);
+    nx_tensor_free(want);
+    nx_tensor_free(fp);
+    nx_tensor_free(se);
+    return 1;
+}
+
+static void run_golden(nx_backend backend)
+{
+    nx_ctx *ctx = ctx_new();
+    char path[1024], line[512];
+    snprintf(path, sizeof path, "%s/morphology/cases.txt", nx_test_data_dir());
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int n = 0;
+    while (fgets(line, sizeof line, f))
+        if (line[0] != '#')
+            n += run_case(ctx, line, backend);
+    fclose(f);
+    assert_int_equal(n, 38); /* every manifest line parsed and checked */
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
+static void test_golden_ref(void **state)
+{
+    (void)state;
+    run_golden(NX_BACKEND_REF);
+}
+
+static void test_golden_cpu(void **state)
+{
+    (void)state;
+    run_golden(NX_BACKEND_CPU);
+}
+
+/* VALID windows by hand: erode/dilate of [3 1 4 1 5] by 3 and by 2. */
+static void test_valid(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    int64_t n = 5;
+    nx_tensor *x = make(ctx, NX_DTYPE_F64, 1, &n, (double[]){3, 1, 4, 1, 5}), *y = NULL;
+    nx_morph_opts o = {.backend = NX_BACKEND_REF, .padding = NX_MORPH_VALID, .size = {3}};
+    struct {
+        nx_morph_op op;
+        int64_t w, n;
+        double want[4];
+    } cases[] = {{NX_MORPH_ERODE, 3, 3, {1, 1, 1}},
+                 {NX_MORPH_DILATE, 3, 3, {4, 4, 5}},
+                 {NX_MORPH_DILATE, 2, 4, {3, 4, 4, 5}},
+                 {NX_MORPH_ERODE, 2, 4, {1, 1, 1, 1}},
+                 {NX_MORPH_DILATE, 5, 1, {5}}};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        o.size[0] = cases[c].w;
+        assert_int_equal(nx_morph(ctx, cases[c].op, x, &o, &y), NX_OK);
+        assert_int_equal(nx_tensor_shape(y)[0], cases[c].n);
+        for (int64_t i = 0; i < cases[c].n; i++)
+            assert_true(at(y, i) == cases[c].want[i]);
+        nx_tensor_free(y);
+    }
+    o.size[0] = 6;
+    assert_int_equal(nx_morph(ctx, NX_MORPH_DILATE, x, &o, &y), NX_ERR_SHAPE);
+    assert_null(y);
+    nx_tensor_free(x);
+    nx_ctx_free(ctx);
+}
+
+/* Ties: each output's cotangent goes to the first winner of its window in padded-image order.
+ * x = [0 2 2 0], dilation by 3 (reflect): windows over xp = [0 | 0 2 2 0 | 0] are
+ * [0 0 2] [0 2 2] [2 2 0] [2 0 0]; first winners x1 x1 x1 x2, so dx = dy-weighted [0 3 1 0]
+ * with dy = 1, and with dy = [1 2 4 8]: [0 7 8 0]. */
+static void test_first_winner(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    int64_t n = 4;
+    nx_tensor *x = make(ctx, NX_DTYPE_F64, 1, &n, (double[]){0, 2, 2, 0});
+    nx_tensor *dy = make(ctx, NX_DTYPE_F64, 1, &n, (double[]){1, 2, 4, 8}), *dx = NULL;
+    nx_morph_opts o = {.backend = NX_BACKEND_REF};
+    assert_int_equal(nx_morph_vjp(ctx, NX_MORPH_DILATE, x, dy, &o, &dx), NX_OK);
+    double want[] = {0, 7, 8, 0};
+    for (int i = 0; i < 4; i++)
+        assert_true(at(dx, i) == want[i]);
+    nx_tensor_free(dx);
+    /* Erosion of the same x: windows [0 0 2] [0 2 2] [2 2 0] [2 0 0] (lo pad 1 as well for odd
+     * sizes): minima first at x0 x0 x3 x3 -> [1+2, 0, 0, 4+8]. */
+    assert_int_equal(nx_morph_vjp(ctx, NX_MORPH_ERODE, x, dy, &o, &dx), NX_OK);
+    double want_e[] = {3, 0, 0, 12};
+    for (int i = 0; i < 4; i++)
+        assert_true(at(dx, i) == want_e[i]);
+    nx_tensor_free(dx);
+    nx_tensor_free(x);
+    nx_tensor_free(dy);
+    nx_ctx_free(ctx);
+}
+
+/* L = sum(w * morph(x)) differentiated by nx_graph_grad on the fragment, against central
+ * differences of nx_morph. x's values are distinct and at least 0.01 apart (and the element's
+ * values keep sums apart too), so a step of 1e-6 changes no winner: L is linear there and the
+ * difference quotient is exact up to rounding. */
+static void check_grad(nx_ctx *ctx, nx_morph_op op, const nx_morph_opts *o, int nd,
+                       const int64_t *shape)
+{
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    nx_node x = nx_parameter(g, "x", NX_DTYPE_F64, nd, shape);
+    nx_node y = nx_morph_node(g, op, x, o);
+    int64_t ys[NX_MAX_DIMS];
+    assert_true(nx_node_shape(g, y, ys));
+    int64_t ny = 1, nx = 1;
+    for (int i = 0; i < nd; i++) {
+        ny *= ys[i];
+        nx *= shape[i];
+    }
+    double *wv = malloc((size_t)ny * sizeof *wv), *xv = malloc((size_t)nx * sizeof *xv);
+    for (int64_t i = 0; i < ny; i++)
+        wv[i] = 0.5 + (double)((i * 7) % 11) / 10;
+    for (int64_t i = 0; i < nx; i++)
+        xv[i] = (double)((i * 37) % nx) * 0.137;
+    nx_node w = nx_constant(g, NX_DTYPE_F64, nd, ys, wv);
+    int all[NX_MAX_DIMS];
+    for (int i = 0; i < nd; i++)
+        all[i] = i;
+    nx_node loss = nx_reduce(g, nx_mul(g, w, y), nd, all, NX_MONOID_SUM, false);
+    nx_node dx = NX_NONE;
+    assert_int_equal(nx_graph_grad(g, loss, 1, &x, &dx), NX_OK);
+    nx_compile_opts co = {.backend = NX_BACKEND_REF, .n_outputs = 1, .outputs = &dx};
+    nx_program *p = NULL;
+    assert_int_equal(nx_graph_compile(g, &co, &p), NX_OK);
+    nx_tensor *xt = make(ctx, NX_DTYPE_F64, nd, shape, xv), *gt = NULL;
+    assert_int_equal(nx_program_run(p, (const nx_tensor *const[]){xt}, &gt), NX_OK);
+    double h = 1e-6;
+    for (int64_t i = 0; i < nx; i++) {
+        double fd = 0;
+        for (int s = -1; s <= 1; s += 2) {
+            double *d = nx_tensor_data(xt);
+            d[i] = xv[i] + s * h;
+            nx_tensor *yt = NULL;
+            assert_int_equal(nx_morph(ctx, op, xt, o, &yt), NX_OK);
+            double l = 0;
+            for (int64_t j = 0; j < ny; j++)
+                l += wv[j] * at(yt, j);
+            fd += s * l / (2 * h);
+            nx_tensor_free(yt);
+            d[i] = xv[i];
+        }
+        if (!nx_test_close(at(gt, i), fd, 1e-6, 1e-6))
+            fail_msg("op %d: dL/dx[%lld] is %.10g; finite differences give %.10g", (int)op,
+                     (long long)i, at(gt, i), fd);
+    }
+    nx_tensor_free(gt);
+    nx_tensor_free(xt);
+    nx_program_free(p);
+    nx_graph_free(g);
+    free(wv);
+    free(xv);
+}
+
+static void test_grad_fd(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    int64_t s2[2] = {5, 6}, s3[3] = {3, 4, 5}, s1 = 7;
+    nx_morph_opts box = {.backend = NX_BACKEND_REF, .size = {3, 2}};
+    for (int op = 0; op < NX_MORPH_OP_COUNT; op++)
+        check_grad(ctx, (nx_morph_op)op, &box, 2, s2);
+    double sev[6] = {0.003, -0.002, 0.001, 0.0, 0.004, -0.001};
+    uint8_t fpv[6] = {1, 1, 0, 1, 0, 1};
+    int64_t es[2] = {2, 3};
+    nx_tensor *se = make(ctx, NX_DTYPE_F64, 2, es, sev), *fp = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_BOOL, 2, es, &fp), NX_OK);
+    memcpy(nx_tensor_data(fp), fpv, 6);
+    nx_morph_opts nonflat = {.backend = NX_BACKEND_REF,
+                             .structure = se,
+                             .footprint = fp,
+                             .border = NX_MORPH_BORDER_NEAREST};
+    for (int op = 0; op < NX_MORPH_OP_COUNT; op++)
+        check_grad(ctx, (nx_morph_op)op, &nonflat, 2, s2);
+    nx_morph_opts v3 = {.backend = NX_BACKEND_REF, .size = {2, 3, 2}, .padding = NX_MORPH_VALID};
+    check_grad(ctx, NX_MORPH_DILATE, &v3, 3, s3);
+    nx_morph_opts b1 = {.backend = NX_BACKEND_REF, .size = {4}, .border = NX_MORPH_BORDER_WRAP};
+    check_grad(ctx, NX_MORPH_CLOSE, &b1, 1, &s1);
+    nx_tensor_free(se);
+    nx_tensor_free(fp);
+    nx_ctx_free(ctx);
+}
+
+/* Leading axes are batch axes when nspatial is set: each slice is dilated on its own. */
+static void test_batch_and_dtypes(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    int64_t s[2] = {2, 4};
+    double v[8] = {1, 0, 0, 5, 0, 3, 0, 0};
+    nx_tensor *x = make(ctx, NX_DTYPE_F64, 2, s, v), *y = NULL;
+    nx_morph_opts o = {.backend = NX_BACKEND_REF, .nspatial = 1};
+    assert_int_equal(nx_morph(ctx, NX_MORPH_DILATE, x, &o, &y), NX_OK);
+    double want[8] = {1, 1, 5, 5, 3, 3, 3, 0};
+    for (int i = 0; i < 8; i++)
+        assert_true(at(y, i) == want[i]);
+    nx_tensor_free(y);
+    nx_tensor_free(x);
+    /* Integers and bool come back as f32. */
+    x = make(ctx, NX_DTYPE_I32, 2, s, v);
+    assert_int_equal(nx_morph(ctx, NX_MORPH_DILATE, x, &o, &y), NX_OK);
+    assert_int_equal(nx_tensor_dtype(y), NX_DTYPE_F32);
+    for (int i = 0; i < 8; i++)
+        assert_true(at(y, i) == want[i]);
+    nx_tensor_free(y);
+    nx_tensor_free(x);
+    x = make(ctx, NX_DTYPE_BOOL, 2, s, v);
+    assert_int_equal(nx_morph(ctx, NX_MORPH_ERODE, x, &o, &y), NX_OK);
+    assert_int_equal(nx_tensor_dtype(y), NX_DTYPE_F32);
+    for (int i = 0; i < 8; i++)
+        assert_true(at(y, i) == 0);
+    nx_tensor_free(y);
+    nx_tensor_free(x);
+    /* An empty image under SAME gives an empty result of its shape. */
+    int64_t e[2] = {0, 5};
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 2, e, &x), NX_OK);
+    o.nspatial = 0;
+    assert_int_equal(nx_morph(ctx, NX_MORPH_OPEN, x, &o, &y), NX_OK);
+    assert_int_equal(nx_tensor_ndim(y), 2);
+    assert_int_equal(nx_tensor_shape(y)[0], 0);
+    assert_int_equal(nx_tensor_shape(y)[1], 5);
+    nx_tensor_free(y);
+    nx_tensor_free(x);
+    nx_ctx_free(ctx);
+}
+
+static void expect_error(nx_ctx *ctx, nx_status want, const char *fragment, nx_morph_op op,
+                         const nx_tensor *x, const nx_morph_opts *o)
+{
+    nx_tensor *y = (nx_tensor *)0x1;
+    assert_int_equal(nx_morph(ctx, op, x, o, &y), want);
+    assert_null(y);
+    if (!strstr(nx_ctx_last_error(ctx), fragment))
+        fail_msg("message \"%s\" lacks \"%s\"", nx_ctx_last_error(ctx), fragment);
+}
+
+static void test_errors(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    int64_t s[2] = {4, 5}, es[2] = {2, 2}, e3[3] = {2, 2, 2};
+    double v[20] = {0};
+    nx_tensor *x = make(ctx, NX_DTYPE_F64, 2, s, v);
+    nx_tensor *nanfp = make(ctx, NX_DTYPE_F64, 2, es, (double[]){1, NAN, 1, 1});
+    nx_tensor *infse = make(ctx, NX_DTYPE_F64, 2, es, (double[]){0, INFINITY, 0, 0});
+    nx_tensor *intse = make(ctx, NX_DTYPE_I32, 2, es, (double[]){0, 1, 0, 0});
+    nx_tensor *fp3 = make(ctx, NX_DTYPE_F64, 3, e3, (double[]){1, 1, 1, 1, 1, 1, 1, 1});
+    nx_tensor *h = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F16, 2, s, &h), NX_OK);
+    nx_morph_opts o = {.backend = NX_BACKEND_REF};
+    o.footprint = nanfp;
+    expect_error(ctx, NX_ERR_INVALID_ARG, "NaN", NX_MORPH_DILATE, x, &o);
+    nx_tensor *zero = make(ctx, NX_DTYPE_BOOL, 2, es, (double[]){0, 0, 0, 0});
+    o.footprint = zero;
+    expect_error(ctx, NX_ERR_INVALID_ARG, "all zero", NX_MORPH_DILATE, x, &o);
+    nx_tensor_free(zero);
+    o.footprint = NULL;
+    o.structure = infse;
+    expect_error(ctx, NX_ERR_INVALID_ARG, "finite", NX_MORPH_ERODE, x, &o);
+    o.structure = intse;
+    expect_error(ctx, NX_ERR_DTYPE, "structure is i32", NX_MORPH_ERODE, x, &o);
+    o.structure = NULL;
+    o.footprint = fp3;
+    expect_error(ctx, NX_ERR_SHAPE, "footprint has 3 dims", NX_MORPH_OPEN, x, &o);
+    o.footprint = nanfp;
+    o.structure = fp3;
+    expect_error(ctx, NX_ERR_SHAPE, "different shapes", NX_MORPH_OPEN, x, &o);
+    o = (nx_morph_opts){.backend = NX_BACKEND_REF, .size = {3, -1}};
+    expect_error(ctx, NX_ERR_INVALID_ARG, "extent -1", NX_MORPH_CLOSE, x, &o);
+    o = (nx_morph_opts){.backend = NX_BACKEND_REF, .nspatial = 3};
+    expect_error(ctx, NX_ERR_SHAPE, "spatial", NX_MORPH_DILATE, x, &o);
+    o = (nx_morph_opts){.backend = NX_BACKEND_REF, .nspatial = 5};
+    expect_error(ctx, NX_ERR_INVALID_ARG, "nspatial", NX_MORPH_DILATE, x, &o);
+    o = (nx_morph_opts){.backend = NX_BACKEND_REF, .border = NX_MORPH_BORDER_COUNT};
+    expect_error(ctx, NX_ERR_INVALID_ARG, "border", NX_MORPH_DILATE, x, &o);
+    o = (nx_morph_opts){.border = NX_MORPH_BORDER_CONSTANT, .cval = NAN};
+    expect_error(ctx, NX_ERR_INVALID_ARG, "cval", NX_MORPH_DILATE, x, &o);
+    o = (nx_morph_opts){.backend = NX_BACKEND_REF};
+    expect_error(ctx, NX_ERR_INVALID_ARG, "not an nx_morph_op", NX_MORPH_OP_COUNT, x, &o);
+    expect_error(ctx, NX_ERR_DTYPE, "f16", NX_MORPH_DILATE, h, &o);
+    expect_error(ctx, NX_ERR_INVALID_ARG, "x is NULL", NX_MORPH_DILATE, NULL, &o);
+    assert_int_equal(nx_morph(ctx, NX_MORPH_DILATE, x, &o, NULL), NX_ERR_INVALID_ARG);
+    /* Elements larger than the image are fine under SAME (the border rule repeats). */
+    o.size[0] = 9;
+    o.size[1] = 11;
+    nx_tensor *y = NULL;
+    assert_int_equal(nx_morph(ctx, NX_MORPH_DILATE, x, &o, &y), NX_OK);
+    nx_tensor_free(y);
+    /* The node builder reports through the graph. */
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    nx_node xi = nx_input(g, "x", NX_DTYPE_I32, 2, s);
+    assert_int_equal(nx_morph_node(g, NX_MORPH_DILATE, xi, NULL), NX_NONE);
+    assert_int_equal(nx_graph_status(g), NX_ERR_DTYPE);
+    assert_non_null(strstr(nx_graph_error(g), "expected f32 or f64"));
+    nx_graph_free(g);
+    nx_tensor_free(x);
+    nx_tensor_free(nanfp);
+    nx_tensor_free(infse);
+    nx_tensor_free(intse);
+    nx_tensor_free(fp3);
+    nx_tensor_free(h);
+    nx_ctx_free(ctx);
+}
+
+static nx_status sweep_body(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    int64_t s[2] = {3, 4}, es[2] = {2, 3};
+    nx_tensor *x = NULL, *se = NULL, *y = NULL, *dx = NULL;
+    nx_status st = nx_tensor_new(ctx, NX_DTYPE_F64, 2, s, &x);
+    if (st == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_F64, 2, es, &se);
+    if (st == NX_OK) {
+        memset(nx_tensor_data(x), 0, 12 * sizeof(double));
+        memset(nx_tensor_data(se), 0, 6 * sizeof(double));
+        nx_morph_opts o = {.backend = NX_BACKEND_REF, .structure = se};
+        st = nx_morph(ctx, NX_MORPH_CLOSE, x, &o, &y);
+        if (st == NX_OK)
+            st = nx_morph_vjp(ctx, NX_MORPH_OPEN, x, y, &o, &dx);
+    }
+    nx_tensor_free(dx);
+    nx_tensor_free(y);
+    nx_tensor_free(se);
+    nx_tensor_free(x);
+    return st;
+}
+
+static void test_alloc_sweep(void **state)
+{
+    (void)state;
+    assert_true(nx_test_alloc_sweep(sweep_body, NULL, 20000) > 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden_ref), cmocka_unit_test(test_golden_cpu),
+        cmocka_unit_test(test_valid),      cmocka_unit_test(test_first_winner),
+        cmocka_unit_test(test_grad_fd),    cmocka_unit_test(test_batch_and_dtypes),
+        cmocka_unit_test(test_errors),     cmocka_unit_test(test_alloc_sweep),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/python3
+"""Golden fixtures for the morphology tests: scipy.ndimage's grey and binary dilation/erosion
+(and openings/closings) on seeded random inputs, written as .npy files plus a manifest
+(tests/data/morphology/cases.txt) the C test reads. Run from the repository root:
+    /usr/bin/python3 tools/gen-morphology-golden.py
+"""
+import os
+
+import numpy as np
+import scipy
+import scipy.ndimage as ndi
+
+OUT = os.path.join(os.path.dirname(__file__), '..', 'tests', 'data', 'morphology')
+rng = np.random.RandomState(20261129)
+lines = []
+
+GREY = {'dilate': ndi.grey_dilation, 'erode': ndi.grey_erosion,
+        'open': ndi.grey_opening, 'close': ndi.grey_closing}
+BINARY = {'dilate': ndi.binary_dilation, 'erode': ndi.binary_erosion}
+
+
+def save(name, **arrays):
+    for k, v in arrays.items():
+        np.save(os.path.join(OUT, f'{name}_{k}.npy'), np.ascontiguousarray(v))
+
+
+def grey(name, op, shape, dtype, *, size=None, footprint=None, structure=None, mode='reflect',
+         cval=0.0):
+    # Integers in a small range make ties common, so the first-winner rule is exercised.
+    x = rng.randint(-4, 5, size=shape).astype(dtype) + (rng.rand(*shape) > 0.7).astype(dtype) / 4
+    kw = {'mode': mode, 'cval': cval}
+    arrays = {'x': x}
+    elem = 'size'
+    if footprint is not None:
+        kw['footprint'] = footprint
+        arrays['fp'] = footprint.astype(np.uint8)
+        elem = 'fp'
+    if structure is not None:
+        kw['structure'] = structure
+        arrays['se'] = structure
+        elem = 'se' if footprint is None else 'fpse'
+    if size is not None:
+        kw['size'] = size
+    out = GREY[op](x, **kw)
+    assert out.dtype == x.dtype
+    arrays['out'] = out
+    save(name, **arrays)
+    sz = ','.join(str(s) for s in (size if size is not None else [0] * x.ndim))
+    lines.append(f'{name} {op} {elem} {mode} {cval} {sz}')
+
+
+def binary(name, op, shape, footprint):
+    x = (rng.rand(*shape) > 0.6).astype(np.float64)
+    out = BINARY[op](x, structure=footprint, border_value=0).astype(np.float64)
+    save(name, x=x, fp=footprint.astype(np.uint8), out=out)
+    lines.append(f'{name} {op} fp constant 0 {",".join("0" * 1 for _ in shape)}')
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    for f in os.listdir(OUT):
+        if f.endswith('.npy'):
+            os.remove(os.path.join(OUT, f))
+    # Flat boxes, odd and even, 1-4 D, both dtypes, every op.
+    grey('d1_box5', 'dilate', (17,), np.float64, size=(5,))
+    grey('e1_box4', 'erode', (17,), np.float64, size=(4,))
+    grey('d1_box4', 'dilate', (17,), np.float32, size=(4,))
+    grey('d2_box3', 'dilate', (9, 11), np.float32, size=(3, 3))
+    grey('e2_box3', 'erode', (9, 11), np.float32, size=(3, 3))
+    grey('d2_box24', 'dilate', (9, 11), np.float64, size=(2, 4))
+    grey('e2_box24', 'erode', (9, 11), np.float64, size=(2, 4))
+    grey('o2_box3', 'open', (9, 11), np.float64, size=(3, 3))
+    grey('c2_box3', 'close', (9, 11), np.float64, size=(3, 3))
+    grey('o2_box2', 'open', (8, 7), np.float32, size=(2, 2))
+    grey('c2_box2', 'close', (8, 7), np.float32, size=(2, 2))
+    grey('d3_box3', 'dilate', (6, 7, 5), np.float32, size=(3, 3, 3))
+    grey('e3_box324', 'erode', (6, 7, 5), np.float64, size=(3, 2, 4))
+    grey('d4_box3', 'dilate', (4, 5, 3, 6), np.float64, size=(3, 3, 2, 3))
+    grey('e4_box3', 'erode', (4, 5, 3, 6), np.float32, size=(3, 3, 3, 3))
+    # Boundary modes other than reflect.
+    grey('d2_nearest', 'dilate', (7, 8), np.float64, size=(3, 4), mode='nearest')
+    grey('e2_constant', 'erode', (7, 8), np.float64, size=(3, 3), mode='constant', cval=1.5)
+    grey('d2_mirror', 'dilate', (7, 8), np.float64, size=(5, 3), mode='mirror')
+    grey('e2_wrap', 'erode', (7, 8), np.float64, size=(3, 4), mode='wrap')
+    # Element wider than the image: the border rule repeats, as scipy extends.
+    grey('d1_wide', 'dilate', (4,), np.float64, size=(9,))
+    grey('e2_wide', 'erode', (3, 2), np.float64, size=(7, 5))
+    # Flat footprints (non-box), odd and even.
+    cross = ndi.generate_binary_structure(2, 1)
+    grey('d2_cross', 'dilate', (9, 8), np.float64, footprint=cross)
+    grey('e2_cross', 'erode', (9, 8), np.float64, footprint=cross)
+    asym = np.array([[1, 0, 0, 1], [0, 1, 1, 1], [1, 1, 0, 0]], bool)
+    grey('d2_asym', 'dilate', (9, 8), np.float32, footprint=asym)
+    grey('e2_asym', 'erode', (9, 8), np.float32, footprint=asym)
+    grey('c2_asym', 'close', (9, 8), np.float64, footprint=asym)
+    # Non-flat structures (added in f64 by scipy, also for f32 input).
+    se = rng.uniform(-1, 1, size=(3, 4))
+    grey('d2_se', 'dilate', (8, 9), np.float64, structure=se)
+    grey('e2_se', 'erode', (8, 9), np.float64, structure=se)
+    grey('d2_se32', 'dilate', (8, 9), np.float32, structure=se)
+    grey('o2_se', 'open', (8, 9), np.float64, structure=se)
+    grey('d2_fpse', 'dilate', (8, 9), np.float64, footprint=asym, structure=se)
+    se3 = rng.uniform(-1, 1, size=(2, 3, 3))
+    grey('e3_se', 'erode', (5, 6, 7), np.float64, structure=se3)
+    # Binary: 0/1 input, border_value=0.
+    binary('bd2_cross', 'dilate', (10, 9), cross)
+    binary('be2_cross', 'erode', (10, 9), cross)
+    binary('bd2_asym', 'dilate', (10, 9), asym)
+    binary('be2_asym', 'erode', (10, 9), asym)
+    binary('bd3_box', 'dilate', (6, 5, 7), np.ones((3, 3, 3), bool))
+    binary('be3_ball', 'erode', (6, 5, 7), ndi.generate_binary_structure(3, 2))
+    with open(os.path.join(OUT, 'cases.txt'), 'w') as f:
+        f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; '
+                'name op element mode cval size\n')
+        f.write('\n'.join(lines) + '\n')
+
+
+if __name__ == '__main__':
+    main()
