@@ -735,6 +735,21 @@ nx_status nx_rt_cuda_upload(nx_ctx *ctx, nx_cu_ptr dst, const void *src, size_t 
     return stream_sync(ctx, cu, "after a copy to the device");
 }
 
+nx_status nx_rt_cuda_copy(nx_ctx *ctx, nx_cu_ptr dst, nx_cu_ptr src, size_t bytes)
+{
+    nx_rt_cuda *cu;
+    nx_status st = nx_rt_cuda_get(ctx, &cu);
+    if (st != NX_OK || bytes == 0)
+        return st;
+    nx_cu_result r = cu->drv->api.cuMemcpyDtoDAsync_v2(dst, src, bytes, cu->stream);
+    if (r != NX_CU_SUCCESS) {
+        char what[64];
+        snprintf(what, sizeof what, "copying %zu bytes within the device", bytes);
+        return cu_fail(ctx, cu->drv, r, "cuMemcpyDtoDAsync_v2", what);
+    }
+    return NX_OK;
+}
+
 nx_status nx_rt_cuda_download(nx_ctx *ctx, void *dst, nx_cu_ptr src, size_t bytes)
 {
     nx_rt_cuda *cu;

@@ -187,6 +187,8 @@ NX_HIDDEN void nx_rt_cuda_stats_get(nx_ctx *ctx, nx_rt_cuda_stats *out);
 /* Copies on the context's stream; each returns when the copy is complete. */
 NX_HIDDEN nx_status nx_rt_cuda_upload(nx_ctx *ctx, nx_cu_ptr dst, const void *src, size_t bytes);
 NX_HIDDEN nx_status nx_rt_cuda_download(nx_ctx *ctx, void *dst, nx_cu_ptr src, size_t bytes);
+/* Enqueues a device-to-device copy on the context's stream (returns without waiting). */
+NX_HIDDEN nx_status nx_rt_cuda_copy(nx_ctx *ctx, nx_cu_ptr dst, nx_cu_ptr src, size_t bytes);
 /* Waits for the context's stream; reports errors of earlier launches. */
 NX_HIDDEN nx_status nx_rt_cuda_sync(nx_ctx *ctx);
 

@@ -1,0 +1,74 @@
+/* The CUDA backend object (nx_backend_ops, codegen/kernel.h).
+ *
+ * prepare compiles every kernel for the device. A plan with a kernel the emitter cannot generate
+ * (library kernels, f16/bf16) runs whole on the CPU backend instead: each such kernel is reported
+ * through nx_ptx_fallback (one structured warning per op, shapes, dtype and backend per process;
+ * silenced by NITRIX_SILENCE_FALLBACK, an NX_ERR_BACKEND under NITRIX_STRICT_BACKEND). Running
+ * the whole plan on one side keeps every intermediate on one device; splitting a plan between
+ * the GPU and the host is future work (docs/cuda.md). */
+#include "codegen/ptx/emit.h"
+#include "codegen/x86/emit.h"
+
+typedef struct ptx_state {
+    nx_ptx_plan *cp;  /* the device plan, or NULL when the plan runs on the CPU */
+    void *cpu;        /* the CPU backend's state for a plan that fell back */
+} ptx_state;
+
+static bool ptx_supports(const nx_kernel *k)
+{
+    return nx_ptx_unsupported(k) == NULL;
+}
+
+static nx_status ptx_prepare(nx_ctx *ctx, const nx_kplan *p, void **state)
+{
+    *state = NULL;
+    ptx_state *s = nx_rt_calloc(ctx, 1, sizeof *s);
+    if (!s)
+        return nx_rt_nomem(ctx, "CUDA backend state", sizeof *s);
+    nx_status st = NX_OK;
+    bool fallback = false;
+    for (int i = 0; st == NX_OK && i < p->nkernels; i++) {
+        const char *why = nx_ptx_unsupported(p->kernels[i]);
+        if (!why)
+            continue;
+        fallback = true;
+        st = nx_ptx_fallback(ctx, p->kernels[i], NX_BACKEND_CUDA, NX_BACKEND_CPU, why);
+    }
+    if (st == NX_OK)
+        st = fallback ? nx_x86_backend.prepare(ctx, p, &s->cpu) : nx_ptx_plan_compile(ctx, p, &s->cp);
+    if (st != NX_OK) {
+        nx_rt_free(ctx, s, sizeof *s);
+        return st;
+    }
+    *state = s;
+    return NX_OK;
+}
+
+static nx_status ptx_run(nx_ctx *ctx, const nx_kplan *p, void *state,
+                         const nx_tensor *const *inputs, nx_tensor **outputs)
+{
+    ptx_state *s = state;
+    if (!s->cp)
+        return nx_x86_backend.run(ctx, p, s->cpu, inputs, outputs);
+    return nx_ptx_plan_run(ctx, p, s->cp, inputs, outputs);
+}
+
+static void ptx_release(nx_ctx *ctx, const nx_kplan *p, void *state)
+{
+    ptx_state *s = state;
+    if (!s)
+        return;
+    if (s->cp)
+        nx_ptx_plan_free(ctx, s->cp);
+    else
+        nx_x86_backend.release(ctx, p, s->cpu);
+    nx_rt_free(ctx, s, sizeof *s);
+}
+
+const nx_backend_ops nx_ptx_backend = {
+    .name = "cuda",
+    .supports = ptx_supports,
+    .prepare = ptx_prepare,
+    .run = ptx_run,
+    .release = ptx_release,
+};

@@ -1,0 +1,851 @@
+/* Kernel IR -> CUDA C (docs/cuda.md, docs/kernel-ir.md).
+ *
+ * A LOOP kernel becomes one __global__ function. Every instruction is placed in a scope: the top
+ * scope (one iteration point) or the loop body of the REDUCE that owns the innermost reduction
+ * loop its value depends on (nx_kernel_loop_masks). Scopes nest as REDUCEs nest, so loop
+ * invariants sit outside the K-loop and a nested reduction's loops run inside its consumer's.
+ *
+ * Two launch shapes:
+ *   POINTS        one thread per iteration point, grid-stride; each fold runs serially in the
+ *                 canonical order (exact in reproducible mode).
+ *   BLOCK_REDUCE  for a space of few points whose value is one large top-level fold: G blocks per
+ *                 point, each thread folds a strided part of the block's chunk, a fixed shared-
+ *                 memory tree combines the threads, and the last block of a point (a ticket
+ *                 counter, the only atomic) combines the G partials in block order. The order
+ *                 is fixed by the shapes, so the result is the same on every run; it is used for
+ *                 MAX/MIN (exact in any order), integer SUM (wrapping, exact in any order) and,
+ *                 when reassociation is allowed, float SUM.
+ * Math follows ir/prim-elementwise.c: NaN-propagating min/max, rint (half to even), floor
+ * division and modulo with x/0 = 0, wrapping integer arithmetic (done in 64 bits, then narrowed
+ * as the interpreter narrows), saturating float->int casts with NaN -> 0. */
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "codegen/ptx/emit.h"
+
+typedef struct text {
+    nx_ctx *ctx;
+    char *p;
+    size_t len, cap;
+    bool failed;
+} text;
+
+static void put(text *t, const char *fmt, ...) NX_PRINTF(2, 3);
+
+static void put(text *t, const char *fmt, ...)
+{
+    if (t->failed)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            t->failed = true;
+            return;
+        }
+        if (t->p && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = t->cap ? t->cap : 8192;
+        while (cap <= t->len + (size_t)n)
+            cap *= 2;
+        char *q = nx_rt_alloc(t->ctx, cap);
+        if (!q) {
+            t->failed = true;
+            return;
+        }
+        if (t->len)
+            memcpy(q, t->p, t->len);
+        q[t->len] = 0;
+        nx_rt_free(t->ctx, t->p, t->cap);
+        t->p = q;
+        t->cap = cap;
+    }
+}
+
+/* ---- device helpers, the interpreter's scalar semantics ------------------------------------*/
+
+static const char prelude[] =
+    "typedef long long i64;\n"
+    "typedef unsigned long long u64;\n"
+    "#define NX_I64_MIN (-9223372036854775807LL - 1)\n"
+    "#define NX_NANF __int_as_float(0x7fc00000)\n"
+    "#define NX_NAN __longlong_as_double(0x7ff8000000000000LL)\n"
+    "#define NX_INFF __int_as_float(0x7f800000)\n"
+    "#define NX_INF __longlong_as_double(0x7ff0000000000000LL)\n"
+    "static __device__ __forceinline__ i64 nx_add(i64 a, i64 b) { return (i64)((u64)a + (u64)b); }\n"
+    "static __device__ __forceinline__ i64 nx_sub(i64 a, i64 b) { return (i64)((u64)a - (u64)b); }\n"
+    "static __device__ __forceinline__ i64 nx_mul(i64 a, i64 b) { return (i64)((u64)a * (u64)b); }\n"
+    "static __device__ __forceinline__ i64 nx_neg(i64 a) { return (i64)(0ULL - (u64)a); }\n"
+    "static __device__ __forceinline__ i64 nx_iabs(i64 a) { return a < 0 ? nx_neg(a) : a; }\n"
+    "static __device__ __forceinline__ i64 nx_idiv(i64 a, i64 b)\n"
+    "{\n"
+    "    if (b == 0) return 0;\n"
+    "    if (a == NX_I64_MIN && b == -1) return NX_I64_MIN;\n"
+    "    i64 q = a / b;\n"
+    "    if (a % b != 0 && ((a < 0) != (b < 0))) q--;\n"
+    "    return q;\n"
+    "}\n"
+    "static __device__ __forceinline__ i64 nx_imod(i64 a, i64 b)\n"
+    "{\n"
+    "    if (b == 0 || (a == NX_I64_MIN && b == -1)) return 0;\n"
+    "    i64 r = a % b;\n"
+    "    if (r != 0 && ((r < 0) != (b < 0))) r += b;\n"
+    "    return r;\n"
+    "}\n"
+    "static __device__ i64 nx_ipow(i64 a, i64 b)\n"
+    "{\n"
+    "    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;\n"
+    "    u64 r = 1, base = (u64)a;\n"
+    "    while (b) { if (b & 1) r *= base; base *= base; b >>= 1; }\n"
+    "    return (i64)r;\n"
+    "}\n"
+    "static __device__ __forceinline__ double nx_fmodd(double a, double b)\n"
+    "{\n"
+    "    double m = fmod(a, b);\n"
+    "    if (m != m) return m;\n"
+    "    if (m != 0) { if ((b < 0) != (m < 0)) m += b; } else m = copysign(0.0, b);\n"
+    "    return m;\n"
+    "}\n"
+    "static __device__ __forceinline__ float nx_fmodf(float a, float b)\n"
+    "{\n"
+    "    return (float)nx_fmodd((double)a, (double)b);\n"
+    "}\n"
+    "static __device__ __forceinline__ float nx_fmaxf(float a, float b)\n"
+    "{ return (a != a || b != b) ? NX_NANF : (b > a ? b : a); }\n"
+    "static __device__ __forceinline__ float nx_fminf(float a, float b)\n"
+    "{ return (a != a || b != b) ? NX_NANF : (b < a ? b : a); }\n"
+    "static __device__ __forceinline__ double nx_fmaxd(double a, double b)\n"
+    "{ return (a != a || b != b) ? NX_NAN : (b > a ? b : a); }\n"
+    "static __device__ __forceinline__ double nx_fmind(double a, double b)\n"
+    "{ return (a != a || b != b) ? NX_NAN : (b < a ? b : a); }\n"
+    "static __device__ __forceinline__ i64 nx_sat(double x, i64 lo, i64 hi)\n"
+    "{\n"
+    "    if (x != x) return 0;\n"
+    "    x = trunc(x);\n"
+    "    if (x <= (double)lo) return lo;\n"
+    "    if (x >= 9223372036854775808.0 || x >= (double)hi) return hi;\n"
+    "    return (i64)x;\n"
+    "}\n";
+
+/* ---- types and values ----------------------------------------------------------------------*/
+
+static const char *ctype(int d)
+{
+    switch (d) {
+    case NX_DTYPE_F32:
+        return "float";
+    case NX_DTYPE_F64:
+        return "double";
+    case NX_DTYPE_I8:
+        return "signed char";
+    case NX_DTYPE_I16:
+        return "short";
+    case NX_DTYPE_I32:
+        return "int";
+    case NX_DTYPE_I64:
+        return "i64";
+    default: /* u8, bool */
+        return "unsigned char";
+    }
+}
+
+static bool is_f(int d)
+{
+    return d == NX_DTYPE_F32 || d == NX_DTYPE_F64;
+}
+
+typedef struct gen {
+    const nx_kernel *k;
+    text t;
+    uint32_t *mask;
+    int *scope; /* per instruction: the REDUCE whose loop body holds it, -1: the point */
+    int owner[NX_KERNEL_MAX_LOOPS];
+    int block_r; /* BLOCK_REDUCE: the top-level REDUCE folded across blocks, -1: none */
+    int64_t blocks; /* BLOCK_REDUCE: blocks per point */
+    int ind;
+} gen;
+
+static void line(gen *g, const char *fmt, ...) NX_PRINTF(2, 3);
+
+static void line(gen *g, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (n < 0 || (size_t)n >= sizeof buf) {
+        g->t.failed = true;
+        return;
+    }
+    put(&g->t, "%*s%s\n", 4 * g->ind, "", buf);
+}
+
+static void const_text(const nx_kinst *in, char *buf, size_t len)
+{
+    if (in->dtype == NX_DTYPE_F32) {
+        float f = (float)in->f;
+        uint32_t u;
+        memcpy(&u, &f, 4);
+        snprintf(buf, len, "__int_as_float(0x%08x)", (unsigned)u);
+    } else if (in->dtype == NX_DTYPE_F64) {
+        uint64_t u;
+        memcpy(&u, &in->f, 8);
+        snprintf(buf, len, "__longlong_as_double(0x%016llxLL)", (unsigned long long)u);
+    } else if (in->dtype == NX_DTYPE_BOOL) {
+        snprintf(buf, len, "(unsigned char)%d", in->i != 0);
+    } else if (in->i == INT64_MIN) {
+        snprintf(buf, len, "(%s)NX_I64_MIN", ctype(in->dtype));
+    } else {
+        snprintf(buf, len, "(%s)%lldLL", ctype(in->dtype), (long long)in->i);
+    }
+}
+
+static const char *float_fn(int prim, bool f32)
+{
+    static const struct {
+        int prim;
+        const char *f, *d;
+    } fns[] = {
+        {NX_PRIM_EXP, "expf", "exp"},       {NX_PRIM_LOG, "logf", "log"},
+        {NX_PRIM_LOG1P, "log1pf", "log1p"}, {NX_PRIM_EXPM1, "expm1f", "expm1"},
+        {NX_PRIM_SQRT, "sqrtf", "sqrt"},    {NX_PRIM_SIN, "sinf", "sin"},
+        {NX_PRIM_COS, "cosf", "cos"},       {NX_PRIM_TANH, "tanhf", "tanh"},
+        {NX_PRIM_ERF, "erff", "erf"},       {NX_PRIM_FLOOR, "floorf", "floor"},
+        {NX_PRIM_CEIL, "ceilf", "ceil"},    {NX_PRIM_ROUND, "rintf", "rint"},
+        {NX_PRIM_ABS, "fabsf", "fabs"},     {NX_PRIM_POW, "powf", "pow"},
+        {NX_PRIM_ATAN2, "atan2f", "atan2"}, {NX_PRIM_MOD, "nx_fmodf", "nx_fmodd"},
+        {NX_PRIM_MIN, "nx_fminf", "nx_fmind"}, {NX_PRIM_MAX, "nx_fmaxf", "nx_fmaxd"},
+    };
+    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
+        if (fns[i].prim == prim)
+            return f32 ? fns[i].f : fns[i].d;
+    return NULL;
+}
+
+static const char *int_fn(int prim)
+{
+    switch (prim) {
+    case NX_PRIM_ADD:
+        return "nx_add";
+    case NX_PRIM_SUB:
+        return "nx_sub";
+    case NX_PRIM_MUL:
+        return "nx_mul";
+    case NX_PRIM_DIV:
+        return "nx_idiv";
+    case NX_PRIM_MOD:
+        return "nx_imod";
+    case NX_PRIM_POW:
+        return "nx_ipow";
+    default:
+        return NULL;
+    }
+}
+
+static const char *cmp_op(int prim)
+{
+    static const char *const ops[] = {"==", "!=", "<", "<=", ">", ">="};
+    return prim >= NX_PRIM_EQ && prim <= NX_PRIM_GE ? ops[prim - NX_PRIM_EQ] : NULL;
+}
+
+/* The float->int saturation bounds of a dtype. */
+static void int_bounds(int d, char *lo, char *hi, size_t len)
+{
+    switch (d) {
+    case NX_DTYPE_I8:
+        snprintf(lo, len, "-128LL"), snprintf(hi, len, "127LL");
+        break;
+    case NX_DTYPE_I16:
+        snprintf(lo, len, "-32768LL"), snprintf(hi, len, "32767LL");
+        break;
+    case NX_DTYPE_I32:
+        snprintf(lo, len, "-2147483648LL"), snprintf(hi, len, "2147483647LL");
+        break;
+    case NX_DTYPE_U8:
+        snprintf(lo, len, "0LL"), snprintf(hi, len, "255LL");
+        break;
+    default:
+        snprintf(lo, len, "NX_I64_MIN"), snprintf(hi, len, "9223372036854775807LL");
+        break;
+    }
+}
+
+static void cast_expr(int from, int to, int x, char *buf, size_t len)
+{
+    const char *t = ctype(to);
+    if (to == NX_DTYPE_BOOL) {
+        snprintf(buf, len, "(unsigned char)(v%d != 0)", x);
+    } else if (is_f(from) && !is_f(to)) {
+        char lo[32], hi[32];
+        int_bounds(to, lo, hi, sizeof lo);
+        snprintf(buf, len, "(%s)nx_sat((double)v%d, %s, %s)", t, x, lo, hi);
+    } else if (!is_f(from) && !is_f(to)) {
+        snprintf(buf, len, "(%s)(i64)v%d", t, x);
+    } else {
+        snprintf(buf, len, "(%s)v%d", t, x);
+    }
+}
+
+static void unary_expr(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    int x = in->a[0];
+    const char *t = ctype(in->dtype);
+    bool f32 = od == NX_DTYPE_F32;
+    switch (in->prim) {
+    case NX_PRIM_NEG:
+        if (is_f(od))
+            snprintf(buf, len, "-v%d", x);
+        else
+            snprintf(buf, len, "(%s)nx_neg((i64)v%d)", t, x);
+        return;
+    case NX_PRIM_ABS:
+        if (!is_f(od)) {
+            snprintf(buf, len, "(%s)nx_iabs((i64)v%d)", t, x);
+            return;
+        }
+        break;
+    case NX_PRIM_SIGN:
+        if (is_f(od))
+            snprintf(buf, len, "(v%d != v%d ? v%d : (%s)((v%d > 0) - (v%d < 0)))", x, x, x, t, x,
+                     x);
+        else
+            snprintf(buf, len, "(%s)((v%d > 0) - (v%d < 0))", t, x, x);
+        return;
+    case NX_PRIM_ISNAN:
+        snprintf(buf, len, is_f(od) ? "(unsigned char)(v%d != v%d)" : "(unsigned char)0", x, x);
+        return;
+    case NX_PRIM_NOT:
+        snprintf(buf, len, "(unsigned char)(v%d == 0)", x);
+        return;
+    case NX_PRIM_RSQRT: /* 1/sqrt rounded once, as the interpreter; rsqrtf is 2 ulp */
+        snprintf(buf, len, "(%s)(1.0 / sqrt((double)v%d))", t, x);
+        return;
+    case NX_PRIM_CAST:
+        cast_expr(od, in->dtype, x, buf, len);
+        return;
+    default:
+        break;
+    }
+    snprintf(buf, len, "%s(v%d)", float_fn(in->prim, f32), x);
+}
+
+static void binary_expr(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    int a = in->a[0], b = in->a[1];
+    const char *t = ctype(in->dtype);
+    const char *c = cmp_op(in->prim);
+    if (c) {
+        snprintf(buf, len, "(unsigned char)(v%d %s v%d)", a, c, b);
+    } else if (in->prim == NX_PRIM_AND || in->prim == NX_PRIM_OR) {
+        snprintf(buf, len, "(unsigned char)(v%d %s v%d)", a, in->prim == NX_PRIM_AND ? "&&" : "||",
+                 b);
+    } else if (!is_f(od) && (in->prim == NX_PRIM_MIN || in->prim == NX_PRIM_MAX)) {
+        snprintf(buf, len, "(v%d %s v%d ? v%d : v%d)", b, in->prim == NX_PRIM_MIN ? "<" : ">", a,
+                 b, a);
+    } else if (!is_f(od)) {
+        snprintf(buf, len, "(%s)%s((i64)v%d, (i64)v%d)", t, int_fn(in->prim), a, b);
+    } else if (in->prim == NX_PRIM_ADD || in->prim == NX_PRIM_SUB || in->prim == NX_PRIM_MUL ||
+               in->prim == NX_PRIM_DIV) {
+        static const char ops[] = "+-*/";
+        snprintf(buf, len, "v%d %c v%d", a, ops[in->prim - NX_PRIM_ADD], b);
+    } else {
+        snprintf(buf, len, "%s(v%d, v%d)", float_fn(in->prim, od == NX_DTYPE_F32), a, b);
+    }
+}
+
+/* ---- support -------------------------------------------------------------------------------*/
+
+static bool prim_ok(const nx_kinst *in, int od)
+{
+    int p = in->prim;
+    if (p == NX_PRIM_SELECT || p == NX_PRIM_CAST || cmp_op(p) || p == NX_PRIM_AND ||
+        p == NX_PRIM_OR || p == NX_PRIM_NOT || p == NX_PRIM_ISNAN || p == NX_PRIM_SIGN ||
+        p == NX_PRIM_NEG || p == NX_PRIM_RSQRT)
+        return true;
+    if (is_f(od))
+        return float_fn(p, true) != NULL || p == NX_PRIM_ADD || p == NX_PRIM_SUB ||
+               p == NX_PRIM_MUL || p == NX_PRIM_DIV;
+    return int_fn(p) != NULL || p == NX_PRIM_MIN || p == NX_PRIM_MAX || p == NX_PRIM_ABS;
+}
+
+const char *nx_ptx_unsupported(const nx_kernel *k)
+{
+    if (k->kind != NX_KERNEL_LOOP)
+        return "library kernels (scatter, sort, scan, extern, custom monoids) have no device "
+               "implementation yet";
+    for (int b = 0; b < k->nbufs; b++)
+        if (nx_ir_is_half(k->bufs[b].dtype))
+            return "f16/bf16 buffers are not supported by the CUDA emitter";
+    for (int i = 0; i < k->ninst; i++) {
+        const nx_kinst *in = &k->inst[i];
+        if (nx_ir_is_half(in->dtype))
+            return "f16/bf16 values are not supported by the CUDA emitter";
+        if (in->op == NX_KOP_PRIM) {
+            int od = in->prim == NX_PRIM_SELECT ? k->inst[in->a[1]].dtype : k->inst[in->a[0]].dtype;
+            if (nx_ir_is_half(od) || !prim_ok(in, od))
+                return "an elementwise primitive the CUDA emitter does not implement";
+        }
+        if (in->op == NX_KOP_REDUCE && in->prim >= NX_MONOID_COUNT)
+            return "an unknown monoid";
+    }
+    return NULL;
+}
+
+/* ---- instructions --------------------------------------------------------------------------*/
+
+static void emit_inst(gen *g, int id)
+{
+    const nx_kinst *in = &g->k->inst[id];
+    const char *t = ctype(in->dtype);
+    char e[512];
+    switch (in->op) {
+    case NX_KOP_CONST:
+        const_text(in, e, sizeof e);
+        break;
+    case NX_KOP_IDX:
+        snprintf(e, sizeof e, "i%d", in->a[0]);
+        break;
+    case NX_KOP_LOAD:
+        snprintf(e, sizeof e, "b%d[v%d]", in->a[0], in->a[1]);
+        break;
+    default: { /* PRIM */
+        int arity = in->prim == NX_PRIM_SELECT ? 3 : nx_ir_prims[in->prim].arity;
+        int od = g->k->inst[in->a[in->prim == NX_PRIM_SELECT ? 1 : 0]].dtype;
+        if (in->prim == NX_PRIM_SELECT)
+            snprintf(e, sizeof e, "v%d ? v%d : v%d", in->a[0], in->a[1], in->a[2]);
+        else if (arity == 1)
+            unary_expr(in, od, e, sizeof e);
+        else
+            binary_expr(in, od, e, sizeof e);
+        break;
+    }
+    }
+    line(g, "const %s v%d = %s;", t, id, e);
+}
+
+/* The fold step of REDUCE r with accumulator names a<r> (value), n<r> (NaN seen), s<r> (LSE sum),
+ * x the operand variable, kvar the position along the loop (ARGMAX/ARGMIN). */
+static void emit_step(gen *g, int r, const char *kvar)
+{
+    const nx_kinst *in = &g->k->inst[r];
+    int x = in->a[0], d = in->dtype;
+    bool fl = is_f(d);
+    const char *t = ctype(d);
+    switch (in->prim) {
+    case NX_MONOID_SUM:
+    case NX_MONOID_PROD: {
+        bool sum = in->prim == NX_MONOID_SUM;
+        if (fl)
+            line(g, "a%d = a%d %c v%d;", r, r, sum ? '+' : '*', x);
+        else
+            line(g, "a%d = (%s)%s((i64)a%d, (i64)v%d);", r, t, sum ? "nx_add" : "nx_mul", r, x);
+        break;
+    }
+    case NX_MONOID_MAX:
+    case NX_MONOID_MIN: {
+        const char *op = in->prim == NX_MONOID_MAX ? ">" : "<";
+        if (fl)
+            line(g, "if (v%d != v%d) n%d = 1; else if (v%d %s a%d) a%d = v%d;", x, x, r, x, op, r,
+                 r, x);
+        else
+            line(g, "if (v%d %s a%d) a%d = v%d;", x, op, r, r, x);
+        break;
+    }
+    case NX_MONOID_LOGSUMEXP: {
+        const char *ex = d == NX_DTYPE_F32 ? "expf" : "exp";
+        line(g, "if (v%d != v%d) n%d = 1;", x, x, r);
+        line(g, "else if (v%d != -%s) {", x, d == NX_DTYPE_F32 ? "NX_INFF" : "NX_INF");
+        g->ind++;
+        line(g, "if (v%d > a%d) { s%d = s%d * %s(a%d - v%d) + 1; a%d = v%d; }", x, r, r, r, ex, r,
+             x, r, x);
+        line(g, "else if (v%d == a%d) s%d += 1;", x, r, r);
+        line(g, "else s%d += %s(v%d - a%d);", r, ex, x, r);
+        g->ind--;
+        line(g, "}");
+        break;
+    }
+    default: { /* ARGMAX / ARGMIN: strict improvement keeps the first winner, the first NaN wins */
+        const char *op = in->prim == NX_MONOID_ARGMAX ? ">" : "<";
+        int od = g->k->inst[x].dtype;
+        if (is_f(od))
+            line(g, "if (!n%d && (%s == 0 || v%d != v%d || v%d %s a%d)) { a%d = v%d; m%d = %s; "
+                    "n%d = v%d != v%d; }",
+                 r, kvar, x, x, x, op, r, r, x, r, kvar, r, x, x);
+        else
+            line(g, "if (%s == 0 || v%d %s a%d) { a%d = v%d; m%d = %s; }", kvar, x, op, r, r, x, r,
+                 kvar);
+        break;
+    }
+    }
+}
+
+static void identity_text(int monoid, int d, char *buf, size_t len)
+{
+    bool lowest = monoid == NX_MONOID_MAX || monoid == NX_MONOID_ARGMAX ||
+                  monoid == NX_MONOID_LOGSUMEXP;
+    if (monoid == NX_MONOID_SUM) {
+        snprintf(buf, len, "(%s)0", ctype(d));
+    } else if (monoid == NX_MONOID_PROD) {
+        snprintf(buf, len, "(%s)1", ctype(d));
+    } else if (is_f(d)) {
+        snprintf(buf, len, "%s%s", lowest ? "-" : "", d == NX_DTYPE_F32 ? "NX_INFF" : "NX_INF");
+    } else if (d == NX_DTYPE_BOOL) {
+        snprintf(buf, len, "(unsigned char)%d", lowest ? 0 : 1);
+    } else {
+        char lo[32], hi[32];
+        int_bounds(d, lo, hi, sizeof lo);
+        snprintf(buf, len, "(%s)%s", ctype(d), lowest ? lo : hi);
+    }
+}
+
+static void emit_acc(gen *g, int r)
+{
+    const nx_kinst *in = &g->k->inst[r];
+    int od = g->k->inst[in->a[0]].dtype; /* the carry has the operand's dtype */
+    char id[64];
+    identity_text(in->prim == NX_MONOID_ARGMAX || in->prim == NX_MONOID_ARGMIN ? in->prim
+                                                                                 : in->prim,
+                  od, id, sizeof id);
+    line(g, "%s a%d = %s;", ctype(od), r, id);
+    line(g, "int n%d = 0;", r);
+    line(g, "(void)n%d;", r);
+    if (in->prim == NX_MONOID_LOGSUMEXP)
+        line(g, "%s s%d = 0;", ctype(od), r);
+    if (in->prim == NX_MONOID_ARGMAX || in->prim == NX_MONOID_ARGMIN)
+        line(g, "i64 m%d = 0;", r);
+}
+
+/* The value of REDUCE r from its carry, into variable f<r>. */
+static void emit_finish(gen *g, int r)
+{
+    const nx_kinst *in = &g->k->inst[r];
+    int d = in->dtype;
+    const char *t = ctype(d);
+    const char *nan = d == NX_DTYPE_F32 ? "NX_NANF" : "NX_NAN";
+    switch (in->prim) {
+    case NX_MONOID_ARGMAX:
+    case NX_MONOID_ARGMIN:
+        line(g, "const i64 v%d = m%d;", r, r);
+        break;
+    case NX_MONOID_LOGSUMEXP:
+        line(g, "const %s v%d = n%d ? %s : (isinf(a%d) ? a%d : (%s)((double)a%d + log((double)s%d)));",
+             t, r, r, nan, r, r, t, r, r);
+        break;
+    case NX_MONOID_MAX:
+    case NX_MONOID_MIN:
+        if (is_f(d)) {
+            line(g, "const %s v%d = n%d ? %s : a%d;", t, r, r, nan, r);
+            break;
+        }
+        /* fallthrough */
+    default:
+        line(g, "const %s v%d = a%d;", t, r, r);
+        break;
+    }
+}
+
+static void emit_scope(gen *g, int s, int limit);
+
+static void emit_loops_open(gen *g, uint32_t loops)
+{
+    for (int l = 0; l < g->k->nloops; l++)
+        if (loops & (1u << l)) {
+            line(g, "for (i64 i%d = 0; i%d < %lldLL; i%d++) {", l, l, (long long)g->k->extent[l],
+                 l);
+            g->ind++;
+        }
+}
+
+static void emit_reduce(gen *g, int r)
+{
+    const nx_kinst *in = &g->k->inst[r];
+    uint32_t loops = (uint32_t)in->i;
+    int first = -1;
+    for (int l = 0; l < g->k->nloops && first < 0; l++)
+        if (loops & (1u << l))
+            first = l;
+    emit_acc(g, r);
+    emit_loops_open(g, loops);
+    emit_scope(g, r, r);
+    char kvar[16];
+    snprintf(kvar, sizeof kvar, "i%d", first);
+    emit_step(g, r, kvar);
+    for (int l = 0; l < g->k->nloops; l++)
+        if (loops & (1u << l)) {
+            g->ind--;
+            line(g, "}");
+        }
+    emit_finish(g, r);
+}
+
+/* ---- BLOCK_REDUCE --------------------------------------------------------------------------*/
+
+static int64_t fold_length(const nx_kernel *k, uint32_t loops)
+{
+    int64_t n = 1;
+    for (int l = 0; l < k->nloops; l++)
+        if (loops & (1u << l))
+            n *= k->extent[l];
+    return n;
+}
+
+/* Combines the float MAX/MIN NaN flag into the carry's value, so partial carries combine with
+ * NaN-propagating operations. */
+static const char *combine_fn(const nx_kinst *in, int d)
+{
+    if (in->prim == NX_MONOID_SUM)
+        return is_f(d) ? NULL : "nx_add";
+    if (is_f(d))
+        return in->prim == NX_MONOID_MAX ? (d == NX_DTYPE_F32 ? "nx_fmaxf" : "nx_fmaxd")
+                                         : (d == NX_DTYPE_F32 ? "nx_fminf" : "nx_fmind");
+    return in->prim == NX_MONOID_MAX ? "nx_imax" : "nx_imin";
+}
+
+static void emit_combine(gen *g, int d, const nx_kinst *in, const char *dst, const char *a,
+                         const char *b)
+{
+    const char *fn = combine_fn(in, d);
+    if (!fn)
+        line(g, "%s = %s + %s;", dst, a, b);
+    else if (!strcmp(fn, "nx_imax"))
+        line(g, "%s = %s > %s ? %s : %s;", dst, b, a, b, a);
+    else if (!strcmp(fn, "nx_imin"))
+        line(g, "%s = %s < %s ? %s : %s;", dst, b, a, b, a);
+    else if (!strcmp(fn, "nx_add"))
+        line(g, "%s = (%s)nx_add((i64)%s, (i64)%s);", dst, ctype(d), a, b);
+    else
+        line(g, "%s = %s(%s, %s);", dst, fn, a, b);
+}
+
+static void emit_block_fold(gen *g, int r)
+{
+    const nx_kernel *k = g->k;
+    const nx_kinst *in = &k->inst[r];
+    uint32_t loops = (uint32_t)in->i;
+    int d = in->dtype;
+    const char *t = ctype(d);
+    int64_t n = fold_length(k, loops);
+    int64_t chunk = (n + g->blocks - 1) / g->blocks;
+    emit_acc(g, r);
+    line(g, "const i64 f0 = (i64)blk * %lldLL, f1 = min(f0 + %lldLL, %lldLL);", (long long)chunk,
+         (long long)chunk, (long long)n);
+    line(g, "for (i64 f = f0 + threadIdx.x; f < f1; f += %d) {", NX_PTX_THREADS);
+    g->ind++;
+    line(g, "i64 rem = f;");
+    for (int l = k->nloops - 1; l >= 0; l--)
+        if (loops & (1u << l)) {
+            line(g, "const i64 i%d = rem %% %lldLL;", l, (long long)k->extent[l]);
+            line(g, "rem /= %lldLL;", (long long)k->extent[l]);
+        }
+    line(g, "(void)rem;");
+    emit_scope(g, r, r);
+    emit_step(g, r, "f");
+    g->ind--;
+    line(g, "}");
+    if (is_f(d) && in->prim != NX_MONOID_SUM)
+        line(g, "if (n%d) a%d = %s;", r, r, d == NX_DTYPE_F32 ? "NX_NANF" : "NX_NAN");
+    line(g, "__shared__ %s sh[%d];", t, NX_PTX_THREADS);
+    line(g, "sh[threadIdx.x] = a%d;", r);
+    line(g, "__syncthreads();");
+    line(g, "for (int h = %d; h > 0; h >>= 1) {", NX_PTX_THREADS / 2);
+    g->ind++;
+    line(g, "if (threadIdx.x < h) {");
+    g->ind++;
+    emit_combine(g, d, in, "sh[threadIdx.x]", "sh[threadIdx.x]", "sh[threadIdx.x + h]");
+    g->ind--;
+    line(g, "}");
+    line(g, "__syncthreads();");
+    g->ind--;
+    line(g, "}");
+    /* The last block of this point to finish combines the partials in block order. */
+    line(g, "__shared__ int last;");
+    line(g, "if (threadIdx.x == 0) {");
+    g->ind++;
+    line(g, "part[p * %lldLL + blk] = sh[0];", (long long)g->blocks);
+    line(g, "__threadfence();");
+    line(g, "last = atomicAdd(&ticket[p], 1u) == %lldu;", (long long)g->blocks - 1);
+    g->ind--;
+    line(g, "}");
+    line(g, "__syncthreads();");
+    line(g, "if (!last) return;");
+    line(g, "__threadfence();");
+    line(g, "%s acc = ((volatile %s *)part)[p * %lldLL];", t, t, (long long)g->blocks);
+    line(g, "for (i64 q = 1; q < %lldLL; q++) {", (long long)g->blocks);
+    g->ind++;
+    line(g, "const %s pq = ((volatile %s *)part)[p * %lldLL + q];", t, t, (long long)g->blocks);
+    emit_combine(g, d, in, "acc", "acc", "pq");
+    g->ind--;
+    line(g, "}");
+    line(g, "if (threadIdx.x == 0) ticket[p] = 0;");
+    line(g, "const %s v%d = acc;", t, r);
+}
+
+/* Emits, in id order, the instructions whose scope is s (id < limit). */
+static void emit_scope(gen *g, int s, int limit)
+{
+    for (int id = 0; id < limit; id++) {
+        if (g->scope[id] != s)
+            continue;
+        if (g->k->inst[id].op != NX_KOP_REDUCE)
+            emit_inst(g, id);
+        else if (id == g->block_r)
+            emit_block_fold(g, id);
+        else
+            emit_reduce(g, id);
+    }
+}
+
+/* ---- placement and the launch shape --------------------------------------------------------*/
+
+static void place(gen *g)
+{
+    const nx_kernel *k = g->k;
+    for (int l = 0; l < NX_KERNEL_MAX_LOOPS; l++)
+        g->owner[l] = -1;
+    for (int id = 0; id < k->ninst; id++)
+        if (k->inst[id].op == NX_KOP_REDUCE)
+            for (int l = k->ndim; l < k->nloops; l++)
+                if (k->inst[id].i & (1ll << l))
+                    g->owner[l] = id;
+    for (int id = 0; id < k->ninst; id++) {
+        int s = -1;
+        for (int l = k->ndim; l < k->nloops; l++)
+            if ((g->mask[id] & (1u << l)) && g->owner[l] >= 0 && (s < 0 || g->owner[l] < s))
+                s = g->owner[l];
+        g->scope[id] = s;
+    }
+}
+
+/* BLOCK_REDUCE when the space has few points and exactly one top-level fold whose order may
+ * change: (see the file comment). */
+static void choose_shape(gen *g, bool reassoc, nx_ptx_launch *launch)
+{
+    const nx_kernel *k = g->k;
+    int64_t points = nx_ir_numel(k->ndim, k->extent);
+    launch->shape = NX_PTX_POINTS;
+    launch->points = points;
+    launch->fold_len = 0;
+    g->block_r = -1;
+    g->blocks = 1;
+    int top = -1, ntop = 0;
+    for (int id = 0; id < k->ninst; id++)
+        if (k->inst[id].op == NX_KOP_REDUCE && g->scope[id] < 0)
+            top = id, ntop++;
+    if (ntop != 1 || points > 65536 || points == 0)
+        return;
+    const nx_kinst *in = &k->inst[top];
+    int d = k->inst[in->a[0]].dtype;
+    bool ok = in->prim == NX_MONOID_MAX || in->prim == NX_MONOID_MIN ||
+              (in->prim == NX_MONOID_SUM && (!is_f(d) || reassoc));
+    int64_t n = fold_length(k, (uint32_t)in->i);
+    if (!ok || d != in->dtype || n < 1024)
+        return;
+    int64_t blocks = 2048 / points;
+    int64_t cap = n / 8192;
+    blocks = blocks < cap ? blocks : cap;
+    g->blocks = blocks < 1 ? 1 : blocks;
+    g->block_r = top;
+    launch->shape = NX_PTX_BLOCK_REDUCE;
+    launch->fold_len = n;
+}
+
+static void emit_signature(gen *g, const char *name)
+{
+    const nx_kernel *k = g->k;
+    put(&g->t, "extern \"C\" __global__ void __launch_bounds__(%d)\n%s(", NX_PTX_THREADS, name);
+    for (int b = 0; b < k->nbufs; b++)
+        put(&g->t, "%s%s *__restrict__ b%d, ", k->bufs[b].role == NX_KBUF_IN ? "const " : "",
+            ctype(k->bufs[b].dtype), b);
+    if (g->block_r >= 0)
+        put(&g->t, "%s *part, unsigned *ticket, ", ctype(k->inst[g->block_r].dtype));
+    put(&g->t, "i64 points)\n{\n");
+}
+
+static void emit_point_index(gen *g, const char *p)
+{
+    line(g, "i64 rem = %s;", p);
+    for (int l = g->k->ndim - 1; l >= 0; l--) { /* an empty space never runs: no % 0 */
+        long long e = g->k->extent[l] ? (long long)g->k->extent[l] : 1;
+        line(g, "const i64 i%d = rem %% %lldLL;", l, e);
+        line(g, "rem /= %lldLL;", e);
+    }
+    line(g, "(void)rem;");
+}
+
+static void emit_stores(gen *g)
+{
+    for (int s = 0; s < g->k->nstores; s++)
+        line(g, "b%d[p] = v%d;", g->k->stores[s].buf, g->k->stores[s].value);
+}
+
+static void emit_body(gen *g)
+{
+    g->ind = 1;
+    if (g->block_r < 0) {
+        line(g, "for (i64 p = (i64)blockIdx.x * %d + threadIdx.x; p < points;", NX_PTX_THREADS);
+        line(g, "     p += (i64)gridDim.x * %d) {", NX_PTX_THREADS);
+        g->ind++;
+        emit_point_index(g, "p");
+        emit_scope(g, -1, g->k->ninst);
+        emit_stores(g);
+        g->ind--;
+        line(g, "}");
+    } else {
+        line(g, "const i64 p = (i64)blockIdx.x / %lldLL, blk = (i64)blockIdx.x %% %lldLL;",
+             (long long)g->blocks, (long long)g->blocks);
+        line(g, "if (p >= points) return;");
+        emit_point_index(g, "p");
+        emit_scope(g, -1, g->k->ninst);
+        line(g, "if (threadIdx.x == 0) {");
+        g->ind++;
+        emit_stores(g);
+        g->ind--;
+        line(g, "}");
+    }
+    put(&g->t, "}\n");
+}
+
+nx_status nx_ptx_emit(const nx_kernel *k, const char *name, bool reassoc, char **src,
+                      size_t *len, nx_ptx_launch *launch)
+{
+    *src = NULL;
+    *len = 0;
+    nx_ctx *ctx = k->ctx;
+    nx_status st = nx_kernel_validate(k);
+    if (st != NX_OK)
+        return st;
+    const char *why = nx_ptx_unsupported(k);
+    if (why)
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "CUDA emitter: kernel %s: %s", k->name, why);
+    size_t n = (size_t)(k->ninst ? k->ninst : 1);
+    gen g = {.k = k, .t = {.ctx = ctx}};
+    g.mask = nx_rt_calloc(ctx, n, sizeof *g.mask);
+    g.scope = nx_rt_calloc(ctx, n, sizeof *g.scope);
+    if (!g.mask || !g.scope) {
+        nx_rt_free(ctx, g.mask, n * sizeof *g.mask);
+        nx_rt_free(ctx, g.scope, n * sizeof *g.scope);
+        return nx_rt_nomem(ctx, "CUDA emitter", 2 * n * sizeof *g.mask);
+    }
+    nx_kernel_loop_masks(k, g.mask);
+    place(&g);
+    choose_shape(&g, reassoc, launch);
+    put(&g.t, "// nitrix kernel %s\n%s\n", k->name, prelude);
+    emit_signature(&g, name);
+    emit_body(&g);
+    nx_rt_free(ctx, g.mask, n * sizeof *g.mask);
+    nx_rt_free(ctx, g.scope, n * sizeof *g.scope);
+    if (g.t.failed) {
+        nx_rt_free(ctx, g.t.p, g.t.cap);
+        return nx_rt_nomem(ctx, "CUDA emitter (source text)", g.t.cap * 2);
+    }
+    launch->blocks_per_point = g.blocks;
+    *src = g.t.p;
+    *len = g.t.cap;
+    return NX_OK;
+}

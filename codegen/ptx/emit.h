@@ -1,0 +1,95 @@
+/* The CUDA backend's code generator and plan runner: kernel IR -> CUDA C (emit.c), compiled
+ * modules cached per context by key (emit-cache.c), plans run over device memory (emit-run.c),
+ * backend resolution for cuda and the loud fallback (resolve.c). docs/cuda.md is the long form. */
+#ifndef NX_CODEGEN_PTX_EMIT_H
+#define NX_CODEGEN_PTX_EMIT_H
+
+#include "codegen/kernel.h"
+#include "codegen/ptx/ptx.h"
+
+/* How a generated kernel is launched. */
+typedef enum nx_ptx_shape {
+    NX_PTX_POINTS, /* one thread per iteration point (grid-stride); folds run serially per thread */
+    NX_PTX_BLOCK_REDUCE, /* one block per output point; a strided fold per thread, then a fixed
+                            tree over the block in shared memory (no atomics) */
+} nx_ptx_shape;
+
+#define NX_PTX_THREADS 256 /* threads per block of every generated kernel */
+
+typedef struct nx_ptx_launch {
+    nx_ptx_shape shape;
+    int64_t points;    /* iteration points of the space (1 for a 0-d space) */
+    int64_t fold_len;  /* BLOCK_REDUCE: elements each output folds */
+    int64_t blocks_per_point; /* BLOCK_REDUCE: blocks folding one output; partials and tickets
+                                 (zeroed once) sized points * blocks_per_point */
+} nx_ptx_launch;
+
+/* Whether the emitter can generate k: NULL when it can, else the reason (a static string).
+ * Unsupported: library kernels (run on the host by the fallback), f16/bf16 values. */
+NX_HIDDEN const char *nx_ptx_unsupported(const nx_kernel *k);
+
+/* CUDA C for k defining extern "C" __global__ void <name>(b0, b1, ..., long long points): one
+ * pointer parameter per buffer in buffer order (IN buffers const), then the point count.
+ * reassoc: float SUM/PROD/LOGSUMEXP folds may be split across threads (a block tree); otherwise
+ * every fold is in the canonical order, except MAX/MIN, exact in any order. *src is NUL-terminated
+ * and freed with nx_rt_free(ctx, *src, *len). */
+NX_HIDDEN nx_status nx_ptx_emit(const nx_kernel *k, const char *name, bool reassoc, char **src,
+                                size_t *len, nx_ptx_launch *launch);
+
+/* ---- compiled kernels and plans (emit-run.c) -----------------------------------------------*/
+
+/* A loaded kernel: from the context's kernel cache (memory, then disk: the PTX or cubin) or
+ * emitted, compiled by NVRTC and stored there. Key: kernel IR bytes, reassociation, the target
+ * (sm_XX and PTX or cubin), nx_ptx_toolchain_key (NVRTC and driver versions), the emitter's
+ * version and the library version. Entries live until nx_ctx_free. */
+typedef struct nx_ptx_kernel {
+    nx_cu_module module;
+    nx_cu_function fn;
+    nx_ptx_launch launch;
+} nx_ptx_kernel;
+
+typedef struct nx_ptx_get_info {
+    bool memory_hit, disk_hit;
+    double seconds; /* the whole call: emit + NVRTC + load, or load, or the lookup */
+} nx_ptx_get_info;
+
+NX_HIDDEN nx_status nx_ptx_kernel_get(nx_ctx *ctx, const nx_kernel *k, bool reassoc,
+                                      const nx_ptx_kernel **out, nx_ptx_get_info *info);
+
+/* A plan compiled for the device: one kernel per plan kernel, the plan's constants uploaded once,
+ * scratch for block reductions. */
+typedef struct nx_ptx_plan nx_ptx_plan;
+
+/* NULL when every kernel of p can run on CUDA; else the reason, and *which = the kernel. */
+NX_HIDDEN const char *nx_ptx_plan_unsupported(const nx_kplan *p, int *which);
+NX_HIDDEN nx_status nx_ptx_plan_compile(nx_ctx *ctx, const nx_kplan *p, nx_ptx_plan **out);
+NX_HIDDEN void nx_ptx_plan_free(nx_ctx *ctx, nx_ptx_plan *cp);
+
+/* Runs p: inputs are host or device tensors (device ones must be C-contiguous or are copied on
+ * the device); intermediates stay on the device. Outputs are device tensors when every input is
+ * a device tensor (and there is at least one), host tensors otherwise (one download each). Waits
+ * for the device before returning, so launch failures come back as statuses here. */
+NX_HIDDEN nx_status nx_ptx_plan_run(nx_ctx *ctx, const nx_kplan *p, nx_ptx_plan *cp,
+                                    const nx_tensor *const *inputs, nx_tensor **outputs);
+
+/* ---- backend resolution and fallback (resolve.c) -------------------------------------------*/
+
+/* The backend a compile runs on: requested (the explicit argument; AUTO: not given) ->
+ * NITRIX_BACKEND (nx_ctx_backend) -> auto. Auto is CUDA when a GPU of capability >= 8.0 answers
+ * and NVRTC loads, else the CPU; under reproducible mode auto is the CPU. CUDA asked for
+ * (argument or variable) without such a GPU: NX_ERR_BACKEND saying why (no driver, no device,
+ * capability too low, no NVRTC). Other backends are returned as asked. */
+NX_HIDDEN nx_status nx_ptx_resolve_backend(nx_ctx *ctx, nx_backend requested, nx_backend *out);
+
+/* The loud fallback when `requested` cannot run kernel k and `resolved` runs it instead: one
+ * structured NX_LOG_WARN line
+ *     fallback: op=<op> shapes=<buffers> dtype=<dtype> requested=<b> resolved=<b> reason=<why>
+ * per (op, shapes, dtype, requested backend) per process. NITRIX_SILENCE_FALLBACK: no line;
+ * NITRIX_STRICT_BACKEND: NX_ERR_BACKEND with that text instead. Returns NX_OK otherwise. */
+NX_HIDDEN nx_status nx_ptx_fallback(nx_ctx *ctx, const nx_kernel *k, nx_backend requested,
+                                    nx_backend resolved, const char *reason);
+
+/* The CUDA backend object (backend.c). */
+NX_HIDDEN extern const nx_backend_ops nx_ptx_backend;
+
+#endif /* NX_CODEGEN_PTX_EMIT_H */
