@@ -215,9 +215,9 @@ static int collect_ops(const char *root, op_row *rows)
             errors++;
         }
         rows[i].golden = golden_cases(root, rows[i].name);
-        repro_cell(rows[i].name, rows[i].repro, sizeof rows[i].repro);
+        char buf[128];
         snprintf(rows[i].repro, sizeof rows[i].repro, "%s",
-                 repro_cell(rows[i].name, (char[128]){0}, 128));
+                 repro_cell(rows[i].name, buf, sizeof buf));
     }
     return n;
 }
