@@ -145,8 +145,12 @@ int cli_cmd_info(int argc, char **argv)
             print_info_help();
             return CLI_EXIT_OK;
         }
-        if (strcmp(argv[i], "--divergent") == 0 && argc == 2)
-            return print_divergent();
+        if (strcmp(argv[i], "--divergent") == 0) {
+            if (argc == 2)
+                return print_divergent();
+            cli_error("info: --divergent takes no other argument (see nitrix info --help)");
+            return CLI_EXIT_USAGE;
+        }
         cli_error("info: unknown option '%s' (see nitrix info --help)", argv[i]);
         return CLI_EXIT_USAGE;
     }
