@@ -310,6 +310,27 @@ NX_API nx_status nx_morph(nx_ctx *ctx, nx_morph_op op, const nx_tensor *x,
 NX_API nx_status nx_morph_vjp(nx_ctx *ctx, nx_morph_op op, const nx_tensor *x,
                               const nx_tensor *dy, const nx_morph_opts *opts, nx_tensor **dx);
 
+/* Distance to the nearest zero of mask (nonzero and NaN count as foreground) under the
+ * chessboard (L-inf) or taxicab (L1) metric: exactly scipy.ndimage.distance_transform_cdt, except
+ * that the result is float (f64 for an f64 mask, else f32) and +inf where mask has no zero
+ * (scipy: -1). Canonical driver: a separable per-axis contraction, min-max for chessboard and
+ * min-plus for taxicab, against |q - p| (O(n^2) per line), so it is differentiable in the IR. */
+typedef enum nx_distance_metric {
+    NX_DISTANCE_CHESSBOARD,
+    NX_DISTANCE_TAXICAB,
+    NX_DISTANCE_METRIC_COUNT
+} nx_distance_metric;
+
+typedef struct nx_distance_opts {
+    nx_backend backend;
+    nx_distance_metric metric;
+} nx_distance_opts;
+
+/* The fragment from a float field g (0 at the sources, +inf elsewhere), every axis spatial. */
+NX_API nx_node nx_distance_node(nx_graph *g, nx_node field, nx_distance_metric metric);
+NX_API nx_status nx_distance_transform(nx_ctx *ctx, const nx_tensor *mask,
+                                       const nx_distance_opts *opts, nx_tensor **out);
+
 /* ====================================== end of morphology ===================================== */
 
 #ifdef __cplusplus

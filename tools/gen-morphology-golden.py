@@ -56,6 +56,17 @@ def binary(name, op, shape, footprint):
     lines.append(f'{name} {op} fp constant 0 {",".join("0" * 1 for _ in shape)}')
 
 
+def cdt(name, metric, shape, p_zero):
+    mask = (rng.rand(*shape) > p_zero).astype(np.float64)
+    d = ndi.distance_transform_cdt(mask, metric=metric).astype(np.float64)
+    d[d < 0] = np.inf  # scipy marks "no background anywhere" with -1; nitrix gives +inf
+    save(name, mask=mask, out=d)
+    cdt_lines.append(f'{name} {metric}')
+
+
+cdt_lines = []
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
@@ -109,6 +120,17 @@ def main():
     binary('be2_asym', 'erode', (10, 9), asym)
     binary('bd3_box', 'dilate', (6, 5, 7), np.ones((3, 3, 3), bool))
     binary('be3_ball', 'erode', (6, 5, 7), ndi.generate_binary_structure(3, 2))
+    # Chamfer distance transforms (distance_transform_cdt), 1-4 D.
+    cdt('cdt1_cb', 'chessboard', (23,), 0.85)
+    cdt('cdt2_cb', 'chessboard', (13, 17), 0.95)
+    cdt('cdt2_tc', 'taxicab', (13, 17), 0.95)
+    cdt('cdt3_cb', 'chessboard', (7, 9, 8), 0.97)
+    cdt('cdt3_tc', 'taxicab', (7, 9, 8), 0.97)
+    cdt('cdt4_tc', 'taxicab', (4, 5, 6, 3), 0.97)
+    cdt('cdt2_none', 'taxicab', (4, 5), 2.0)  # no zero anywhere: all +inf
+    with open(os.path.join(OUT, 'cdt.txt'), 'w') as f:
+        f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; name metric\n')
+        f.write('\n'.join(cdt_lines) + '\n')
     with open(os.path.join(OUT, 'cases.txt'), 'w') as f:
         f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; '
                 'name op element mode cval size\n')

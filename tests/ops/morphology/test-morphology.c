@@ -430,6 +430,128 @@ static void test_errors(void **state)
     nx_ctx_free(ctx);
 }
 
+/* distance_transform_cdt golden cases, f64 and f32 masks; scipy's -1 (no zero) is +inf here. */
+static void test_cdt_golden(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    char path[1024], line[256], name[64], metric[32];
+    snprintf(path, sizeof path, "%s/morphology/cdt.txt", nx_test_data_dir());
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || sscanf(line, "%63s %31s", name, metric) != 2)
+            continue;
+        nx_distance_opts o = {.backend = NX_BACKEND_REF,
+                              .metric = strcmp(metric, "taxicab") ? NX_DISTANCE_CHESSBOARD
+                                                                  : NX_DISTANCE_TAXICAB};
+        nx_tensor *m = load(ctx, name, "mask"), *want = load(ctx, name, "out"), *got = NULL;
+        if (nx_distance_transform(ctx, m, &o, &got) != NX_OK)
+            fail_msg("%s: %s", name, nx_ctx_last_error(ctx));
+        assert_equal_tensors(got, want, name);
+        nx_tensor_free(got);
+        nx_tensor *m32 = NULL, *w32 = NULL;
+        assert_int_equal(nx_tensor_cast(m, NX_DTYPE_F32, &m32), NX_OK);
+        assert_int_equal(nx_tensor_cast(want, NX_DTYPE_F32, &w32), NX_OK);
+        assert_int_equal(nx_distance_transform(ctx, m32, &o, &got), NX_OK);
+        assert_equal_tensors(got, w32, name);
+        nx_tensor_free(got);
+        nx_tensor_free(m32);
+        nx_tensor_free(w32);
+        nx_tensor_free(m);
+        nx_tensor_free(want);
+        n++;
+    }
+    fclose(f);
+    assert_int_equal(n, 7);
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
+/* The per-axis contraction differentiated through nx_graph_grad against central differences of
+ * the same fragment, on a finite field with distinct values (no ties within 1e-6). */
+static void test_cdt_grad(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    int64_t s[2] = {4, 5};
+    double xv[20];
+    for (int i = 0; i < 20; i++)
+        xv[i] = 0.05 + (double)((i * 7) % 20) * 0.313; /* never an integer: no tie with |q - p| */
+    for (int metric = 0; metric < NX_DISTANCE_METRIC_COUNT; metric++) {
+        nx_graph *g = NULL;
+        assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+        nx_node x = nx_parameter(g, "f", NX_DTYPE_F64, 2, s);
+        nx_node y = nx_distance_node(g, x, (nx_distance_metric)metric);
+        double wv[20];
+        for (int i = 0; i < 20; i++)
+            wv[i] = 0.5 + (double)((i * 3) % 7) / 7;
+        int all[2] = {0, 1};
+        nx_node loss = nx_reduce(g, nx_mul(g, nx_constant(g, NX_DTYPE_F64, 2, s, wv), y), 2, all,
+                                 NX_MONOID_SUM, false);
+        nx_node dx = NX_NONE;
+        assert_int_equal(nx_graph_grad(g, loss, 1, &x, &dx), NX_OK);
+        nx_node outs[2] = {dx, loss};
+        nx_compile_opts co = {.backend = NX_BACKEND_REF, .n_outputs = 2, .outputs = outs};
+        nx_program *p = NULL;
+        assert_int_equal(nx_graph_compile(g, &co, &p), NX_OK);
+        nx_tensor *xt = make(ctx, NX_DTYPE_F64, 2, s, xv), *r[2] = {NULL, NULL};
+        assert_int_equal(nx_program_run(p, (const nx_tensor *const[]){xt}, r), NX_OK);
+        double *d = nx_tensor_data(xt), h = 1e-6;
+        for (int i = 0; i < 20; i++) {
+            double fd = 0;
+            for (int sg = -1; sg <= 1; sg += 2) {
+                nx_tensor *q[2] = {NULL, NULL};
+                d[i] = xv[i] + sg * h;
+                assert_int_equal(nx_program_run(p, (const nx_tensor *const[]){xt}, q), NX_OK);
+                fd += sg * at(q[1], 0) / (2 * h);
+                nx_tensor_free(q[0]);
+                nx_tensor_free(q[1]);
+                d[i] = xv[i];
+            }
+            if (!nx_test_close(at(r[0], i), fd, 1e-6, 1e-6))
+                fail_msg("metric %d: dL/df[%d] is %.10g; finite differences give %.10g", metric, i,
+                         at(r[0], i), fd);
+        }
+        nx_tensor_free(r[0]);
+        nx_tensor_free(r[1]);
+        nx_tensor_free(xt);
+        nx_program_free(p);
+        nx_graph_free(g);
+    }
+    nx_ctx_free(ctx);
+}
+
+static void test_cdt_errors(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    int64_t s[2] = {3, 3}, e[2] = {0, 3};
+    nx_tensor *m = NULL, *h = NULL, *y = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F16, 2, s, &h), NX_OK);
+    nx_distance_opts o = {.backend = NX_BACKEND_REF, .metric = NX_DISTANCE_METRIC_COUNT};
+    double v[9] = {1, 1, 1, 1, NAN, 1, 1, 1, 0};
+    m = make(ctx, NX_DTYPE_F64, 2, s, v);
+    assert_int_equal(nx_distance_transform(ctx, m, &o, &y), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "metric"));
+    o.metric = NX_DISTANCE_CHESSBOARD;
+    assert_int_equal(nx_distance_transform(ctx, h, &o, &y), NX_ERR_DTYPE);
+    assert_int_equal(nx_distance_transform(ctx, NULL, &o, &y), NX_ERR_INVALID_ARG);
+    /* NaN counts as foreground: the centre is 1 from the zero in the corner (chessboard). */
+    assert_int_equal(nx_distance_transform(ctx, m, &o, &y), NX_OK);
+    assert_true(at(y, 4) == 1 && at(y, 0) == 2 && at(y, 8) == 0);
+    nx_tensor_free(y);
+    nx_tensor_free(m);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_BOOL, 2, e, &m), NX_OK);
+    assert_int_equal(nx_distance_transform(ctx, m, &o, &y), NX_OK);
+    assert_int_equal(nx_tensor_numel(y), 0);
+    nx_tensor_free(y);
+    nx_tensor_free(m);
+    nx_tensor_free(h);
+    nx_ctx_free(ctx);
+}
+
 static nx_status sweep_body(nx_ctx *ctx, void *user)
 {
     (void)user;
@@ -445,6 +567,11 @@ static nx_status sweep_body(nx_ctx *ctx, void *user)
         st = nx_morph(ctx, NX_MORPH_CLOSE, x, &o, &y);
         if (st == NX_OK)
             st = nx_morph_vjp(ctx, NX_MORPH_OPEN, x, y, &o, &dx);
+        nx_tensor_free(dx);
+        dx = NULL;
+        nx_distance_opts d = {.backend = NX_BACKEND_REF, .metric = NX_DISTANCE_TAXICAB};
+        if (st == NX_OK)
+            st = nx_distance_transform(ctx, x, &d, &dx);
     }
     nx_tensor_free(dx);
     nx_tensor_free(y);
@@ -466,6 +593,8 @@ int main(void)
         cmocka_unit_test(test_valid),      cmocka_unit_test(test_first_winner),
         cmocka_unit_test(test_grad_fd),    cmocka_unit_test(test_batch_and_dtypes),
         cmocka_unit_test(test_errors),     cmocka_unit_test(test_alloc_sweep),
+        cmocka_unit_test(test_cdt_golden), cmocka_unit_test(test_cdt_grad),
+        cmocka_unit_test(test_cdt_errors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
