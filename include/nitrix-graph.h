@@ -327,10 +327,12 @@ typedef struct nx_compile_opts {
 } nx_compile_opts;
 
 /* Verifies g, then compiles the outputs' subgraph. g may be freed afterwards. The backend is
- * opts->backend when not AUTO, else the context's NITRIX_BACKEND, else auto. Only the reference
- * interpreter runs graphs so far: a request for cpu, cuda or auto runs on `ref` with one warning
- * through the context's log (NITRIX_SILENCE_FALLBACK silences it), or fails with NX_ERR_BACKEND
- * under NITRIX_STRICT_BACKEND. NITRIX_DUMP=graph prints each compiled program to stderr. An
+ * opts->backend when not AUTO, else the context's NITRIX_BACKEND, else auto (the CPU when no
+ * usable GPU answers). `cpu` fuses the graph into kernels JIT-compiled through LLVM and cached;
+ * `ref` is the reference interpreter. What a backend cannot run falls back loudly: one warning per
+ * (program shape, backend) per process through the context's log (NITRIX_SILENCE_FALLBACK silences
+ * it), or NX_ERR_BACKEND under NITRIX_STRICT_BACKEND. NITRIX_DUMP=graph prints each compiled
+ * program to stderr; NITRIX_DUMP=fuse,kernel print the fusion plan and kernel IR. An
  * output that reads a placeholder outside its monoid is NX_ERR_INVALID_ARG. */
 NX_API nx_status nx_graph_compile(nx_graph *g, const nx_compile_opts *opts, nx_program **out);
 NX_API void nx_program_free(nx_program *p);

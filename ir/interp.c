@@ -1,13 +1,19 @@
-/* Compilation to a program and the reference interpreter (backend `ref`).
+/* Compilation to a program, backend resolution, and the reference interpreter (backend `ref`).
  *
  * A program is a compact copy of the nodes its outputs depend on, so the graph may be freed after
- * compile. Running it walks the value nodes in id order (ids are topological), computes each with
- * its primitive's reference kernel over C-contiguous host tensors, and frees every intermediate
- * after its last reader. Nodes the outputs do not need are never evaluated. */
+ * compile. On `ref`, running it walks the value nodes in id order (ids are topological), computes
+ * each with its primitive's reference kernel over C-contiguous host tensors, and frees every
+ * intermediate after its last reader. Nodes the outputs do not need are never evaluated.
+ *
+ * On `cpu` the program's nodes go through the pass pipeline (passes/pipeline.c) to a plan of
+ * kernels that the backend object (codegen/x86/emit.h) compiles once here and runs per call. */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/x86/emit.h"
 #include "ir.h"
+#include "passes/fuse.h"
 
 typedef struct prog_input {
     nx_ir_sig sig;
@@ -26,6 +32,9 @@ struct nx_program {
     size_t slots;       /* entries of order and last_use */
     nx_node *order;     /* value nodes to evaluate, ascending */
     uint32_t *last_use; /* by program id: position in order of the last reader */
+    const nx_backend_ops *ops; /* NULL: the reference interpreter */
+    nx_kplan *plan;
+    void *state;
 };
 
 #define KEEP UINT32_MAX
@@ -36,6 +45,9 @@ void nx_program_free(nx_program *p)
         return;
     nx_ctx *ctx = p->ctx;
     size_t slots = p->slots;
+    if (p->ops)
+        p->ops->release(ctx, p->plan, p->state);
+    nx_kplan_free(p->plan);
     nx_ir_store_free(&p->s);
     nx_rt_free(ctx, p->inputs, (size_t)p->ninputs * sizeof *p->inputs);
     nx_rt_free(ctx, p->outputs, (size_t)p->noutputs * sizeof *p->outputs);
@@ -61,8 +73,9 @@ nx_backend nx_program_backend(const nx_program *p)
 
 /* ---- compile -------------------------------------------------------------------------------*/
 
-/* Explicit request, else the context's NITRIX_BACKEND, else auto. Only `ref` exists so far: any
- * other answer runs on it, loudly, or fails under strict mode. */
+/* Explicit request, else the context's NITRIX_BACKEND, else auto. auto and cpu run on the CPU
+ * backend; cuda has no backend object in this build and falls back to cpu loudly, or fails under
+ * strict mode. */
 static nx_status resolve_backend(nx_ctx *ctx, nx_backend requested, nx_backend *out)
 {
     if ((unsigned)requested >= NX_BACKEND_COUNT)
@@ -71,21 +84,19 @@ static nx_status resolve_backend(nx_ctx *ctx, nx_backend requested, nx_backend *
                            "NX_BACKEND_AUTO, _CPU, _CUDA or _REF",
                            (int)requested);
     nx_backend b = requested != NX_BACKEND_AUTO ? requested : nx_ctx_backend(ctx);
-    *out = NX_BACKEND_REF;
-    if (b == NX_BACKEND_REF)
+    *out = b == NX_BACKEND_REF ? NX_BACKEND_REF : NX_BACKEND_CPU;
+    if (b != NX_BACKEND_CUDA)
         return NX_OK;
     if (nx_ctx_strict_backend(ctx))
         return nx_rt_error(ctx, NX_ERR_BACKEND,
-                           "nx_graph_compile: backend '%s' was requested, but this build runs "
-                           "graphs only on the reference interpreter 'ref', and strict backend "
-                           "mode (NITRIX_STRICT_BACKEND) forbids falling back",
-                           nx_backend_name(b));
+                           "nx_graph_compile: backend 'cuda' was requested, but this build runs "
+                           "graphs on 'cpu' and 'ref' only, and strict backend mode "
+                           "(NITRIX_STRICT_BACKEND) forbids falling back");
     if (!nx_ctx_silence_fallback(ctx))
         nx_ctx_log(ctx, NX_LOG_WARN,
-                   "nx_graph_compile: backend '%s' cannot run graphs in this build; falling back "
-                   "to the reference interpreter 'ref' (slow). NITRIX_SILENCE_FALLBACK=1 "
-                   "silences this warning, NITRIX_STRICT_BACKEND=1 makes it an error",
-                   nx_backend_name(b));
+                   "nx_graph_compile: backend 'cuda' cannot run graphs in this build; falling "
+                   "back to 'cpu'. NITRIX_SILENCE_FALLBACK=1 silences this warning, "
+                   "NITRIX_STRICT_BACKEND=1 makes it an error");
     return NX_OK;
 }
 
@@ -199,20 +210,6 @@ static nx_status copy_inputs(nx_program *p, const nx_graph *g)
     return NX_OK;
 }
 
-static bool dump_requested(const char *what)
-{
-    const char *d = getenv("NITRIX_DUMP");
-    size_t len = strlen(what);
-    while (d && *d) {
-        const char *end = strchr(d, ',');
-        size_t n = end ? (size_t)(end - d) : strlen(d);
-        if (n == len && strncmp(d, what, n) == 0)
-            return true;
-        d = end ? end + 1 : NULL;
-    }
-    return false;
-}
-
 static nx_status build_program(nx_program *p, nx_graph *g, const nx_compile_opts *opts)
 {
     nx_ctx *ctx = p->ctx;
@@ -250,6 +247,57 @@ static nx_status build_program(nx_program *p, nx_graph *g, const nx_compile_opts
     return st;
 }
 
+/* Programs the pipeline cannot lower run on the interpreter: loudly, once per program shape
+ * (the node the lowering named) per process, or as an error under strict mode. */
+#define FALLBACK_MAX 256
+static uint64_t fallback_seen[FALLBACK_MAX];
+static int nfallback;
+static pthread_mutex_t fallback_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static bool first_fallback(const char *msg)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (const char *c = msg; *c; c++)
+        h = (h ^ (uint8_t)*c) * 1099511628211ull;
+    bool seen = false;
+    pthread_mutex_lock(&fallback_lock);
+    for (int i = 0; i < nfallback && !seen; i++)
+        seen = fallback_seen[i] == h;
+    if (!seen && nfallback < FALLBACK_MAX)
+        fallback_seen[nfallback++] = h;
+    pthread_mutex_unlock(&fallback_lock);
+    return !seen;
+}
+
+static nx_status prepare_cpu(nx_program *p)
+{
+    nx_ctx *ctx = p->ctx;
+    nx_status st = nx_pass_pipeline(ctx, &p->s, p->noutputs, p->outputs, &p->plan);
+    if (st == NX_ERR_UNSUPPORTED) {
+        char why[NX_IR_MSG];
+        snprintf(why, sizeof why, "%s", nx_ctx_last_error(ctx));
+        if (nx_ctx_strict_backend(ctx))
+            return nx_rt_error(ctx, NX_ERR_BACKEND,
+                               "nx_graph_compile: backend 'cpu' cannot run this program (%s), and "
+                               "strict backend mode (NITRIX_STRICT_BACKEND) forbids falling back",
+                               why);
+        if (!nx_ctx_silence_fallback(ctx) && first_fallback(why))
+            nx_ctx_log(ctx, NX_LOG_WARN,
+                       "nitrix fallback: backend=cpu -> ref (slow): %s. NITRIX_SILENCE_FALLBACK=1 "
+                       "silences this, NITRIX_STRICT_BACKEND=1 makes it an error",
+                       why);
+        p->backend = NX_BACKEND_REF;
+        return NX_OK;
+    }
+    if (st != NX_OK)
+        return st;
+    st = nx_x86_backend.prepare(ctx, p->plan, &p->state);
+    if (st != NX_OK)
+        return st;
+    p->ops = &nx_x86_backend;
+    return NX_OK;
+}
+
 nx_status nx_graph_compile(nx_graph *g, const nx_compile_opts *opts, nx_program **out)
 {
     if (out)
@@ -276,7 +324,13 @@ nx_status nx_graph_compile(nx_graph *g, const nx_compile_opts *opts, nx_program 
         nx_program_free(p);
         return st;
     }
-    if (dump_requested("graph")) {
+    if (backend == NX_BACKEND_CPU)
+        st = prepare_cpu(p);
+    if (st != NX_OK) {
+        nx_program_free(p);
+        return st;
+    }
+    if (nx_pass_dump_requested("graph")) {
         fprintf(stderr, "nitrix: dump graph: program of %u nodes, %d inputs, %d outputs\n",
                 (unsigned)p->s.n, p->ninputs, p->noutputs);
         nx_ir_print_store(&p->s, NX_NONE, stderr);
@@ -415,7 +469,9 @@ nx_status nx_program_run(nx_program *p, const nx_tensor *const *inputs, nx_tenso
         st = nx_rt_nomem(p->ctx, "nx_program_run", slots * sizeof *vals);
     if (st == NX_OK)
         st = bind_inputs(p, inputs, bound, owned);
-    if (st == NX_OK)
+    if (st == NX_OK && p->ops)
+        st = p->ops->run(p->ctx, p->plan, p->state, bound, outputs);
+    else if (st == NX_OK)
         st = evaluate(p, bound, vals, outputs);
     if (st != NX_OK) {
         for (int i = 0; i < p->noutputs; i++) {

@@ -101,7 +101,8 @@ test_info() {
     expect_out "info shows NITRIX_BACKEND" "^settings  *backend=ref "
     expect_rc 0 "info --help" "$exe" info --help
     expect_out "info --help prints usage" "^usage: nitrix info"
-    expect_error 2 "info --divergent is not an option yet" "$exe" info --divergent
+    expect_rc 0 "info --divergent" "$exe" info --divergent
+    expect_error 2 "info with an unknown option" "$exe" info --frobnicate
     expect_error 2 "info with an extra argument" "$exe" info extra
     expect_error 2 "a bad NITRIX_BACKEND" env NITRIX_BACKEND=gpu "$exe" info
     expect_error 2 "a bad NITRIX_NUM_THREADS" env NITRIX_NUM_THREADS=lots "$exe" info
