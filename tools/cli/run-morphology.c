@@ -1,4 +1,5 @@
-/* `nitrix run` for the morphology entry points: morph (flat box; every axis of x is spatial). */
+/* `nitrix run` for the morphology entry points: morph (flat box; every axis of x is spatial),
+ * morph_element (explicit structure or footprint) and distance_transform (chamfer metrics). */
 #include <stdio.h>
 #include <string.h>
 
@@ -49,4 +50,25 @@ nx_status cli_run_morph(nx_ctx *ctx, const cli_call *call, nx_tensor **outs)
     for (int i = 0; i < d; i++)
         o.size[i] = size->ints[size->n == 1 ? 0 : i];
     return nx_morph(ctx, op_of(v[CLI_OPT_morph_op].choice), call->inputs[0], &o, &outs[0]);
+}
+
+nx_status cli_run_morph_element(nx_ctx *ctx, const cli_call *call, nx_tensor **outs)
+{
+    const cli_value *v = call->values;
+    nx_morph_opts o = {0};
+    common(&o, call, v[CLI_OPT_morph_element_padding].choice, v[CLI_OPT_morph_element_mode].choice,
+           v[CLI_OPT_morph_element_cval].f);
+    if (!strcmp(v[CLI_OPT_morph_element_element].choice, "footprint"))
+        o.footprint = call->inputs[1];
+    else
+        o.structure = call->inputs[1];
+    return nx_morph(ctx, op_of(v[CLI_OPT_morph_element_op].choice), call->inputs[0], &o, &outs[0]);
+}
+
+nx_status cli_run_distance_transform(nx_ctx *ctx, const cli_call *call, nx_tensor **outs)
+{
+    nx_distance_opts o = {.backend = call->backend};
+    if (!strcmp(call->values[CLI_OPT_distance_transform_metric].choice, "taxicab"))
+        o.metric = NX_DISTANCE_TAXICAB;
+    return nx_distance_transform(ctx, call->inputs[0], &o, &outs[0]);
 }
