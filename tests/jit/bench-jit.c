@@ -458,6 +458,7 @@ static void bench_math(int reps)
                 sink += v;
             }
             t[r] = (now() - t0) / N;
+            (void)sink;
         }
         printf("  %-6s %8.2f %8.2f %8.2f\n", nx_x86_math_name((nx_x86_math_fn)fn), ns[0], ns[1],
                1e9 * median(t, reps));

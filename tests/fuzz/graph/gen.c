@@ -860,9 +860,7 @@ static void op_reduce(fz *f)
         n = subset(f, x.nd, axes, false);
     }
     bool keep = chance(f->r, 40);
-    int64_t sh[NX_MAX_DIMS], cnt = 1;
-    for (int i = 0; i < n; i++)
-        cnt *= x.sh[axes[i]];
+    int64_t sh[NX_MAX_DIMS];
     int nd = reduced_shape(&x, axes, n, keep, sh);
     int given[NX_MAX_DIMS];
     neg_all(f, axes, n, x.nd, given);
