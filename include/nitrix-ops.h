@@ -331,6 +331,13 @@ NX_API nx_node nx_distance_node(nx_graph *g, nx_node field, nx_distance_metric m
 NX_API nx_status nx_distance_transform(nx_ctx *ctx, const nx_tensor *mask,
                                        const nx_distance_opts *opts, nx_tensor **out);
 
+/* Exact Euclidean distance to the nearest zero of mask, with per-axis sampling (NULL: all 1;
+ * each finite and > 0), as scipy.ndimage.distance_transform_edt; +inf where mask has no zero.
+ * f64 for an f64 mask, else f32. Compiled per call for now (not cached). */
+NX_API nx_status nx_distance_transform_edt(nx_ctx *ctx, const nx_tensor *mask,
+                                           const double *sampling, nx_backend backend,
+                                           nx_tensor **out);
+
 /* ====================================== end of morphology ===================================== */
 
 #ifdef __cplusplus

@@ -65,6 +65,14 @@ def cdt(name, metric, shape, p_zero):
 
 
 cdt_lines = []
+edt_lines = []
+
+
+def edt(name, shape, p_zero, sampling):
+    mask = (rng.rand(*shape) > p_zero).astype(np.float64)
+    d = ndi.distance_transform_edt(mask, sampling=sampling)
+    save(name, mask=mask, out=d)
+    edt_lines.append(f'{name} {",".join(repr(float(s)) for s in sampling)}')
 
 
 def main():
@@ -128,6 +136,14 @@ def main():
     cdt('cdt3_tc', 'taxicab', (7, 9, 8), 0.97)
     cdt('cdt4_tc', 'taxicab', (4, 5, 6, 3), 0.97)
     cdt('cdt2_none', 'taxicab', (4, 5), 2.0)  # no zero anywhere: all +inf
+    edt('edt1', (31,), 0.9, (1.0,))
+    edt('edt2', (14, 17), 0.95, (1.0, 1.0))
+    edt('edt2_aniso', (14, 17), 0.95, (0.7, 1.9))
+    edt('edt3_aniso', (8, 9, 7), 0.97, (1.5, 0.5, 1.0))
+    edt('edt4', (4, 5, 6, 3), 0.95, (1.0, 2.0, 1.0, 0.5))
+    with open(os.path.join(OUT, 'edt.txt'), 'w') as f:
+        f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; name sampling\n')
+        f.write('\n'.join(edt_lines) + '\n')
     with open(os.path.join(OUT, 'cdt.txt'), 'w') as f:
         f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; name metric\n')
         f.write('\n'.join(cdt_lines) + '\n')

@@ -523,6 +523,59 @@ static void test_cdt_grad(void **state)
     nx_ctx_free(ctx);
 }
 
+/* distance_transform_edt to 1e-10 relative in f64 and 1e-4 in f32, isotropic and anisotropic. */
+static void test_edt_golden(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    char path[1024], line[256], name[64], samp[128];
+    snprintf(path, sizeof path, "%s/morphology/edt.txt", nx_test_data_dir());
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || sscanf(line, "%63s %127s", name, samp) != 2)
+            continue;
+        double sampling[NX_MAX_DIMS];
+        char *p = samp;
+        for (int i = 0; *p && i < NX_MAX_DIMS; i++) {
+            sampling[i] = strtod(p, &p);
+            if (*p == ',')
+                p++;
+        }
+        nx_tensor *m = load(ctx, name, "mask"), *want = load(ctx, name, "out"), *got = NULL;
+        nx_tensor *m32 = NULL;
+        assert_int_equal(nx_tensor_cast(m, NX_DTYPE_F32, &m32), NX_OK);
+        for (int k = 0; k < 2; k++) {
+            if (nx_distance_transform_edt(ctx, k ? m32 : m, sampling, NX_BACKEND_REF, &got) !=
+                NX_OK)
+                fail_msg("%s: %s", name, nx_ctx_last_error(ctx));
+            double rtol = k ? 1e-4 : 1e-10;
+            for (int64_t i = 0; i < nx_tensor_numel(want); i++)
+                if (!nx_test_close(at(got, i), at(want, i), rtol, 0))
+                    fail_msg("%s (%s): element %lld is %.17g; scipy gives %.17g", name,
+                             k ? "f32" : "f64", (long long)i, at(got, i), at(want, i));
+            nx_tensor_free(got);
+        }
+        nx_tensor_free(m32);
+        nx_tensor_free(m);
+        nx_tensor_free(want);
+        n++;
+    }
+    fclose(f);
+    assert_int_equal(n, 5);
+    /* Refused: a sampling that is not finite and positive. */
+    int64_t s = 3;
+    nx_tensor *m = make(ctx, NX_DTYPE_F64, 1, &s, (double[]){1, 0, 1}), *y = NULL;
+    assert_int_equal(nx_distance_transform_edt(ctx, m, (double[]){0.0}, NX_BACKEND_REF, &y),
+                     NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "sampling[0]"));
+    assert_null(y);
+    nx_tensor_free(m);
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
 static void test_cdt_errors(void **state)
 {
     (void)state;
@@ -594,7 +647,7 @@ int main(void)
         cmocka_unit_test(test_grad_fd),    cmocka_unit_test(test_batch_and_dtypes),
         cmocka_unit_test(test_errors),     cmocka_unit_test(test_alloc_sweep),
         cmocka_unit_test(test_cdt_golden), cmocka_unit_test(test_cdt_grad),
-        cmocka_unit_test(test_cdt_errors),
+        cmocka_unit_test(test_cdt_errors), cmocka_unit_test(test_edt_golden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
