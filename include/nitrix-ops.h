@@ -338,6 +338,13 @@ NX_API nx_status nx_distance_transform_edt(nx_ctx *ctx, const nx_tensor *mask,
                                            const double *sampling, nx_backend backend,
                                            nx_tensor **out);
 
+/* scipy.ndimage.median_filter with size or footprint (opts->structure must be NULL), scipy's
+ * border modes (reflect by default) and origin: the element of rank count / 2 of each window,
+ * by the IR's sort along the flattened window axis. NaN sorts last (numpy's order). */
+NX_API nx_node nx_median_node(nx_graph *g, nx_node x, const nx_morph_opts *opts);
+NX_API nx_status nx_median_filter(nx_ctx *ctx, const nx_tensor *x, const nx_morph_opts *opts,
+                                  nx_tensor **out);
+
 /* ====================================== end of morphology ===================================== */
 
 #ifdef __cplusplus

@@ -14,7 +14,7 @@ OUT = os.path.join(os.path.dirname(__file__), '..', 'tests', 'data', 'morphology
 rng = np.random.RandomState(20261129)
 lines = []
 
-GREY = {'dilate': ndi.grey_dilation, 'erode': ndi.grey_erosion,
+GREY = {'median': ndi.median_filter, 'dilate': ndi.grey_dilation, 'erode': ndi.grey_erosion,
         'open': ndi.grey_opening, 'close': ndi.grey_closing}
 BINARY = {'dilate': ndi.binary_dilation, 'erode': ndi.binary_erosion}
 
@@ -147,6 +147,13 @@ def main():
     with open(os.path.join(OUT, 'cdt.txt'), 'w') as f:
         f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; name metric\n')
         f.write('\n'.join(cdt_lines) + '\n')
+    # Median filters (scipy's rank size // 2), appended last so earlier fixtures keep their data.
+    grey('m2_box3', 'median', (9, 11), np.float64, size=(3, 3))
+    grey('m2_box24', 'median', (9, 11), np.float32, size=(2, 4))
+    grey('m3_box3', 'median', (6, 7, 5), np.float64, size=(3, 3, 3))
+    grey('m2_cross', 'median', (9, 8), np.float64, footprint=cross)
+    grey('m2_asym', 'median', (9, 8), np.float64, footprint=asym, mode='nearest')
+    grey('m1_wrap', 'median', (13,), np.float32, size=(4,), mode='wrap')
     with open(os.path.join(OUT, 'cases.txt'), 'w') as f:
         f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; '
                 'name op element mode cval size\n')

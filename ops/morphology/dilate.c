@@ -286,3 +286,67 @@ nx_node nx_morph_node(nx_graph *g, nx_morph_op op, nx_node x, const nx_morph_opt
     elem_free(ctx, &ero);
     return y;
 }
+
+/* Median over the window as the IR's sort along one flattened window axis, then the element of
+ * rank count / 2 (scipy's median_filter rank, the upper median for even counts). Small windows
+ * could use sorting networks; that is the backends' lowering of sort, not a separate op here. */
+nx_node nx_median_node(nx_graph *g, nx_node x, const nx_morph_opts *opts)
+{
+    static const char *who = "nx_median_node";
+    if (!g || !x || nx_graph_status(g) != NX_OK)
+        return NX_NONE;
+    nx_ctx *ctx = nx_graph_ctx(g);
+    const nx_morph_opts *o = opts ? opts : &default_opts;
+    nx_dtype dt = nx_node_dtype(g, x);
+    if (dt != NX_DTYPE_F32 && dt != NX_DTYPE_F64)
+        return nx_ir_graph_failf(g, NX_ERR_DTYPE, "%s: x is %s; expected f32 or f64", who,
+                                 nx_dtype_name(dt));
+    if (o->structure)
+        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
+                                 "%s: a structure has no meaning for a median; give a footprint",
+                                 who);
+    int nsp = 0, nd = nx_node_ndim(g, x);
+    nx_status st = check_opts(ctx, who, o, nd, &nsp);
+    morph_elem e;
+    if (st != NX_OK || (st = elem_resolve(ctx, who, o, nsp, false, &e)) != NX_OK)
+        return graph_fail(g, st);
+    int lead = nd - nsp;
+    int64_t lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0}, win[NX_MAX_DIMS];
+    for (int i = 0; i < nd; i++)
+        win[i] = i < lead ? 1 : e.w[i - lead];
+    for (int i = 0; i < nsp && o->padding == NX_MORPH_SAME; i++) {
+        lo[lead + i] = e.w[i] / 2;
+        hi[lead + i] = e.w[i] - 1 - e.w[i] / 2;
+    }
+    nx_node xp =
+        o->padding == NX_MORPH_SAME ? nx_pad(g, x, lo, hi, border_pad[o->border], o->cval) : x;
+    nx_node v = nx_window(g, xp, win, NULL, NULL);
+    int64_t shape[NX_MAX_DIMS * 2];
+    nx_node y = NX_NONE;
+    if (v && nx_node_shape(g, v, shape)) {
+        shape[nd] = e.count;
+        v = nx_reshape(g, v, nd + 1, shape);
+        int64_t k = e.count;
+        if (!e.flat_box) {
+            int64_t *idx = nx_rt_alloc(ctx, (size_t)e.count * sizeof(int64_t));
+            if (!idx) {
+                elem_free(ctx, &e);
+                return nx_ir_graph_failf(g, NX_ERR_NOMEM, "%s: out of memory", who);
+            }
+            k = 0;
+            for (int64_t j = 0; j < e.count; j++)
+                if (e.in[j])
+                    idx[k++] = j;
+            v = nx_gather(g, v, nx_constant(g, NX_DTYPE_I64, 1, &k, idx), nd);
+            nx_rt_free(ctx, idx, (size_t)e.count * sizeof(int64_t));
+        }
+        v = nx_sort(g, v, nd, false);
+        int64_t start[NX_MAX_DIMS] = {0}, stop[NX_MAX_DIMS];
+        memcpy(stop, shape, (size_t)nd * sizeof(int64_t));
+        start[nd] = k / 2;
+        stop[nd] = k / 2 + 1;
+        y = nx_reshape(g, nx_slice(g, v, start, stop, NULL), nd, shape);
+    }
+    elem_free(ctx, &e);
+    return y;
+}

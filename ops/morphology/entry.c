@@ -63,7 +63,8 @@ static nx_status build(nx_graph *g, const morph_call *c, nx_node *out)
     nx_node x = c->dy ? nx_parameter(g, "x", dt, nx_tensor_ndim(c->x), nx_tensor_shape(c->x))
                       : nx_input(g, "x", dt, nx_tensor_ndim(c->x), nx_tensor_shape(c->x));
     nx_node xf = nx_dtype_is_float(dt) ? x : nx_cast(g, x, NX_DTYPE_F32);
-    nx_node y = nx_morph_node(g, c->op, xf, c->o);
+    nx_node y = c->op == NX_MORPH_OP_COUNT ? nx_median_node(g, xf, c->o)
+                                           : nx_morph_node(g, c->op, xf, c->o);
     if (!c->dy) {
         *out = y;
         return nx_graph_status(g);
@@ -170,6 +171,12 @@ nx_status nx_morph(nx_ctx *ctx, nx_morph_op op, const nx_tensor *x, const nx_mor
                    nx_tensor **out)
 {
     morph_call c = {.op = op, .x = x, .o = opts};
+    if ((unsigned)op >= NX_MORPH_OP_COUNT) {
+        if (out)
+            *out = NULL;
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "nx_morph: op %d is not an nx_morph_op",
+                           (int)op);
+    }
     return run(ctx, "nx_morph", &c, out);
 }
 
@@ -177,8 +184,18 @@ nx_status nx_morph_vjp(nx_ctx *ctx, nx_morph_op op, const nx_tensor *x, const nx
                        const nx_morph_opts *opts, nx_tensor **dx)
 {
     morph_call c = {.op = op, .x = x, .dy = dy, .o = opts};
+    if ((unsigned)op >= NX_MORPH_OP_COUNT)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "nx_morph_vjp: op %d is not an nx_morph_op",
+                           (int)op);
     if (x && !nx_dtype_is_float(nx_tensor_dtype(x)))
         return nx_rt_error(ctx, NX_ERR_DTYPE, "nx_morph_vjp: x is %s; expected f32 or f64",
                            nx_dtype_name(nx_tensor_dtype(x)));
     return run(ctx, "nx_morph_vjp", &c, dx);
+}
+
+nx_status nx_median_filter(nx_ctx *ctx, const nx_tensor *x, const nx_morph_opts *opts,
+                           nx_tensor **out)
+{
+    morph_call c = {.op = NX_MORPH_OP_COUNT, .x = x, .o = opts};
+    return run(ctx, "nx_median_filter", &c, out);
 }
