@@ -1112,13 +1112,38 @@ static bool check_nodes(const mf_case *c, const build *b, char *msg, size_t len)
     return true;
 }
 
+/* The backend under test: NX_TEST_BACKEND=cpu runs every case on the CPU backend (the same
+ * fixtures and tolerances as the interpreter); unset or "ref": the reference interpreter. */
+static nx_backend test_backend(void)
+{
+    const char *b = getenv("NX_TEST_BACKEND");
+    if (b && strcmp(b, "cpu") == 0)
+        return NX_BACKEND_CPU;
+    if (b && strcmp(b, "cuda") == 0)
+        return NX_BACKEND_CUDA;
+    return NX_BACKEND_REF;
+}
+
 static bool run_graph(const mf_case *c, run_state *s, build *b, char *msg, size_t len)
 {
-    nx_compile_opts opts = {.backend = NX_BACKEND_REF, .n_outputs = b->nout, .outputs = b->out};
+    nx_backend want = test_backend();
+    nx_compile_opts opts = {.backend = want, .n_outputs = b->nout, .outputs = b->out};
+    /* NX_TEST_REPRODUCIBLE=1 compiles in reproducible mode (canonical fold order); the test
+     * context ignores NITRIX_REPRODUCIBLE, so the scope is opened here. */
+    const char *repro = getenv("NX_TEST_REPRODUCIBLE");
+    bool scoped = repro && strcmp(repro, "1") == 0 &&
+                  nx_ctx_reproducible_push(s->ctx, true) == NX_OK;
     nx_status st = nx_graph_compile(s->g, &opts, &s->p);
+    if (scoped)
+        nx_ctx_reproducible_pop(s->ctx);
     if (st != NX_OK) {
-        snprintf(msg, len, "%s: nx_graph_compile: %s: %s", c->op, nx_status_str(st),
-                 nx_ctx_last_error(s->ctx));
+        snprintf(msg, len, "%s: nx_graph_compile on %s: %s: %s", c->op, nx_backend_name(want),
+                 nx_status_str(st), nx_ctx_last_error(s->ctx));
+        return false;
+    }
+    if (nx_program_backend(s->p) != want) {
+        snprintf(msg, len, "%s: compiled for %s but the program runs on %s", c->op,
+                 nx_backend_name(want), nx_backend_name(nx_program_backend(s->p)));
         return false;
     }
     nx_tensor *dummy[1] = {NULL};
