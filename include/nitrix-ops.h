@@ -345,6 +345,12 @@ NX_API nx_node nx_median_node(nx_graph *g, nx_node x, const nx_morph_opts *opts)
 NX_API nx_status nx_median_filter(nx_ctx *ctx, const nx_tensor *x, const nx_morph_opts *opts,
                                   nx_tensor **out);
 
+/* scipy.ndimage.label: i32 labels 1..K numbered by first voxel in C order (0: background;
+ * nonzero and NaN are foreground), neighbours at most `connectivity` (1..ndim) axes apart.
+ * n_labels (may be NULL) receives K. Host op, not differentiable. */
+NX_API nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
+                                         nx_tensor **out, int32_t *n_labels);
+
 /* ====================================== end of morphology ===================================== */
 
 #ifdef __cplusplus

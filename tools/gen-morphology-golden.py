@@ -141,6 +141,17 @@ def main():
     edt('edt2_aniso', (14, 17), 0.95, (0.7, 1.9))
     edt('edt3_aniso', (8, 9, 7), 0.97, (1.5, 0.5, 1.0))
     edt('edt4', (4, 5, 6, 3), 0.95, (1.0, 2.0, 1.0, 0.5))
+    lab = []
+    for name, shape, conn in [('cc2_c1', (15, 17), 1), ('cc2_c2', (15, 17), 2),
+                              ('cc3_c1', (7, 8, 9), 1), ('cc3_c3', (7, 8, 9), 3),
+                              ('cc1_c1', (40,), 1), ('cc4_c2', (4, 5, 4, 6), 2)]:
+        mask = (rng.rand(*shape) > 0.6).astype(np.uint8)
+        out, k = ndi.label(mask, ndi.generate_binary_structure(len(shape), conn))
+        save(name, mask=mask, out=out.astype(np.int32))
+        lab.append(f'{name} {conn} {k}')
+    with open(os.path.join(OUT, 'label.txt'), 'w') as f:
+        f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; name connectivity count\n')
+        f.write('\n'.join(lab) + '\n')
     with open(os.path.join(OUT, 'edt.txt'), 'w') as f:
         f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; name sampling\n')
         f.write('\n'.join(edt_lines) + '\n')

@@ -587,6 +587,45 @@ static void test_edt_golden(void **state)
     assert_int_equal(g_ta.live, 0);
 }
 
+/* scipy.ndimage.label: equal labels (raster numbering), not just the same partition. */
+static void test_label_golden(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    char path[1024], line[256], name[64];
+    snprintf(path, sizeof path, "%s/morphology/label.txt", nx_test_data_dir());
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int n = 0, conn = 0, k = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || sscanf(line, "%63s %d %d", name, &conn, &k) != 3)
+            continue;
+        nx_tensor *m = load(ctx, name, "mask"), *want = load(ctx, name, "out"), *got = NULL;
+        int32_t count = -1;
+        if (nx_connected_components(ctx, m, conn, &got, &count) != NX_OK)
+            fail_msg("%s: %s", name, nx_ctx_last_error(ctx));
+        assert_int_equal(count, k);
+        assert_int_equal(nx_tensor_dtype(got), NX_DTYPE_I32);
+        assert_memory_equal(nx_tensor_data(got), nx_tensor_data(want),
+                            (size_t)nx_tensor_numel(want) * sizeof(int32_t));
+        nx_tensor_free(got);
+        nx_tensor_free(m);
+        nx_tensor_free(want);
+        n++;
+    }
+    fclose(f);
+    assert_int_equal(n, 6);
+    int64_t s = 4;
+    nx_tensor *m = make(ctx, NX_DTYPE_F64, 1, &s, (double[]){1, 0, 1, 1}), *y = NULL;
+    assert_int_equal(nx_connected_components(ctx, m, 2, &y, NULL), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "connectivity 2"));
+    assert_int_equal(nx_connected_components(ctx, m, 0, &y, NULL), NX_ERR_INVALID_ARG);
+    assert_null(y);
+    nx_tensor_free(m);
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
 static void test_cdt_errors(void **state)
 {
     (void)state;
@@ -653,12 +692,13 @@ static void test_alloc_sweep(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_golden_ref), cmocka_unit_test(test_golden_cpu),
-        cmocka_unit_test(test_valid),      cmocka_unit_test(test_first_winner),
-        cmocka_unit_test(test_grad_fd),    cmocka_unit_test(test_batch_and_dtypes),
-        cmocka_unit_test(test_errors),     cmocka_unit_test(test_alloc_sweep),
-        cmocka_unit_test(test_cdt_golden), cmocka_unit_test(test_cdt_grad),
-        cmocka_unit_test(test_cdt_errors), cmocka_unit_test(test_edt_golden),
+        cmocka_unit_test(test_golden_ref),   cmocka_unit_test(test_golden_cpu),
+        cmocka_unit_test(test_valid),        cmocka_unit_test(test_first_winner),
+        cmocka_unit_test(test_grad_fd),      cmocka_unit_test(test_batch_and_dtypes),
+        cmocka_unit_test(test_errors),       cmocka_unit_test(test_alloc_sweep),
+        cmocka_unit_test(test_cdt_golden),   cmocka_unit_test(test_cdt_grad),
+        cmocka_unit_test(test_cdt_errors),   cmocka_unit_test(test_edt_golden),
+        cmocka_unit_test(test_label_golden),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
