@@ -350,6 +350,9 @@ NX_API nx_status nx_median_filter(nx_ctx *ctx, const nx_tensor *x, const nx_morp
  * n_labels (may be NULL) receives K. Host op, not differentiable. */
 NX_API nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
                                          nx_tensor **out, int32_t *n_labels);
+/* Bool mask of the component with the most voxels (ties: the lowest label; none: all false). */
+NX_API nx_status nx_largest_connected_component(nx_ctx *ctx, const nx_tensor *mask,
+                                                int connectivity, nx_tensor **out);
 
 /* ====================================== end of morphology ===================================== */
 

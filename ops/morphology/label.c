@@ -115,3 +115,37 @@ nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connec
     *out = lab;
     return NX_OK;
 }
+
+nx_status nx_largest_connected_component(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
+                                         nx_tensor **out)
+{
+    if (out)
+        *out = NULL;
+    if (ctx && !out)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "nx_largest_connected_component: out is NULL");
+    nx_tensor *lab = NULL, *res = NULL;
+    int32_t k = 0;
+    nx_status st = nx_connected_components(ctx, mask, connectivity, &lab, &k);
+    if (st != NX_OK)
+        return st;
+    int64_t n = nx_tensor_numel(lab);
+    int64_t *size = nx_rt_calloc(ctx, (size_t)k + 1, sizeof(int64_t));
+    st = size ? nx_tensor_new(ctx, NX_DTYPE_BOOL, nx_tensor_ndim(lab), nx_tensor_shape(lab), &res)
+              : nx_rt_nomem(ctx, "largest_connected_component: sizes", ((size_t)k + 1) * 8);
+    if (st == NX_OK) {
+        const int32_t *l = nx_tensor_data(lab);
+        for (int64_t i = 0; i < n; i++)
+            size[l[i]]++;
+        int32_t best = 0; /* ties go to the lowest label; no component: all false */
+        for (int32_t j = 1; j <= k; j++)
+            if (size[j] > (best ? size[best] : 0))
+                best = j;
+        uint8_t *r = nx_tensor_data(res);
+        for (int64_t i = 0; i < n; i++)
+            r[i] = best && l[i] == best;
+        *out = res;
+    }
+    nx_rt_free(ctx, size, ((size_t)k + 1) * sizeof(int64_t));
+    nx_tensor_free(lab);
+    return st;
+}

@@ -615,8 +615,21 @@ static void test_label_golden(void **state)
     }
     fclose(f);
     assert_int_equal(n, 6);
-    int64_t s = 4;
+    int64_t s = 4, s7 = 7;
     nx_tensor *m = make(ctx, NX_DTYPE_F64, 1, &s, (double[]){1, 0, 1, 1}), *y = NULL;
+    /* Largest component by hand: sizes 2, 2, 1 -> the first (lowest label) wins the tie. */
+    nx_tensor *t = make(ctx, NX_DTYPE_F64, 1, &s7, (double[]){0, 1, 1, 0, 1, 1, 0});
+    assert_int_equal(nx_largest_connected_component(ctx, t, 1, &y), NX_OK);
+    uint8_t want_l[7] = {0, 1, 1, 0, 0, 0, 0};
+    assert_memory_equal(nx_tensor_data(y), want_l, 7);
+    nx_tensor_free(y);
+    nx_tensor_free(t);
+    t = make(ctx, NX_DTYPE_F64, 1, &s7, (double[]){0, 0, 0, 0, 0, 0, 0});
+    assert_int_equal(nx_largest_connected_component(ctx, t, 1, &y), NX_OK);
+    uint8_t none[7] = {0};
+    assert_memory_equal(nx_tensor_data(y), none, 7);
+    nx_tensor_free(y);
+    nx_tensor_free(t);
     assert_int_equal(nx_connected_components(ctx, m, 2, &y, NULL), NX_ERR_INVALID_ARG);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "connectivity 2"));
     assert_int_equal(nx_connected_components(ctx, m, 0, &y, NULL), NX_ERR_INVALID_ARG);
@@ -675,6 +688,10 @@ static nx_status sweep_body(nx_ctx *ctx, void *user)
         nx_distance_opts d = {.backend = NX_BACKEND_REF, .metric = NX_DISTANCE_TAXICAB};
         if (st == NX_OK)
             st = nx_distance_transform(ctx, x, &d, &dx);
+        nx_tensor_free(dx);
+        dx = NULL;
+        if (st == NX_OK)
+            st = nx_largest_connected_component(ctx, x, 2, &dx);
     }
     nx_tensor_free(dx);
     nx_tensor_free(y);
