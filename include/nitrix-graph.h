@@ -329,7 +329,9 @@ typedef struct nx_compile_opts {
 /* Verifies g, then compiles the outputs' subgraph. g may be freed afterwards. The backend is
  * opts->backend when not AUTO, else the context's NITRIX_BACKEND, else auto (the CPU when no
  * usable GPU answers). `cpu` fuses the graph into kernels JIT-compiled through LLVM and cached;
- * `ref` is the reference interpreter. What a backend cannot run falls back loudly: one warning per
+ * `cuda` does the same through NVRTC (asked for without a GPU of capability >= 8.0, it is
+ * NX_ERR_BACKEND saying why); `ref` is the reference interpreter. What a backend cannot run falls
+ * back loudly: one warning per
  * (program shape, backend) per process through the context's log (NITRIX_SILENCE_FALLBACK silences
  * it), or NX_ERR_BACKEND under NITRIX_STRICT_BACKEND. NITRIX_DUMP=graph prints each compiled
  * program to stderr; NITRIX_DUMP=fuse,kernel print the fusion plan and kernel IR. An

@@ -5,12 +5,14 @@
  * each with its primitive's reference kernel over C-contiguous host tensors, and frees every
  * intermediate after its last reader. Nodes the outputs do not need are never evaluated.
  *
- * On `cpu` the program's nodes go through the pass pipeline (passes/pipeline.c) to a plan of
- * kernels that the backend object (codegen/x86/emit.h) compiles once here and runs per call. */
+ * On `cpu` and `cuda` the program's nodes go through the pass pipeline (passes/pipeline.c) to a
+ * plan of kernels that the backend object (codegen/x86/emit.h, codegen/ptx/emit.h) compiles once
+ * here and runs per call. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "codegen/ptx/emit.h"
 #include "codegen/x86/emit.h"
 #include "ir.h"
 #include "passes/fuse.h"
@@ -73,9 +75,9 @@ nx_backend nx_program_backend(const nx_program *p)
 
 /* ---- compile -------------------------------------------------------------------------------*/
 
-/* Explicit request, else the context's NITRIX_BACKEND, else auto. auto and cpu run on the CPU
- * backend; cuda has no backend object in this build and falls back to cpu loudly, or fails under
- * strict mode. */
+/* Explicit request, else the context's NITRIX_BACKEND, else auto (codegen/ptx/resolve.c owns the
+ * rule: CUDA when a GPU of capability >= 8.0 answers, else the CPU; the CPU under reproducible
+ * mode). CUDA asked for without such a GPU is NX_ERR_BACKEND saying why. */
 static nx_status resolve_backend(nx_ctx *ctx, nx_backend requested, nx_backend *out)
 {
     if ((unsigned)requested >= NX_BACKEND_COUNT)
@@ -83,21 +85,7 @@ static nx_status resolve_backend(nx_ctx *ctx, nx_backend requested, nx_backend *
                            "nx_graph_compile: backend %d is not a backend; expected "
                            "NX_BACKEND_AUTO, _CPU, _CUDA or _REF",
                            (int)requested);
-    nx_backend b = requested != NX_BACKEND_AUTO ? requested : nx_ctx_backend(ctx);
-    *out = b == NX_BACKEND_REF ? NX_BACKEND_REF : NX_BACKEND_CPU;
-    if (b != NX_BACKEND_CUDA)
-        return NX_OK;
-    if (nx_ctx_strict_backend(ctx))
-        return nx_rt_error(ctx, NX_ERR_BACKEND,
-                           "nx_graph_compile: backend 'cuda' was requested, but this build runs "
-                           "graphs on 'cpu' and 'ref' only, and strict backend mode "
-                           "(NITRIX_STRICT_BACKEND) forbids falling back");
-    if (!nx_ctx_silence_fallback(ctx))
-        nx_ctx_log(ctx, NX_LOG_WARN,
-                   "nx_graph_compile: backend 'cuda' cannot run graphs in this build; falling "
-                   "back to 'cpu'. NITRIX_SILENCE_FALLBACK=1 silences this warning, "
-                   "NITRIX_STRICT_BACKEND=1 makes it an error");
-    return NX_OK;
+    return nx_ptx_resolve_backend(ctx, requested, out);
 }
 
 static nx_status check_opts(nx_graph *g, const nx_compile_opts *opts, nx_program **out)
@@ -269,32 +257,36 @@ static bool first_fallback(const char *msg)
     return !seen;
 }
 
-static nx_status prepare_cpu(nx_program *p)
+/* Lowers the program to a plan of kernels and prepares it on the resolved backend object (which
+ * itself falls back loudly, kernel by kernel, for what it cannot compile). */
+static nx_status prepare_backend(nx_program *p)
 {
     nx_ctx *ctx = p->ctx;
+    const nx_backend_ops *ops = p->backend == NX_BACKEND_CUDA ? &nx_ptx_backend : &nx_x86_backend;
+    const char *name = nx_backend_name(p->backend);
     nx_status st = nx_pass_pipeline(ctx, &p->s, p->noutputs, p->outputs, &p->plan);
     if (st == NX_ERR_UNSUPPORTED) {
         char why[NX_IR_MSG];
         snprintf(why, sizeof why, "%s", nx_ctx_last_error(ctx));
         if (nx_ctx_strict_backend(ctx))
             return nx_rt_error(ctx, NX_ERR_BACKEND,
-                               "nx_graph_compile: backend 'cpu' cannot run this program (%s), and "
+                               "nx_graph_compile: backend '%s' cannot run this program (%s), and "
                                "strict backend mode (NITRIX_STRICT_BACKEND) forbids falling back",
-                               why);
+                               name, why);
         if (!nx_ctx_silence_fallback(ctx) && first_fallback(why))
             nx_ctx_log(ctx, NX_LOG_WARN,
-                       "nitrix fallback: backend=cpu -> ref (slow): %s. NITRIX_SILENCE_FALLBACK=1 "
+                       "nitrix fallback: backend=%s -> ref (slow): %s. NITRIX_SILENCE_FALLBACK=1 "
                        "silences this, NITRIX_STRICT_BACKEND=1 makes it an error",
-                       why);
+                       name, why);
         p->backend = NX_BACKEND_REF;
         return NX_OK;
     }
     if (st != NX_OK)
         return st;
-    st = nx_x86_backend.prepare(ctx, p->plan, &p->state);
+    st = ops->prepare(ctx, p->plan, &p->state);
     if (st != NX_OK)
         return st;
-    p->ops = &nx_x86_backend;
+    p->ops = ops;
     return NX_OK;
 }
 
@@ -324,8 +316,8 @@ nx_status nx_graph_compile(nx_graph *g, const nx_compile_opts *opts, nx_program 
         nx_program_free(p);
         return st;
     }
-    if (backend == NX_BACKEND_CPU)
-        st = prepare_cpu(p);
+    if (backend == NX_BACKEND_CPU || backend == NX_BACKEND_CUDA)
+        st = prepare_backend(p);
     if (st != NX_OK) {
         nx_program_free(p);
         return st;

@@ -324,6 +324,18 @@ static void clear_env(void)
     unsetenv("NITRIX_SILENCE_FALLBACK");
 }
 
+static bool has_usable_gpu(nx_ctx *ctx)
+{
+    nx_system_info info;
+    if (nx_system_info_get(ctx, &info) != NX_OK)
+        return false;
+    for (int i = 0; i < info.gpu_count; i++) {
+        if (info.gpus[i].usable && info.nvrtc_found)
+            return true;
+    }
+    return false;
+}
+
 static void test_fallback_warning(void **state)
 {
     (void)state;
@@ -349,15 +361,15 @@ static void test_fallback_warning(void **state)
     assert_int_equal(cap.warnings, 0);
     assert_int_equal(nx_program_backend(p), NX_BACKEND_CPU);
     nx_program_free(p);
-    /* cuda without a usable GPU falls back to cpu, loudly */
-    assert_int_equal(compile_on(ctx, NX_BACKEND_CUDA, &p), NX_OK);
-    assert_int_equal(cap.warnings, 1);
-    assert_non_null(strstr(cap.last, "cuda"));
-    assert_non_null(strstr(cap.last, "NITRIX_STRICT_BACKEND=1"));
-    assert_int_equal(nx_program_backend(p), NX_BACKEND_CPU);
-    nx_program_free(p);
+    /* cuda asked for explicitly without a usable GPU is an error that says why (this suite runs
+     * without one; on a GPU machine it compiles) */
+    if (!has_usable_gpu(ctx)) {
+        assert_int_equal(compile_on(ctx, NX_BACKEND_CUDA, &p), NX_ERR_BACKEND);
+        assert_null(p);
+        assert_non_null(strstr(nx_ctx_last_error(ctx), "cuda"));
+    }
     assert_int_equal(compile_on(ctx, NX_BACKEND_REF, &p), NX_OK);
-    assert_int_equal(cap.warnings, 1);
+    assert_int_equal(cap.warnings, 0);
     assert_int_equal(nx_program_backend(p), NX_BACKEND_REF);
     nx_program_free(p);
     nx_tensor_free(xt);
@@ -379,14 +391,6 @@ static void test_fallback_warning(void **state)
     nx_ctx_free(ctx);
     clear_env();
 
-    setenv("NITRIX_SILENCE_FALLBACK", "1", 1);
-    cap.warnings = 0;
-    ctx = ctx_with_log(&ta, &cap, false);
-    assert_true(nx_ctx_silence_fallback(ctx));
-    assert_int_equal(compile_on(ctx, NX_BACKEND_CUDA, &p), NX_OK);
-    assert_int_equal(cap.warnings, 0);
-    nx_program_free(p);
-    nx_ctx_free(ctx);
     clear_env();
     assert_int_equal(ta.live, 0);
 }
@@ -401,10 +405,11 @@ static void test_strict_backend(void **state)
     nx_ctx *ctx = ctx_with_log(&ta, &cap, false);
     assert_true(nx_ctx_strict_backend(ctx));
     nx_program *p = (nx_program *)&ta;
-    assert_int_equal(compile_on(ctx, NX_BACKEND_CUDA, &p), NX_ERR_BACKEND);
-    assert_null(p);
-    assert_non_null(strstr(nx_ctx_last_error(ctx), "backend 'cuda' was requested"));
-    assert_non_null(strstr(nx_ctx_last_error(ctx), "NITRIX_STRICT_BACKEND"));
+    if (!has_usable_gpu(ctx)) {
+        assert_int_equal(compile_on(ctx, NX_BACKEND_CUDA, &p), NX_ERR_BACKEND);
+        assert_null(p);
+        assert_non_null(strstr(nx_ctx_last_error(ctx), "cuda"));
+    }
     assert_int_equal(cap.warnings, 0);
     assert_int_equal(compile_on(ctx, NX_BACKEND_CPU, &p), NX_OK);
     nx_program_free(p);
