@@ -33,8 +33,8 @@ nx_status nx_ptx_resolve_backend(nx_ctx *ctx, nx_backend requested, nx_backend *
     snprintf(saved, sizeof saved, "%s", nx_ctx_last_error(ctx));
     if (nx_rt_cuda_available(ctx) == NX_OK && nx_ptx_available(ctx) == NX_OK)
         *out = NX_BACKEND_CUDA;
-    else if (saved[0])
-        nx_rt_error(ctx, NX_ERR_BACKEND, "%s", saved);
+    else
+        nx_rt_error(ctx, NX_ERR_BACKEND, "%s", saved); /* "" when there was none */
     return NX_OK;
 }
 

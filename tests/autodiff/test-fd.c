@@ -468,8 +468,9 @@ static void test_fd_cpu(void **state)
     print_message("cpu backend: %d cases within 1e-6, %d failed, %d refused by the backend\n",
                   n - failed - refused, failed, refused);
     assert_int_equal(failed, 0);
-    if (refused == n)
-        skip(); /* the CPU backend runs no graph yet */
+    /* Measured 2026-11-29: 1 of 80 is refused (a kernel the JIT hands to its kernel interpreter,
+     * which strict mode forbids). More refusals are a regression of the CPU backend. */
+    assert_true(refused <= 1);
 }
 
 int main(void)
