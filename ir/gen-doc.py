@@ -127,10 +127,11 @@ functions are the correctly rounded double result rounded once to f32.
 ## Compile and run
 
 `nx_graph_compile` verifies the graph, resolves the backend (explicit request, else
-`NITRIX_BACKEND`, else auto) and copies the outputs' subgraph. Only `ref` runs graphs today: a
-request for `cpu`, `cuda` or `auto` runs on `ref` with one warning per program through the
-context's log, silenced by `NITRIX_SILENCE_FALLBACK=1` and turned into `NX_ERR_BACKEND` by
-`NITRIX_STRICT_BACKEND=1`. `NITRIX_DUMP=graph` prints each compiled program to stderr in the
+`NITRIX_BACKEND`, else auto: CUDA when a usable GPU answers, else the CPU) and copies the outputs'
+subgraph. `ref` runs it on this interpreter; `cpu` and `cuda` lower it through the pass pipeline to
+kernel IR and compile it (docs/kernel-ir.md). What a backend cannot compile falls back loudly, with
+one warning through the context's log, silenced by `NITRIX_SILENCE_FALLBACK=1` and turned into
+`NX_ERR_BACKEND` by `NITRIX_STRICT_BACKEND=1`. `NITRIX_DUMP=graph` prints each compiled program to stderr in the
 printer's text form:
 
 ```
