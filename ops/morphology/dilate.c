@@ -196,6 +196,8 @@ static nx_node morph_once(nx_graph *g, nx_node x, bool dilate, const morph_elem 
                           const nx_morph_opts *o)
 {
     int nd = nx_node_ndim(g, x), lead = nd - e->nsp;
+    if (x == NX_NONE || lead < 0)
+        return NX_NONE; /* an earlier builder failed (out of memory): its error is recorded */
     int64_t lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0}, win[NX_MAX_DIMS], wshape[NX_MAX_DIMS];
     for (int i = 0; i < nd; i++)
         win[i] = wshape[i] = i < lead ? 1 : e->w[i - lead];
