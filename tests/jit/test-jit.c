@@ -521,9 +521,16 @@ static long exec_kib(void)
     return total;
 }
 
+/* Under ASan freed memory sits in its quarantine, so RSS says nothing. gcc defines
+ * __SANITIZE_ADDRESS__; clang answers __has_feature(address_sanitizer). */
 #if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1 /* freed memory sits in ASan's quarantine: RSS says nothing */
-#else
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
 #define UNDER_ASAN 0
 #endif
 
