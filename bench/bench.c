@@ -13,7 +13,7 @@
 #include "passes/fuse.h"
 #include "runtime/cache.h"
 
-static double now(void)
+double nx_bench_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -26,7 +26,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *t, int n)
+double nx_bench_median(double *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, cmp_double);
     return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
@@ -47,11 +47,11 @@ typedef struct workload {
 
 static nx_status workload_prepare(workload *w)
 {
-    double t0 = now();
+    double t0 = nx_bench_now();
     nx_status st = nx_pass_pipeline(w->ctx, &w->g->s, 1, &w->out, &w->plan);
     if (st == NX_OK)
         st = nx_x86_backend.prepare(w->ctx, w->plan, &w->state);
-    w->compile_s = now() - t0;
+    w->compile_s = nx_bench_now() - t0;
     return st;
 }
 
@@ -91,13 +91,13 @@ static nx_status time_workload(workload *w, int runs, nx_bench_row *row)
     nx_status st = NX_OK;
     for (int r = -1; r < runs && st == NX_OK; r++) { /* r = -1: the warm-up */
         nx_tensor *out = NULL;
-        double t0 = now();
+        double t0 = nx_bench_now();
         st = nx_x86_backend.run(w->ctx, w->plan, w->state, (const nx_tensor *const *)w->in, &out);
         if (r >= 0)
-            t[r] = now() - t0;
+            t[r] = nx_bench_now() - t0;
         nx_tensor_free(out);
     }
-    row->median_s = st == NX_OK ? median(t, runs) : NAN;
+    row->median_s = st == NX_OK ? nx_bench_median(t, runs) : NAN;
     row->min_s = t[0];
     row->max_s = t[runs - 1];
     row->runs = runs;
@@ -121,16 +121,16 @@ static double memcpy_bandwidth(size_t n, int runs, double *median_s)
     double t[64];
     runs = runs > 64 ? 64 : runs;
     for (int r = -1; r < runs; r++) {
-        double t0 = now();
+        double t0 = nx_bench_now();
         memcpy(b, a, n);
         if (r >= 0)
-            t[r] = now() - t0;
+            t[r] = nx_bench_now() - t0;
     }
     volatile char sink = b[n / 2];
     (void)sink;
     free(a);
     free(b);
-    *median_s = median(t, runs);
+    *median_s = nx_bench_median(t, runs);
     return 2.0 * (double)n / *median_s;
 }
 
@@ -157,7 +157,7 @@ NX_BENCH_O3 static void naive_maxplus(const float *a, const float *b, float *c, 
 
 /* ---- rows ----------------------------------------------------------------------------------*/
 
-static void set_row(nx_bench_row *row, const char *name, const char *shape)
+void nx_bench_set_row(nx_bench_row *row, const char *name, const char *shape)
 {
     memset(row, 0, sizeof *row);
     snprintf(row->name, sizeof row->name, "%s", name);
@@ -170,7 +170,7 @@ static void set_row(nx_bench_row *row, const char *name, const char *shape)
 
 static nx_status row_elementwise(nx_ctx *ctx, int runs, nx_bench_row *row, double *compile_s)
 {
-    set_row(row, "a_elementwise_fma", "[67108864]");
+    nx_bench_set_row(row, "a_elementwise_fma", "[67108864]");
     workload w = {.ctx = ctx};
     int64_t n = N64M;
     nx_node a, b, c;
@@ -201,7 +201,7 @@ static nx_status row_elementwise(nx_ctx *ctx, int runs, nx_bench_row *row, doubl
 
 static nx_status row_sum(nx_ctx *ctx, int runs, nx_bench_row *row, double *compile_s)
 {
-    set_row(row, "d_sum", "[67108864]");
+    nx_bench_set_row(row, "d_sum", "[67108864]");
     workload w = {.ctx = ctx};
     int64_t n = N64M;
     nx_node x;
@@ -247,7 +247,7 @@ static nx_status row_contraction(nx_ctx *ctx, int runs, nx_monoid plus, nx_bench
                                  double *compile_s)
 {
     bool lse = plus == NX_MONOID_LOGSUMEXP;
-    set_row(row, lse ? "c_lse_contraction" : "b_maxplus_contraction", "[1024,1024,1024]");
+    nx_bench_set_row(row, lse ? "c_lse_contraction" : "b_maxplus_contraction", "[1024,1024,1024]");
     workload w = {.ctx = ctx};
     int64_t s[2] = {1024, 1024};
     nx_node a, b;
@@ -265,10 +265,10 @@ static nx_status row_contraction(nx_ctx *ctx, int runs, nx_monoid plus, nx_bench
     *compile_s = w.compile_s;
     if (st == NX_OK && !lse) {
         float *c = malloc(1024 * 1024 * sizeof *c);
-        double t0 = now();
+        double t0 = nx_bench_now();
         if (c)
             naive_maxplus(nx_tensor_data(w.in[0]), nx_tensor_data(w.in[1]), c, 1024);
-        row->peer_median_s = c ? now() - t0 : 0;
+        row->peer_median_s = c ? nx_bench_now() - t0 : 0;
         free(c);
         snprintf(row->peer, sizeof row->peer, "naive C triple loop (O3, 1 run)");
         int threads = nx_ctx_num_threads(ctx);
@@ -286,8 +286,8 @@ static nx_status row_contraction(nx_ctx *ctx, int runs, nx_monoid plus, nx_bench
 
 static void row_compile(nx_ctx *ctx, double *compiles, int ncomp, nx_bench_row *row)
 {
-    set_row(row, "e_compile_per_kernel", "rows a-d");
-    row->median_s = ncomp ? median(compiles, ncomp) : NAN;
+    nx_bench_set_row(row, "e_compile_per_kernel", "rows a-d");
+    row->median_s = ncomp ? nx_bench_median(compiles, ncomp) : NAN;
     row->runs = ncomp;
     nx_rt_cache *cache = NULL;
     nx_rt_cache_stats cs = {0};
@@ -306,7 +306,7 @@ static void row_compile(nx_ctx *ctx, double *compiles, int ncomp, nx_bench_row *
 
 static nx_status row_cache_hit(nx_ctx *ctx, int runs, nx_bench_row *row)
 {
-    set_row(row, "e_cache_hit", "[1024]");
+    nx_bench_set_row(row, "e_cache_hit", "[1024]");
     workload w = {.ctx = ctx};
     int64_t n = 1024;
     nx_node x;
@@ -325,7 +325,7 @@ static nx_status row_cache_hit(nx_ctx *ctx, int runs, nx_bench_row *row)
         st = nx_x86_kernel_get(ctx, w.plan->kernels[0], !nx_ctx_reproducible(ctx), &fn, &info);
         t[r] = info.seconds;
     }
-    row->median_s = t ? median(t, reps) : NAN;
+    row->median_s = t ? nx_bench_median(t, reps) : NAN;
     row->runs = reps;
     snprintf(row->note, sizeof row->note, "key build + memory lookup of a compiled kernel");
     free(t);
@@ -335,7 +335,7 @@ static nx_status row_cache_hit(nx_ctx *ctx, int runs, nx_bench_row *row)
 
 /* ---- output --------------------------------------------------------------------------------*/
 
-static void print_row(const nx_bench_row *r, bool json, FILE *f)
+void nx_bench_print_row(const nx_bench_row *r, bool json, FILE *f)
 {
     if (json) {
         fprintf(f,
@@ -352,7 +352,7 @@ static void print_row(const nx_bench_row *r, bool json, FILE *f)
 }
 
 /* filter: comma-separated substrings; a row runs when its name contains one of them. */
-static bool wanted(const char *filter, const char *name)
+bool nx_bench_wanted(const char *filter, const char *name)
 {
     if (!filter || !*filter)
         return true;
@@ -375,29 +375,35 @@ nx_status nx_bench_main(nx_ctx *ctx, const char *filter, int runs, bool json, FI
     nx_status st = NX_OK;
     if (runs < 1)
         runs = 5;
-    if (st == NX_OK && wanted(filter, "a_elementwise_fma")) {
+    if (st == NX_OK && nx_bench_wanted(filter, "a_elementwise_fma")) {
         st = row_elementwise(ctx, runs, &row, &compiles[ncomp++]);
-        print_row(&row, json, f);
+        nx_bench_print_row(&row, json, f);
     }
-    if (st == NX_OK && wanted(filter, "b_maxplus_contraction")) {
+    if (st == NX_OK && nx_bench_wanted(filter, "b_maxplus_contraction")) {
         st = row_contraction(ctx, runs, NX_MONOID_MAX, &row, &compiles[ncomp++]);
-        print_row(&row, json, f);
+        nx_bench_print_row(&row, json, f);
     }
-    if (st == NX_OK && wanted(filter, "c_lse_contraction")) {
+    if (st == NX_OK && nx_bench_wanted(filter, "c_lse_contraction")) {
         st = row_contraction(ctx, runs, NX_MONOID_LOGSUMEXP, &row, &compiles[ncomp++]);
-        print_row(&row, json, f);
+        nx_bench_print_row(&row, json, f);
     }
-    if (st == NX_OK && wanted(filter, "d_sum")) {
+    if (st == NX_OK && nx_bench_wanted(filter, "d_sum")) {
         st = row_sum(ctx, runs, &row, &compiles[ncomp++]);
-        print_row(&row, json, f);
+        nx_bench_print_row(&row, json, f);
     }
-    if (st == NX_OK && wanted(filter, "e_compile")) {
+    if (st == NX_OK && nx_bench_wanted(filter, "e_compile")) {
         row_compile(ctx, compiles, ncomp, &row);
-        print_row(&row, json, f);
+        nx_bench_print_row(&row, json, f);
     }
-    if (st == NX_OK && wanted(filter, "e_cache_hit")) {
+    if (st == NX_OK && nx_bench_wanted(filter, "e_cache_hit")) {
         st = row_cache_hit(ctx, runs, &row);
-        print_row(&row, json, f);
+        nx_bench_print_row(&row, json, f);
     }
+    nx_status (*const families[])(nx_ctx *, const char *, int, bool, FILE *) = {
+        nx_bench_semiring, nx_bench_morphology, nx_bench_sparse, nx_bench_smoothing,
+        nx_bench_bilateral,
+    };
+    for (size_t i = 0; st == NX_OK && i < sizeof families / sizeof families[0]; i++)
+        st = families[i](ctx, filter, runs, json, f);
     return st;
 }

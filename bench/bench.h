@@ -26,4 +26,19 @@ typedef struct nx_bench_row {
  * prints one line per row to f: JSON lines when json, else a table. */
 nx_status nx_bench_main(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 
+/* Helpers for the op-family rows (bench/bench-<family>.c). */
+double nx_bench_now(void);             /* monotonic seconds */
+double nx_bench_median(double *t, int n); /* sorts t */
+void nx_bench_set_row(nx_bench_row *row, const char *name, const char *shape); /* cpu, f32 */
+void nx_bench_print_row(const nx_bench_row *r, bool json, FILE *f);
+bool nx_bench_wanted(const char *filter, const char *name);
+
+/* The op families' rows: each runs its rows whose names match filter and prints them. Row names
+ * start with the family's name. Their peers (scipy, NumPy) are bench/peers-<family>.py. */
+nx_status nx_bench_semiring(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
+nx_status nx_bench_morphology(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
+nx_status nx_bench_sparse(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
+nx_status nx_bench_smoothing(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
+nx_status nx_bench_bilateral(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
+
 #endif

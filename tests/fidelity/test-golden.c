@@ -153,6 +153,13 @@ static nx_status run_semiring_conv(nx_ctx *ctx, const manifest *m, nx_backend be
     return nx_semiring_conv(ctx, semiring_of(m), in[0], in[1], &o, out);
 }
 
+/* The op families' runners, one file each: functions plus a GOLDEN_<FAMILY>_ROWS list of
+ * {"op", run_fn, n_inputs}, rows. They may use option() and semiring_of() above. */
+#include "golden-morphology.inc"
+#include "golden-sparse.inc"
+#include "golden-smoothing.inc"
+#include "golden-bilateral.inc"
+
 /* One row per op with golden cases. */
 static const struct {
     const char *op;
@@ -161,6 +168,7 @@ static const struct {
 } golden_ops[] = {
     {"semiring_matmul", run_semiring_matmul, 2},
     {"semiring_conv", run_semiring_conv, 2},
+    GOLDEN_MORPHOLOGY_ROWS GOLDEN_SPARSE_ROWS GOLDEN_SMOOTHING_ROWS GOLDEN_BILATERAL_ROWS
 };
 
 static int compare(const char *where, const nx_tensor *got, const nx_tensor *want,

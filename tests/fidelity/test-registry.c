@@ -187,8 +187,14 @@ typedef struct contract_runner {
     contract_fn run;
 } contract_runner;
 
-/* One row per registry row (the EDT's lands with it). */
+/* The op families' runners, one file each: functions plus a CONTRACT_<FAMILY>_ROWS list of
+ * {"op", run_fn}, rows. */
+#include "contract-morphology.inc"
+#include "contract-smoothing.inc"
+
+/* One row per registry row. */
 static const contract_runner runners[] = {
+    CONTRACT_MORPHOLOGY_ROWS CONTRACT_SMOOTHING_ROWS
     {NULL, NULL},
 };
 

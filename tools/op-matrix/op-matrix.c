@@ -77,18 +77,23 @@ static const fact *find_fact(const char *kind, const char *name)
     return NULL;
 }
 
-/* Every NX_API function of include/nitrix-ops.h needs an entry row, and the reverse. */
-static void check_entries(const char *root)
+/* The public op headers: nitrix-ops.h and the family headers it includes. */
+static const char *const op_headers[] = {
+    "nitrix-ops.h", "nitrix-morphology.h", "nitrix-sparse.h", "nitrix-smoothing.h",
+    "nitrix-bilateral.h",
+};
+#define N_OP_HEADERS (int)(sizeof op_headers / sizeof op_headers[0])
+
+/* Records the NX_API function names of one header in seen[]. */
+static void scan_header(const char *root, const char *name, char seen[][96], int *n_seen)
 {
     char path[1024], line[4096];
-    snprintf(path, sizeof path, "%.900s/include/nitrix-ops.h", root);
+    snprintf(path, sizeof path, "%.900s/include/%s", root, name);
     FILE *f = fopen(path, "r");
     if (!f) {
         fprintf(stderr, "op-matrix: cannot open %s\n", path);
         exit(1);
     }
-    char seen[MAXR][96];
-    int n_seen = 0;
     while (fgets(line, sizeof line, f)) {
         if (strncmp(line, "NX_API ", 7))
             continue;
@@ -99,21 +104,30 @@ static void check_entries(const char *root)
         while (s > line && (s[-1] == '_' || (s[-1] >= 'a' && s[-1] <= 'z') ||
                             (s[-1] >= '0' && s[-1] <= '9')))
             s--;
-        snprintf(seen[n_seen], sizeof seen[0], "%.*s", (int)(paren - s), s);
-        if (!find_fact("entry", seen[n_seen])) {
-            fprintf(stderr, "op-matrix: public entry point %s has no `entry` row in "
-                            "tools/op-matrix/facts.tsv\n", seen[n_seen]);
+        snprintf(seen[*n_seen], 96, "%.*s", (int)(paren - s), s);
+        if (!find_fact("entry", seen[*n_seen])) {
+            fprintf(stderr, "op-matrix: public entry point %s (include/%s) has no `entry` row "
+                            "in tools/op-matrix/facts.tsv\n", seen[*n_seen], name);
             errors++;
         }
-        n_seen += n_seen < MAXR - 1;
+        *n_seen += *n_seen < MAXR - 1;
     }
     fclose(f);
+}
+
+/* Every NX_API function of the op headers needs an entry row, and the reverse. */
+static void check_entries(const char *root)
+{
+    char seen[MAXR][96];
+    int n_seen = 0;
+    for (int h = 0; h < N_OP_HEADERS; h++)
+        scan_header(root, op_headers[h], seen, &n_seen);
     for (int i = 0; i < n_facts; i++) {
         bool found = strcmp(facts[i].f[0], "entry") != 0;
         for (int j = 0; j < n_seen && !found; j++)
             found = !strcmp(seen[j], facts[i].f[1]);
         if (!found) {
-            fprintf(stderr, "op-matrix: facts.tsv names %s, which nitrix-ops.h does not declare\n",
+            fprintf(stderr, "op-matrix: facts.tsv names %s, which no op header declares\n",
                     facts[i].f[1]);
             errors++;
         }
@@ -232,11 +246,12 @@ static void write_md(FILE *f, const op_row *ops, int n)
     char a[CELL * 2];
     fputs("# Op matrix\n\n"
           "**Generated** by `tools/op-matrix` from `ir/prims.def`, `tools/cli/ops.def`,\n"
-          "`include/nitrix-ops.h`, `tools/op-matrix/facts.tsv`, `golden/` and the divergent-op\n"
-          "registry. Do not edit by hand: edit the sources and rerun\n\n"
+          "`include/nitrix-ops.h` and the family headers it includes, `tools/op-matrix/facts.tsv`,\n"
+          "`golden/` and the divergent-op registry. Do not edit by hand: edit the sources and\n"
+          "rerun\n\n"
           "    meson compile -C <build> && <build>/tests/fidelity/op-matrix . docs\n\n"
           "The test `op-matrix-fresh` (suite `fidelity`) fails when this file is stale or when a\n"
-          "public entry point of `include/nitrix-ops.h` has no row in `facts.tsv`.\n\n"
+          "public entry point of the op headers has no row in `facts.tsv`.\n\n"
           "Legend: **yes**: runs there and is tested against an independent oracle; **–**: not\n"
           "available (a request falls back to `ref` with a warning, or fails under\n"
           "`NITRIX_STRICT_BACKEND=1`); **host**: a runtime operation on host tensors, not a compiled\n"
@@ -256,8 +271,9 @@ static void write_md(FILE *f, const op_row *ops, int n)
             fputs("– |", f);
         fprintf(f, " %s | %s | %s |\n", ops[i].repro, cell(&ops[i], 7), cell(&ops[i], 8));
     }
-    fputs("\n## Public entry points\n\nEvery `NX_API` function of `include/nitrix-ops.h` and "
-          "the op it computes (– for builders and helpers).\n\n| entry point | op |\n|---|---|\n",
+    fputs("\n## Public entry points\n\nEvery `NX_API` function of the op headers "
+          "(`include/nitrix-ops.h` and its family headers) and the op it computes (– for\n"
+          "builders and helpers).\n\n| entry point | op |\n|---|---|\n",
           f);
     for (int i = 0; i < n_facts; i++) {
         if (!strcmp(facts[i].f[0], "entry"))

@@ -1,0 +1,128 @@
+/*
+ * nitrix ops: morphology (ops/morphology, docs/morphology.md). Included by nitrix-ops.h:
+ * include that.
+ */
+#ifndef NITRIX_MORPHOLOGY_H
+#define NITRIX_MORPHOLOGY_H
+
+#include "nitrix-ops.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ================================================================================================
+ * Morphology (ops/morphology, docs/morphology.md)
+ *
+ * Grey dilation and erosion as tropical window reductions: a max-plus (dilation) or min-plus
+ * (erosion) fold over a window view of the padded image, so gradients come from autodiff of the
+ * fragment and go to the first winner of each window. Conventions are scipy.ndimage's, exactly:
+ *   dilate(x)[i] = max_j x[i + w/2 - j] + s[j]      (grey_dilation: s reflected, even w shifted)
+ *   erode(x)[i]  = min_j x[i + j - w/2] - s[j]      (grey_erosion)
+ * with w/2 rounded down, j over the footprint, s = 0 for a flat element. Open is dilate(erode(x)),
+ * close is erode(dilate(x)). On 0/1 input with NX_MORPH_BORDER_CONSTANT and cval 0 these equal
+ * binary_dilation and binary_erosion (border_value=0) with the footprint as structure.
+ * ================================================================================================*/
+
+#define NX_MORPH_MAX_SPATIAL 4
+
+typedef enum nx_morph_op {
+    NX_MORPH_DILATE,
+    NX_MORPH_ERODE,
+    NX_MORPH_OPEN,  /* dilate(erode(x)) */
+    NX_MORPH_CLOSE, /* erode(dilate(x)) */
+    NX_MORPH_OP_COUNT
+} nx_morph_op;
+
+typedef enum nx_morph_border {
+    NX_MORPH_BORDER_REFLECT, /* scipy's default mode='reflect' (half-sample symmetric) */
+    NX_MORPH_BORDER_CONSTANT, /* cval outside */
+    NX_MORPH_BORDER_NEAREST,
+    NX_MORPH_BORDER_MIRROR,
+    NX_MORPH_BORDER_WRAP,
+    NX_MORPH_BORDER_COUNT
+} nx_morph_border;
+
+typedef enum nx_morph_padding {
+    NX_MORPH_SAME,  /* output shape = input shape, border extended by `border` */
+    NX_MORPH_VALID, /* only windows inside the image: out = in - w + 1 per spatial axis */
+} nx_morph_padding;
+
+/* The element is one of: a flat box of extents size[] (0 means 3), a flat footprint (nonzero =
+ * in), or a non-flat structure (additive values; with a footprint too, only its nonzero places
+ * count). footprint and structure are host tensors of nspatial dims; structure is f32 or f64. */
+typedef struct nx_morph_opts {
+    nx_backend backend;  /* NX_BACKEND_AUTO: the context's */
+    int nspatial;        /* 1..4 trailing axes of x are spatial; 0: all of x's (x ndim <= 4) */
+    int64_t size[NX_MORPH_MAX_SPATIAL];
+    const nx_tensor *footprint;
+    const nx_tensor *structure;
+    nx_morph_padding padding;
+    nx_morph_border border;
+    double cval;
+} nx_morph_opts;
+
+/* The fragment inside a caller's graph (x float). footprint/structure are read on the host and
+ * become graph constants. NX_NONE with the graph's error on failure. */
+NX_API nx_node nx_morph_node(nx_graph *g, nx_morph_op op, nx_node x, const nx_morph_opts *opts);
+
+/* On tensors: x f32 or f64 (integers and bool are converted to f32 first, as the spec has it);
+ * the result has x's float dtype. The program is cached per (op, options, element, shapes,
+ * dtypes, backend). opts may be NULL (3^n flat box, SAME, reflect). */
+NX_API nx_status nx_morph(nx_ctx *ctx, nx_morph_op op, const nx_tensor *x,
+                          const nx_morph_opts *opts, nx_tensor **out);
+/* dx of <dy, morph(x)>: the cotangent of each output goes to its window's first winner. */
+NX_API nx_status nx_morph_vjp(nx_ctx *ctx, nx_morph_op op, const nx_tensor *x,
+                              const nx_tensor *dy, const nx_morph_opts *opts, nx_tensor **dx);
+
+/* Distance to the nearest zero of mask (nonzero and NaN count as foreground) under the
+ * chessboard (L-inf) or taxicab (L1) metric: exactly scipy.ndimage.distance_transform_cdt, except
+ * that the result is float (f64 for an f64 mask, else f32) and +inf where mask has no zero
+ * (scipy: -1). Canonical driver: a separable per-axis contraction, min-max for chessboard and
+ * min-plus for taxicab, against |q - p| (O(n^2) per line), so it is differentiable in the IR. */
+typedef enum nx_distance_metric {
+    NX_DISTANCE_CHESSBOARD,
+    NX_DISTANCE_TAXICAB,
+    NX_DISTANCE_METRIC_COUNT
+} nx_distance_metric;
+
+typedef struct nx_distance_opts {
+    nx_backend backend;
+    nx_distance_metric metric;
+} nx_distance_opts;
+
+/* The fragment from a float field g (0 at the sources, +inf elsewhere), every axis spatial. */
+NX_API nx_node nx_distance_node(nx_graph *g, nx_node field, nx_distance_metric metric);
+NX_API nx_status nx_distance_transform(nx_ctx *ctx, const nx_tensor *mask,
+                                       const nx_distance_opts *opts, nx_tensor **out);
+
+/* Exact Euclidean distance to the nearest zero of mask, with per-axis sampling (NULL: all 1;
+ * each finite and > 0), as scipy.ndimage.distance_transform_edt; +inf where mask has no zero.
+ * f64 for an f64 mask, else f32. Compiled per call for now (not cached). */
+NX_API nx_status nx_distance_transform_edt(nx_ctx *ctx, const nx_tensor *mask,
+                                           const double *sampling, nx_backend backend,
+                                           nx_tensor **out);
+
+/* scipy.ndimage.median_filter with size or footprint (opts->structure must be NULL), scipy's
+ * border modes (reflect by default) and origin: the element of rank count / 2 of each window,
+ * by the IR's sort along the flattened window axis. NaN sorts last (numpy's order). */
+NX_API nx_node nx_median_node(nx_graph *g, nx_node x, const nx_morph_opts *opts);
+NX_API nx_status nx_median_filter(nx_ctx *ctx, const nx_tensor *x, const nx_morph_opts *opts,
+                                  nx_tensor **out);
+
+/* scipy.ndimage.label: i32 labels 1..K numbered by first voxel in C order (0: background;
+ * nonzero and NaN are foreground), neighbours at most `connectivity` (1..ndim) axes apart.
+ * n_labels (may be NULL) receives K. Host op, not differentiable. */
+NX_API nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
+                                         nx_tensor **out, int32_t *n_labels);
+/* Bool mask of the component with the most voxels (ties: the lowest label; none: all false). */
+NX_API nx_status nx_largest_connected_component(nx_ctx *ctx, const nx_tensor *mask,
+                                                int connectivity, nx_tensor **out);
+
+/* ====================================== end of morphology ===================================== */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NITRIX_MORPHOLOGY_H */

@@ -1,0 +1,2 @@
+/* Placeholder: the module lands here. */
+#include "nitrix-ops.h"

@@ -1,0 +1,2 @@
+/* `nitrix run` functions of the bilateral family (rows in ops-bilateral.def). */
+#include "cli.h"

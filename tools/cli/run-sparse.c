@@ -1,0 +1,2 @@
+/* `nitrix run` functions of the sparse family (rows in ops-sparse.def). */
+#include "cli.h"
