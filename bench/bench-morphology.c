@@ -1,8 +1,149 @@
-/* `nitrix bench` rows of the morphology family (bench.h). */
+/* `nitrix bench` rows of the morphology family (bench.h): the issue's CPU workloads on the
+ * inputs bench/peers-morphology.py gives scipy.ndimage (same shapes, same densities). Each row
+ * times the tensor entry point after one warm-up call (which compiles and caches the program),
+ * so the figure is the steady-state cost of a call. Peers are run by hand in the same session:
+ *     /usr/bin/python3 bench/peers-morphology.py
+ * The floor of each row is the memory traffic it cannot avoid (one read of the input and one
+ * write of the output) at this machine's memcpy rate, measured in the same run. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "bench/bench.h"
+#include "nitrix-ops.h"
+
+typedef nx_status (*morph_call_fn)(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out);
+
+static nx_status call_dilate(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
+{
+    nx_morph_opts o = {.size = {3, 3, 3}};
+    return nx_morph(ctx, NX_MORPH_DILATE, x, &o, out);
+}
+
+static nx_status call_edt(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
+{
+    return nx_distance_transform_edt(ctx, x, NULL, NX_BACKEND_AUTO, out);
+}
+
+static nx_status call_median(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
+{
+    nx_morph_opts o = {.size = {3, 3, 3}};
+    return nx_median_filter(ctx, x, &o, out);
+}
+
+static nx_status call_label(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
+{
+    return nx_connected_components(ctx, x, 1, out, NULL);
+}
+
+
+/* A deterministic pseudo-random input: uniform values, or a mask that is 1 with probability p
+ * (an LCG, so the bench needs no library RNG and the peer can use any seed of equal density). */
+static nx_status make_input(nx_ctx *ctx, int n, int64_t c, double p_one, nx_tensor **out)
+{
+    int64_t shape[4] = {n, n, n, c};
+    nx_status st = nx_tensor_new(ctx, NX_DTYPE_F32, c ? 4 : 3, shape, out);
+    if (st != NX_OK)
+        return st;
+    float *d = nx_tensor_data(*out);
+    uint64_t s = 20261129;
+    for (int64_t i = 0; i < nx_tensor_numel(*out); i++) {
+        s = s * 6364136223846793005ULL + 1442695040888963407ULL;
+        double u = (double)(s >> 11) / 9007199254740992.0;
+        d[i] = p_one < 0 ? (float)u : (float)(u < p_one);
+    }
+    return NX_OK;
+}
+
+static double memcpy_rate(size_t bytes)
+{
+    char *a = malloc(bytes), *b = malloc(bytes);
+    double best = 0;
+    if (a && b) {
+        memset(a, 1, bytes);
+        memset(b, 0, bytes);
+        for (int r = 0; r < 3; r++) {
+            double t0 = nx_bench_now();
+            memcpy(b, a, bytes);
+            double t = nx_bench_now() - t0;
+            best = t > 0 && bytes / t > best ? bytes / t : best;
+        }
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
+typedef struct morph_row {
+    const char *name, *shape, *peer;
+    double peer_s; /* the issue's scipy figure on this kind of machine (the in-session peer
+                      is bench/peers-morphology.py's) */
+    int n;
+    int64_t c;
+    double p_one; /* < 0: uniform values */
+    morph_call_fn call;
+    double out_bytes_per_voxel;
+} morph_row;
+
+static nx_status run_row(nx_ctx *ctx, const morph_row *r, int runs, bool json, FILE *f)
+{
+    nx_bench_row row;
+    nx_bench_set_row(&row, r->name, r->shape);
+    nx_tensor *x = NULL, *y = NULL;
+    nx_status st = make_input(ctx, r->n, r->c, r->p_one, &x);
+    if (st == NX_OK)
+        st = r->call(ctx, x, &y); /* warm-up: compiles and caches */
+    nx_tensor_free(y);
+    double *t = calloc((size_t)runs, sizeof(double));
+    for (int i = 0; st == NX_OK && t && i < runs; i++) {
+        double t0 = nx_bench_now();
+        y = NULL;
+        st = r->call(ctx, x, &y);
+        t[i] = nx_bench_now() - t0;
+        nx_tensor_free(y);
+    }
+    if (st == NX_OK && t) {
+        row.runs = runs;
+        row.min_s = row.max_s = t[0];
+        for (int i = 1; i < runs; i++) {
+            row.min_s = t[i] < row.min_s ? t[i] : row.min_s;
+            row.max_s = t[i] > row.max_s ? t[i] : row.max_s;
+        }
+        row.median_s = nx_bench_median(t, runs);
+        size_t in_bytes = (size_t)nx_tensor_numel(x) * 4;
+        double bw = memcpy_rate(in_bytes);
+        double moved = (double)in_bytes * (1.0 + r->out_bytes_per_voxel / 4.0);
+        row.floor_s = bw > 0 ? moved / bw : 0;
+        snprintf(row.peer, sizeof row.peer, "%s", r->peer);
+        row.peer_median_s = r->peer_s;
+        snprintf(row.note, sizeof row.note,
+                 "peer figure from the issue; run bench/peers-morphology.py in the session; "
+                 "floor: in+out at memcpy %.1f GB/s",
+                 bw / 1e9);
+        nx_bench_print_row(&row, json, f);
+    }
+    free(t);
+    nx_tensor_free(x);
+    return st;
+}
 
 nx_status nx_bench_morphology(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
 {
-    (void)ctx, (void)filter, (void)runs, (void)json, (void)f;
+    static const morph_row rows[] = {
+        {"morph_dilate_3x3x3", "[256,256,256]", "scipy grey_dilation (issue)", 0.645, 256, 0,
+         -1, call_dilate, 4},
+        {"morph_edt", "[256,256,256]", "scipy distance_transform_edt (issue)", 3.1, 256, 0, 0.99,
+         call_edt, 4},
+        {"morph_median_3x3x3", "[128,128,128]", "scipy median_filter (issue)", 0.79, 128, 0, -1,
+         call_median, 4},
+        {"morph_label", "[128,128,128]", "scipy label (issue)", 0.019, 128, 0, 0.5, call_label, 4},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (!nx_bench_wanted(filter, rows[i].name))
+            continue;
+        nx_status st = run_row(ctx, &rows[i], runs, json, f);
+        if (st != NX_OK)
+            return st;
+    }
     return NX_OK;
 }

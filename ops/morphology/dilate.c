@@ -191,6 +191,57 @@ static nx_status check_opts(nx_ctx *ctx, const char *who, const nx_morph_opts *o
     return NX_OK;
 }
 
+/* One 1-D pass of a flat box along axis: pad that axis alone, then the elementwise max (min) of
+ * the w shifted slices, folded left to right so ties keep the first (maximum's adjoint sends a
+ * tie to its left operand). Elementwise slices, not a window fold: the CPU backend fuses the
+ * passes into one vectorised loop, where a window reduction per axis runs as a scalar loop. */
+static nx_node box_pass(nx_graph *g, nx_node x, int axis, int64_t w, bool dilate,
+                        const nx_morph_opts *o)
+{
+    int nd = nx_node_ndim(g, x);
+    int64_t lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0}, shape[NX_MAX_DIMS];
+    if (o->padding == NX_MORPH_SAME) {
+        int64_t half = w / 2, rest = w - 1 - half;
+        lo[axis] = dilate ? rest : half;
+        hi[axis] = dilate ? half : rest;
+        x = nx_pad(g, x, lo, hi, border_pad[o->border], o->cval);
+    }
+    if (!x || !nx_node_shape(g, x, shape))
+        return NX_NONE;
+    int64_t n = shape[axis] - w + 1;
+    if (n < 1)
+        return nx_ir_graph_failf(g, NX_ERR_SHAPE,
+                                 "nx_morph_node: VALID with an element of extent %lld on an axis of "
+                                 "%lld; expected an element no larger than the image",
+                                 (long long)w, (long long)shape[axis]);
+    nx_node y = NX_NONE;
+    for (int64_t k = 0; k < w; k++) {
+        int64_t start[NX_MAX_DIMS] = {0}, stop[NX_MAX_DIMS];
+        memcpy(stop, shape, (size_t)nd * sizeof(int64_t));
+        start[axis] = k;
+        stop[axis] = k + n;
+        nx_node s = nx_slice(g, x, start, stop, NULL);
+        y = k == 0 ? s : dilate ? nx_maximum(g, y, s) : nx_minimum(g, y, s);
+    }
+    return y;
+}
+
+/* A flat box is separable: the max (min) over a box is the max over its last axis, then over the
+ * one before, and so on (w_1 + .. + w_d instead of w_1 * .. * w_d per voxel), exactly, for every
+ * border rule (each pads axis by axis) and for VALID. Folding the last axis first keeps the
+ * first winner in C order of the whole window: each pass keeps its first winner, and the final
+ * pass over the first axis picks the first row holding the maximum, so gradients go where the
+ * window fold would send them. */
+static nx_node box_separable(nx_graph *g, nx_node x, bool dilate, const morph_elem *e,
+                             const nx_morph_opts *o)
+{
+    int lead = nx_node_ndim(g, x) - e->nsp;
+    for (int i = e->nsp - 1; i >= 0; i--)
+        if (e->w[i] > 1)
+            x = box_pass(g, x, lead + i, e->w[i], dilate, o);
+    return x;
+}
+
 /* One dilation or erosion of x (float) by a resolved element. */
 static nx_node morph_once(nx_graph *g, nx_node x, bool dilate, const morph_elem *e,
                           const nx_morph_opts *o)
@@ -198,6 +249,8 @@ static nx_node morph_once(nx_graph *g, nx_node x, bool dilate, const morph_elem 
     int nd = nx_node_ndim(g, x), lead = nd - e->nsp;
     if (x == NX_NONE || lead < 0)
         return NX_NONE; /* an earlier builder failed (out of memory): its error is recorded */
+    if (e->flat_box && !e->has_values)
+        return box_separable(g, x, dilate, e, o);
     int64_t lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0}, win[NX_MAX_DIMS], wshape[NX_MAX_DIMS];
     for (int i = 0; i < nd; i++)
         win[i] = wshape[i] = i < lead ? 1 : e->w[i - lead];
