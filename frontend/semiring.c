@@ -44,6 +44,33 @@ static nx_node build_logaddexp(nx_graph *g, nx_dtype dt, nx_node a, nx_node b)
     return nx_select(g, nx_eq(g, a, b), same, r);
 }
 
+/* Pairwise formulas' sum over the vector axis. A short axis (D <= VSUM_UNROLL) is spelt out as
+ * ((v_0 + v_1) + v_2) + ..., the fold's own order, so F stays elementwise: the fusion pass then
+ * recomputes it inside each gradient pass instead of storing the [M, N] partial sums that a
+ * nested reduction read by two passes would need. */
+#define VSUM_UNROLL 16
+
+static nx_node build_vsum(nx_graph *g, nx_node v)
+{
+    int nd = nx_node_ndim(g, v);
+    int64_t shape[NX_MAX_DIMS];
+    if (!v || nd < 1 || !nx_node_shape(g, v, shape) || shape[nd - 1] < 1 ||
+        shape[nd - 1] > VSUM_UNROLL) {
+        int axis = -1;
+        return nx_reduce(g, v, 1, &axis, NX_MONOID_SUM, true);
+    }
+    int64_t start[NX_MAX_DIMS] = {0}, stop[NX_MAX_DIMS];
+    memcpy(stop, shape, (size_t)nd * sizeof(int64_t));
+    nx_node acc = NX_NONE;
+    for (int64_t k = 0; k < shape[nd - 1]; k++) {
+        start[nd - 1] = k;
+        stop[nd - 1] = k + 1;
+        nx_node t = nx_slice(g, v, start, stop, NULL);
+        acc = acc ? nx_add(g, acc, t) : t;
+    }
+    return acc;
+}
+
 static nx_node build_node(nx_graph *g, const nx_sr_node *n, const nx_node *built, nx_dtype dt,
                           const nx_node *vars)
 {
@@ -60,10 +87,8 @@ static nx_node build_node(nx_graph *g, const nx_sr_node *n, const nx_node *built
         return vars[n->var];
     case NX_SR_LOGADDEXP:
         return build_logaddexp(g, dt, o[0], o[1]);
-    case NX_SR_VSUM: {
-        int axis = -1;
-        return nx_reduce(g, o[0], 1, &axis, NX_MONOID_SUM, true);
-    }
+    case NX_SR_VSUM:
+        return build_vsum(g, o[0]);
     case NX_PRIM_CAST:
         return nx_cast(g, o[0], n->dtype == NX_DTYPE_COUNT ? dt : (nx_dtype)n->dtype);
     default:

@@ -24,17 +24,42 @@ static nx_node shaped(nx_graph *g, nx_node x, int64_t a, int64_t b, int64_t c)
     return nx_reshape(g, x, 3, s);
 }
 
-static nx_node build_f(nx_graph *g, const pw_call *c, nx_node x, nx_node y, nx_node b, nx_node p)
+/* How F's leaves are laid out. The forward pass gives F x_i [M, 1, D] and y_j [1, N, D] and lets
+ * the elementwise ops broadcast. The gradient passes give it x, y and b already broadcast over
+ * the pairs and each parameter broadcast to one value per pair, so that the cotangent of every
+ * leaf is a per-pair expression that one reduction sums, rather than a reduction of its own: PAIRS
+ * lays the pairs out [M, N, .] for the pass over j, PAIRS_T [N, M, .] for the pass over i. The two
+ * layouts also keep the passes' expressions apart (hash-consing would merge equal ones), so the
+ * fusion pass recomputes F inside each pass instead of storing values shared by both. */
+typedef enum pw_layout { PW_FORWARD, PW_PAIRS, PW_PAIRS_T } pw_layout;
+
+/* v [rows, cols] placed per pair: its row is the pair's j when by_j, else its i. */
+static nx_node per_pair(nx_graph *g, nx_node v, int64_t rows, int64_t cols, int64_t m, int64_t n,
+                        bool by_j, pw_layout lay)
+{
+    if (lay == PW_FORWARD)
+        return by_j ? shaped(g, v, 1, n, cols) : shaped(g, v, m, 1, cols);
+    bool outer = (lay == PW_PAIRS) != by_j; /* the row index is the layout's first axis */
+    nx_node r = outer ? shaped(g, v, rows, 1, cols) : shaped(g, v, 1, rows, cols);
+    int64_t full[3] = {lay == PW_PAIRS ? m : n, lay == PW_PAIRS ? n : m, cols};
+    return nx_broadcast(g, r, 3, full);
+}
+
+static nx_node build_f(nx_graph *g, const pw_call *c, const nx_node *ins, pw_layout lay,
+                       nx_node *leaves)
 {
     int64_t m = nx_tensor_shape(c->x)[0], n = nx_tensor_shape(c->y)[0];
     int64_t d = nx_tensor_shape(c->x)[1];
-    nx_node xi = shaped(g, x, m, 1, d), yj = shaped(g, y, 1, n, d), bj = NX_NONE;
-    if (b) {
+    nx_node xi = per_pair(g, ins[0], m, d, m, n, false, lay);
+    nx_node yj = per_pair(g, ins[1], n, d, m, n, true, lay), bj = NX_NONE;
+    if (c->b) {
         int64_t e = nx_tensor_ndim(c->b) == 2 ? nx_tensor_shape(c->b)[1] : 1;
-        bj = shaped(g, b, 1, n, e);
+        bj = per_pair(g, ins[2], n, e, m, n, true, lay);
     }
+    if (leaves)
+        leaves[0] = xi, leaves[1] = yj, leaves[2] = bj;
     if (c->o->expr)
-        return c->o->expr(g, xi, yj, bj, p, c->o->user);
+        return c->o->expr(g, xi, yj, bj, ins[3], c->o->user);
     nx_node vars[NX_SR_NVARS] = {0};
     vars[NX_SR_VPX] = xi;
     vars[NX_SR_VPY] = yj;
@@ -42,65 +67,76 @@ static nx_node build_f(nx_graph *g, const pw_call *c, nx_node x, nx_node y, nx_n
     int64_t np = c->p ? nx_tensor_shape(c->p)[0] : 0;
     for (int64_t k = 0; k < np && k < 8; k++) {
         int64_t start = k, stop = k + 1;
-        vars[NX_SR_VP0 + k] = shaped(g, nx_slice(g, p, &start, &stop, NULL), 1, 1, 1);
+        nx_node pk = shaped(g, nx_slice(g, ins[3], &start, &stop, NULL), 1, 1, 1);
+        if (lay != PW_FORWARD)
+            pk = nx_broadcast(g, pk, 3,
+                              (int64_t[]){lay == PW_PAIRS ? m : n, lay == PW_PAIRS ? n : m, 1});
+        if (leaves)
+            leaves[3 + k] = pk;
+        vars[NX_SR_VP0 + k] = pk;
     }
     return nx_sr_build(g, c->e, c->root, nx_tensor_dtype(c->x), vars);
 }
 
-static nx_status build_reduce(nx_graph *g, pw_call *c, nx_node *ins, nx_node *outs, int *nouts);
-
-/* The forward program, or with c->dout its vjp: the cotangents of x, y, then b and p if given,
- * by autodiff of the same fragment. */
-static nx_status build_pairwise(nx_graph *g, void *user, nx_node *outs, int *nouts)
-{
-    pw_call *c = user;
-    nx_node ins[4] = {0}, y = NX_NONE;
-    int ny = 0;
-    nx_status st = build_reduce(g, c, ins, c->dout ? &y : outs, c->dout ? &ny : nouts);
-    if (st != NX_OK || !c->dout)
-        return st;
-    nx_node dy = nx_input(g, "dout", nx_tensor_dtype(c->dout), nx_tensor_ndim(c->dout),
-                          nx_tensor_shape(c->dout));
-    int64_t ys[NX_MAX_DIMS];
-    nx_node_shape(g, y, ys);
-    if (nx_node_ndim(g, y) != nx_tensor_ndim(c->dout) ||
-        memcmp(ys, nx_tensor_shape(c->dout), (size_t)nx_node_ndim(g, y) * sizeof(int64_t)))
-        return nx_rt_error(nx_graph_ctx(g), NX_ERR_SHAPE,
-                           WHO "_vjp: the cotangent's shape is not the result's");
-    nx_node wrt[4];
-    int n = 0;
-    for (int i = 0; i < 4; i++)
-        if (ins[i])
-            wrt[n++] = ins[i];
-    *nouts = n;
-    return nx_graph_vjp(g, 1, &y, &dy, n, wrt, outs);
-}
-
-static nx_status build_reduce(nx_graph *g, pw_call *c, nx_node *ins, nx_node *outs, int *nouts)
+static void make_inputs(nx_graph *g, const pw_call *c, nx_node *ins)
 {
     nx_dtype dt = nx_tensor_dtype(c->x);
-    nx_node x = nx_input(g, "x", dt, 2, nx_tensor_shape(c->x));
-    nx_node y = nx_input(g, "y", dt, 2, nx_tensor_shape(c->y));
-    nx_node b = c->b ? nx_input(g, "b", dt, nx_tensor_ndim(c->b), nx_tensor_shape(c->b)) : 0;
-    nx_node p = c->p ? nx_input(g, "p", dt, 1, nx_tensor_shape(c->p)) : 0;
-    ins[0] = x, ins[1] = y, ins[2] = b, ins[3] = p;
-    nx_node f = build_f(g, c, x, y, b, p);
-    if (!f)
-        return nx_graph_status(g) != NX_OK
-                   ? nx_graph_status(g)
-                   : nx_rt_error(nx_graph_ctx(g), NX_ERR_INVALID_ARG, WHO ": F built nothing");
+    ins[0] = nx_input(g, "x", dt, 2, nx_tensor_shape(c->x));
+    ins[1] = nx_input(g, "y", dt, 2, nx_tensor_shape(c->y));
+    ins[2] = c->b ? nx_input(g, "b", dt, nx_tensor_ndim(c->b), nx_tensor_shape(c->b)) : 0;
+    ins[3] = c->p ? nx_input(g, "p", dt, 1, nx_tensor_shape(c->p)) : 0;
+}
+
+/* F checked and broadcast to the layout's [M, N, E] or [N, M, E]; *e gets E. NX_NONE with the
+ * error recorded. */
+static nx_node make_f(nx_graph *g, const pw_call *c, const nx_node *ins, pw_layout lay,
+                      nx_node *leaves, int64_t *e)
+{
+    nx_dtype dt = nx_tensor_dtype(c->x);
+    nx_node f = build_f(g, c, ins, lay, leaves);
+    if (!f) {
+        if (nx_graph_status(g) == NX_OK)
+            nx_rt_error(nx_graph_ctx(g), NX_ERR_INVALID_ARG, WHO ": F built nothing");
+        return NX_NONE;
+    }
     int64_t m = nx_tensor_shape(c->x)[0], n = nx_tensor_shape(c->y)[0];
+    if (lay == PW_PAIRS_T) {
+        int64_t t = m;
+        m = n, n = t;
+    }
     int64_t fs[NX_MAX_DIMS];
     int fd = nx_node_ndim(g, f);
     nx_node_shape(g, f, fs);
-    if (fd > 3 || nx_node_dtype(g, f) != dt)
-        return nx_rt_error(nx_graph_ctx(g), NX_ERR_SHAPE,
-                           WHO ": F has %d dims and dtype %s; expected [M, N, E] of %s", fd,
-                           nx_dtype_name(nx_node_dtype(g, f)), nx_dtype_name(dt));
-    int64_t e = fd == 3 ? fs[2] : 1;
-    f = nx_broadcast(
+    if (fd > 3 || nx_node_dtype(g, f) != dt) {
+        nx_rt_error(nx_graph_ctx(g), NX_ERR_SHAPE,
+                    WHO ": F has %d dims and dtype %s; expected [M, N, E] of %s", fd,
+                    nx_dtype_name(nx_node_dtype(g, f)), nx_dtype_name(dt));
+        return NX_NONE;
+    }
+    *e = fd == 3 ? fs[2] : 1;
+    return nx_broadcast(
         g, fd == 3 ? f : shaped(g, f, fd >= 2 ? fs[fd - 2] : 1, fd >= 1 ? fs[fd - 1] : 1, 1), 3,
-        (int64_t[]){m, n, e});
+        (int64_t[]){m, n, *e});
+}
+
+static nx_status fail_status(nx_graph *g)
+{
+    nx_status st = nx_graph_status(g);
+    /* make_f reports some failures on the context only */
+    return st != NX_OK ? st : NX_ERR_SHAPE;
+}
+
+/* The forward program: the reduction of F over j. */
+static nx_status build_forward(nx_graph *g, void *user, nx_node *outs, int *nouts)
+{
+    pw_call *c = user;
+    nx_node ins[4];
+    make_inputs(g, c, ins);
+    int64_t e = 1;
+    nx_node f = make_f(g, c, ins, PW_FORWARD, NULL, &e);
+    if (!f)
+        return fail_status(g);
+    int64_t m = nx_tensor_shape(c->x)[0], n = nx_tensor_shape(c->y)[0];
     nx_pairwise_reduction r = c->o->reduction;
     int axis = 1;
     *nouts = 1;
@@ -124,6 +160,155 @@ static nx_status build_reduce(nx_graph *g, pw_call *c, nx_node *ins, nx_node *ou
                             r == NX_PAIRWISE_ARGMIN ? NX_MONOID_ARGMIN : NX_MONOID_ARGMAX, false);
     }
     return nx_graph_status(g);
+}
+
+/* ---- gradients: two streamed passes ---------------------------------------------------------
+ *
+ * With W[i, j] = dout_i d out_i / d F_ij, the cotangent of every input is a sum over pairs of W
+ * times a derivative of F at the pair, so all of them come from two reductions, as KeOps
+ * computes them: one over j for what belongs to i (x, and the parameters, summed over i at the
+ * end) and one over i for what belongs to j (y and b). The per-pair derivatives come from
+ * autodiff of F with respect to its per-pair leaves (PW_PAIRS and PW_PAIRS_T), so they are
+ * elementwise expressions; each side concatenates its own along the last axis and folds them with
+ * one reduction, which the fusion pass turns into one K-loop kernel that recomputes F, with
+ * nothing M x N stored. W is:
+ *   SUM        dout_i
+ *   LOGSUMEXP  dout_i exp(F_ij - out_i)   (0 where out_i = -inf: no pair contributes)
+ *   MAX, MIN   dout_i [j == argmax/argmin_j F_ij]   (the first winner, as the IR's max adjoint)
+ * so LOGSUMEXP, MAX and MIN first need the forward result: one pass over j before the two.
+ * F from a C builder sees the per-pair leaves too, but its p is the [P] input, whose cotangent
+ * autodiff sums on its own (one more pass when p is given). */
+static nx_node forward_stat(nx_graph *g, const pw_call *c, const nx_node *ins)
+{
+    nx_pairwise_reduction r = c->o->reduction;
+    if (r == NX_PAIRWISE_SUM)
+        return NX_NONE;
+    int64_t e = 1;
+    nx_node f = make_f(g, c, ins, PW_FORWARD, NULL, &e);
+    int axis = 1;
+    nx_monoid mon = r == NX_PAIRWISE_LOGSUMEXP ? NX_MONOID_LOGSUMEXP
+                    : r == NX_PAIRWISE_MAX     ? NX_MONOID_ARGMAX
+                                               : NX_MONOID_ARGMIN;
+    return f ? nx_reduce(g, f, 1, &axis, mon, false) : NX_NONE;
+}
+
+/* W in the layout of f; stat is forward_stat's [M, E]. */
+static nx_node pair_weight(nx_graph *g, const pw_call *c, nx_node f, nx_node dout, nx_node stat,
+                           pw_layout lay, int64_t e)
+{
+    int64_t m = nx_tensor_shape(c->x)[0], n = nx_tensor_shape(c->y)[0];
+    bool t = lay == PW_PAIRS_T;
+    int64_t full[3] = {t ? n : m, t ? m : n, e};
+    nx_node d = nx_broadcast(g, t ? shaped(g, dout, 1, m, e) : shaped(g, dout, m, 1, e), 3, full);
+    nx_pairwise_reduction r = c->o->reduction;
+    if (r == NX_PAIRWISE_SUM)
+        return d;
+    nx_dtype dt = nx_tensor_dtype(c->x);
+    nx_node s = t ? shaped(g, stat, 1, m, e) : shaped(g, stat, m, 1, e);
+    if (r == NX_PAIRWISE_LOGSUMEXP) {
+        nx_node none = nx_eq(g, s, nx_scalar(g, dt, -INFINITY));
+        nx_node w = nx_exp(g, nx_sub(g, f, s));
+        return nx_mul(g, d, nx_select(g, none, nx_scalar(g, dt, 0.0), w));
+    }
+    nx_node j = nx_iota(g, NX_DTYPE_I64, 3, full, t ? 0 : 1);
+    return nx_mul(g, d, nx_cast(g, nx_eq(g, j, s), dt));
+}
+
+/* One side: autodiff of F in layout lay with respect to its leaves, the cotangents wanted here
+ * concatenated and summed over axis 1. which[k] picks leaf k (x, y, b, p0..p7); when p is the
+ * builder's [P] input, *dp gets its cotangent. */
+static nx_node side(nx_graph *g, const pw_call *c, const nx_node *ins, nx_node dout, nx_node stat,
+                    pw_layout lay, const bool *which, nx_node *dp)
+{
+    nx_node leaves[3 + 8] = {0};
+    int64_t e = 1;
+    nx_node f = make_f(g, c, ins, lay, leaves, &e);
+    if (!f)
+        return NX_NONE;
+    nx_node w = pair_weight(g, c, f, dout, stat, lay, e);
+    nx_node wrt[3 + 8 + 1], grads[3 + 8 + 1] = {0};
+    int nw = 0;
+    for (int k = 0; k < 3 + 8; k++)
+        if (which[k] && leaves[k])
+            wrt[nw++] = leaves[k];
+    int nparts = nw;
+    if (dp)
+        wrt[nw++] = ins[3];
+    if (nx_graph_vjp(g, 1, &f, &w, nw, wrt, grads) != NX_OK)
+        return NX_NONE;
+    if (dp)
+        *dp = grads[nparts];
+    nx_node cat = nparts == 1 ? grads[0] : nx_concat(g, nparts, grads, 2);
+    int axis = 1;
+    return nx_reduce(g, cat, 1, &axis, NX_MONOID_SUM, false);
+}
+
+static nx_node columns(nx_graph *g, nx_node r, int64_t from, int64_t to)
+{
+    int64_t shape[NX_MAX_DIMS];
+    nx_node_shape(g, r, shape);
+    int64_t start[2] = {0, from}, stop[2] = {shape[0], to};
+    return nx_slice(g, r, start, stop, NULL);
+}
+
+/* The vjp program: outputs dx, dy, then db and dp where given. */
+static nx_status build_vjp(nx_graph *g, void *user, nx_node *outs, int *nouts)
+{
+    pw_call *c = user;
+    nx_node ins[4];
+    make_inputs(g, c, ins);
+    nx_node dout = nx_input(g, "dout", nx_tensor_dtype(c->dout), nx_tensor_ndim(c->dout),
+                            nx_tensor_shape(c->dout));
+    int64_t m = nx_tensor_shape(c->x)[0], d = nx_tensor_shape(c->x)[1], e = 1;
+    if (c->b && nx_tensor_ndim(c->b) == 2)
+        e = nx_tensor_shape(c->b)[1];
+    const int64_t *ds = nx_tensor_shape(c->dout);
+    nx_node stat = forward_stat(g, c, ins);
+    if (nx_graph_status(g) != NX_OK)
+        return nx_graph_status(g);
+    int64_t eo = 1; /* the result's E: F's, which b need not fix (F may not read b) */
+    int64_t os[NX_MAX_DIMS];
+    if (stat && nx_node_shape(g, stat, os))
+        eo = os[1];
+    if (!stat) {
+        nx_node f = make_f(g, c, ins, PW_FORWARD, NULL, &eo);
+        if (!f)
+            return fail_status(g);
+    }
+    if (nx_tensor_ndim(c->dout) != 2 || ds[0] != m || ds[1] != eo)
+        return nx_rt_error(nx_graph_ctx(g), NX_ERR_SHAPE,
+                           WHO "_vjp: dout has %d dims; expected the result's shape [%lld, %lld]",
+                           nx_tensor_ndim(c->dout), (long long)m, (long long)eo);
+    int np = c->p ? (int)nx_tensor_shape(c->p)[0] : 0;
+    bool expr = c->o->expr != NULL;
+    bool xs[3 + 8] = {true}, ys[3 + 8] = {false, true, c->b != NULL};
+    for (int k = 0; !expr && k < np; k++)
+        xs[3 + k] = true;
+    nx_node dp = NX_NONE;
+    nx_node rx = side(g, c, ins, dout, stat, PW_PAIRS, xs, expr && c->p ? &dp : NULL);
+    nx_node ry = side(g, c, ins, dout, stat, PW_PAIRS_T, ys, NULL);
+    if (!rx || !ry)
+        return fail_status(g);
+    int k = 0;
+    outs[k++] = columns(g, rx, 0, d);
+    outs[k++] = columns(g, ry, 0, d);
+    if (c->b)
+        outs[k++] = nx_reshape(g, columns(g, ry, d, d + e), nx_tensor_ndim(c->b),
+                               nx_tensor_shape(c->b));
+    if (c->p && expr) {
+        outs[k++] = dp;
+    } else if (c->p) {
+        int axis = 0;
+        outs[k++] = nx_reduce(g, columns(g, rx, d, d + np), 1, &axis, NX_MONOID_SUM, false);
+    }
+    *nouts = k;
+    return nx_graph_status(g);
+}
+
+static nx_status build_pairwise(nx_graph *g, void *user, nx_node *outs, int *nouts)
+{
+    pw_call *c = user;
+    return c->dout ? build_vjp(g, user, outs, nouts) : build_forward(g, user, outs, nouts);
 }
 
 static nx_status check_points(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
@@ -270,6 +455,41 @@ static nx_status run_pairwise(nx_ctx *ctx, pw_call *c, nx_tensor **out, nx_tenso
     return NX_OK;
 }
 
+static nx_status check_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
+                           const nx_tensor *b, const nx_tensor *p, const nx_pairwise_opts *opts,
+                           const nx_tensor *dout)
+{
+    if (opts && opts->reduction > NX_PAIRWISE_LOGSUMEXP &&
+        opts->reduction < NX_PAIRWISE_REDUCTION_COUNT)
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                           WHO "_vjp: argmin, argmax and kmin give indices, which have no "
+                               "gradient; use min or max for the values");
+    nx_status st = check_points(ctx, x, y, b, p);
+    if (st == NX_OK)
+        st = check_params(ctx, p);
+    if (st == NX_OK)
+        st = check_opts(ctx, opts, y, NULL);
+    if (st == NX_OK)
+        st = nx_sr_check_float(ctx, WHO "_vjp", "dout", dout);
+    if (st == NX_OK && nx_tensor_dtype(dout) != nx_tensor_dtype(x))
+        st = nx_rt_error(ctx, NX_ERR_DTYPE, WHO "_vjp: dout is %s but x is %s",
+                         nx_dtype_name(nx_tensor_dtype(dout)), nx_dtype_name(nx_tensor_dtype(x)));
+    return st;
+}
+
+static nx_status parse_formula(nx_ctx *ctx, pw_call *c, nx_sr_expr *e)
+{
+    if (!c->o->formula)
+        return NX_OK;
+    char msg[512];
+    nx_status st = nx_sr_parse_expr(ctx, "pairwise formula", c->o->formula,
+                                    NX_SR_DIALECT_PAIRWISE, e, &c->root, msg, sizeof msg);
+    if (st != NX_OK)
+        return nx_rt_error(ctx, st, "%s", msg);
+    c->e = e;
+    return check_formula_vars(ctx, c);
+}
+
 nx_status nx_pairwise_reduce(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
                              const nx_tensor *b, const nx_tensor *p, const nx_pairwise_opts *opts,
                              nx_tensor **out, nx_tensor **idx)
@@ -288,16 +508,7 @@ nx_status nx_pairwise_reduce(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y
         return st;
     pw_call c = {.x = x, .y = y, .b = b, .p = p, .o = opts, .root = -1};
     nx_sr_expr e = {0};
-    if (opts->formula) {
-        char msg[512];
-        st = nx_sr_parse_expr(ctx, "pairwise formula", opts->formula, NX_SR_DIALECT_PAIRWISE, &e,
-                              &c.root, msg, sizeof msg);
-        if (st != NX_OK)
-            nx_rt_error(ctx, st, "%s", msg);
-        c.e = &e;
-        if (st == NX_OK)
-            st = check_formula_vars(ctx, &c);
-    }
+    st = parse_formula(ctx, &c, &e);
     if (st == NX_OK)
         st = run_pairwise(ctx, &c, out, idx);
     nx_sr_expr_free(ctx, &e);
@@ -313,40 +524,41 @@ nx_status nx_pairwise_reduce_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tenso
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO "_vjp: ctx and grads must not be NULL");
     for (int i = 0; i < 4; i++)
         grads[i] = NULL;
-    if (opts && opts->reduction > NX_PAIRWISE_LOGSUMEXP &&
-        opts->reduction < NX_PAIRWISE_REDUCTION_COUNT)
-        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
-                           WHO "_vjp: argmin, argmax and kmin give indices, which have no "
-                               "gradient; use min or max for the values");
-    nx_status st = check_points(ctx, x, y, b, p);
-    if (st == NX_OK)
-        st = check_params(ctx, p);
-    if (st == NX_OK)
-        st = check_opts(ctx, opts, y, NULL);
-    if (st == NX_OK)
-        st = nx_sr_check_float(ctx, WHO "_vjp", "dout", dout);
-    if (st == NX_OK && nx_tensor_dtype(dout) != nx_tensor_dtype(x))
-        st = nx_rt_error(ctx, NX_ERR_DTYPE, WHO "_vjp: dout is %s but x is %s",
-                         nx_dtype_name(nx_tensor_dtype(dout)), nx_dtype_name(nx_tensor_dtype(x)));
+    nx_status st = check_vjp(ctx, x, y, b, p, opts, dout);
     if (st != NX_OK)
         return st;
     pw_call c = {.x = x, .y = y, .b = b, .p = p, .o = opts, .root = -1, .dout = dout};
     nx_sr_expr e = {0};
-    if (opts->formula) {
-        char msg[512];
-        st = nx_sr_parse_expr(ctx, "pairwise formula", opts->formula, NX_SR_DIALECT_PAIRWISE, &e,
-                              &c.root, msg, sizeof msg);
-        if (st != NX_OK)
-            nx_rt_error(ctx, st, "%s", msg);
-        c.e = &e;
-        if (st == NX_OK)
-            st = check_formula_vars(ctx, &c);
-    }
+    st = parse_formula(ctx, &c, &e);
     nx_tensor *res[4] = {NULL, NULL, NULL, NULL};
     if (st == NX_OK)
         st = run_pairwise(ctx, &c, res, NULL);
     nx_sr_expr_free(ctx, &e);
     for (int i = 0; i < 4 && st == NX_OK; i++)
         grads[i] = res[i];
+    return st;
+}
+
+nx_status nx_sr_pairwise_vjp_graph(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
+                                   const nx_tensor *b, const nx_tensor *p,
+                                   const nx_pairwise_opts *opts, const nx_tensor *dout,
+                                   nx_graph **g, nx_node *outs, int *nouts)
+{
+    *g = NULL;
+    nx_status st = check_vjp(ctx, x, y, b, p, opts, dout);
+    if (st != NX_OK)
+        return st;
+    pw_call c = {.x = x, .y = y, .b = b, .p = p, .o = opts, .root = -1, .dout = dout};
+    nx_sr_expr e = {0};
+    st = parse_formula(ctx, &c, &e);
+    if (st == NX_OK)
+        st = nx_graph_new(ctx, g);
+    if (st == NX_OK)
+        st = build_vjp(*g, &c, outs, nouts);
+    nx_sr_expr_free(ctx, &e);
+    if (st != NX_OK) {
+        nx_graph_free(*g);
+        *g = NULL;
+    }
     return st;
 }

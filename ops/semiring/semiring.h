@@ -125,4 +125,11 @@ NX_HIDDEN nx_status nx_sr_check_float(nx_ctx *ctx, const char *who, const char *
 NX_HIDDEN void nx_sr_key_conv(struct nx_rt_cache_blob *b, const nx_semiring_conv_opts *o);
 NX_HIDDEN void nx_sr_key_tensor(struct nx_rt_cache_blob *b, const char *field, const nx_tensor *t);
 
+/* The graph nx_pairwise_reduce_vjp compiles (for tests of its plan): outputs dx, dy, then db and
+ * dp where given (at most 4). *g is freed by the caller with nx_graph_free. */
+NX_HIDDEN nx_status nx_sr_pairwise_vjp_graph(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
+                                             const nx_tensor *b, const nx_tensor *p,
+                                             const nx_pairwise_opts *opts, const nx_tensor *dout,
+                                             nx_graph **g, nx_node *outs, int *nouts);
+
 #endif /* NX_OPS_SEMIRING_H */
