@@ -22,7 +22,8 @@ static nx_status call_dilate(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
 
 static nx_status call_edt(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
 {
-    return nx_distance_transform_edt(ctx, x, NULL, NX_BACKEND_AUTO, out);
+    nx_edt_opts o = {.driver = getenv("NITRIX_BENCH_EDT_DRIVER")};
+    return nx_distance_transform_edt(ctx, x, &o, out);
 }
 
 static nx_status call_median(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)

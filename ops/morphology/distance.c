@@ -9,6 +9,7 @@
 #include "cache.h"
 #include "internal.h"
 #include "ir/ir.h"
+#include "morph.h"
 #include "nitrix-graph.h"
 #include "nitrix-ops.h"
 
@@ -158,59 +159,13 @@ nx_status nx_distance_transform(nx_ctx *ctx, const nx_tensor *mask, const nx_dis
 
 /* Exact Euclidean distance: the squared distance is separable, min over sources of
  * sum_i (s_i (x_i - z_i))^2, so one min-plus pass per axis against (s (q - p))^2 and a square
- * root give it exactly (no lower envelope needed; O(n^2) per line, the canonical form). */
-static nx_node edt_node(nx_graph *g, nx_node field, const double *sampling)
+ * root give it exactly (no lower envelope needed; O(n^2) per line, the canonical driver of
+ * distance_transform_edt, edt.c). */
+nx_node nx_morph_edt_separable_node(nx_graph *g, nx_node field, const double *sampling)
 {
     int nd = nx_node_ndim(g, field);
     nx_node f = field;
     for (int a = 0; a < nd; a++)
         f = axis_pass(g, f, a, NX_DISTANCE_METRIC_COUNT, sampling ? sampling[a] : 1.0);
     return nx_sqrt(g, f);
-}
-
-nx_status nx_distance_transform_edt(nx_ctx *ctx, const nx_tensor *mask, const double *sampling,
-                                    nx_backend backend, nx_tensor **out)
-{
-    static const char *who = "nx_distance_transform_edt";
-    if (!ctx)
-        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
-    if (!out || !mask)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, out ? "mask" : "out");
-    *out = NULL;
-    nx_dtype md = nx_tensor_dtype(mask);
-    if (nx_tensor_device(mask) != NX_DEVICE_HOST || md == NX_DTYPE_F16 || md == NX_DTYPE_BF16)
-        return nx_rt_error(ctx, NX_ERR_DTYPE,
-                           "%s: mask is %s; expected a host f32, f64, integer or bool tensor", who,
-                           nx_dtype_name(md));
-    int nd = nx_tensor_ndim(mask);
-    if (nd < 1 || nd + 1 > NX_MAX_DIMS)
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: mask has %d dims; expected 1..%d", who, nd,
-                           NX_MAX_DIMS - 1);
-    for (int i = 0; sampling && i < nd; i++)
-        if (!(sampling[i] > 0) || !isfinite(sampling[i]))
-            return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                               "%s: sampling[%d] is %g; expected a finite value > 0", who, i,
-                               sampling[i]);
-    nx_dtype dt = md == NX_DTYPE_F64 ? NX_DTYPE_F64 : NX_DTYPE_F32;
-    if (nx_tensor_numel(mask) == 0)
-        return nx_tensor_new(ctx, dt, nd, nx_tensor_shape(mask), out);
-    nx_graph *g = NULL;
-    nx_status st = nx_graph_new(ctx, &g);
-    if (st != NX_OK)
-        return st;
-    nx_node m = nx_input(g, "mask", md, nd, nx_tensor_shape(mask));
-    nx_node fg = md == NX_DTYPE_BOOL ? m : nx_ne(g, m, nx_scalar(g, md, 0));
-    nx_node field = nx_select(g, fg, nx_scalar(g, dt, INFINITY), nx_scalar(g, dt, 0));
-    field = nx_broadcast(g, field, nd, nx_tensor_shape(mask));
-    nx_node y = edt_node(g, field, sampling);
-    nx_program *p = NULL;
-    if ((st = nx_graph_status(g)) == NX_OK) {
-        nx_compile_opts co = {.backend = backend, .n_outputs = 1, .outputs = &y};
-        st = nx_graph_compile(g, &co, &p);
-    }
-    nx_graph_free(g);
-    if (st == NX_OK)
-        st = nx_program_run(p, (const nx_tensor *const[]){mask}, out);
-    nx_program_free(p);
-    return st;
 }

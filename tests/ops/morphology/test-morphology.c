@@ -557,15 +557,20 @@ static void test_edt_golden(void **state)
         nx_tensor *m = load(ctx, name, "mask"), *want = load(ctx, name, "out"), *got = NULL;
         nx_tensor *m32 = NULL;
         assert_int_equal(nx_tensor_cast(m, NX_DTYPE_F32, &m32), NX_OK);
-        for (int k = 0; k < 2; k++) {
-            if (nx_distance_transform_edt(ctx, k ? m32 : m, sampling, NX_BACKEND_REF, &got) !=
-                NX_OK)
+        /* both drivers, both dtypes, on the interpreter and the CPU backend */
+        static const char *drivers[] = {"separable", "felzenszwalb"};
+        for (int c = 0; c < 8; c++) {
+            int k = c & 1;
+            nx_edt_opts o = {.backend = c & 4 ? NX_BACKEND_CPU : NX_BACKEND_REF,
+                             .sampling = sampling, .driver = drivers[(c >> 1) & 1]};
+            if (nx_distance_transform_edt(ctx, k ? m32 : m, &o, &got) != NX_OK)
                 fail_msg("%s: %s", name, nx_ctx_last_error(ctx));
             double rtol = k ? 1e-4 : 1e-10;
             for (int64_t i = 0; i < nx_tensor_numel(want); i++)
                 if (!nx_test_close(at(got, i), at(want, i), rtol, 0))
-                    fail_msg("%s (%s): element %lld is %.17g; scipy gives %.17g", name,
-                             k ? "f32" : "f64", (long long)i, at(got, i), at(want, i));
+                    fail_msg("%s (%s, %s, %s): element %lld is %.17g; scipy gives %.17g", name,
+                             k ? "f32" : "f64", o.driver, c & 4 ? "cpu" : "ref", (long long)i,
+                             at(got, i), at(want, i));
             nx_tensor_free(got);
         }
         nx_tensor_free(m32);
@@ -578,8 +583,8 @@ static void test_edt_golden(void **state)
     /* Refused: a sampling that is not finite and positive. */
     int64_t s = 3;
     nx_tensor *m = make(ctx, NX_DTYPE_F64, 1, &s, (double[]){1, 0, 1}), *y = NULL;
-    assert_int_equal(nx_distance_transform_edt(ctx, m, (double[]){0.0}, NX_BACKEND_REF, &y),
-                     NX_ERR_INVALID_ARG);
+    nx_edt_opts bad = {.backend = NX_BACKEND_REF, .sampling = (double[]){0.0}};
+    assert_int_equal(nx_distance_transform_edt(ctx, m, &bad, &y), NX_ERR_INVALID_ARG);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "sampling[0]"));
     assert_null(y);
     nx_tensor_free(m);

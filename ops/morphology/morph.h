@@ -1,0 +1,14 @@
+/* Internal builders shared by the morphology files (ops/morphology). */
+#ifndef NX_OPS_MORPH_H
+#define NX_OPS_MORPH_H
+
+#include "internal.h"
+#include "nitrix-graph.h"
+
+/* The squared-distance passes of the exact EDT from a field (0 at sources, +inf elsewhere) and a
+ * square root: the separable min-plus driver (distance.c) and the lower-envelope extern (edt.c).
+ * sampling NULL: all 1. */
+NX_HIDDEN nx_node nx_morph_edt_separable_node(nx_graph *g, nx_node field, const double *sampling);
+NX_HIDDEN nx_node nx_morph_edt_fast_node(nx_graph *g, nx_node field, const double *sampling);
+
+#endif
