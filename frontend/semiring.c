@@ -342,6 +342,8 @@ nx_node nx_semiring_reduce(nx_graph *g, const nx_semiring *sr, nx_node x, int na
     if (!sr->builtin_plus)
         return build_custom_reduce(g, sr, x, dt, naxes, axes);
     nx_node y = nx_reduce(g, x, naxes, axes, sr->plus, false);
+    if (sr->kind == NX_SEMIRING_BOOLEAN && dt == NX_DTYPE_BOOL)
+        return y; /* or as max over bool: an empty fold is false, no finalize needed */
     if (sr->finalize < 0 || !y)
         return y;
     nx_node vars[NX_SR_NVARS] = {0};
@@ -355,6 +357,8 @@ nx_node nx_semiring_times(nx_graph *g, const nx_semiring *sr, nx_node a, nx_node
         return NX_NONE;
     if (!sr)
         return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG, "nx_semiring_times: semiring is NULL");
+    if (sr->kind == NX_SEMIRING_BOOLEAN && nx_node_dtype(g, a) == NX_DTYPE_BOOL)
+        return nx_and(g, a, b); /* bool in, bool out */
     nx_node vars[NX_SR_NVARS] = {0};
     vars[NX_SR_VA] = a;
     vars[NX_SR_VB] = b;

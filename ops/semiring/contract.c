@@ -269,9 +269,9 @@ static nx_status check_common(nx_ctx *ctx, const char *who, const nx_semiring *s
     *out = NULL;
     if (!sr)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: semiring is NULL", who);
-    nx_status st = nx_sr_check_float(ctx, who, an, a);
+    nx_status st = nx_sr_check_operand(ctx, who, an, a, sr);
     if (st == NX_OK)
-        st = nx_sr_check_float(ctx, who, bn, b);
+        st = nx_sr_check_operand(ctx, who, bn, b, sr);
     if (st == NX_OK && nx_tensor_dtype(a) != nx_tensor_dtype(b))
         st =
             nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s but %s is %s; expected one dtype", who, an,

@@ -74,6 +74,19 @@ nx_status nx_sr_check_float(nx_ctx *ctx, const char *who, const char *what, cons
     return NX_OK;
 }
 
+nx_status nx_sr_check_operand(nx_ctx *ctx, const char *who, const char *what, const nx_tensor *t,
+                             const nx_semiring *sr)
+{
+    if (t && sr && sr->kind == NX_SEMIRING_BOOLEAN && nx_tensor_dtype(t) == NX_DTYPE_BOOL &&
+        nx_tensor_device(t) == NX_DEVICE_HOST)
+        return NX_OK;
+    nx_status st = nx_sr_check_float(ctx, who, what, t);
+    if (st == NX_ERR_DTYPE && sr && sr->kind == NX_SEMIRING_BOOLEAN)
+        return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s; expected f32, f64 or bool", who, what,
+                           nx_dtype_name(nx_tensor_dtype(t)));
+    return st;
+}
+
 void nx_sr_key_tensor(nx_rt_cache_blob *b, const char *field, const nx_tensor *t)
 {
     int64_t sig[NX_MAX_DIMS + 2] = {0};

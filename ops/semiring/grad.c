@@ -115,7 +115,14 @@ nx_status nx_semiring_matmul_vjp(nx_ctx *ctx, const nx_semiring *sr, const nx_te
                                  const nx_semiring_opts *opts, nx_tensor **da, nx_tensor **db)
 {
     static const char *who = "nx_semiring_matmul_vjp";
-    nx_status st = check_operands(ctx, who, a, b);
+    if (da)
+        *da = NULL;
+    if (db)
+        *db = NULL;
+    /* a forward-only algebra says so before any operand check (bool operands included) */
+    nx_status st = ctx ? nx_semiring_check_differentiable(ctx, sr, who) : NX_OK;
+    if (st == NX_OK)
+        st = check_operands(ctx, who, a, b);
     if (st != NX_OK)
         return st;
     vjp_call c = {.sr = sr, .a = a, .b = b, .dy = dc};
@@ -127,7 +134,14 @@ nx_status nx_semiring_conv_vjp(nx_ctx *ctx, const nx_semiring *sr, const nx_tens
                                const nx_semiring_conv_opts *opts, nx_tensor **dx, nx_tensor **dk)
 {
     static const char *who = "nx_semiring_conv_vjp";
-    nx_status st = check_operands(ctx, who, x, k);
+    if (dx)
+        *dx = NULL;
+    if (dk)
+        *dk = NULL;
+    /* a forward-only algebra says so before any operand check (bool operands included) */
+    nx_status st = ctx ? nx_semiring_check_differentiable(ctx, sr, who) : NX_OK;
+    if (st == NX_OK)
+        st = check_operands(ctx, who, x, k);
     if (st != NX_OK)
         return st;
     nx_semiring_conv_opts o = {0};

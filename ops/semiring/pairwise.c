@@ -181,8 +181,8 @@ static nx_status build_forward(nx_graph *g, void *user, nx_node *outs, int *nout
 static nx_node forward_stat(nx_graph *g, const pw_call *c, const nx_node *ins)
 {
     nx_pairwise_reduction r = c->o->reduction;
-    if (r == NX_PAIRWISE_SUM)
-        return NX_NONE;
+    if (r == NX_PAIRWISE_SUM || nx_tensor_shape(c->y)[0] == 0)
+        return NX_NONE; /* no weights needed, or no pairs to weigh */
     int64_t e = 1;
     nx_node f = make_f(g, c, ins, PW_FORWARD, NULL, &e);
     int axis = 1;
@@ -201,7 +201,7 @@ static nx_node pair_weight(nx_graph *g, const pw_call *c, nx_node f, nx_node dou
     int64_t full[3] = {t ? n : m, t ? m : n, e};
     nx_node d = nx_broadcast(g, t ? shaped(g, dout, 1, m, e) : shaped(g, dout, m, 1, e), 3, full);
     nx_pairwise_reduction r = c->o->reduction;
-    if (r == NX_PAIRWISE_SUM)
+    if (!stat)
         return d;
     nx_dtype dt = nx_tensor_dtype(c->x);
     nx_node s = t ? shaped(g, stat, 1, m, e) : shaped(g, stat, m, 1, e);

@@ -122,6 +122,9 @@ NX_HIDDEN nx_status nx_sr_program(nx_ctx *ctx, struct nx_rt_cache_blob *key, nx_
 /* Checks that t is a host f32/f64 tensor; who/what name it in the message. */
 NX_HIDDEN nx_status nx_sr_check_float(nx_ctx *ctx, const char *who, const char *what,
                                       const nx_tensor *t);
+/* nx_sr_check_float, or bool under the BOOLEAN semiring (bool in, bool out). */
+NX_HIDDEN nx_status nx_sr_check_operand(nx_ctx *ctx, const char *who, const char *what,
+                                        const nx_tensor *t, const nx_semiring *sr);
 NX_HIDDEN void nx_sr_key_conv(struct nx_rt_cache_blob *b, const nx_semiring_conv_opts *o);
 NX_HIDDEN void nx_sr_key_tensor(struct nx_rt_cache_blob *b, const char *field, const nx_tensor *t);
 

@@ -671,6 +671,284 @@ static void test_alloc_sweeps(void **state)
     assert_true(nx_test_alloc_sweep(sweep_conv_pairwise, NULL, 5000) > 0);
 }
 
+/* ---- BOOLEAN on bool -------------------------------------------------------------------------*/
+
+static nx_tensor *rand_tensor(nx_ctx *ctx, nx_dtype dt, int nd, const int64_t *shape,
+                              unsigned *seed, double lo, double hi)
+{
+    nx_tensor *t = NULL;
+    assert_int_equal(nx_tensor_new(ctx, dt, nd, shape, &t), NX_OK);
+    for (int64_t i = 0; i < nx_tensor_numel(t); i++) {
+        *seed = *seed * 1103515245u + 12345u;
+        double u = lo + (hi - lo) * ((*seed >> 8) & 0xffff) / 65536.0;
+        if (dt == NX_DTYPE_BOOL)
+            ((uint8_t *)nx_tensor_data(t))[i] = u < 0.05; /* sparse: both results occur */
+        else if (dt == NX_DTYPE_F32)
+            ((float *)nx_tensor_data(t))[i] = (float)u;
+        else
+            ((double *)nx_tensor_data(t))[i] = u;
+    }
+    return t;
+}
+
+/* bool operands give a bool result, C[b, i, j] = OR_k A[b, i, k] AND B[k, j] (a direct loop here),
+ * equal to the f32 0/1 form; the batch broadcasts, an empty k is false, and conv pads with false. */
+static void test_boolean_bool(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    const nx_semiring *sr = nx_semiring_builtin(NX_SEMIRING_BOOLEAN);
+    unsigned seed = 3;
+    int64_t sa[3] = {2, 7, 70}, sb[2] = {70, 9};
+    nx_tensor *a = rand_tensor(ctx, NX_DTYPE_BOOL, 3, sa, &seed, 0, 1);
+    nx_tensor *b = rand_tensor(ctx, NX_DTYPE_BOOL, 2, sb, &seed, 0, 1);
+    nx_tensor *af = NULL, *bf = NULL, *cf = NULL;
+    assert_int_equal(nx_tensor_cast(a, NX_DTYPE_F32, &af), NX_OK);
+    assert_int_equal(nx_tensor_cast(b, NX_DTYPE_F32, &bf), NX_OK);
+    const uint8_t *av = nx_tensor_data(a), *bv = nx_tensor_data(b);
+    static const nx_backend backends[] = {NX_BACKEND_REF, NX_BACKEND_CPU};
+    for (int bk = 0; bk < 2; bk++) {
+        nx_semiring_opts o = {.backend = backends[bk]};
+        nx_tensor *c = NULL;
+        if (nx_semiring_matmul(ctx, sr, a, b, &o, &c) != NX_OK)
+            fail_msg("%s: %s", nx_backend_name(backends[bk]), nx_ctx_last_error(ctx));
+        assert_int_equal(nx_tensor_dtype(c), NX_DTYPE_BOOL);
+        assert_int_equal(nx_tensor_numel(c), 2 * 7 * 9);
+        assert_int_equal(nx_semiring_matmul(ctx, sr, af, bf, &o, &cf), NX_OK);
+        const uint8_t *cv = nx_tensor_data(c);
+        const float *fv = nx_tensor_data(cf);
+        int trues = 0;
+        for (int64_t n = 0; n < 2; n++)
+            for (int64_t i = 0; i < 7; i++)
+                for (int64_t j = 0; j < 9; j++) {
+                    int want = 0;
+                    for (int64_t k = 0; k < 70; k++)
+                        want |= av[(n * 7 + i) * 70 + k] && bv[k * 9 + j];
+                    int64_t at = (n * 7 + i) * 9 + j;
+                    if (cv[at] != want || fv[at] != (float)want)
+                        fail_msg("%s: C[%lld] is %d (f32 form %g), expected %d",
+                                 nx_backend_name(backends[bk]), (long long)at, cv[at], fv[at],
+                                 want);
+                    trues += want;
+                }
+        assert_true(trues > 0 && trues < 2 * 7 * 9); /* both values occur */
+        nx_tensor_free(c), nx_tensor_free(cf);
+    }
+    /* empty k: false */
+    int64_t se[2] = {2, 0}, sf[2] = {0, 3};
+    nx_tensor *e1 = NULL, *e2 = NULL, *c = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_BOOL, 2, se, &e1), NX_OK);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_BOOL, 2, sf, &e2), NX_OK);
+    assert_int_equal(nx_semiring_matmul(ctx, sr, e1, e2, &REF, &c), NX_OK);
+    for (int i = 0; i < 6; i++)
+        assert_int_equal(((uint8_t *)nx_tensor_data(c))[i], 0);
+    nx_tensor_free(c);
+    /* conv on bool, SAME: a dilation by a 3-tap cross-correlation, padded with false */
+    int64_t xs[2] = {6, 1}, ks[3] = {3, 1, 1};
+    nx_tensor *x = NULL, *k = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_BOOL, 2, xs, &x), NX_OK);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_BOOL, 3, ks, &k), NX_OK);
+    uint8_t *xv = nx_tensor_data(x), *kv = nx_tensor_data(k);
+    xv[0] = 1, xv[4] = 1;        /* x = 1 0 0 0 1 0 */
+    kv[0] = 1, kv[1] = 1;        /* y[o] = x[o-1] | x[o] */
+    static const uint8_t want[6] = {1, 1, 0, 0, 1, 1};
+    for (int bk = 0; bk < 2; bk++) {
+        nx_semiring_conv_opts co = {.backend = backends[bk]};
+        assert_int_equal(nx_semiring_conv(ctx, sr, x, k, &co, &c), NX_OK);
+        assert_int_equal(nx_tensor_dtype(c), NX_DTYPE_BOOL);
+        assert_memory_equal(nx_tensor_data(c), want, 6);
+        nx_tensor_free(c);
+    }
+    /* bool is BOOLEAN's only: REAL refuses it, mixed dtypes are refused, and there is no gradient */
+    const nx_semiring *real = nx_semiring_builtin(NX_SEMIRING_REAL);
+    assert_int_equal(nx_semiring_matmul(ctx, real, a, b, &REF, &c), NX_ERR_DTYPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "is bool; expected f32 or f64"));
+    assert_int_equal(nx_semiring_matmul(ctx, sr, a, bf, &REF, &c), NX_ERR_DTYPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "expected one dtype"));
+    nx_tensor *ai = NULL;
+    assert_int_equal(nx_tensor_cast(a, NX_DTYPE_I32, &ai), NX_OK);
+    assert_int_equal(nx_semiring_matmul(ctx, sr, ai, ai, &REF, &c), NX_ERR_DTYPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "is i32; expected f32, f64 or bool"));
+    nx_tensor *da = (nx_tensor *)1;
+    assert_int_equal(nx_semiring_matmul_vjp(ctx, sr, a, b, a, &REF, &da, NULL),
+                     NX_ERR_UNSUPPORTED);
+    assert_null(da);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "'boolean' is forward-only"));
+    nx_tensor_free(a), nx_tensor_free(b), nx_tensor_free(af), nx_tensor_free(bf);
+    nx_tensor_free(e1), nx_tensor_free(e2), nx_tensor_free(x), nx_tensor_free(k);
+    nx_tensor_free(ai);
+    nx_ctx_free(ctx);
+}
+
+/* ---- reproducible mode -----------------------------------------------------------------------*/
+
+static void expect_bits(const char *what, const nx_tensor *got, const nx_tensor *want)
+{
+    size_t bytes = (size_t)nx_tensor_numel(want) * nx_dtype_size(nx_tensor_dtype(want));
+    assert_int_equal(nx_tensor_numel(got), nx_tensor_numel(want));
+    if (memcmp(nx_tensor_data(got), nx_tensor_data(want), bytes) != 0)
+        fail_msg("%s: the cpu result is not bitwise the interpreter's", what);
+}
+
+/* In reproducible mode the max and min algebras (TROPICAL_*, BOOLEAN, pairwise MAX/MIN) on the
+ * CPU backend equal the reference interpreter bit for bit: a max or min of exactly computed a+b
+ * is exact whatever the fold order, and the fold runs in ascending k anyway. REAL and LOG round
+ * at every step, so they agree within the registry tolerance (golden/tolerance.tsv:
+ * semiring_matmul f32 1e-5, f64 1e-12). Shapes with k = 203 and odd extents reach the vector
+ * and remainder paths. */
+static void test_reproducible(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    assert_int_equal(nx_ctx_reproducible_push(ctx, true), NX_OK);
+    unsigned seed = 23;
+    int64_t sa[3] = {3, 37, 203}, sb[3] = {1, 203, 41};
+    static const nx_dtype dts[] = {NX_DTYPE_F32, NX_DTYPE_F64};
+    static const nx_semiring_kind kinds[] = {
+        NX_SEMIRING_TROPICAL_MAX_PLUS, NX_SEMIRING_TROPICAL_MIN_PLUS, NX_SEMIRING_BOOLEAN,
+        NX_SEMIRING_REAL, NX_SEMIRING_LOG};
+    nx_semiring_opts cpu = {.backend = NX_BACKEND_CPU};
+    for (int d = 0; d < 2; d++) {
+        nx_tensor *a = rand_tensor(ctx, dts[d], 3, sa, &seed, -4, 4);
+        nx_tensor *b = rand_tensor(ctx, dts[d], 3, sb, &seed, -4, 4);
+        for (size_t s = 0; s < sizeof kinds / sizeof kinds[0]; s++) {
+            const nx_semiring *sr = nx_semiring_builtin(kinds[s]);
+            nx_tensor *c1 = NULL, *c2 = NULL;
+            assert_int_equal(nx_semiring_matmul(ctx, sr, a, b, &cpu, &c1), NX_OK);
+            assert_int_equal(nx_semiring_matmul(ctx, sr, a, b, &REF, &c2), NX_OK);
+            nx_semiring_info info;
+            nx_semiring_get_info(sr, &info);
+            if (info.props & NX_SEMIRING_IDEMPOTENT) {
+                expect_bits(info.name, c1, c2);
+            } else {
+                double tol = dts[d] == NX_DTYPE_F32 ? 1e-5 : 1e-12;
+                for (int64_t i = 0; i < nx_tensor_numel(c2); i++)
+                    if (!nx_test_close(at(c1, i), at(c2, i), tol, tol))
+                        fail_msg("%s %s: element %lld is %.17g on cpu, %.17g on ref", info.name,
+                                 nx_dtype_name(dts[d]), (long long)i, at(c1, i), at(c2, i));
+            }
+            nx_tensor_free(c1), nx_tensor_free(c2);
+        }
+        /* max-plus conv and pairwise min/max */
+        int64_t xs[4] = {1, 9, 11, 3}, ks[4] = {3, 3, 3, 2};
+        nx_tensor *x = rand_tensor(ctx, dts[d], 4, xs, &seed, -2, 2);
+        nx_tensor *k = rand_tensor(ctx, dts[d], 4, ks, &seed, -2, 2);
+        nx_tensor *c1 = NULL, *c2 = NULL;
+        const nx_semiring *mp = nx_semiring_builtin(NX_SEMIRING_TROPICAL_MAX_PLUS);
+        nx_semiring_conv_opts co = {.backend = NX_BACKEND_CPU};
+        assert_int_equal(nx_semiring_conv(ctx, mp, x, k, &co, &c1), NX_OK);
+        co.backend = NX_BACKEND_REF;
+        assert_int_equal(nx_semiring_conv(ctx, mp, x, k, &co, &c2), NX_OK);
+        expect_bits("max-plus conv", c1, c2);
+        nx_tensor_free(c1), nx_tensor_free(c2);
+        int64_t px[2] = {57, 3}, py[2] = {131, 3};
+        nx_tensor *pxt = rand_tensor(ctx, dts[d], 2, px, &seed, -1, 1);
+        nx_tensor *pyt = rand_tensor(ctx, dts[d], 2, py, &seed, -1, 1);
+        for (int r = NX_PAIRWISE_MAX; r <= NX_PAIRWISE_MIN; r++) {
+            nx_pairwise_opts po = {.backend = NX_BACKEND_CPU, .formula = "sqdist(x, y) - dot(x, y)",
+                                   .reduction = (nx_pairwise_reduction)r};
+            assert_int_equal(nx_pairwise_reduce(ctx, pxt, pyt, NULL, NULL, &po, &c1, NULL), NX_OK);
+            po.backend = NX_BACKEND_REF;
+            assert_int_equal(nx_pairwise_reduce(ctx, pxt, pyt, NULL, NULL, &po, &c2, NULL), NX_OK);
+            expect_bits(r == NX_PAIRWISE_MAX ? "pairwise max" : "pairwise min", c1, c2);
+            nx_tensor_free(c1), nx_tensor_free(c2);
+        }
+        nx_tensor_free(a), nx_tensor_free(b), nx_tensor_free(x), nx_tensor_free(k);
+        nx_tensor_free(pxt), nx_tensor_free(pyt);
+    }
+    assert_int_equal(nx_ctx_reproducible_pop(ctx), NX_OK);
+    nx_ctx_free(ctx);
+}
+
+/* ---- more bad input: each case has an error naming it or a defined result --------------------*/
+
+static void test_bad_input_pairwise(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    double v[12] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+    nx_tensor *x = mat(ctx, 4, 3, v), *y = mat(ctx, 2, 3, v), *y2 = mat(ctx, 3, 4, v);
+    nx_tensor *out = NULL, *g[4];
+    nx_pairwise_opts po = {.backend = NX_BACKEND_REF, .formula = "-sqdist(x, y) / p0",
+                           .reduction = NX_PAIRWISE_SUM};
+    /* inner dims (D) disagree */
+    assert_int_equal(nx_pairwise_reduce(ctx, x, y2, NULL, NULL, &po, &out, NULL), NX_ERR_SHAPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "one D"));
+    /* non-finite parameters: inf as well as nan, forward and gradient */
+    nx_tensor *p = mat(ctx, 1, 1, (double[]){INFINITY}), *p1 = NULL;
+    assert_int_equal(nx_tensor_reshape(p, 1, (int64_t[]){1}, &p1), NX_OK);
+    assert_int_equal(nx_pairwise_reduce(ctx, x, y, NULL, p1, &po, &out, NULL),
+                     NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "parameter p0 is inf; parameters must be"));
+    nx_tensor *dout = mat(ctx, 4, 1, v);
+    assert_int_equal(nx_pairwise_reduce_vjp(ctx, x, y, NULL, p1, &po, dout, g),
+                     NX_ERR_INVALID_ARG);
+    assert_null(g[0]);
+    /* a cotangent of the wrong shape */
+    ((double *)nx_tensor_data(p1))[0] = 2.0;
+    nx_tensor *bad = mat(ctx, 3, 1, v);
+    assert_int_equal(nx_pairwise_reduce_vjp(ctx, x, y, NULL, p1, &po, bad, g), NX_ERR_SHAPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "expected the result's shape [4, 1]"));
+    /* empty y (N = 0): sum 0, max -inf, min +inf, logsumexp -inf; gradients all zero */
+    nx_tensor *ye = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 2, (int64_t[]){0, 3}, &ye), NX_OK);
+    static const double want[4] = {0.0, -INFINITY, INFINITY, -INFINITY};
+    for (int r = 0; r < 4; r++) {
+        po.reduction = (nx_pairwise_reduction)r;
+        for (int bk = 0; bk < 2; bk++) {
+            po.backend = bk ? NX_BACKEND_CPU : NX_BACKEND_REF;
+            if (nx_pairwise_reduce(ctx, x, ye, NULL, p1, &po, &out, NULL) != NX_OK)
+                fail_msg("empty y, reduction %d: %s", r, nx_ctx_last_error(ctx));
+            for (int i = 0; i < 4; i++)
+                assert_true(((double *)nx_tensor_data(out))[i] == want[r]);
+            nx_tensor_free(out);
+            if (nx_pairwise_reduce_vjp(ctx, x, ye, NULL, p1, &po, dout, g) != NX_OK)
+                fail_msg("empty y, reduction %d, vjp: %s", r, nx_ctx_last_error(ctx));
+            assert_int_equal(nx_tensor_numel(g[0]), 12);
+            assert_int_equal(nx_tensor_numel(g[1]), 0);
+            for (int i = 0; i < 12; i++)
+                assert_true(((double *)nx_tensor_data(g[0]))[i] == 0.0);
+            assert_true(((double *)nx_tensor_data(g[3]))[0] == 0.0);
+            for (int k = 0; k < 4; k++)
+                nx_tensor_free(g[k]);
+        }
+    }
+    /* empty x (M = 0): an empty result */
+    nx_tensor *xe = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 2, (int64_t[]){0, 3}, &xe), NX_OK);
+    po.reduction = NX_PAIRWISE_SUM;
+    assert_int_equal(nx_pairwise_reduce(ctx, xe, y, NULL, p1, &po, &out, NULL), NX_OK);
+    assert_int_equal(nx_tensor_numel(out), 0);
+    nx_tensor_free(out);
+    /* b of the wrong length, and a gradient of an index reduction */
+    nx_tensor *b3 = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 1, (int64_t[]){3}, &b3), NX_OK);
+    po.formula = "b";
+    assert_int_equal(nx_pairwise_reduce(ctx, x, y, b3, NULL, &po, &out, NULL), NX_ERR_SHAPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "b must be [N] or [N, E] with N = 2"));
+    /* matmul: a 1-d operand; conv: negative padding */
+    nx_tensor *v1 = NULL;
+    assert_int_equal(nx_tensor_reshape(p1, 1, (int64_t[]){1}, &v1), NX_OK);
+    const nx_semiring *real = nx_semiring_builtin(NX_SEMIRING_REAL);
+    assert_int_equal(nx_semiring_matmul(ctx, real, v1, x, &REF, &out), NX_ERR_SHAPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "both need >= 2"));
+    nx_tensor *cx = NULL, *ck = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 2, (int64_t[]){5, 1}, &cx), NX_OK);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 3, (int64_t[]){3, 1, 1}, &ck), NX_OK);
+    nx_semiring_conv_opts co = {.backend = NX_BACKEND_REF, .padding = NX_CONV_EXPLICIT,
+                                .pad_lo = {-1}};
+    assert_int_equal(nx_semiring_conv(ctx, real, cx, ck, &co, &out), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "expected >= 0"));
+    co = (nx_semiring_conv_opts){.backend = NX_BACKEND_REF, .stride = {-2}};
+    assert_int_equal(nx_semiring_conv(ctx, real, cx, ck, &co, &out), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "expected >= 1"));
+    nx_tensor_free(x), nx_tensor_free(y), nx_tensor_free(y2), nx_tensor_free(p);
+    nx_tensor_free(p1), nx_tensor_free(dout), nx_tensor_free(bad), nx_tensor_free(ye);
+    nx_tensor_free(xe), nx_tensor_free(b3), nx_tensor_free(v1), nx_tensor_free(cx);
+    nx_tensor_free(ck);
+    nx_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -689,6 +967,9 @@ int main(void)
         cmocka_unit_test(test_log_magnitudes),
         cmocka_unit_test(test_cache_hit),
         cmocka_unit_test(test_alloc_sweeps),
+        cmocka_unit_test(test_boolean_bool),
+        cmocka_unit_test(test_reproducible),
+        cmocka_unit_test(test_bad_input_pairwise),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
