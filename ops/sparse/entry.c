@@ -1,0 +1,266 @@
+/* ELL entry points on tensors: index validation before anything runs, then a graph fragment
+ * compiled once per key (op, semiring, shapes, dtypes, n_cols, identity, backend) and kept in the
+ * context's cache, as the dense semiring entry points do. Gradients are autodiff of the same
+ * fragment (nx_graph_vjp), so every differentiable algebra has them with no per-algebra code. */
+#include <string.h>
+
+#include "cache.h"
+#include "ops/sparse/sparse.h"
+
+typedef enum ell_op { ELL_MATMUL, ELL_RMATVEC, ELL_SOFTMAX } ell_op;
+
+typedef struct ell_call {
+    ell_op op;
+    const nx_semiring *sr;
+    const nx_ell *a;
+    const nx_tensor *x;  /* the dense operand (B, X or the scores) */
+    const nx_tensor *dy; /* the cotangent, or NULL for the forward pass */
+} ell_call;
+
+static const char *op_name(const ell_call *c)
+{
+    static const char *fwd[] = {"ell_matmul", "ell_rmatvec", "ell_row_softmax"};
+    static const char *bwd[] = {"ell_matmul_vjp", "ell_rmatvec_vjp", "ell_row_softmax_vjp"};
+    return c->dy ? bwd[c->op] : fwd[c->op];
+}
+
+static nx_node input_of(nx_graph *g, const char *name, const nx_tensor *t)
+{
+    return nx_input(g, name, nx_tensor_dtype(t), nx_tensor_ndim(t), nx_tensor_shape(t));
+}
+
+/* values == identity marks a pad (NaN identity: none). */
+static nx_node pad_mask(nx_graph *g, nx_node values, double identity)
+{
+    return nx_eq(g, values, nx_scalar(g, nx_node_dtype(g, values), identity));
+}
+
+static nx_node forward(nx_graph *g, const ell_call *c, nx_node v, nx_node idx, nx_node x)
+{
+    switch (c->op) {
+    case ELL_MATMUL:
+        return nx_ell_matmul_node(g, c->sr, v, idx, x);
+    case ELL_RMATVEC: {
+        /* Pads contribute nothing whatever value they hold. */
+        nx_node z = nx_scalar(g, nx_node_dtype(g, v), 0.0);
+        nx_node vm = nx_select(g, pad_mask(g, v, c->a->identity), z, v);
+        return nx_ell_rmatvec_node(g, vm, idx, x, c->a->n_cols);
+    }
+    case ELL_SOFTMAX:
+        return nx_ell_row_softmax_node(g, x, pad_mask(g, v, c->a->identity));
+    }
+    return NX_NONE;
+}
+
+static nx_status build(nx_graph *g, void *user, nx_node *outs, int *n)
+{
+    ell_call *c = user;
+    nx_node v = input_of(g, "values", c->a->values);
+    nx_node idx = input_of(g, "indices", c->a->indices);
+    nx_node x = input_of(g, "x", c->x);
+    nx_node y = forward(g, c, v, idx, x);
+    if (!c->dy) {
+        outs[0] = y;
+        *n = 1;
+        return nx_graph_status(g);
+    }
+    nx_node dy = input_of(g, "dy", c->dy);
+    if (!y || !dy)
+        return nx_graph_status(g);
+    int64_t ys[NX_MAX_DIMS];
+    nx_node_shape(g, y, ys);
+    int nd = nx_node_ndim(g, y);
+    if (nd != nx_tensor_ndim(c->dy) || memcmp(ys, nx_tensor_shape(c->dy), (size_t)nd * 8)) {
+        char a[96], b[96];
+        nx_shape_str(a, sizeof a, nx_tensor_ndim(c->dy), nx_tensor_shape(c->dy));
+        nx_shape_str(b, sizeof b, nd, ys);
+        return nx_rt_error(nx_graph_ctx(g), NX_ERR_SHAPE,
+                           "nx_semiring_%s: the cotangent is %s; expected the result's shape %s",
+                           op_name(c), a, b);
+    }
+    nx_node wrt[2] = {v, x};
+    *n = 2;
+    return nx_graph_vjp(g, 1, &y, &dy, 2, wrt, outs);
+}
+
+static nx_status check_dense(nx_ctx *ctx, const char *who, const char *what, const ell_call *c)
+{
+    nx_status st = nx_sr_check_float(ctx, who, what, c->x);
+    if (st != NX_OK)
+        return st;
+    nx_dtype vd = nx_tensor_dtype(c->a->values), xd = nx_tensor_dtype(c->x);
+    if (vd != xd)
+        return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: the ELL's values are %s but %s is %s; expected "
+                           "one dtype", who, nx_dtype_name(vd), what, nx_dtype_name(xd));
+    int nd = nx_tensor_ndim(c->x);
+    const int64_t *xs = nx_tensor_shape(c->x), *vs = nx_tensor_shape(c->a->values);
+    if (nd < 2)
+        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: %s has %d dims; expected at least 2", who, what,
+                           nd);
+    int64_t want = c->op == ELL_MATMUL ? c->a->n_cols : vs[0];
+    int64_t got = xs[nd - 2];
+    if (c->op == ELL_SOFTMAX) {
+        if (xs[nd - 2] != vs[0] || xs[nd - 1] != vs[1])
+            return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: %s end in [%lld, %lld]; expected the ELL's "
+                               "[m, k_max] = [%lld, %lld]", who, what, (long long)xs[nd - 2],
+                               (long long)xs[nd - 1], (long long)vs[0], (long long)vs[1]);
+    } else if (got != want) {
+        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: %s has %lld rows; expected %lld (%s)", who,
+                           what, (long long)got, (long long)want,
+                           c->op == ELL_MATMUL ? "the ELL's n_cols" : "the ELL's m");
+    }
+    return NX_OK;
+}
+
+static nx_status check_call(nx_ctx *ctx, const char *who, const char *what, const ell_call *c,
+                            nx_tensor **out)
+{
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
+    if (out)
+        *out = NULL;
+    if (c->op != ELL_SOFTMAX && !c->sr)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: semiring is NULL", who);
+    nx_status st = nx_ell_check(ctx, who, c->a);
+    if (st == NX_OK)
+        st = check_dense(ctx, who, what, c);
+    if (st == NX_OK && c->op == ELL_RMATVEC && c->sr->kind != NX_SEMIRING_REAL)
+        st = nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: semiring '%s'; A^T X is defined under "
+                         "'real' only", who, c->sr->name);
+    if (st == NX_OK && c->dy)
+        st = nx_sr_check_float(ctx, who, "the cotangent", c->dy);
+    if (st == NX_OK && c->dy && nx_tensor_dtype(c->dy) != nx_tensor_dtype(c->x))
+        st = nx_rt_error(ctx, NX_ERR_DTYPE, "%s: the cotangent is %s but the operands are %s", who,
+                         nx_dtype_name(nx_tensor_dtype(c->dy)),
+                         nx_dtype_name(nx_tensor_dtype(c->x)));
+    if (st == NX_OK && c->dy && c->sr)
+        st = nx_semiring_check_differentiable(ctx, c->sr, who);
+    return st;
+}
+
+static nx_status program_for(nx_ctx *ctx, ell_call *c, nx_backend backend, nx_program **p)
+{
+    nx_rt_cache_blob key;
+    nx_rt_cache_blob_init(&key, ctx);
+    nx_rt_cache_blob_str(&key, "op", op_name(c));
+    if (c->sr)
+        nx_sr_semiring_key(&key, c->sr);
+    nx_sr_key_tensor(&key, "values", c->a->values);
+    nx_sr_key_tensor(&key, "indices", c->a->indices);
+    nx_sr_key_tensor(&key, "x", c->x);
+    nx_sr_key_tensor(&key, "dy", c->dy);
+    nx_rt_cache_blob_i64(&key, "n_cols", c->a->n_cols);
+    nx_rt_cache_blob_bytes(&key, "identity", &c->a->identity, sizeof c->a->identity);
+    nx_status st = nx_sr_program(ctx, &key, backend, build, c, p);
+    nx_rt_cache_blob_free(&key);
+    return st;
+}
+
+/* Runs c's program; outs gets 1 (forward) or 2 (values' and x's cotangents) tensors. */
+static nx_status run_call(nx_ctx *ctx, ell_call *c, const nx_semiring_opts *opts,
+                          nx_tensor **outs)
+{
+    nx_program *p = NULL;
+    nx_status st = program_for(ctx, c, opts ? opts->backend : NX_BACKEND_AUTO, &p);
+    if (st != NX_OK)
+        return st;
+    const nx_tensor *in[4] = {c->a->values, c->a->indices, c->x, c->dy};
+    return nx_program_run(p, in, outs);
+}
+
+nx_status nx_semiring_ell_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
+                                 const nx_tensor *b, const nx_semiring_opts *opts, nx_tensor **out)
+{
+    static const char *who = "nx_semiring_ell_matmul";
+    ell_call c = {.op = ELL_MATMUL, .sr = sr, .a = a, .x = b};
+    if (!out)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
+    nx_status st = check_call(ctx, who, "B", &c, out);
+    return st == NX_OK ? run_call(ctx, &c, opts, out) : st;
+}
+
+/* The canonical formulation: A^T as an ELL built on the host, then a gather-fold in slot order,
+ * so each output element is summed in ascending (i, p) order whatever the backend. */
+static nx_status rmatvec_canonical(nx_ctx *ctx, const nx_ell *a, const nx_tensor *x,
+                                   const nx_semiring_opts *opts, nx_tensor **out)
+{
+    nx_ell t;
+    nx_status st = nx_sparse_transpose(ctx, a, &t);
+    if (st != NX_OK)
+        return st;
+    ell_call c = {.op = ELL_MATMUL, .sr = nx_semiring_builtin(NX_SEMIRING_REAL), .a = &t, .x = x};
+    st = run_call(ctx, &c, opts, out);
+    nx_ell_free(&t);
+    return st;
+}
+
+nx_status nx_semiring_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
+                                  const nx_tensor *x, const nx_semiring_opts *opts,
+                                  nx_tensor **out)
+{
+    static const char *who = "nx_semiring_ell_rmatvec";
+    ell_call c = {.op = ELL_RMATVEC, .sr = sr, .a = a, .x = x};
+    if (!out)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
+    nx_status st = check_call(ctx, who, "X", &c, out);
+    if (st != NX_OK)
+        return st;
+    if (nx_ctx_reproducible(ctx))
+        return rmatvec_canonical(ctx, a, x, opts, out);
+    return run_call(ctx, &c, opts, out);
+}
+
+nx_status nx_ell_row_softmax(nx_ctx *ctx, const nx_ell *a, const nx_tensor *scores,
+                             const nx_semiring_opts *opts, nx_tensor **out)
+{
+    static const char *who = "nx_ell_row_softmax";
+    ell_call c = {.op = ELL_SOFTMAX, .a = a, .x = scores};
+    if (!out)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
+    nx_status st = check_call(ctx, who, "the scores", &c, out);
+    return st == NX_OK ? run_call(ctx, &c, opts, out) : st;
+}
+
+static nx_status run_vjp(nx_ctx *ctx, const char *who, ell_call *c, const nx_semiring_opts *opts,
+                         nx_tensor **dv, nx_tensor **dx)
+{
+    if (dv)
+        *dv = NULL;
+    if (dx)
+        *dx = NULL;
+    nx_status st = check_call(ctx, who, c->op == ELL_MATMUL ? "B" : "X", c, NULL);
+    if (st == NX_OK && !c->dy)
+        st = nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: the cotangent is NULL", who);
+    nx_tensor *res[2] = {NULL, NULL};
+    if (st == NX_OK)
+        st = run_call(ctx, c, opts, res);
+    if (st != NX_OK)
+        return st;
+    if (dv)
+        *dv = res[0];
+    else
+        nx_tensor_free(res[0]);
+    if (dx)
+        *dx = res[1];
+    else
+        nx_tensor_free(res[1]);
+    return NX_OK;
+}
+
+nx_status nx_semiring_ell_matmul_vjp(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
+                                     const nx_tensor *b, const nx_tensor *dc,
+                                     const nx_semiring_opts *opts, nx_tensor **dvalues,
+                                     nx_tensor **db)
+{
+    ell_call c = {.op = ELL_MATMUL, .sr = sr, .a = a, .x = b, .dy = dc};
+    return run_vjp(ctx, "nx_semiring_ell_matmul_vjp", &c, opts, dvalues, db);
+}
+
+nx_status nx_semiring_ell_rmatvec_vjp(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
+                                      const nx_tensor *x, const nx_tensor *dy,
+                                      const nx_semiring_opts *opts, nx_tensor **dvalues,
+                                      nx_tensor **dx)
+{
+    ell_call c = {.op = ELL_RMATVEC, .sr = sr, .a = a, .x = x, .dy = dy};
+    return run_vjp(ctx, "nx_semiring_ell_rmatvec_vjp", &c, opts, dvalues, dx);
+}

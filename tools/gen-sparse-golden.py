@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""Golden data for tests/ops/sparse: ELL semiring contractions and the sparse builders.
+
+Oracles are independent of nitrix: float64 NumPy brute force over the slots of each row
+(C_ij = (+)_p v_ip (x) B[idx_ip, j]) or over the dense matrix, scipy.special.logsumexp for LOG and
+scipy.ndimage.laplace for the grid Laplacian. Writes tests/ops/sparse/data/*.npy and manifest.txt
+(one case per line: kind name args...). Run from the repository root:
+
+    /usr/bin/python3 tools/gen-sparse-golden.py
+"""
+import os
+import sys
+
+import numpy as np
+import scipy
+import scipy.ndimage
+import scipy.special
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "ops", "sparse",
+                   "data")
+ALGEBRAS = ["real", "log", "tropical_max_plus", "tropical_min_plus", "boolean", "euclidean"]
+IDENTITY = {"real": 0.0, "log": -np.inf, "tropical_max_plus": -np.inf,
+            "tropical_min_plus": np.inf, "boolean": 0.0, "euclidean": 0.0,
+            "maxtimes": -np.inf, "probor": 0.0}
+# User semirings, as formulas the C test parses (a builtin-monoid plus and a custom one).
+USER = {"maxtimes": "plus = max(a, b); times = a * b; zero = -inf",
+        "probor": "plus = a + b - a * b; times = a * b; zero = 0"}
+
+rng = np.random.RandomState(20261129)
+lines = []
+
+
+def times(sr, a, b):
+    if sr in ("real", "maxtimes", "probor"):
+        return a * b
+    if sr == "boolean":
+        return ((a != 0) & (b != 0)).astype(np.float64)
+    if sr == "euclidean":
+        return (a - b) ** 2
+    return a + b
+
+
+def fold(sr, t, axis):
+    """(+) over axis, in slot order (the custom probor fold is sequential)."""
+    if sr in ("real", "euclidean"):
+        r = t.sum(axis=axis)
+        return np.sqrt(np.maximum(r, 0)) if sr == "euclidean" else r
+    if sr == "log":
+        return scipy.special.logsumexp(t, axis=axis)
+    if sr in ("tropical_max_plus", "boolean", "maxtimes"):
+        r = t.max(axis=axis, initial=-np.inf)
+        return np.maximum(r, 0) if sr == "boolean" else r
+    if sr == "tropical_min_plus":
+        return t.min(axis=axis, initial=np.inf)
+    if sr == "probor":
+        t = np.moveaxis(t, axis, -1)
+        acc = np.zeros(t.shape[:-1])
+        for p in range(t.shape[-1]):
+            acc = acc + t[..., p] - acc * t[..., p]
+        return acc
+    raise ValueError(sr)
+
+
+def save(name, **arrays):
+    for k, v in arrays.items():
+        np.save(os.path.join(OUT, f"{name}_{k}.npy"), np.ascontiguousarray(v))
+
+
+def random_ell(m, k, n_cols, identity, sr, idt=np.int32, pads=True):
+    """values/indices [m, k]; row i has a random count of real slots, the rest are pads."""
+    if sr == "boolean":
+        v = (rng.rand(m, k) > 0.3).astype(np.float64)
+    elif sr == "probor":
+        v = rng.uniform(0.05, 0.95, size=(m, k))
+    else:
+        v = rng.uniform(-1.5, 1.5, size=(m, k))
+    idx = rng.randint(0, n_cols, size=(m, k))
+    if pads:
+        deg = rng.randint(0, k + 1, size=m)
+        deg[0] = k  # a full row
+        if m > 2:
+            deg[2] = 0  # an all-pad row
+        for i in range(m):
+            v[i, deg[i]:] = identity
+            idx[i, deg[i]:] = 0
+    return v, idx.astype(idt)
+
+
+def ell_matmul_ref(sr, v, idx, b):
+    g = b[..., idx, :]  # [.., m, k, c]
+    return fold(sr, times(sr, v[:, :, None], g), -2)
+
+
+def matmul_cases():
+    for sr in ALGEBRAS + list(USER):
+        for dt in (np.float64, np.float32):
+            m, k, n_cols, c = 7, 4, 9, 3
+            ident = IDENTITY[sr]
+            v, idx = random_ell(m, k, n_cols, ident, sr, np.int32 if dt == np.float32 else np.int64)
+            if sr == "probor":
+                b = rng.uniform(0.05, 0.95, size=(n_cols, c))
+            else:
+                b = rng.uniform(-2, 2, size=(n_cols, c))
+            if sr in ("real", "log"):
+                b = rng.uniform(-2, 2, size=(2, n_cols, c))  # a batch over B's leading dim
+            v = v.astype(dt)
+            b = b.astype(dt)
+            out = ell_matmul_ref(sr, v.astype(np.float64), idx, b.astype(np.float64))
+            name = f"mm_{sr}_{np.dtype(dt).name}"
+            save(name, values=v, indices=idx, b=b, out=out.astype(dt))
+            lines.append(f"matmul {name} {sr} {n_cols} {ident!r}")
+
+
+def rmatvec_cases():
+    for dt in (np.float64, np.float32):
+        for batch in ((), (3,)):
+            m, k, n_cols, c = 8, 5, 6, 2
+            v, idx = random_ell(m, k, n_cols, 0.0, "real")
+            x = rng.uniform(-2, 2, size=batch + (m, c))
+            a = np.zeros((m, n_cols))
+            for i in range(m):
+                for p in range(k):
+                    a[i, idx[i, p]] += v[i, p]
+            out = np.swapaxes(a, 0, 1) @ x
+            name = f"rmv_{len(batch)}_{np.dtype(dt).name}"
+            save(name, values=v.astype(dt), indices=idx, x=x.astype(dt), out=out.astype(dt))
+            lines.append(f"rmatvec {name} real {n_cols} 0.0")
+
+
+def softmax_cases():
+    for dt in (np.float64, np.float32):
+        m, k = 6, 5
+        v, idx = random_ell(m, k, 4, 0.0, "real")
+        s = rng.uniform(-3, 3, size=(2, m, k))
+        pad = v == 0.0
+        out = np.zeros_like(s)
+        for bi in range(2):
+            for i in range(m):
+                keep = ~pad[i]
+                if keep.any():
+                    e = np.exp(s[bi, i, keep] - s[bi, i, keep].max())
+                    out[bi, i, keep] = e / e.sum()
+        name = f"smax_{np.dtype(dt).name}"
+        save(name, values=v.astype(dt), indices=idx, x=s.astype(dt), out=out.astype(dt))
+        lines.append(f"softmax {name} - 4 0.0")
+
+
+def main():
+    if not (np.__version__.startswith("1.24") and scipy.__version__.startswith("1.10")):
+        sys.exit(f"need numpy 1.24 and scipy 1.10, found {np.__version__} {scipy.__version__}")
+    os.makedirs(OUT, exist_ok=True)
+    matmul_cases()
+    rmatvec_cases()
+    softmax_cases()
+    with open(os.path.join(OUT, "manifest.txt"), "w") as f:
+        f.write(f"# numpy {np.__version__} scipy {scipy.__version__}\n")
+        f.write("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
