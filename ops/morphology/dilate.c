@@ -8,6 +8,7 @@
 #include "cache.h"
 #include "internal.h"
 #include "ir/ir.h"
+#include "morph.h"
 #include "nitrix-graph.h"
 #include "nitrix-ops.h"
 
@@ -342,6 +343,39 @@ nx_node nx_morph_node(nx_graph *g, nx_morph_op op, nx_node x, const nx_morph_opt
     return y;
 }
 
+/* The median of a window of at most NX_MORPH_NET_MAX places: the slice of the padded image xp
+ * at each place of the element (C order), and the middle rank of them by a selection network. */
+static nx_node median_network(nx_graph *g, nx_node xp, const morph_elem *e, int lead, int n_in)
+{
+    int nd = nx_node_ndim(g, xp);
+    int64_t shape[NX_MAX_DIMS], out[NX_MAX_DIMS];
+    if (!xp || !nx_node_shape(g, xp, shape))
+        return NX_NONE;
+    for (int i = 0; i < nd; i++)
+        out[i] = i < lead ? shape[i] : shape[i] - e->w[i - lead] + 1;
+    for (int i = lead; i < nd; i++)
+        if (out[i] < 1)
+            return nx_ir_graph_failf(g, NX_ERR_SHAPE,
+                                     "nx_median_node: VALID with an element of extent %lld on an "
+                                     "axis of %lld; expected an element no larger than the image",
+                                     (long long)e->w[i - lead], (long long)shape[i]);
+    nx_node vals[NX_MORPH_NET_MAX];
+    int k = 0;
+    for (int64_t j = 0; j < e->count; j++) {
+        if (!e->in[j])
+            continue;
+        int64_t start[NX_MAX_DIMS] = {0}, stop[NX_MAX_DIMS], r = j;
+        for (int i = nd - 1; i >= lead; i--) {
+            start[i] = r % e->w[i - lead];
+            r /= e->w[i - lead];
+        }
+        for (int i = 0; i < nd; i++)
+            stop[i] = start[i] + out[i];
+        vals[k++] = nx_slice(g, xp, start, stop, NULL);
+    }
+    return nx_morph_select_rank(g, n_in, vals, n_in / 2);
+}
+
 /* Median over the window as the IR's sort along one flattened window axis, then the element of
  * rank count / 2 (scipy's median_filter rank, the upper median for even counts). Small windows
  * could use sorting networks; that is the backends' lowering of sort, not a separate op here. */
@@ -375,6 +409,14 @@ nx_node nx_median_node(nx_graph *g, nx_node x, const nx_morph_opts *opts)
     }
     nx_node xp =
         o->padding == NX_MORPH_SAME ? nx_pad(g, x, lo, hi, border_pad[o->border], o->cval) : x;
+    int64_t n_in = 0;
+    for (int64_t j = 0; j < e.count; j++)
+        n_in += e.in[j];
+    if (n_in <= NX_MORPH_NET_MAX) {
+        nx_node y = median_network(g, xp, &e, lead, (int)n_in);
+        elem_free(ctx, &e);
+        return y;
+    }
     nx_node v = nx_window(g, xp, win, NULL, NULL);
     int64_t shape[NX_MAX_DIMS * 2];
     nx_node y = NX_NONE;

@@ -11,4 +11,9 @@
 NX_HIDDEN nx_node nx_morph_edt_separable_node(nx_graph *g, nx_node field, const double *sampling);
 NX_HIDDEN nx_node nx_morph_edt_fast_node(nx_graph *g, nx_node field, const double *sampling);
 
+/* The element of the given rank (0-based, numpy's order: NaN last) of count same-shaped values,
+ * elementwise, by a pruned sorting network of minimum/maximum (median-net.c). */
+#define NX_MORPH_NET_MAX 64
+NX_HIDDEN nx_node nx_morph_select_rank(nx_graph *g, int count, const nx_node *values, int rank);
+
 #endif
