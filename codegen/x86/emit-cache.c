@@ -45,6 +45,7 @@ nx_status nx_x86_kernel_key(nx_ctx *ctx, const nx_kernel *k, bool reassoc,
     nx_rt_cache_blob_init(b, ctx);
     nx_rt_cache_blob_str(b, "backend", "cpu");
     nx_rt_cache_blob_str(b, "emit", nx_x86_emit_version());
+    nx_rt_cache_blob_str(b, "passes", nx_x86_kernel_pipeline());
     nx_rt_cache_blob_bytes(b, "kernel-ir", ir, len);
     nx_rt_cache_blob_i64(b, "reassoc", reassoc);
     nx_rt_cache_blob_str(b, "triple", t->triple);
@@ -86,7 +87,7 @@ static nx_status compile(nx_x86_jit *jit, const nx_kernel *k, bool reassoc, cons
     st = nx_x86_module_parse(jit, name, text, strlen(text), &m);
     nx_rt_free(ctx, text, tlen);
     if (st == NX_OK)
-        st = nx_x86_module_optimize(m, NX_X86_OPT_O3);
+        st = nx_x86_module_optimize(m, NX_X86_OPT_KERNEL);
     if (st != NX_OK) {
         nx_x86_module_free(m);
         return st;

@@ -183,6 +183,9 @@ typedef struct emitter {
     int loopvar[NX_KERNEL_MAX_LOOPS]; /* SSA number of each open loop's index */
     uint32_t *mask;
     uint32_t live; /* loops open at the current position */
+    uint8_t *tile_cls; /* register tiles: class of each instruction, vector value cache */
+    int *tile_vc;
+    uint32_t math_used; /* bit 2 i + (f64): math_names[i] is called */
     bool reassoc;
     bool failed;
 } emitter;
@@ -322,10 +325,24 @@ static int call1(emitter *e, const char *fn, const char *t, int a)
     return v;
 }
 
+static const char *const math_names[] = {"exp", "log",  "log1p", "expm1", "sin",
+                                          "cos", "tanh", "erf",   "sqrt",  "pow"};
+#define MATH_COUNT (int)(sizeof math_names / sizeof *math_names)
+
+/* Records that the kernel calls name in dtype d: only those are declared, and so defined in the
+ * module (a body LLVM would otherwise optimise, then delete, costs compile time). */
+static void math_use(emitter *e, const char *name, int d)
+{
+    for (int i = 0; i < MATH_COUNT; i++)
+        if (strcmp(math_names[i], name) == 0)
+            e->math_used |= 1u << (2 * i + (d == NX_DTYPE_F64));
+}
+
 static int mathcall(emitter *e, const char *name, int d, int a, int b)
 {
     const char *t = rty(d);
     int v = fresh(e);
+    math_use(e, name, d);
     if (b >= 0)
         put(&e->body, "  %%v%d = call %s @nx.math.%s.%s(%s %%v%d, %s %%v%d)\n", v, t, name,
             mathsuffix(d), t, a, t, b);
@@ -977,13 +994,406 @@ static void emit_rows(emitter *e, int r, int lin_outer)
     loop_close(e, l);
 }
 
+/* ---- register tiles ------------------------------------------------------------------------*/
+
+/* A contraction whose operand is plain float arithmetic over loads runs as register tiles: MR
+ * rows (space loop il) x NR vectors of W columns (space loop jl, the innermost) of carries held
+ * in registers through the whole reduction, each loaded value reused across the tile:
+ *     for j0 (panels of NR*W columns): for i0 (blocks of MR rows):
+ *         acc[MR][NR] = identity
+ *         for k: acc[r][c] = step(acc[r][c], f(i0 + r, k, j0 + c*W + lane))
+ *         y[i0 + r, j0 + c*W ...] = acc[r][c]
+ * Panels outside row blocks keep the B panel in L2 while A streams. Each output still folds its
+ * k in ascending order, one element at a time: the result is the canonical one for every monoid.
+ * Column indices enter the operand only through loads at stride 1 (vector loads) or not at all
+ * (broadcast scalars); anything else keeps the row strategy. */
+
+enum { CLS_S, CLS_L, CLS_V, CLS_BAD }; /* scalar, j + lane (i64), vector, not tileable */
+
+#define TILE_MR 6
+#define TILE_NR 4
+
+static bool vec_float_prim(int prim)
+{
+    switch (prim) {
+    case NX_PRIM_ADD:
+    case NX_PRIM_SUB:
+    case NX_PRIM_MUL:
+    case NX_PRIM_DIV:
+    case NX_PRIM_MIN:
+    case NX_PRIM_MAX:
+    case NX_PRIM_NEG:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static int classify_prim(const nx_kernel *k, const nx_kinst *in, const uint8_t *cls)
+{
+    int ar = nx_ir_prims[in->prim].arity;
+    int c0 = cls[in->a[0]], c1 = ar > 1 ? cls[in->a[1]] : CLS_S;
+    bool all_s = c0 == CLS_S && c1 == CLS_S && (ar < 3 || cls[in->a[2]] == CLS_S);
+    if (all_s)
+        return CLS_S;
+    if (c0 == CLS_BAD || c1 == CLS_BAD || ar == 3)
+        return CLS_BAD;
+    if (in->dtype == NX_DTYPE_I64 && (c0 == CLS_L || c1 == CLS_L) && c0 != CLS_V && c1 != CLS_V) {
+        const nx_kinst *b = ar > 1 ? &k->inst[in->a[1]] : NULL;
+        if (in->prim == NX_PRIM_ADD && !(c0 == CLS_L && c1 == CLS_L))
+            return CLS_L;
+        if (in->prim == NX_PRIM_SUB && c0 == CLS_L && c1 == CLS_S)
+            return CLS_L;
+        if (in->prim == NX_PRIM_MUL && c0 == CLS_L && b->op == NX_KOP_CONST && b->i == 1)
+            return CLS_L;
+        return CLS_BAD;
+    }
+    if (is_fl(in->dtype) && vec_float_prim(in->prim) && c0 != CLS_L && c1 != CLS_L)
+        return CLS_V;
+    return CLS_BAD;
+}
+
+/* cls[id] for every instruction, relative to column loop jl. */
+static void classify(const nx_kernel *k, int jl, uint8_t *cls)
+{
+    for (int id = 0; id < k->ninst; id++) {
+        const nx_kinst *in = &k->inst[id];
+        switch (in->op) {
+        case NX_KOP_CONST:
+            cls[id] = CLS_S;
+            break;
+        case NX_KOP_IDX:
+            cls[id] = in->a[0] == jl ? CLS_L : CLS_S;
+            break;
+        case NX_KOP_LOAD: {
+            int c = cls[in->a[1]];
+            cls[id] = c == CLS_S ? CLS_S : c == CLS_L && is_fl(in->dtype) ? CLS_V : CLS_BAD;
+            break;
+        }
+        case NX_KOP_PRIM:
+            cls[id] = (uint8_t)classify_prim(k, in, cls);
+            break;
+        default:
+            cls[id] = CLS_BAD; /* a nested REDUCE keeps the row strategy */
+            break;
+        }
+    }
+}
+
+static bool tree_ok(const nx_kernel *k, int32_t id, const uint8_t *cls, uint8_t *seen)
+{
+    if (seen[id])
+        return true;
+    seen[id] = 1;
+    const nx_kinst *in = &k->inst[id];
+    if (cls[id] == CLS_BAD)
+        return false;
+    if (in->op == NX_KOP_LOAD)
+        return tree_ok(k, in->a[1], cls, seen);
+    if (in->op != NX_KOP_PRIM)
+        return true;
+    for (int j = 0; j < nx_ir_prims[in->prim].arity; j++)
+        if (!tree_ok(k, in->a[j], cls, seen))
+            return false;
+    return true;
+}
+
+typedef struct tile {
+    int r, il, jl, d, w; /* the REDUCE, row and column loops, operand dtype, lanes */
+    uint8_t *cls;
+    int *vc;       /* vector value of (instruction, column) in the current row, -1: none */
+    int irow[TILE_MR], jcol[TILE_NR]; /* SSA of each row's i and column's first j */
+} tile;
+
+/* The REDUCE of a kernel that tiles, with t's fields set; -1 otherwise. */
+static int tile_reduce(emitter *e, tile *t)
+{
+    const nx_kernel *k = e->k;
+    if (k->nstores != 1 || k->ndim < 2)
+        return -1;
+    int32_t r = k->stores[0].value;
+    const nx_kinst *in = &k->inst[r];
+    int jl = k->ndim - 1, d = k->inst[in->a[0]].dtype;
+    bool monoid = in->prim == NX_MONOID_SUM || in->prim == NX_MONOID_PROD ||
+                  in->prim == NX_MONOID_MAX || in->prim == NX_MONOID_MIN;
+    if (in->op != NX_KOP_REDUCE || !monoid || !is_fl(d) || !(e->mask[in->a[0]] >> jl & 1))
+        return -1;
+    uint8_t *seen = nx_rt_calloc(e->ctx, (size_t)k->ninst, 1);
+    if (!seen)
+        return -1;
+    classify(k, jl, t->cls);
+    bool ok = tree_ok(k, in->a[0], t->cls, seen);
+    nx_rt_free(e->ctx, seen, (size_t)k->ninst);
+    if (!ok)
+        return -1;
+    t->r = r;
+    t->il = k->ndim - 2;
+    t->jl = jl;
+    t->d = d;
+    t->w = d == NX_DTYPE_F32 ? 16 : 8;
+    return r;
+}
+
+static void vty(const tile *t, int w, char *buf, size_t n)
+{
+    if (w == 1)
+        snprintf(buf, n, "%s", rty(t->d));
+    else
+        snprintf(buf, n, "<%d x %s>", w, rty(t->d));
+}
+
+static int splat(emitter *e, const tile *t, int w, int s)
+{
+    if (w == 1)
+        return s;
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    int a = fresh(e), b = fresh(e);
+    put(&e->body, "  %%v%d = insertelement %s undef, %s %%v%d, i32 0\n", a, vt, rty(t->d), s);
+    put(&e->body, "  %%v%d = shufflevector %s %%v%d, %s undef, <%d x i32> zeroinitializer\n", b,
+        vt, a, vt, w);
+    return b;
+}
+
+static int vsel(emitter *e, const tile *t, int w, int c, int a, int b)
+{
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    int v = fresh(e);
+    if (w == 1)
+        put(&e->body, "  %%v%d = select i1 %%v%d, %s %%v%d, %s %%v%d\n", v, c, vt, a, vt, b);
+    else
+        put(&e->body, "  %%v%d = select <%d x i1> %%v%d, %s %%v%d, %s %%v%d\n", v, w, c, vt, a,
+            vt, b);
+    return v;
+}
+
+static int vec(emitter *e, tile *t, int w, int c, int32_t id);
+
+static int vec_load(emitter *e, const tile *t, int w, const nx_kinst *in)
+{
+    int off = V(in->a[1]); /* the offset at the column's first j */
+    const char *st = mty(in->dtype);
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    int p = fresh(e), q = fresh(e), v = fresh(e);
+    put(&e->body, "  %%v%d = getelementptr inbounds %s, %s* %%b%d, i64 %%v%d\n", p, st, st,
+        in->a[0], off);
+    put(&e->body, "  %%v%d = bitcast %s* %%v%d to %s*\n", q, st, p, vt);
+    put(&e->body, "  %%v%d = load %s, %s* %%v%d, align 4\n", v, vt, vt, q);
+    return v;
+}
+
+static int vec_minmax(emitter *e, const tile *t, int w, bool max, int a, int b)
+{
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    int pick = op2(e, max ? "fcmp ogt" : "fcmp olt", vt, b, a);
+    int r = vsel(e, t, w, pick, b, a);
+    int nan = op2(e, "fcmp uno", vt, a, b);
+    return vsel(e, t, w, nan, splat(e, t, w, fconst(e, t->d, NAN)), r);
+}
+
+static int vec_prim(emitter *e, tile *t, int w, int c, const nx_kinst *in)
+{
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    int a = vec(e, t, w, c, in->a[0]);
+    if (in->prim == NX_PRIM_NEG) {
+        int v = fresh(e);
+        put(&e->body, "  %%v%d = fneg %s %%v%d\n", v, vt, a);
+        return v;
+    }
+    int b = vec(e, t, w, c, in->a[1]);
+    switch (in->prim) {
+    case NX_PRIM_ADD:
+        return op2(e, "fadd", vt, a, b);
+    case NX_PRIM_SUB:
+        return op2(e, "fsub", vt, a, b);
+    case NX_PRIM_MUL:
+        return op2(e, "fmul", vt, a, b);
+    case NX_PRIM_DIV:
+        return op2(e, "fdiv", vt, a, b);
+    default:
+        return vec_minmax(e, t, w, in->prim == NX_PRIM_MAX, a, b);
+    }
+}
+
+/* The value of id at the current row and column c as w lanes (scalars splatted). */
+static int vec(emitter *e, tile *t, int w, int c, int32_t id)
+{
+    int *slot = &t->vc[id * TILE_NR + c];
+    if (*slot >= 0)
+        return *slot;
+    const nx_kinst *in = &e->k->inst[id];
+    int v;
+    if (t->cls[id] == CLS_S)
+        v = splat(e, t, w, V(id));
+    else if (in->op == NX_KOP_LOAD)
+        v = vec_load(e, t, w, in);
+    else
+        v = vec_prim(e, t, w, c, in);
+    *slot = v;
+    return v;
+}
+
+/* Forgets cached values that depend on the loops in `loops` (their index changed). */
+static void tile_forget(emitter *e, tile *t, uint32_t loops, bool vectors)
+{
+    for (int id = 0; id < e->k->ninst; id++) {
+        if (!(e->mask[id] & loops))
+            continue;
+        e->val[id] = -1;
+        for (int c = 0; vectors && c < TILE_NR; c++)
+            t->vc[id * TILE_NR + c] = -1;
+    }
+}
+
+static void tile_step(emitter *e, const tile *t, int w, int acc, int x)
+{
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    int m = e->k->inst[t->r].prim, v = ld(e, vt, acc), r;
+    if (m == NX_MONOID_SUM || m == NX_MONOID_PROD) {
+        r = op2(e, m == NX_MONOID_SUM ? "fadd" : "fmul", vt, v, x);
+    } else {
+        /* x > v ? x : v is one maxps (a NaN carry sticks); then a NaN x is taken, which makes
+         * the canonical fold. freeze keeps LLVM from merging the two selects into two compares
+         * and an or. */
+        int pick = op2(e, m == NX_MONOID_MAX ? "fcmp ogt" : "fcmp olt", vt, x, v);
+        int mm = vsel(e, t, w, pick, x, v), fx = fresh(e);
+        put(&e->body, "  %%v%d = freeze %s %%v%d\n", fx, vt, x);
+        r = vsel(e, t, w, op2(e, "fcmp uno", vt, x, x), fx, mm);
+    }
+    st(e, vt, r, acc);
+}
+
+static void tile_store(emitter *e, const tile *t, int w, int lin, int val)
+{
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    const char *s = rty(t->d);
+    int p = fresh(e), q = fresh(e);
+    put(&e->body, "  %%v%d = getelementptr inbounds %s, %s* %%b%d, i64 %%v%d\n", p, s, s,
+        e->k->stores[0].buf, lin);
+    put(&e->body, "  %%v%d = bitcast %s* %%v%d to %s*\n", q, s, p, vt);
+    put(&e->body, "  store %s %%v%d, %s* %%v%d, align 4\n", vt, val, vt, q);
+}
+
+static int i64c(emitter *e, int64_t v)
+{
+    char lit[32];
+    snprintf(lit, sizeof lit, "%lld", (long long)v);
+    return constv(e, "i64", lit);
+}
+
+/* One tile: rows i0 .. i0+mr-1, columns j0 + c*w .. for c < nr, carries in allocas (SROA makes
+ * them registers). */
+static void emit_tile(emitter *e, tile *t, int i0, int mr, int j0, int nr, int w, int lin_outer)
+{
+    const nx_kernel *k = e->k;
+    const nx_kinst *in = &k->inst[t->r];
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    int acc[TILE_MR][TILE_NR];
+    int id0 = splat(e, t, w, identity(e, in->prim, t->d));
+    for (int r = 0; r < mr; r++)
+        for (int c = 0; c < nr; c++) {
+            acc[r][c] = alloca_of(e, vt);
+            st(e, vt, id0, acc[r][c]);
+        }
+    for (int r = 0; r < mr; r++)
+        t->irow[r] = r ? op2(e, "add", "i64", i0, i64c(e, r)) : i0;
+    for (int c = 0; c < nr; c++)
+        t->jcol[c] = c ? op2(e, "add", "i64", j0, i64c(e, (int64_t)c * w)) : j0;
+    uint32_t loops = (uint32_t)in->i, outer = e->live;
+    loop ls[NX_KERNEL_MAX_LOOPS];
+    int n = 0;
+    for (int q = 0; q < k->nloops; q++) {
+        if (!(loops >> q & 1))
+            continue;
+        char hi[32];
+        snprintf(hi, sizeof hi, "%lld", (long long)k->extent[q]);
+        ls[n] = loop_open(e, "0", hi);
+        e->loopvar[q] = ls[n].index;
+        n++;
+    }
+    e->live |= loops | 1u << t->il | 1u << t->jl;
+    tile_forget(e, t, loops | 1u << t->il | 1u << t->jl, false);
+    for (int i = 0; i < k->ninst * TILE_NR; i++) /* vectors of earlier tiles do not dominate */
+        t->vc[i] = -1;
+    for (int r = 0; r < mr; r++) {
+        e->loopvar[t->il] = t->irow[r];
+        tile_forget(e, t, 1u << t->il, true);
+        for (int c = 0; c < nr; c++) {
+            e->loopvar[t->jl] = t->jcol[c];
+            tile_forget(e, t, 1u << t->jl, false);
+            tile_step(e, t, w, acc[r][c], vec(e, t, w, c, in->a[0]));
+        }
+    }
+    e->live = outer;
+    while (n > 0)
+        loop_close(e, ls[--n]);
+    int ni = i64c(e, k->extent[t->il]), nj = i64c(e, k->extent[t->jl]);
+    for (int r = 0; r < mr; r++) {
+        int row = op2(e, "add", "i64", op2(e, "mul", "i64", lin_outer, ni), t->irow[r]);
+        int base = op2(e, "mul", "i64", row, nj);
+        for (int c = 0; c < nr; c++)
+            tile_store(e, t, w, op2(e, "add", "i64", base, t->jcol[c]), ld(e, vt, acc[r][c]));
+    }
+    tile_forget(e, t, loops | 1u << t->il | 1u << t->jl, true);
+}
+
+/* Row blocks of mr over [lo, hi), then single rows, for one column panel. */
+static void tile_rows(emitter *e, tile *t, const char *lo, const char *hi, int j0, int nr, int w,
+                      int lin_outer)
+{
+    char slo[24], shi[24], snb[24];
+    int lov = fresh(e), hiv = fresh(e);
+    put(&e->body, "  %%v%d = add i64 %s, 0\n  %%v%d = add i64 %s, 0\n", lov, lo, hiv, hi);
+    int nb = op2(e, "sdiv", "i64", op2(e, "sub", "i64", hiv, lov), i64c(e, TILE_MR));
+    int rest = op2(e, "add", "i64", lov, op2(e, "mul", "i64", nb, i64c(e, TILE_MR)));
+    snprintf(snb, sizeof snb, "%%v%d", nb);
+    loop b = loop_open(e, "0", snb);
+    int i0 = op2(e, "add", "i64", lov, op2(e, "mul", "i64", b.index, i64c(e, TILE_MR)));
+    emit_tile(e, t, i0, TILE_MR, j0, nr, w, lin_outer);
+    loop_close(e, b);
+    snprintf(slo, sizeof slo, "%%v%d", rest);
+    snprintf(shi, sizeof shi, "%%v%d", hiv);
+    loop one = loop_open(e, slo, shi);
+    emit_tile(e, t, one.index, 1, j0, nr, w, lin_outer);
+    loop_close(e, one);
+}
+
+/* Column panels of nr*w, then single vectors, then single columns; rows inside each. */
+static void emit_tiles(emitter *e, tile *t, const char *lo, const char *hi, int lin_outer)
+{
+    int64_t nj = e->k->extent[t->jl], start = 0;
+    const int nrs[3] = {TILE_NR, 1, 1}, ws[3] = {t->w, t->w, 1};
+    for (int p = 0; p < 3; p++) {
+        int64_t width = (int64_t)nrs[p] * ws[p], count = (nj - start) / width;
+        if (count <= 0)
+            continue;
+        char sc[24];
+        snprintf(sc, sizeof sc, "%lld", (long long)count);
+        loop jp = loop_open(e, "0", sc);
+        int j0 = op2(e, "add", "i64", i64c(e, start), op2(e, "mul", "i64", jp.index,
+                                                            i64c(e, width)));
+        tile_rows(e, t, lo, hi, j0, nrs[p], ws[p], lin_outer);
+        loop_close(e, jp);
+        start += count * width;
+    }
+}
+
 /* The space loops, outermost over [begin, end); the stores at the innermost point. */
 static void emit_space(emitter *e)
 {
     const nx_kernel *k = e->k;
     loop ls[NX_MAX_DIMS];
-    int r = row_reduce(e);
-    int nd = r >= 0 ? k->ndim - 1 : k->ndim;
+    tile t = {.cls = e->tile_cls, .vc = e->tile_vc};
+    int tr = t.cls && t.vc ? tile_reduce(e, &t) : -1;
+    int r = tr >= 0 ? -1 : row_reduce(e);
+    int nd = tr >= 0 ? k->ndim - 2 : r >= 0 ? k->ndim - 1 : k->ndim;
     int lin = constv(e, "i64", "0");
     for (int d = 0; d < nd; d++) {
         char hi[32];
@@ -993,7 +1403,11 @@ static void emit_space(emitter *e)
         e->live |= 1u << d;
         lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin, constv(e, "i64", hi)), ls[d].index);
     }
-    if (r >= 0) {
+    if (tr >= 0) {
+        char hi[32];
+        snprintf(hi, sizeof hi, "%lld", (long long)k->extent[t.il]);
+        emit_tiles(e, &t, nd == 0 ? "%begin" : "0", nd == 0 ? "%end" : hi, lin);
+    } else if (r >= 0) {
         emit_rows(e, r, lin);
     } else {
         for (int s = 0; s < k->nstores; s++)
@@ -1003,16 +1417,16 @@ static void emit_space(emitter *e)
         loop_close(e, ls[d]);
 }
 
-static void emit_declarations(text *t)
+static void emit_declarations(const emitter *e, text *t)
 {
-    static const char *const fns[] = {"exp", "log",  "log1p", "expm1", "sin",
-                                      "cos", "tanh", "erf",   "sqrt"};
-    for (size_t i = 0; i < sizeof fns / sizeof *fns; i++) {
-        put(t, "declare float @nx.math.%s.f32(float)\n", fns[i]);
-        put(t, "declare double @nx.math.%s.f64(double)\n", fns[i]);
-    }
-    put(t, "declare float @nx.math.pow.f32(float, float)\n");
-    put(t, "declare double @nx.math.pow.f64(double, double)\n");
+    for (int i = 0; i < MATH_COUNT; i++)
+        for (int f = 0; f < 2; f++) {
+            if (!(e->math_used >> (2 * i + f) & 1))
+                continue;
+            const char *ty = f ? "double" : "float";
+            put(t, "declare %s @nx.math.%s.%s(%s", ty, math_names[i], f ? "f64" : "f32", ty);
+            put(t, strcmp(math_names[i], "pow") == 0 ? ", %s)\n" : ")\n", ty);
+        }
     static const char *const intr[] = {"fabs", "floor", "ceil", "nearbyint"};
     for (size_t i = 0; i < sizeof intr / sizeof *intr; i++) {
         put(t, "declare float @llvm.%s.f32(float)\n", intr[i]);
@@ -1065,6 +1479,8 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
     e.val = nx_rt_alloc(k->ctx, n * sizeof *e.val);
     e.scope = nx_rt_calloc(k->ctx, n, sizeof *e.scope);
     e.mask = nx_rt_calloc(k->ctx, n, sizeof *e.mask);
+    e.tile_cls = nx_rt_calloc(k->ctx, n, 1);
+    e.tile_vc = nx_rt_alloc(k->ctx, n * TILE_NR * sizeof *e.tile_vc);
     text t = {.ctx = k->ctx};
     if (e.val && e.scope && e.mask) {
         for (size_t i = 0; i < n; i++)
@@ -1073,13 +1489,15 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
         e.open[0] = true;
         e.nscopes = 1;
         emit_space(&e);
-        emit_declarations(&t);
+        emit_declarations(&e, &t);
         emit_functions(&e, &t, name);
     }
     bool failed = !e.val || !e.scope || !e.mask || e.body.failed || e.allocas.failed || t.failed;
     nx_rt_free(k->ctx, e.val, n * sizeof *e.val);
     nx_rt_free(k->ctx, e.scope, n * sizeof *e.scope);
     nx_rt_free(k->ctx, e.mask, n * sizeof *e.mask);
+    nx_rt_free(k->ctx, e.tile_cls, n);
+    nx_rt_free(k->ctx, e.tile_vc, n * TILE_NR * sizeof *e.tile_vc);
     text_free(&e.body);
     text_free(&e.allocas);
     if (failed || e.failed) {

@@ -95,7 +95,12 @@ typedef enum nx_x86_opt {
     NX_X86_OPT_O3,      /* default<O3> with the host TM, loop unrolling and interleaving off */
     NX_X86_OPT_O3_FULL, /* default<O3> as LLVM tunes it, unrolling and interleaving on: about
                          * twice the compile time, faster in-cache loops on some hosts */
+    NX_X86_OPT_KERNEL,  /* the passes kernel IR's loops need (jit.c says which and why): the
+                         * same code as O3 for emitted kernels at about half its compile time */
 } nx_x86_opt;
+
+/* The pass list of NX_X86_OPT_KERNEL (part of kernel cache keys). */
+NX_HIDDEN const char *nx_x86_kernel_pipeline(void);
 
 /* Verifies, runs the pipeline, verifies again. NX_ERR_INTERNAL on invalid IR or a pass error.
  * On AVX-512 hosts, functions without a "prefer-vector-width" attribute get "512" (LLVM's default
