@@ -88,15 +88,17 @@ NX_API nx_status nx_spatial_cube_neighbourhood(nx_ctx *ctx, int ndim, const int6
 
 #define NX_BILATERAL_MAX_ITERS 1024
 
-/* The neighbourhood is index when it is given (an explicit [n, kmax] i32/i64 array with entries
- * in [0, n), or the column indices of an ELL whose padding the mask drops), else the k nearest by
- * the same metric (nx_brute_force_knn, self included). mask (optional) is [n, kmax], bool or an
- * integer dtype: zero drops the slot. */
+/* The neighbourhood is one of: index, an explicit [n, kmax] i32/i64 array with entries in [0, n);
+ * ell, an n x n ELL (nitrix-sparse.h) whose indices are the neighbours and whose pads (value ==
+ * identity) are dropped, its other values unused (the structure only); else the k nearest by the
+ * same metric (nx_brute_force_knn, self included). mask (optional) is [n, kmax], bool or an
+ * integer dtype: zero drops the slot (with an ELL, on top of its pads). */
 typedef struct nx_bilateral_opts {
     nx_backend backend;
     nx_feature_metric metric;
     int64_t k;              /* k-NN count when index is NULL: 1..n */
-    const nx_tensor *index; /* NULL: k-NN */
+    const nx_tensor *index; /* NULL: ell, else k-NN */
+    const nx_ell *ell;      /* NULL: index or k-NN */
     const nx_tensor *mask;  /* NULL: every slot valid */
     int n_iters;            /* 0 means 1; at most NX_BILATERAL_MAX_ITERS */
 } nx_bilateral_opts;

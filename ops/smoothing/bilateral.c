@@ -18,17 +18,11 @@ NX_HIDDEN bool nx_bil_all_finite(const nx_tensor *t, int64_t *bad, double *value
 
 #define WHO "nx_bilateral_gaussian"
 
-/* out_i = sum_k w[i, k] v[idx[i, k]]: an ELL product under REAL. Kept behind this one function so
- * it can become the sparse family's ELL builder; as graph it is one gather the fusion pass turns
- * into indexed loads inside the k fold. */
+/* out_i = sum_k w[i, k] v[idx[i, k]]: the sparse family's ELL product under REAL, one gather
+ * that the fusion pass turns into indexed loads inside the k fold. */
 static nx_node ell_apply(nx_graph *g, nx_node w, nx_node idx, nx_node v)
 {
-    int64_t ws[NX_MAX_DIMS];
-    if (!nx_node_shape(g, w, ws))
-        return nx_reshape(g, w, 0, NULL);
-    nx_node wk = nx_reshape(g, w, 3, (int64_t[]){ws[0], ws[1], 1});
-    int axis = 1;
-    return nx_reduce(g, nx_mul(g, wk, nx_gather(g, v, idx, 0)), 1, &axis, NX_MONOID_SUM, false);
+    return nx_ell_matmul_node(g, nx_semiring_builtin(NX_SEMIRING_REAL), w, idx, v);
 }
 
 static bool node_shapes_ok(nx_graph *g, nx_node values, nx_node features, nx_node metric,
@@ -192,6 +186,46 @@ static nx_status check_points(nx_ctx *ctx, const nx_tensor *v, const nx_tensor *
     return NX_OK;
 }
 
+/* The ELL's structure: its indices, and its pads (value == identity) masked out. */
+static nx_status ell_neighbourhood(nx_ctx *ctx, const nx_ell *e, int64_t n, nx_tensor **index,
+                                   nx_tensor **mask)
+{
+    nx_status st = nx_ell_check(ctx, WHO, e);
+    if (st != NX_OK)
+        return st;
+    if (e->n_cols != n || nx_tensor_shape(e->indices)[0] != n)
+        return nx_rt_error(ctx, NX_ERR_SHAPE, WHO ": the ELL is %lld x %lld; expected n x n with "
+                           "n = %lld points",
+                           (long long)nx_tensor_shape(e->indices)[0], (long long)e->n_cols,
+                           (long long)n);
+    int64_t kmax = nx_tensor_shape(e->indices)[1];
+    if ((st = nx_tensor_copy(e->indices, index)) == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_BOOL, 2, (int64_t[]){n, kmax}, mask);
+    for (int64_t i = 0; st == NX_OK && i < n; i++)
+        for (int64_t s = 0; s < kmax; s++)
+            ((uint8_t *)nx_tensor_data(*mask))[i * kmax + s] =
+                nx_bil_at(e->values, (int64_t[]){i, s}) != e->identity;
+    return st;
+}
+
+/* *mask (NULL or bool) and-ed with the caller's mask. */
+static nx_status and_mask(nx_ctx *ctx, const nx_tensor *user, nx_tensor **mask)
+{
+    nx_tensor *b = NULL;
+    nx_status st = nx_tensor_cast(user, NX_DTYPE_BOOL, &b);
+    if (st != NX_OK || !*mask) {
+        *mask = b;
+        return st;
+    }
+    uint8_t *m = nx_tensor_data(*mask);
+    const uint8_t *u = nx_tensor_data(b);
+    for (int64_t i = 0; i < nx_tensor_numel(b); i++)
+        m[i] = m[i] && u[i];
+    nx_tensor_free(b);
+    (void)ctx;
+    return NX_OK;
+}
+
 /* Checks the arguments and resolves the neighbourhood: *index and *mask are new references
  * (k-NN computed here, masks converted to bool) that the caller frees. */
 static nx_status prepare(nx_ctx *ctx, const nx_tensor *v, const nx_tensor *f,
@@ -210,7 +244,11 @@ static nx_status prepare(nx_ctx *ctx, const nx_tensor *v, const nx_tensor *f,
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO ": n_iters = %d; expected 0 (one) .. %d",
                            o->n_iters, NX_BILATERAL_MAX_ITERS);
     int64_t n = nx_tensor_shape(f)[0];
-    if (o->index) {
+    if (o->ell && o->index)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO ": give index or ell, not both");
+    if (o->ell) {
+        st = ell_neighbourhood(ctx, o->ell, n, index, mask);
+    } else if (o->index) {
         if ((st = check_index(ctx, o->index, n)) != NX_OK)
             return st;
         st = nx_tensor_copy(o->index, index);
@@ -220,7 +258,7 @@ static nx_status prepare(nx_ctx *ctx, const nx_tensor *v, const nx_tensor *f,
     }
     if (st == NX_OK && o->mask && *index) {
         if ((st = check_mask(ctx, o->mask, *index)) == NX_OK)
-            st = nx_tensor_cast(o->mask, NX_DTYPE_BOOL, mask);
+            st = and_mask(ctx, o->mask, mask);
     } else if (st == NX_OK && o->mask) {
         st = nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO ": a mask needs an explicit index");
     }

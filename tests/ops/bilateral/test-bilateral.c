@@ -162,7 +162,25 @@ static void test_flat_mean_and_mask(void **state)
     for (int i = 0; i < 8; i++)
         if (!nx_test_close(at(out, i), want[i], 1e-12, 1e-12))
             fail_msg("out[%d] = %.17g; the masked mean is %g", i, at(out, i), want[i]);
-    nx_tensor *tensors[] = {v, f, s, idx, mask, out};
+    /* The same neighbourhood as an ELL whose pads (value 0 = identity) are the masked slots;
+     * its other values (here 7) are structure only. */
+    double ev[12];
+    for (int i = 0; i < 12; i++)
+        ev[i] = mv[i] ? 7 : 0;
+    nx_tensor *evals = make(ctx, NX_DTYPE_F64, 2, (int64_t[]){4, 3}, ev);
+    nx_ell ell = {.values = evals, .indices = idx, .n_cols = 4, .identity = 0};
+    nx_bilateral_opts eo = {.metric = {NX_METRIC_DIAGONAL, s}, .ell = &ell};
+    nx_tensor *out2 = NULL;
+    assert_int_equal(nx_bilateral_gaussian(ctx, v, f, &eo, &out2), NX_OK);
+    for (int i = 0; i < 8; i++)
+        assert_true(at(out2, i) == at(out, i));
+    nx_tensor_free(out2);
+    ell.n_cols = 5;
+    expect_error(ctx, nx_bilateral_gaussian(ctx, v, f, &eo, &out2), NX_ERR_SHAPE, "n x n");
+    ell.n_cols = 4;
+    eo.index = idx;
+    expect_error(ctx, nx_bilateral_gaussian(ctx, v, f, &eo, &out2), NX_ERR_INVALID_ARG, "not both");
+    nx_tensor *tensors[] = {v, f, s, idx, mask, out, evals};
     for (size_t i = 0; i < sizeof tensors / sizeof *tensors; i++)
         nx_tensor_free(tensors[i]);
     ctx_done(ctx);
