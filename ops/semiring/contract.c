@@ -150,6 +150,61 @@ static nx_node conv_gather_batch(nx_graph *g, const nx_semiring *sr, nx_node x, 
     return any ? nx_pad(g, xm, lo, hi, NX_PAD_CONSTANT, sr->identity) : xm;
 }
 
+/* The direct form, when the window view and the kernel fit in NX_MAX_DIMS without merging axes:
+ * x [(b,) s.., c] padded, windowed to [(b,) o.., c, (1,) w.., 1], permuted to
+ * [(b,) o.., (1,) w.., c, 1], times k [w.., c, c_out] (broadcast from the left), folded over
+ * (w.., c) in the kernel's C order. Every index is affine in the loop indices: no reshape sits
+ * between the loads and the loops, so lowering emits no div/mod chains, which the merged form
+ * below costs per tap. Needs 2 (d + 1 + has_batch) <= NX_MAX_DIMS. */
+static nx_node conv_direct(nx_graph *g, const nx_semiring *sr, nx_node x, nx_node k,
+                           const conv_geom *cg)
+{
+    int d = cg->d, hb = cg->nb > 0, n = d + 1 + hb;
+    int64_t shp[NX_MAX_DIMS];
+    if (cg->nb > 1) {
+        shp[0] = cg->batch;
+        for (int i = 0; i < d; i++)
+            shp[1 + i] = cg->s[i];
+        shp[1 + d] = cg->cin;
+        x = nx_reshape(g, x, d + 2, shp);
+    }
+    int64_t lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0};
+    int64_t win[NX_MAX_DIMS], str[NX_MAX_DIMS], dil[NX_MAX_DIMS];
+    bool any = false;
+    for (int i = 0; i < n; i++)
+        win[i] = str[i] = dil[i] = 1;
+    for (int i = 0; i < d; i++) {
+        lo[hb + i] = cg->lo[i];
+        hi[hb + i] = cg->hi[i];
+        any = any || cg->lo[i] || cg->hi[i];
+        win[hb + i] = cg->w[i];
+        str[hb + i] = cg->st[i];
+        dil[hb + i] = cg->dil[i];
+    }
+    nx_node xp = any ? nx_pad(g, x, lo, hi, NX_PAD_CONSTANT, sr->identity) : x;
+    nx_node v = nx_window(g, xp, win, str, dil); /* [(b,) o.., c, (1,) w.., 1] */
+    int perm[NX_MAX_DIMS], axes[NX_MAX_DIMS], j = 0;
+    for (int i = 0; i < hb + d; i++)
+        perm[j++] = i; /* (b,) o.. */
+    for (int i = 0; i < hb + d; i++)
+        perm[j++] = n + i; /* (1,) w.. */
+    perm[j++] = hb + d;    /* c */
+    perm[j++] = 2 * n - 1; /* the channel's unit window axis, against c_out */
+    v = nx_permute(g, v, perm);
+    for (int i = 0; i <= d; i++)
+        axes[i] = 2 * hb + d + i; /* w.., c */
+    nx_node y = nx_semiring_reduce(g, sr, nx_semiring_times(g, sr, v, k), d + 1, axes);
+    /* [(b,) o.., (1,) c_out] -> [(b,) o.., c_out] */
+    int64_t out[NX_MAX_DIMS];
+    int nb = 0;
+    if (hb)
+        out[nb++] = cg->batch;
+    for (int i = 0; i < d; i++)
+        out[nb + i] = cg->o[i];
+    out[nb + d] = cg->cout;
+    return hb ? nx_reshape(g, y, nb + d + 1, out) : y;
+}
+
 nx_node nx_semiring_conv_node(nx_graph *g, const nx_semiring *sr, nx_node x, nx_node k,
                               const nx_semiring_conv_opts *opts)
 {
@@ -165,6 +220,19 @@ nx_node nx_semiring_conv_node(nx_graph *g, const nx_semiring *sr, nx_node x, nx_
     if (conv_geometry(g, x, k, opts, &cg) != NX_OK)
         return NX_NONE;
     int d = cg.d;
+    if (2 * (d + 1 + (cg.nb > 0)) <= NX_MAX_DIMS) {
+        nx_node y = conv_direct(g, sr, x, k, &cg);
+        if (!y || cg.nb <= 1)
+            return y;
+        int64_t xs[NX_MAX_DIMS], out[NX_MAX_DIMS];
+        nx_node_shape(g, x, xs);
+        for (int i = 0; i < cg.nb; i++)
+            out[i] = xs[i];
+        for (int i = 0; i < d; i++)
+            out[cg.nb + i] = cg.o[i];
+        out[cg.nb + d] = cg.cout;
+        return nx_reshape(g, y, cg.nb + d + 1, out);
+    }
     nx_node xm = conv_gather_batch(g, sr, x, &cg);
     int64_t win[NX_MAX_DIMS], str[NX_MAX_DIMS], dil[NX_MAX_DIMS];
     for (int i = 0; i < d; i++) {

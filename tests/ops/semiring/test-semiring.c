@@ -671,6 +671,121 @@ static void test_alloc_sweeps(void **state)
     assert_true(nx_test_alloc_sweep(sweep_conv_pairwise, NULL, 5000) > 0);
 }
 
+static nx_tensor *rand_tensor(nx_ctx *ctx, nx_dtype dt, int nd, const int64_t *shape,
+                              unsigned *seed, double lo, double hi);
+
+/* ---- conv against a direct loop ---------------------------------------------------------------*/
+
+/* y[b, o, co] = (+)_{t, ci} x[b, o*st + t*dil - lo, ci] (x) k[t, ci, co] over d <= 3 spatial dims
+ * (as flattened extents), max-plus or sum-product, padding outside with the identity. */
+static double direct_conv_at(const double *x, const double *k, int d, const int64_t *s,
+                             const int64_t *w, const int64_t *st, const int64_t *dil,
+                             const int64_t *lo, int64_t cin, int64_t cout, const int64_t *o,
+                             int64_t co, bool maxplus)
+{
+    double acc = maxplus ? -INFINITY : 0.0;
+    int64_t t[3] = {0, 0, 0};
+    int64_t taps = 1;
+    for (int i = 0; i < d; i++)
+        taps *= w[i];
+    for (int64_t tt = 0; tt < taps; tt++) {
+        int64_t r = tt, pos = 0, kpos = 0;
+        bool inside = true;
+        for (int i = d - 1; i >= 0; i--) {
+            t[i] = r % w[i];
+            r /= w[i];
+        }
+        for (int i = 0; i < d; i++) {
+            int64_t p = o[i] * st[i] + t[i] * dil[i] - lo[i];
+            inside = inside && p >= 0 && p < s[i];
+            pos = pos * s[i] + p;
+            kpos = kpos * w[i] + t[i];
+        }
+        for (int64_t ci = 0; ci < cin; ci++) {
+            double xv = inside ? x[pos * cin + ci] : (maxplus ? -INFINITY : 0.0);
+            double kv = k[(kpos * cin + ci) * cout + co];
+            acc = maxplus ? fmax(acc, xv + kv) : acc + xv * kv;
+        }
+    }
+    return acc;
+}
+
+/* The direct window form (with none, one and two batch dims) and the merged form (3-D with a
+ * batch) against a direct loop, on ref and cpu, with stride, dilation and SAME padding. */
+static void test_conv_direct_loop(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    static const struct {
+        int nb, d;
+        int64_t batch[2], s[3], w[3], st[3], dil[3], cin, cout;
+    } cases[] = {
+        {0, 2, {0}, {7, 6}, {3, 2}, {2, 1}, {1, 2}, 3, 2},
+        {2, 1, {2, 3}, {9}, {3}, {2}, {2}, 2, 3},
+        {1, 2, {2}, {5, 6}, {3, 3}, {1, 1}, {1, 1}, 2, 2},
+        {1, 3, {2}, {5, 4, 6}, {3, 2, 3}, {1, 2, 1}, {2, 1, 1}, 2, 2},
+        {0, 3, {0}, {5, 4, 6}, {3, 2, 3}, {1, 2, 1}, {1, 1, 2}, 2, 3},
+    };
+    unsigned seed = 41;
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        int nb = cases[c].nb, d = cases[c].d;
+        int64_t xs[NX_MAX_DIMS], ks[NX_MAX_DIMS], batch = 1;
+        for (int i = 0; i < nb; i++)
+            xs[i] = cases[c].batch[i], batch *= xs[i];
+        for (int i = 0; i < d; i++)
+            xs[nb + i] = cases[c].s[i], ks[i] = cases[c].w[i];
+        xs[nb + d] = cases[c].cin;
+        ks[d] = cases[c].cin, ks[d + 1] = cases[c].cout;
+        nx_tensor *x = rand_tensor(ctx, NX_DTYPE_F64, nb + d + 1, xs, &seed, -2, 2);
+        nx_tensor *k = rand_tensor(ctx, NX_DTYPE_F64, d + 2, ks, &seed, -2, 2);
+        nx_semiring_conv_opts o = {.padding = NX_CONV_SAME};
+        int64_t out[3], lo[3], per_b = cases[c].cout;
+        for (int i = 0; i < d; i++) {
+            o.stride[i] = cases[c].st[i], o.dilation[i] = cases[c].dil[i];
+            out[i] = (cases[c].s[i] + cases[c].st[i] - 1) / cases[c].st[i];
+            int64_t eff = (cases[c].w[i] - 1) * cases[c].dil[i] + 1;
+            int64_t total = (out[i] - 1) * cases[c].st[i] + eff - cases[c].s[i];
+            lo[i] = (total > 0 ? total : 0) / 2;
+            per_b *= out[i];
+        }
+        for (int alg = 0; alg < 2; alg++) {
+            const nx_semiring *sr =
+                nx_semiring_builtin(alg ? NX_SEMIRING_TROPICAL_MAX_PLUS : NX_SEMIRING_REAL);
+            for (int bk = 0; bk < 2; bk++) {
+                o.backend = bk ? NX_BACKEND_CPU : NX_BACKEND_REF;
+                nx_tensor *y = NULL;
+                if (nx_semiring_conv(ctx, sr, x, k, &o, &y) != NX_OK)
+                    fail_msg("conv case %zu: %s", c, nx_ctx_last_error(ctx));
+                assert_int_equal(nx_tensor_ndim(y), nb + d + 1);
+                assert_int_equal(nx_tensor_numel(y), batch * per_b);
+                const double *yv = nx_tensor_data(y), *xv = nx_tensor_data(x);
+                int64_t sp = 1;
+                for (int i = 0; i < d; i++)
+                    sp *= cases[c].s[i];
+                for (int64_t b = 0; b < batch; b++)
+                    for (int64_t e = 0; e < per_b; e++) {
+                        int64_t oi[3], r = e / cases[c].cout;
+                        for (int i = d - 1; i >= 0; i--)
+                            oi[i] = r % out[i], r /= out[i];
+                        double want = direct_conv_at(
+                            xv + b * sp * cases[c].cin, nx_tensor_data(k), d, cases[c].s,
+                            cases[c].w, cases[c].st, cases[c].dil, lo, cases[c].cin,
+                            cases[c].cout, oi, e % cases[c].cout, alg);
+                        double got = yv[b * per_b + e];
+                        if (!nx_test_close(got, want, 1e-12, 1e-12))
+                            fail_msg("conv case %zu (%s, %s): y[%lld] is %.17g, the loop gives "
+                                     "%.17g",
+                                     c, alg ? "max-plus" : "real", nx_backend_name(o.backend),
+                                     (long long)(b * per_b + e), got, want);
+                    }
+                nx_tensor_free(y);
+            }
+        }
+        nx_tensor_free(x), nx_tensor_free(k);
+    }
+    nx_ctx_free(ctx);
+}
+
 /* ---- BOOLEAN on bool -------------------------------------------------------------------------*/
 
 static nx_tensor *rand_tensor(nx_ctx *ctx, nx_dtype dt, int nd, const int64_t *shape,
@@ -968,6 +1083,7 @@ int main(void)
         cmocka_unit_test(test_cache_hit),
         cmocka_unit_test(test_alloc_sweeps),
         cmocka_unit_test(test_boolean_bool),
+        cmocka_unit_test(test_conv_direct_loop),
         cmocka_unit_test(test_reproducible),
         cmocka_unit_test(test_bad_input_pairwise),
     };
