@@ -130,6 +130,53 @@ NX_API nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int
 NX_API nx_status nx_largest_connected_component(nx_ctx *ctx, const nx_tensor *mask,
                                                 int connectivity, nx_tensor **out);
 
+/* Max pooling with indices and its inverse, channels-last as the semiring conv: x is
+ * [..., s_1..s_d, c] with d = nspatial (1..3) spatial axes before the channel axis and any leading
+ * (batch) axes. PyTorch's max_pool{1,2,3}d(return_indices=True) and max_unpool{1,2,3}d, with
+ * ceil_mode false and dilation 1:
+ *   out_i = floor((s_i + 2 p_i - k_i) / stride_i) + 1
+ *   values[.., o, ch]  = max over the window of x padded with -inf (p_i each side)
+ *   indices[.., o, ch] = the winner's flat spatial index into x's s_1..s_d of its batch and
+ *                        channel (i64), the first max in the window's C order on ties; the first
+ *                        in-image place when every value is -inf (as PyTorch). NaN wins (the
+ *                        first NaN; PyTorch's CPU kernel keeps the last).
+ * Gradients: the pool's go to the winner (indices); the unpool's are the gather dx = dy[indices]
+ * (the adjoint of its scatter; where indices repeat, the last write wins both ways). */
+#define NX_POOL_MAX_SPATIAL 3
+
+typedef struct nx_pool_opts {
+    nx_backend backend;
+    int nspatial;                               /* 1..3 */
+    int64_t kernel[NX_POOL_MAX_SPATIAL];        /* >= 1 */
+    int64_t stride[NX_POOL_MAX_SPATIAL];        /* 0: the kernel (PyTorch's default) */
+    int64_t padding[NX_POOL_MAX_SPATIAL];       /* each side, 0 <= p <= kernel / 2 (PyTorch's) */
+    int64_t output_size[NX_POOL_MAX_SPATIAL];   /* unpool only; 0s: (o - 1) stride - 2 p + k */
+} nx_pool_opts;
+
+/* The pool's fragment: the values node, and the indices node through *indices (may be NULL). */
+NX_API nx_node nx_max_pool_node(nx_graph *g, nx_node x, const nx_pool_opts *opts,
+                                nx_node *indices);
+/* y [..., S_1..S_d, c] zero except y[.., indices[.., o, ch], ch] = x[.., o, ch] (x and indices of
+ * one shape, indices i32 or i64; out-of-range indices are dropped; repeats: the last in C order
+ * wins). */
+NX_API nx_node nx_max_unpool_node(nx_graph *g, nx_node x, nx_node indices,
+                                  const nx_pool_opts *opts);
+
+/* On tensors: x f32 or f64; values has x's dtype, indices i64. Cached per (options, shape,
+ * dtype, backend). */
+NX_API nx_status nx_max_pool_with_indices_nd(nx_ctx *ctx, const nx_tensor *x,
+                                             const nx_pool_opts *opts, nx_tensor **values,
+                                             nx_tensor **indices);
+/* dx of <dy, values>: dy at each window's winner, summed where windows share one. */
+NX_API nx_status nx_max_pool_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *dy,
+                                 const nx_pool_opts *opts, nx_tensor **dx);
+/* Indices outside [0, S_1 * .. * S_d) are refused here (NX_ERR_INVALID_ARG), as PyTorch does. */
+NX_API nx_status nx_max_unpool_nd(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *indices,
+                                  const nx_pool_opts *opts, nx_tensor **out);
+/* dx of <dy, unpool(x)>: dy gathered at indices. */
+NX_API nx_status nx_max_unpool_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *indices,
+                                   const nx_tensor *dy, const nx_pool_opts *opts, nx_tensor **dx);
+
 /* ====================================== end of morphology ===================================== */
 
 #ifdef __cplusplus

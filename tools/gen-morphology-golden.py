@@ -75,6 +75,46 @@ def edt(name, shape, p_zero, sampling):
     edt_lines.append(f'{name} {",".join(repr(float(s)) for s in sampling)}')
 
 
+def max_pool(x, k, st, pad):
+    """PyTorch's max_pool{d}d(return_indices=True), channels-last x [..., s_1..s_d, c]: windows
+    of x padded with -inf, the first maximum in the window's C order (np.argmax; NaN first), and
+    its flat index into s_1..s_d (the first in-image place when every value is -inf)."""
+    d = len(k)
+    lead, sp, c = x.shape[:-1 - d], x.shape[-1 - d:-1], x.shape[-1]
+    out = tuple((s + 2 * p - kk) // t + 1 for s, p, kk, t in zip(sp, pad, k, st))
+    xb = x.reshape((-1,) + sp + (c,)).astype(np.float64)
+    vals = np.empty((xb.shape[0],) + out + (c,))
+    idx = np.empty((xb.shape[0],) + out + (c,), dtype=np.int64)
+    for b in range(xb.shape[0]):
+        for o in np.ndindex(*out):
+            lo = [oi * t - p for oi, t, p in zip(o, st, pad)]
+            places = [tuple(l + w for l, w in zip(lo, kk)) for kk in np.ndindex(*k)]
+            inside = [pl for pl in places if all(0 <= q < s for q, s in zip(pl, sp))]
+            for ch in range(c):
+                v = np.array([xb[(b,) + pl + (ch,)] if pl in inside else -np.inf
+                              for pl in places])
+                j = int(np.argmax(v))
+                best = places[j] if v[j] > -np.inf or np.isnan(v[j]) else inside[0]
+                vals[(b,) + o + (ch,)] = v[j]
+                idx[(b,) + o + (ch,)] = np.ravel_multi_index(best, sp)
+    shape = lead + out + (c,)
+    return vals.reshape(shape).astype(x.dtype), idx.reshape(shape)
+
+
+def max_unpool(vals, idx, size):
+    """PyTorch's max_unpool: zeros, then y[.., idx, ch] = vals[.., o, ch] in C order."""
+    d = len(size)
+    c = vals.shape[-1]
+    vb = vals.reshape((-1, int(np.prod(vals.shape[-1 - d:-1])), c))
+    ib = idx.reshape(vb.shape)
+    y = np.zeros((vb.shape[0], int(np.prod(size)), c), dtype=vals.dtype)
+    for b in range(vb.shape[0]):
+        for o in range(vb.shape[1]):
+            for ch in range(c):
+                y[b, ib[b, o, ch], ch] = vb[b, o, ch]
+    return y.reshape(vals.shape[:-1 - d] + tuple(size) + (c,))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     for f in os.listdir(OUT):
@@ -165,6 +205,24 @@ def main():
     grey('m2_cross', 'median', (9, 8), np.float64, footprint=cross)
     grey('m2_asym', 'median', (9, 8), np.float64, footprint=asym, mode='nearest')
     grey('m1_wrap', 'median', (13,), np.float32, size=(4,), mode='wrap')
+    # Max pooling with indices and unpooling (NumPy float64 brute force), appended last.
+    pool_lines = []
+    for name, shape, dtype, k, st, pad in [
+            ('pool1', (2, 11, 3), np.float64, (3,), (2,), (1,)),
+            ('pool2', (9, 10, 2), np.float32, (3, 2), (2, 2), (1, 0)),
+            ('pool2_overlap', (1, 7, 8, 1), np.float64, (2, 3), (1, 1), (1, 1)),
+            ('pool3', (6, 7, 5, 2), np.float64, (2, 2, 2), (2, 2, 2), (0, 0, 0)),
+            ('pool3_pad', (5, 6, 4, 3), np.float32, (3, 3, 2), (2, 1, 2), (1, 1, 1))]:
+        x = rng.randint(-3, 4, size=shape).astype(dtype)  # small integers: ties are common
+        vals, idx = max_pool(x, k, st, pad)
+        size = shape[-1 - len(k):-1]  # unpooled back to x's spatial shape (output_size)
+        save(name, x=x, values=vals, indices=idx, unpool=max_unpool(vals, idx, size))
+        csv = lambda t: ','.join(str(int(v)) for v in t)  # noqa: E731
+        pool_lines.append(f'{name} {len(k)} {csv(k)} {csv(st)} {csv(pad)}')
+    with open(os.path.join(OUT, 'pool.txt'), 'w') as f:
+        f.write(f'# numpy {np.__version__}; name nspatial kernel stride padding; unpool '
+                'output_size = x spatial shape\n')
+        f.write('\n'.join(pool_lines) + '\n')
     with open(os.path.join(OUT, 'cases.txt'), 'w') as f:
         f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; '
                 'name op element mode cval size\n')

@@ -1,0 +1,469 @@
+/* Max pooling with indices and max unpooling (PyTorch's max_pool{1,2,3}d with return_indices and
+ * max_unpool{1,2,3}d), channels-last, as graph fragments:
+ *
+ *   pool    pad with -inf, a strided window view, a MAX and an ARGMAX fold over the flattened
+ *           window; the window place becomes the flat spatial index with integer arithmetic.
+ *           Autodiff of the MAX fold sends each cotangent to the ARGMAX winner, so the gradient
+ *           goes exactly where the indices point.
+ *   unpool  y[s] = x[w(s)] with w(s) the last source (in C order) whose index is s: a scatter-max
+ *           of source positions, then a gather of x. The adjoint of the gather is the scatter of
+ *           dy back to w(s): for distinct indices that is dx = dy[indices], PyTorch's gather. */
+#include <math.h>
+#include <string.h>
+
+#include "cache.h"
+#include "internal.h"
+#include "ir/ir.h"
+#include "nitrix-graph.h"
+#include "nitrix-ops.h"
+
+typedef struct pool_geo {
+    int nd, nsp, lead; /* x's dims, spatial dims, first spatial axis */
+    int64_t k[NX_POOL_MAX_SPATIAL], st[NX_POOL_MAX_SPATIAL], p[NX_POOL_MAX_SPATIAL];
+    int64_t in[NX_POOL_MAX_SPATIAL], out[NX_POOL_MAX_SPATIAL];
+} pool_geo;
+
+/* Checks opts against x's (pool) or the pooled x's (unpool) shape and fills the geometry. The
+ * message goes to the context; the caller records it where it reports. */
+static nx_status geo_of(nx_ctx *ctx, const char *who, const nx_pool_opts *o, int nd,
+                        const int64_t *shape, bool unpool, pool_geo *g)
+{
+    memset(g, 0, sizeof *g);
+    if (o->nspatial < 1 || o->nspatial > NX_POOL_MAX_SPATIAL)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: nspatial is %d; expected 1..%d", who,
+                           o->nspatial, NX_POOL_MAX_SPATIAL);
+    g->nd = nd;
+    g->nsp = o->nspatial;
+    g->lead = nd - 1 - g->nsp;
+    if (g->lead < 0)
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "%s: x has %d dims; expected at least %d (%d spatial and a channel axis, "
+                           "channels last)",
+                           who, nd, g->nsp + 1, g->nsp);
+    for (int i = 0; i < g->nsp; i++) {
+        int64_t k = o->kernel[i], st = o->stride[i] ? o->stride[i] : k, p = o->padding[i];
+        if (k < 1 || st < 1)
+            return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                               "%s: kernel %lld, stride %lld on spatial dim %d; expected kernel "
+                               ">= 1 and stride >= 1 (0: the kernel)",
+                               who, (long long)k, (long long)o->stride[i], i);
+        if (p < 0 || p > k / 2)
+            return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                               "%s: padding %lld on spatial dim %d; expected 0..%lld (at most "
+                               "half the kernel, as PyTorch)",
+                               who, (long long)p, i, (long long)(k / 2));
+        g->k[i] = k, g->st[i] = st, g->p[i] = p;
+        int64_t s = shape[g->lead + i];
+        if (unpool) {
+            g->out[i] = s;
+            int64_t want = (s - 1) * st - 2 * p + k;
+            g->in[i] = o->output_size[i] ? o->output_size[i] : want;
+            if (g->in[i] < 1)
+                return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                                   "%s: output size %lld on spatial dim %d; expected >= 1", who,
+                                   (long long)g->in[i], i);
+        } else {
+            g->in[i] = s;
+            if (s + 2 * p < k)
+                return nx_rt_error(ctx, NX_ERR_SHAPE,
+                                   "%s: spatial dim %d is %lld (padded %lld) but the kernel is "
+                                   "%lld; expected a kernel no larger than the padded input",
+                                   who, i, (long long)s, (long long)(s + 2 * p), (long long)k);
+            g->out[i] = (s + 2 * p - k) / st + 1;
+        }
+    }
+    return NX_OK;
+}
+
+static nx_node fail_from_ctx(nx_graph *g, nx_status st)
+{
+    nx_ir_graph_fail(g, st, nx_ctx_last_error(nx_graph_ctx(g)));
+    return NX_NONE;
+}
+
+static nx_node i64(nx_graph *g, int64_t v)
+{
+    return nx_scalar(g, NX_DTYPE_I64, (double)v);
+}
+
+static bool empty_batch(const pool_geo *ge, const int64_t *xs)
+{
+    int64_t n = xs[ge->nd - 1];
+    for (int i = 0; i < ge->lead; i++)
+        n *= xs[i];
+    return n == 0;
+}
+
+/* The flat spatial index of each winner from its place am in the flattened window, and the
+ * first in-image place of each window (the index when every value is -inf). */
+static void winner_index(nx_graph *g, const pool_geo *ge, nx_node am, const int64_t *oshape,
+                         nx_node *flat, nx_node *first)
+{
+    nx_node f = i64(g, 0), f0 = i64(g, 0);
+    int64_t k_after = 1, s_after = 1;
+    for (int i = ge->nsp - 1; i >= 0; i--) {
+        nx_node kd = nx_mod(g, nx_div(g, am, i64(g, k_after)), i64(g, ge->k[i]));
+        nx_node od = nx_iota(g, NX_DTYPE_I64, ge->nd, oshape, ge->lead + i);
+        nx_node start = nx_sub(g, nx_mul(g, od, i64(g, ge->st[i])), i64(g, ge->p[i]));
+        f = nx_add(g, f, nx_mul(g, nx_add(g, start, kd), i64(g, s_after)));
+        f0 = nx_add(g, f0, nx_mul(g, nx_maximum(g, start, i64(g, 0)), i64(g, s_after)));
+        k_after *= ge->k[i];
+        s_after *= ge->in[i];
+    }
+    *flat = f;
+    *first = f0;
+}
+
+nx_node nx_max_pool_node(nx_graph *g, nx_node x, const nx_pool_opts *opts, nx_node *indices)
+{
+    static const char *who = "nx_max_pool_node";
+    if (indices)
+        *indices = NX_NONE;
+    if (!g || !x || nx_graph_status(g) != NX_OK)
+        return NX_NONE;
+    if (!opts)
+        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG, "%s: opts is NULL", who);
+    nx_dtype dt = nx_node_dtype(g, x);
+    if (dt != NX_DTYPE_F32 && dt != NX_DTYPE_F64)
+        return nx_ir_graph_failf(g, NX_ERR_DTYPE, "%s: x is %s; expected f32 or f64", who,
+                                 nx_dtype_name(dt));
+    int64_t xs[NX_MAX_DIMS];
+    nx_node_shape(g, x, xs);
+    pool_geo ge;
+    nx_status st = geo_of(nx_graph_ctx(g), who, opts, nx_node_ndim(g, x), xs, false, &ge);
+    if (st != NX_OK)
+        return fail_from_ctx(g, st);
+    int nd = ge.nd;
+    int64_t lo[NX_MAX_DIMS] = {0}, win[NX_MAX_DIMS], stride[NX_MAX_DIMS], oshape[NX_MAX_DIMS + 1];
+    for (int i = 0; i < nd; i++) {
+        win[i] = stride[i] = 1;
+        oshape[i] = xs[i];
+    }
+    int64_t kk = 1;
+    for (int i = 0; i < ge.nsp; i++) {
+        lo[ge.lead + i] = ge.p[i];
+        win[ge.lead + i] = ge.k[i];
+        stride[ge.lead + i] = ge.st[i];
+        oshape[ge.lead + i] = ge.out[i];
+        kk *= ge.k[i];
+    }
+    if (empty_batch(&ge, xs)) { /* no window to view: empty results of the pooled shape */
+        if (indices)
+            *indices = nx_broadcast(g, i64(g, 0), nd, oshape);
+        return nx_broadcast(g, nx_scalar(g, dt, 0), nd, oshape);
+    }
+    nx_node xp = nx_pad(g, x, lo, lo, NX_PAD_CONSTANT, -INFINITY);
+    nx_node v = nx_window(g, xp, win, stride, NULL);
+    oshape[nd] = kk;
+    v = nx_reshape(g, v, nd + 1, oshape);
+    nx_node vals = nx_reduce(g, v, 1, &nd, NX_MONOID_MAX, false);
+    if (indices) {
+        nx_node am = nx_reduce(g, v, 1, &nd, NX_MONOID_ARGMAX, false), flat, first;
+        winner_index(g, &ge, am, oshape, &flat, &first);
+        nx_node none = nx_eq(g, vals, nx_scalar(g, dt, -INFINITY));
+        *indices = nx_select(g, none, first, flat);
+        if (nx_graph_status(g) != NX_OK)
+            *indices = NX_NONE;
+    }
+    return vals;
+}
+
+nx_node nx_max_unpool_node(nx_graph *g, nx_node x, nx_node indices, const nx_pool_opts *opts)
+{
+    static const char *who = "nx_max_unpool_node";
+    if (!g || !x || !indices || nx_graph_status(g) != NX_OK)
+        return NX_NONE;
+    if (!opts)
+        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG, "%s: opts is NULL", who);
+    nx_dtype dt = nx_node_dtype(g, x), it = nx_node_dtype(g, indices);
+    if (dt != NX_DTYPE_F32 && dt != NX_DTYPE_F64)
+        return nx_ir_graph_failf(g, NX_ERR_DTYPE, "%s: x is %s; expected f32 or f64", who,
+                                 nx_dtype_name(dt));
+    if (it != NX_DTYPE_I64 && it != NX_DTYPE_I32)
+        return nx_ir_graph_failf(g, NX_ERR_DTYPE, "%s: indices are %s; expected i64 or i32", who,
+                                 nx_dtype_name(it));
+    int64_t xs[NX_MAX_DIMS], is[NX_MAX_DIMS];
+    int nd = nx_node_ndim(g, x);
+    nx_node_shape(g, x, xs);
+    nx_node_shape(g, indices, is);
+    if (nx_node_ndim(g, indices) != nd || memcmp(xs, is, (size_t)nd * sizeof(int64_t)) != 0)
+        return nx_ir_graph_failf(g, NX_ERR_SHAPE, "%s: indices and x differ in shape; expected "
+                                 "one shape (the pool's outputs)", who);
+    pool_geo ge;
+    nx_status st = geo_of(nx_graph_ctx(g), who, opts, nd, xs, true, &ge);
+    if (st != NX_OK)
+        return fail_from_ctx(g, st);
+    int64_t nb = 1, no = 1, nc = xs[nd - 1], ns = 1, yshape[NX_MAX_DIMS];
+    for (int i = 0; i < nd; i++)
+        yshape[i] = xs[i];
+    for (int i = 0; i < ge.lead; i++)
+        nb *= xs[i];
+    for (int i = 0; i < ge.nsp; i++) {
+        no *= ge.out[i];
+        ns *= ge.in[i];
+        yshape[ge.lead + i] = ge.in[i];
+    }
+    int64_t n = nb * no * nc, ny = nb * ns * nc;
+    if (n == 0 || ny == 0)
+        return nx_broadcast(g, nx_scalar(g, dt, 0), nd, yshape);
+    int64_t bsc[3] = {nb, no, nc};
+    nx_node idx = nx_reshape(g, nx_cast(g, indices, NX_DTYPE_I64), 3, bsc);
+    nx_node ok = nx_and(g, nx_ge(g, idx, i64(g, 0)), nx_lt(g, idx, i64(g, ns)));
+    nx_node b = nx_iota(g, NX_DTYPE_I64, 3, bsc, 0), ch = nx_iota(g, NX_DTYPE_I64, 3, bsc, 2);
+    nx_node target = nx_add(g, nx_mul(g, nx_add(g, nx_mul(g, b, i64(g, ns)), idx), i64(g, nc)), ch);
+    target = nx_reshape(g, nx_select(g, ok, target, i64(g, -1)), 1, &n);
+    /* w(s): the last source writing s (scatter-max of source positions over -1) */
+    nx_node src = nx_iota(g, NX_DTYPE_I64, 1, &n, 0);
+    nx_node w = nx_scatter(g, nx_broadcast(g, i64(g, -1), 1, &ny), target, src, 0, NX_MONOID_MAX);
+    nx_node xf = nx_reshape(g, x, 1, &n);
+    nx_node y = nx_gather(g, xf, nx_maximum(g, w, i64(g, 0)), 0);
+    y = nx_select(g, nx_ge(g, w, i64(g, 0)), y, nx_scalar(g, dt, 0));
+    return nx_reshape(g, y, nd, yshape);
+}
+
+/* ---- entry points on tensors ---------------------------------------------------------------*/
+
+typedef enum pool_kind { POOL, POOL_VJP, UNPOOL, UNPOOL_VJP } pool_kind;
+
+typedef struct pool_call {
+    pool_kind kind;
+    const nx_tensor *x, *indices, *dy;
+    const nx_pool_opts *o;
+} pool_call;
+
+static void destroy_program(void *user, void *obj)
+{
+    (void)user;
+    nx_program_free(obj);
+}
+
+static void key_tensor(nx_rt_cache_blob *b, const char *field, const nx_tensor *t)
+{
+    int64_t sig[NX_MAX_DIMS + 2] = {-1};
+    if (t) {
+        sig[0] = nx_tensor_dtype(t);
+        sig[1] = nx_tensor_ndim(t);
+        memcpy(sig + 2, nx_tensor_shape(t), (size_t)sig[1] * sizeof(int64_t));
+    }
+    nx_rt_cache_blob_bytes(b, field, sig, sizeof sig);
+}
+
+static nx_node input_of(nx_graph *g, const char *name, const nx_tensor *t, bool param)
+{
+    return (param ? nx_parameter : nx_input)(g, name, nx_tensor_dtype(t), nx_tensor_ndim(t),
+                                             nx_tensor_shape(t));
+}
+
+static nx_status build(nx_graph *g, const pool_call *c, int *nout, nx_node *outs)
+{
+    bool vjp = c->kind == POOL_VJP || c->kind == UNPOOL_VJP;
+    nx_node x = input_of(g, "x", c->x, vjp), y, idx = NX_NONE;
+    if (c->kind == POOL || c->kind == POOL_VJP) {
+        y = nx_max_pool_node(g, x, c->o, c->kind == POOL ? &idx : NULL);
+    } else {
+        idx = input_of(g, "indices", c->indices, false);
+        y = nx_max_unpool_node(g, x, idx, c->o);
+    }
+    *nout = 1;
+    outs[0] = y;
+    if (c->kind == POOL) {
+        outs[1] = idx;
+        *nout = 2;
+    }
+    if (!vjp || nx_graph_status(g) != NX_OK)
+        return nx_graph_status(g);
+    nx_node dy = input_of(g, "dy", c->dy, false);
+    if (nx_graph_status(g) != NX_OK)
+        return nx_graph_status(g);
+    return nx_graph_vjp(g, 1, &y, &dy, 1, &x, outs);
+}
+
+static nx_status compile(nx_ctx *ctx, const pool_call *c, nx_program **out)
+{
+    nx_graph *g = NULL;
+    nx_status st = nx_graph_new(ctx, &g);
+    if (st != NX_OK)
+        return st;
+    nx_node outs[2] = {0};
+    int nout = 0;
+    st = build(g, c, &nout, outs);
+    if (st == NX_OK) {
+        nx_compile_opts co = {.backend = c->o->backend, .n_outputs = nout, .outputs = outs};
+        st = nx_graph_compile(g, &co, out);
+    }
+    nx_graph_free(g);
+    return st;
+}
+
+static nx_status program(nx_ctx *ctx, const pool_call *c, nx_program **out)
+{
+    nx_rt_cache_blob b;
+    nx_rt_cache_blob_init(&b, ctx);
+    const nx_pool_opts *o = c->o;
+    int64_t geo[2 + 4 * NX_POOL_MAX_SPATIAL] = {c->kind, o->nspatial};
+    memcpy(geo + 2, o->kernel, sizeof o->kernel);
+    memcpy(geo + 2 + NX_POOL_MAX_SPATIAL, o->stride, sizeof o->stride);
+    memcpy(geo + 2 + 2 * NX_POOL_MAX_SPATIAL, o->padding, sizeof o->padding);
+    memcpy(geo + 2 + 3 * NX_POOL_MAX_SPATIAL, o->output_size, sizeof o->output_size);
+    nx_rt_cache_blob_str(&b, "op", "max_pool");
+    nx_rt_cache_blob_bytes(&b, "geo", geo, sizeof geo);
+    key_tensor(&b, "x", c->x);
+    key_tensor(&b, "indices", c->indices);
+    key_tensor(&b, "dy", c->dy);
+    nx_rt_cache_blob_i64(&b, "backend", o->backend);
+    nx_rt_cache_key k;
+    nx_rt_cache *cache = NULL;
+    nx_status st = nx_rt_cache_blob_key(&b, &k);
+    if (st != NX_OK)
+        st = nx_rt_nomem(ctx, "max_pool: cache key", b.len);
+    else
+        st = nx_rt_cache_of(ctx, &cache);
+    nx_program *p = st == NX_OK ? nx_rt_cache_find(cache, &k) : NULL;
+    if (st == NX_OK && !p && (st = compile(ctx, c, &p)) == NX_OK) {
+        void *winner = NULL;
+        st = nx_rt_cache_insert(cache, &k, p, destroy_program, NULL, &winner);
+        if (st != NX_OK)
+            nx_program_free(p);
+        p = winner;
+    }
+    nx_rt_cache_blob_free(&b);
+    *out = p;
+    return st;
+}
+
+static nx_status check_tensor(nx_ctx *ctx, const char *who, const char *what, const nx_tensor *t,
+                              bool integer)
+{
+    if (!t)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, what);
+    nx_dtype d = nx_tensor_dtype(t);
+    if (nx_tensor_device(t) != NX_DEVICE_HOST)
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: %s is a device tensor; expected host", who,
+                           what);
+    if (integer ? d != NX_DTYPE_I64 && d != NX_DTYPE_I32 : d != NX_DTYPE_F32 && d != NX_DTYPE_F64)
+        return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s; expected %s", who, what,
+                           nx_dtype_name(d), integer ? "i64 or i32" : "f32 or f64");
+    return NX_OK;
+}
+
+/* Indices outside the unpooled plane are an error on tensors (the node drops them). */
+static nx_status check_indices(nx_ctx *ctx, const char *who, const pool_call *c)
+{
+    pool_geo ge;
+    nx_status st = geo_of(ctx, who, c->o, nx_tensor_ndim(c->x), nx_tensor_shape(c->x), true, &ge);
+    if (st != NX_OK)
+        return st;
+    int64_t ns = 1;
+    for (int i = 0; i < ge.nsp; i++)
+        ns *= ge.in[i];
+    nx_tensor *t = NULL;
+    if ((st = nx_tensor_cast(c->indices, NX_DTYPE_I64, &t)) != NX_OK)
+        return st;
+    const int64_t *v = nx_tensor_data(t);
+    for (int64_t i = 0; i < nx_tensor_numel(t) && st == NX_OK; i++)
+        if (v[i] < 0 || v[i] >= ns)
+            st = nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                             "%s: indices element %lld is %lld; expected 0..%lld (the flat index "
+                             "into the %lld places of the output's spatial dims)",
+                             who, (long long)i, (long long)v[i], (long long)(ns - 1), (long long)ns);
+    nx_tensor_free(t);
+    return st;
+}
+
+static nx_status check_call(nx_ctx *ctx, const char *who, const pool_call *c)
+{
+    if (!c->o)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: opts is NULL (kernel and nspatial are "
+                           "required)", who);
+    nx_status st = check_tensor(ctx, who, "x", c->x, false);
+    if (st == NX_OK && c->dy)
+        st = check_tensor(ctx, who, "dy", c->dy, false);
+    if (st == NX_OK && (c->kind == UNPOOL || c->kind == UNPOOL_VJP))
+        st = check_tensor(ctx, who, "indices", c->indices, true);
+    if (st == NX_OK && c->dy && nx_tensor_dtype(c->dy) != nx_tensor_dtype(c->x))
+        st = nx_rt_error(ctx, NX_ERR_DTYPE, "%s: dy is %s and x %s; expected one dtype", who,
+                         nx_dtype_name(nx_tensor_dtype(c->dy)), nx_dtype_name(nx_tensor_dtype(c->x)));
+    if (st == NX_OK && (c->kind == UNPOOL || c->kind == UNPOOL_VJP) &&
+        (nx_tensor_ndim(c->x) != nx_tensor_ndim(c->indices) ||
+         memcmp(nx_tensor_shape(c->x), nx_tensor_shape(c->indices),
+                (size_t)nx_tensor_ndim(c->x) * sizeof(int64_t)) != 0))
+        st = nx_rt_error(ctx, NX_ERR_SHAPE,
+                         "%s: indices and x differ in shape; expected one shape (the pool's "
+                         "outputs)",
+                         who);
+    if (st == NX_OK && (c->kind == UNPOOL || c->kind == UNPOOL_VJP))
+        st = check_indices(ctx, who, c);
+    return st;
+}
+
+/* o1 is NULL except for the pool, which also gives the indices. */
+static nx_status run(nx_ctx *ctx, const char *who, const pool_call *c, nx_tensor **o0,
+                     nx_tensor **o1)
+{
+    if (o0)
+        *o0 = NULL;
+    if (o1)
+        *o1 = NULL;
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
+    if (!o0 || (c->kind == POOL && !o1))
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: an output pointer is NULL", who);
+    nx_status st = check_call(ctx, who, c);
+    nx_program *p = NULL;
+    if (st == NX_OK)
+        st = program(ctx, c, &p);
+    if (st != NX_OK)
+        return st;
+    const nx_tensor *ins[3];
+    int n = 0;
+    ins[n++] = c->x;
+    if (c->kind == UNPOOL || c->kind == UNPOOL_VJP)
+        ins[n++] = c->indices;
+    if (c->dy)
+        ins[n++] = c->dy;
+    nx_tensor *res[2] = {NULL, NULL};
+    if ((st = nx_program_run(p, ins, res)) != NX_OK)
+        return st;
+    *o0 = res[0];
+    if (o1)
+        *o1 = res[1];
+    return NX_OK;
+}
+
+nx_status nx_max_pool_with_indices_nd(nx_ctx *ctx, const nx_tensor *x, const nx_pool_opts *opts,
+                                      nx_tensor **values, nx_tensor **indices)
+{
+    pool_call c = {.kind = POOL, .x = x, .o = opts};
+    return run(ctx, "nx_max_pool_with_indices_nd", &c, values, indices);
+}
+
+nx_status nx_max_pool_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *dy,
+                          const nx_pool_opts *opts, nx_tensor **dx)
+{
+    pool_call c = {.kind = POOL_VJP, .x = x, .dy = dy, .o = opts};
+    if (ctx && !dy) {
+        if (dx)
+            *dx = NULL;
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "nx_max_pool_vjp: dy is NULL");
+    }
+    return run(ctx, "nx_max_pool_vjp", &c, dx, NULL);
+}
+
+nx_status nx_max_unpool_nd(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *indices,
+                           const nx_pool_opts *opts, nx_tensor **out)
+{
+    pool_call c = {.kind = UNPOOL, .x = x, .indices = indices, .o = opts};
+    return run(ctx, "nx_max_unpool_nd", &c, out, NULL);
+}
+
+nx_status nx_max_unpool_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *indices,
+                            const nx_tensor *dy, const nx_pool_opts *opts, nx_tensor **dx)
+{
+    pool_call c = {.kind = UNPOOL_VJP, .x = x, .indices = indices, .dy = dy, .o = opts};
+    if (ctx && !dy) {
+        if (dx)
+            *dx = NULL;
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "nx_max_unpool_vjp: dy is NULL");
+    }
+    return run(ctx, "nx_max_unpool_vjp", &c, dx, NULL);
+}
