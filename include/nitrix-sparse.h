@@ -97,6 +97,103 @@ NX_API nx_status nx_semiring_ell_rmatvec_vjp(nx_ctx *ctx, const nx_semiring *sr,
 NX_API nx_status nx_ell_row_softmax(nx_ctx *ctx, const nx_ell *a, const nx_tensor *scores,
                                     const nx_semiring_opts *opts, nx_tensor **out);
 
+/* ---- host construction ------------------------------------------------------------------------ */
+
+/* values [m, k_act] and indices [m, k_act] padded to k_max >= k_act slots with identity and
+ * pad_index. Indices are copied as given (i32 stays i32). */
+NX_API nx_status nx_ell_pad(nx_ctx *ctx, const nx_tensor *values, const nx_tensor *indices,
+                            int64_t k_max, int64_t n_cols, double identity, int64_t pad_index,
+                            nx_ell *out);
+/* From dense [m, n] f32/f64: each row keeps its entries with |v| > threshold, the k_max largest by
+ * magnitude (first column on ties), in ascending column order; k_max <= 0 means the largest row
+ * count. symmetrize: the kept pattern is made symmetric (an entry kept at (i, j) keeps (j, i) too,
+ * with dense[j, i]; needs m == n; k_max grows to fit). Indices are i32 when n fits, else i64;
+ * pads hold identity and index 0. */
+typedef struct nx_ell_from_dense_opts {
+    int64_t k_max;
+    double threshold;
+    double identity;
+    bool symmetrize;
+} nx_ell_from_dense_opts;
+NX_API nx_status nx_ell_from_dense(nx_ctx *ctx, const nx_tensor *dense,
+                                   const nx_ell_from_dense_opts *opts, nx_ell *out);
+/* Dense [m, n_cols] of A's dtype: pads dropped, zero elsewhere, repeated indices summed. */
+NX_API nx_status nx_ell_to_dense(nx_ctx *ctx, const nx_ell *a, nx_tensor **out);
+/* A copy of a whose slots with valid[i, p] false (bool, [m, k_max]), and a's pads, hold sr's
+ * annihilator, which becomes the copy's identity so they count as pads: masking equals dropping
+ * those edges. EUCLIDEAN (no annihilator): NX_ERR_INVALID_ARG. */
+NX_API nx_status nx_ell_mask(nx_ctx *ctx, const nx_ell *a, const nx_tensor *valid,
+                             const nx_semiring *sr, nx_ell *out);
+
+/* How the self slot's edge attributes are made (as PyG's add_self_loops fill_value). */
+typedef enum nx_self_loop_fill {
+    NX_SELF_LOOP_MEAN, /* the mean of the row's non-pad attributes (0 for an all-pad row) */
+    NX_SELF_LOOP_ZERO, /* 0 */
+    NX_SELF_LOOP_ADD,  /* their sum */
+} nx_self_loop_fill;
+/* A square a with a slot prepended to every row: (i, i) holding self_value (k_max + 1 slots; the
+ * other slots keep their order). edge_attr [m, k_max, d] f32/f64 may be NULL; if given,
+ * *attr_out gets [m, k_max + 1, d] with the self slot's attributes made by fill. */
+NX_API nx_status nx_ell_add_self_loops(nx_ctx *ctx, const nx_ell *a, const nx_tensor *edge_attr,
+                                       nx_self_loop_fill fill, double self_value, nx_ell *out,
+                                       nx_tensor **attr_out);
+
+/* ---- SectionedELL: rows bucketed by degree ---------------------------------------------------- */
+
+/* Sections of rows with close degrees, each a plain ELL with k_max = 2^b, b = ceil(log2(max(degree,
+ * 1))): no row carries more than twice its degree in pads. rows[s] (i64 [m_s]) are the original
+ * row numbers of section s's rows. Owned: free with nx_sectioned_ell_free. */
+#define NX_SECTIONED_MAX 64
+typedef struct nx_sectioned_ell {
+    int n_sections;
+    nx_ell sections[NX_SECTIONED_MAX];
+    nx_tensor *rows[NX_SECTIONED_MAX];
+    int64_t n_rows, n_cols;
+    double identity;
+} nx_sectioned_ell;
+
+/* From ragged rows in CSR form: row i holds values[offsets[i] .. offsets[i + 1]) with the same
+ * indices. offsets i64 [n_rows + 1] (from 0 to nnz, non-decreasing); values f32/f64 [nnz];
+ * indices i32/i64 [nnz] in [0, n_cols) (checked, naming section row and slot). */
+NX_API nx_status nx_sectioned_ell_from_ragged(nx_ctx *ctx, const nx_tensor *offsets,
+                                              const nx_tensor *indices, const nx_tensor *values,
+                                              int64_t n_cols, double identity,
+                                              nx_sectioned_ell *out);
+NX_API void nx_sectioned_ell_free(nx_sectioned_ell *s);
+/* As the flat forms on the same matrix: matmul b [n_cols, c] -> [n_rows, c] under any semiring;
+ * rmatvec (REAL) x [n_rows, c] -> [n_cols, c]. One flat call per section. */
+NX_API nx_status nx_sectioned_ell_matmul(nx_ctx *ctx, const nx_semiring *sr,
+                                         const nx_sectioned_ell *a, const nx_tensor *b,
+                                         const nx_semiring_opts *opts, nx_tensor **out);
+NX_API nx_status nx_sectioned_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr,
+                                          const nx_sectioned_ell *a, const nx_tensor *x,
+                                          const nx_semiring_opts *opts, nx_tensor **out);
+
+/* ---- grid sparsity: stencils over a C-order grid as ELLs -------------------------------------- */
+
+typedef enum nx_grid_boundary {
+    NX_GRID_REPLICATE, /* clamp to the edge (scipy 'nearest') */
+    NX_GRID_PERIODIC,  /* wrap (scipy 'wrap') */
+    NX_GRID_REFLECT,   /* half-sample symmetric (scipy 'reflect') */
+    NX_GRID_BOUNDARY_COUNT
+} nx_grid_boundary;
+
+#define NX_GRID_MAX_DIMS 4
+/* Row v (a flat C-order voxel of grid_shape, 1..4 dims) gets one slot per offset: the voxel
+ * v + offsets[s] (boundary-mapped) with weights[s]. offsets [n_offsets * ndim]; the ELL is f64
+ * with i64 indices and identity NaN (stencil weights may be 0, so no slot is a pad). */
+NX_API nx_status nx_grid_stencil(nx_ctx *ctx, int ndim, const int64_t *grid_shape, int n_offsets,
+                                 const int64_t *offsets, const double *weights,
+                                 nx_grid_boundary boundary, nx_ell *out);
+/* The 2 ndim + 1 point Laplacian, sum over axes of (x[v - e_a] - 2 x[v] + x[v + e_a]) / h^2:
+ * equal to scipy.ndimage.laplace (h = 1) in modes nearest, wrap and reflect. negative = false
+ * flips the sign (the positive semi-definite form). Slot 0 is the centre. */
+NX_API nx_status nx_grid_laplacian(nx_ctx *ctx, int ndim, const int64_t *grid_shape,
+                                   nx_grid_boundary boundary, double spacing, bool negative,
+                                   nx_ell *out);
+/* The identity on the grid: one slot (v, v) of weight 1. */
+NX_API nx_status nx_grid_identity(nx_ctx *ctx, int ndim, const int64_t *grid_shape, nx_ell *out);
+
 #ifdef __cplusplus
 }
 #endif

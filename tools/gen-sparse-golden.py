@@ -145,6 +145,86 @@ def softmax_cases():
         lines.append(f"softmax {name} - 4 0.0")
 
 
+def from_dense_ref(d, k, threshold, symmetrize):
+    m, n = d.shape
+    keep = np.zeros((m, n), bool)
+    for i in range(m):
+        cols = [j for j in range(n) if abs(d[i, j]) > threshold]
+        cols.sort(key=lambda j: (-abs(d[i, j]), j))
+        if k > 0:
+            cols = cols[:k]
+        keep[i, cols] = True
+    if symmetrize:
+        keep = keep | keep.T
+    kk = max(int(keep.sum(1).max()), k if (k > 0 and not symmetrize) else 0)
+    v = np.zeros((m, kk))
+    idx = np.zeros((m, kk), np.int64)
+    for i in range(m):
+        cols = np.nonzero(keep[i])[0]
+        v[i, :len(cols)] = d[i, cols]
+        idx[i, :len(cols)] = cols
+    return v, idx
+
+
+def from_dense_cases():
+    d = rng.uniform(-1, 1, size=(6, 7))
+    d[rng.rand(6, 7) < 0.3] = 0.0
+    d[1, :] = 0.0  # an empty row
+    d[2, 3], d[2, 5] = 0.9, -0.9  # a magnitude tie: the lower column wins
+    for name, k, thr, sym, dd in (("fd_top3", 3, 0.1, 0, d), ("fd_all", 0, 0.0, 0, d),
+                                  ("fd_sym2", 2, 0.0, 1, d[:, :6])):
+        v, idx = from_dense_ref(dd, k, thr, sym)
+        save(name, dense=dd, values=v, indices=idx)
+        lines.append(f"from_dense {name} {k} {thr!r} {sym}")
+
+
+def laplace_cases():
+    for shape in ((9,), (5, 6), (3, 4, 5)):
+        x = rng.uniform(-1, 1, size=shape)
+        for mode in ("nearest", "wrap", "reflect"):
+            name = f"lap_{len(shape)}d_{mode}"
+            save(name, x=x, out=scipy.ndimage.laplace(x, mode=mode))
+            lines.append(f"laplace {name} {mode} {len(shape)} " + ",".join(map(str, shape)))
+
+
+def stencil_cases():
+    # A random 3x2 stencil equals scipy.ndimage.correlate with the origin at the window's centre
+    # (offsets t - w // 2).
+    x = rng.uniform(-1, 1, size=(5, 7))
+    w = rng.uniform(-1, 1, size=(3, 2))
+    for mode in ("nearest", "wrap", "reflect"):
+        name = f"st_{mode}"
+        save(name, x=x, w=w, out=scipy.ndimage.correlate(x, w, mode=mode))
+        lines.append(f"stencil {name} {mode} 2 5,7")
+
+
+def sectioned_cases():
+    n_rows, n_cols, c = 23, 11, 3
+    deg = rng.randint(0, 10, size=n_rows)
+    deg[:4] = [0, 1, 2, 9]
+    offsets = np.concatenate([[0], np.cumsum(deg)]).astype(np.int64)
+    nnz = int(offsets[-1])
+    idx = rng.randint(0, n_cols, size=nnz).astype(np.int32)
+    val = rng.uniform(-1, 1, size=nnz)
+    b = rng.uniform(-1, 1, size=(n_cols, c))
+    x = rng.uniform(-1, 1, size=(n_rows, c))
+    for sr in ("real", "log", "tropical_max_plus"):
+        out = np.empty((n_rows, c))
+        for i in range(n_rows):
+            lo, hi = offsets[i], offsets[i + 1]
+            t = times(sr, val[lo:hi, None], b[idx[lo:hi]])
+            out[i] = fold(sr, t, 0) if hi > lo else IDENTITY[sr]
+        name = f"sec_{sr}"
+        save(name, offsets=offsets, indices=idx, values=val, b=b, out=out)
+        lines.append(f"sectioned {name} {sr} {n_cols} {IDENTITY[sr]!r}")
+    a = np.zeros((n_rows, n_cols))
+    for i in range(n_rows):
+        for p in range(offsets[i], offsets[i + 1]):
+            a[i, idx[p]] += val[p]
+    save("sec_rmv", offsets=offsets, indices=idx, values=val, x=x, out=a.T @ x)
+    lines.append(f"sectioned_rmatvec sec_rmv real {n_cols} 0.0")
+
+
 def main():
     if not (np.__version__.startswith("1.24") and scipy.__version__.startswith("1.10")):
         sys.exit(f"need numpy 1.24 and scipy 1.10, found {np.__version__} {scipy.__version__}")
@@ -152,6 +232,10 @@ def main():
     matmul_cases()
     rmatvec_cases()
     softmax_cases()
+    from_dense_cases()
+    laplace_cases()
+    stencil_cases()
+    sectioned_cases()
     with open(os.path.join(OUT, "manifest.txt"), "w") as f:
         f.write(f"# numpy {np.__version__} scipy {scipy.__version__}\n")
         f.write("\n".join(lines) + "\n")

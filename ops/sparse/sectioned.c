@@ -1,0 +1,232 @@
+/* SectionedELL: a matrix with very uneven row degrees split into plain ELLs of rows with close
+ * degrees, so no row carries more than twice its degree in pads (a flat ELL pads every row to the
+ * largest degree). Row i goes to bucket b = ceil(log2(max(degree, 1))) with k_max = 2^b. The
+ * contractions run the flat entry points per section and place (matmul) or add (rmatvec) the
+ * results; each output row of the matmul is folded in the same slot order as the flat ELL. */
+#include <string.h>
+
+#include "ops/sparse/sparse.h"
+
+static int bucket_of(int64_t deg)
+{
+    int b = 0;
+    while (((int64_t)1 << b) < deg)
+        b++;
+    return b;
+}
+
+void nx_sectioned_ell_free(nx_sectioned_ell *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->n_sections; i++) {
+        nx_ell_free(&s->sections[i]);
+        nx_tensor_free(s->rows[i]);
+    }
+    memset(s, 0, sizeof *s);
+}
+
+static nx_status check_ragged(nx_ctx *ctx, const char *who, const nx_tensor *offsets,
+                              const nx_tensor *indices, const nx_tensor *values, int64_t n_cols)
+{
+    if (!offsets || !indices || !values)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who,
+                           !offsets ? "offsets" : !indices ? "indices" : "values");
+    if (nx_tensor_dtype(offsets) != NX_DTYPE_I64 || nx_tensor_ndim(offsets) != 1 ||
+        nx_tensor_shape(offsets)[0] < 1)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: offsets must be i64 [n_rows + 1]", who);
+    nx_status st = nx_sr_check_float(ctx, who, "values", values);
+    if (st != NX_OK)
+        return st;
+    nx_dtype id = nx_tensor_dtype(indices);
+    if (id != NX_DTYPE_I32 && id != NX_DTYPE_I64)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: indices are %s; expected i32 or i64", who,
+                           nx_dtype_name(id));
+    if (nx_tensor_ndim(indices) != 1 || nx_tensor_ndim(values) != 1 ||
+        nx_tensor_shape(indices)[0] != nx_tensor_shape(values)[0])
+        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: indices and values must be 1-D of one length",
+                           who);
+    if (n_cols < 0)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: n_cols %lld; expected >= 0", who,
+                           (long long)n_cols);
+    int64_t n = nx_tensor_shape(offsets)[0] - 1, nnz = nx_tensor_shape(values)[0];
+    const int64_t *o = nx_tensor_data(offsets);
+    int64_t so = nx_tensor_strides(offsets)[0];
+    if (o[0] != 0 || o[n * so] != nnz)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: offsets run from %lld to %lld; expected "
+                           "0 to nnz = %lld", who, (long long)o[0], (long long)o[n * so],
+                           (long long)nnz);
+    for (int64_t i = 0; i < n; i++)
+        if (o[(i + 1) * so] < o[i * so])
+            return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: offsets decrease at row %lld", who,
+                               (long long)i);
+    return NX_OK;
+}
+
+static double get1(const nx_tensor *t, int64_t i)
+{
+    int64_t o = i * nx_tensor_strides(t)[0];
+    switch (nx_tensor_dtype(t)) {
+    case NX_DTYPE_F32:
+        return ((const float *)nx_tensor_data(t))[o];
+    case NX_DTYPE_F64:
+        return ((const double *)nx_tensor_data(t))[o];
+    case NX_DTYPE_I32:
+        return ((const int32_t *)nx_tensor_data(t))[o];
+    default:
+        return (double)((const int64_t *)nx_tensor_data(t))[o];
+    }
+}
+
+static int64_t off_at(const nx_tensor *o, int64_t i)
+{
+    return ((const int64_t *)nx_tensor_data(o))[i * nx_tensor_strides(o)[0]];
+}
+
+/* Builds section s (bucket b, rows listed in members[0..count)). */
+static nx_status build_section(nx_ctx *ctx, const nx_tensor *offsets, const nx_tensor *indices,
+                               const nx_tensor *values, int b, int64_t count, nx_sectioned_ell *out)
+{
+    int s = out->n_sections;
+    int64_t k = (int64_t)1 << b, n = nx_tensor_shape(offsets)[0] - 1;
+    nx_ell *e = &out->sections[s];
+    nx_status st = nx_sparse_new2(ctx, nx_tensor_dtype(values), count, k, &e->values);
+    if (st == NX_OK)
+        st = nx_sparse_new2(ctx, nx_tensor_dtype(indices), count, k, &e->indices);
+    int64_t rs = count;
+    if (st == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_I64, 1, &rs, &out->rows[s]);
+    out->n_sections++; /* so a failure frees what was made */
+    if (st != NX_OK)
+        return st;
+    e->n_cols = out->n_cols;
+    e->identity = out->identity;
+    int64_t *rows = nx_tensor_data(out->rows[s]), r = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t lo = off_at(offsets, i), deg = off_at(offsets, i + 1) - lo;
+        if (bucket_of(deg) != b)
+            continue;
+        rows[r] = i;
+        for (int64_t p = 0; p < k; p++) {
+            nx_sparse_set(e->values, r, p, p < deg ? get1(values, lo + p) : out->identity);
+            nx_sparse_set_index(e->indices, r, p, p < deg ? (int64_t)get1(indices, lo + p) : 0);
+        }
+        r++;
+    }
+    return nx_ell_check(ctx, "nx_sectioned_ell_from_ragged", e);
+}
+
+nx_status nx_sectioned_ell_from_ragged(nx_ctx *ctx, const nx_tensor *offsets,
+                                       const nx_tensor *indices, const nx_tensor *values,
+                                       int64_t n_cols, double identity, nx_sectioned_ell *out)
+{
+    static const char *who = "nx_sectioned_ell_from_ragged";
+    if (!out)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
+    memset(out, 0, sizeof *out);
+    nx_status st = check_ragged(ctx, who, offsets, indices, values, n_cols);
+    if (st != NX_OK)
+        return st;
+    int64_t n = nx_tensor_shape(offsets)[0] - 1, count[NX_SECTIONED_MAX] = {0};
+    for (int64_t i = 0; i < n; i++)
+        count[bucket_of(off_at(offsets, i + 1) - off_at(offsets, i))]++;
+    out->n_rows = n;
+    out->n_cols = n_cols;
+    out->identity = identity;
+    for (int b = 0; b < NX_SECTIONED_MAX && st == NX_OK; b++)
+        if (count[b])
+            st = build_section(ctx, offsets, indices, values, b, count[b], out);
+    if (st != NX_OK)
+        nx_sectioned_ell_free(out);
+    return st;
+}
+
+static nx_status check_sectioned(nx_ctx *ctx, const char *who, const nx_semiring *sr,
+                                 const nx_sectioned_ell *a, const nx_tensor *x, int64_t rows,
+                                 nx_tensor **out)
+{
+    if (!out)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
+    *out = NULL;
+    if (!a || !sr)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who,
+                           a ? "semiring" : "the SectionedELL");
+    nx_status st = nx_sr_check_float(ctx, who, "the dense operand", x);
+    if (st != NX_OK)
+        return st;
+    if (nx_tensor_ndim(x) != 2 || nx_tensor_shape(x)[0] != rows)
+        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: the dense operand must be [%lld, c]", who,
+                           (long long)rows);
+    return NX_OK;
+}
+
+/* Row r of src (contiguous [*, c]) to row dst_row of dst, added or stored. */
+static void put_row(nx_tensor *dst, int64_t dst_row, const nx_tensor *src, int64_t r, bool add)
+{
+    int64_t c = nx_tensor_shape(src)[1];
+    for (int64_t j = 0; j < c; j++) {
+        double v = nx_sparse_get(src, r, j);
+        nx_sparse_set(dst, dst_row, j, add ? nx_sparse_get(dst, dst_row, j) + v : v);
+    }
+}
+
+nx_status nx_sectioned_ell_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_sectioned_ell *a,
+                                  const nx_tensor *b, const nx_semiring_opts *opts,
+                                  nx_tensor **out)
+{
+    static const char *who = "nx_sectioned_ell_matmul";
+    nx_status st = check_sectioned(ctx, who, sr, a, b, a ? a->n_cols : 0, out);
+    if (st != NX_OK)
+        return st;
+    nx_tensor *y = NULL;
+    if ((st = nx_sparse_new2(ctx, nx_tensor_dtype(b), a->n_rows, nx_tensor_shape(b)[1], &y)))
+        return st;
+    for (int s = 0; s < a->n_sections && st == NX_OK; s++) {
+        nx_tensor *ys = NULL;
+        st = nx_semiring_ell_matmul(ctx, sr, &a->sections[s], b, opts, &ys);
+        const int64_t *rows = st == NX_OK ? nx_tensor_data(a->rows[s]) : NULL;
+        for (int64_t r = 0; st == NX_OK && r < nx_tensor_shape(ys)[0]; r++)
+            put_row(y, rows[r], ys, r, false);
+        nx_tensor_free(ys);
+    }
+    if (st != NX_OK) {
+        nx_tensor_free(y);
+        return st;
+    }
+    *out = y;
+    return NX_OK;
+}
+
+nx_status nx_sectioned_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr, const nx_sectioned_ell *a,
+                                   const nx_tensor *x, const nx_semiring_opts *opts,
+                                   nx_tensor **out)
+{
+    static const char *who = "nx_sectioned_ell_rmatvec";
+    nx_status st = check_sectioned(ctx, who, sr, a, x, a ? a->n_rows : 0, out);
+    if (st != NX_OK)
+        return st;
+    int64_t c = nx_tensor_shape(x)[1];
+    nx_tensor *y = NULL;
+    if ((st = nx_sparse_new2(ctx, nx_tensor_dtype(x), a->n_cols, c, &y)))
+        return st;
+    for (int s = 0; s < a->n_sections && st == NX_OK; s++) {
+        int64_t m = nx_tensor_shape(a->rows[s])[0];
+        const int64_t *rows = nx_tensor_data(a->rows[s]);
+        nx_tensor *xs = NULL, *ys = NULL;
+        st = nx_sparse_new2(ctx, nx_tensor_dtype(x), m, c, &xs);
+        for (int64_t r = 0; st == NX_OK && r < m; r++)
+            for (int64_t j = 0; j < c; j++)
+                nx_sparse_set(xs, r, j, nx_sparse_get(x, rows[r], j));
+        if (st == NX_OK)
+            st = nx_semiring_ell_rmatvec(ctx, sr, &a->sections[s], xs, opts, &ys);
+        for (int64_t q = 0; st == NX_OK && q < a->n_cols; q++)
+            put_row(y, q, ys, q, true);
+        nx_tensor_free(xs), nx_tensor_free(ys);
+    }
+    if (st != NX_OK) {
+        nx_tensor_free(y);
+        return st;
+    }
+    *out = y;
+    return NX_OK;
+}
