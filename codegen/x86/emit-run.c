@@ -11,6 +11,7 @@
 
 typedef struct run_state {
     nx_ctx *ctx;
+    bool reassoc; /* what the kernels were compiled with (nx_x86_kernel_split depends on it) */
     const nx_kplan *p;
     nx_tensor **slot; /* by slot; owned for TEMP and CONSTANT, borrowed (NULL-owned) for INPUT */
     const nx_tensor *const *inputs;
@@ -34,19 +35,79 @@ static int64_t outer_extent(const nx_kernel *k)
     return k->ndim ? k->extent[0] : 1;
 }
 
+/* Iterations of the loops other than l; aim for chunks of at least ~64K scalar operations so
+ * the fork costs little. */
+static int64_t grain_of(const nx_kernel *k, int l)
+{
+    int64_t inner = 1;
+    for (int q = 0; q < k->nloops; q++)
+        if (q != l)
+            inner *= k->extent[q] ? k->extent[q] : 1;
+    return inner >= 65536 ? 1 : 65536 / inner;
+}
+
+typedef struct split_call {
+    nx_x86_loop_fn fn;
+    void **bufs; /* one row of buffer pointers per chunk: the output is the chunk's partial */
+    int nbufs;
+} split_call;
+
+static void split_chunk(void *user, int64_t begin, int64_t end, int chunk)
+{
+    const split_call *c = user;
+    c->fn(c->bufs + (size_t)chunk * (size_t)c->nbufs, begin, end);
+}
+
+/* A 0-d reduction split over its first loop (nx_x86_kernel_split): per-chunk partials, combined
+ * in ascending chunk order with the interpreter's monoid step. The partition depends only on the
+ * extent and the thread count, so the result does too. */
+static nx_status run_split(run_state *rs, const nx_kernel *k, int l, nx_x86_loop_fn fn,
+                           void **bufs)
+{
+    int64_t n = k->extent[l], grain = grain_of(k, l);
+    int nch = nx_rt_pool_chunks(n, grain, nx_ctx_num_threads(rs->ctx));
+    if (nch <= 1) {
+        fn(bufs, 0, n);
+        return NX_OK;
+    }
+    const nx_kstore *s = &k->stores[0];
+    nx_dtype d = (nx_dtype)k->bufs[s->buf].dtype;
+    size_t psize = (size_t)nch * nx_dtype_size(d), bsize = (size_t)nch * (size_t)k->nbufs * 8;
+    void *partials = nx_rt_alloc(rs->ctx, psize);
+    void **rows = nx_rt_alloc(rs->ctx, bsize);
+    nx_status st = partials && rows ? NX_OK : nx_rt_nomem(rs->ctx, "nx_program_run", psize);
+    for (int c = 0; st == NX_OK && c < nch; c++) {
+        memcpy(rows + (size_t)c * (size_t)k->nbufs, bufs, (size_t)k->nbufs * sizeof *bufs);
+        rows[(size_t)c * (size_t)k->nbufs + (size_t)s->buf] =
+            (char *)partials + (size_t)c * nx_dtype_size(d);
+    }
+    split_call call = {fn, rows, k->nbufs};
+    if (st == NX_OK)
+        st = nx_rt_parallel_for(rs->ctx, n, grain, split_chunk, &call);
+    if (st == NX_OK) {
+        int64_t m = k->inst[s->value].prim;
+        nx_ir_carry acc = nx_ir_monoid_init(m, d);
+        for (int c = 0; c < nch; c++)
+            nx_ir_monoid_step(&acc, m, d, nx_ir_get(partials, d, c), c);
+        nx_ir_put(bufs[s->buf], d, 0, nx_ir_monoid_finish(&acc, m, d));
+    }
+    nx_rt_free(rs->ctx, partials, psize);
+    nx_rt_free(rs->ctx, rows, bsize);
+    return st;
+}
+
 static nx_status run_loop(run_state *rs, const nx_kernel *k, nx_x86_loop_fn fn, void **bufs)
 {
     if (!fn)
         return nx_kernel_interpret(k, bufs);
+    int split = nx_x86_kernel_split(k, rs->reassoc);
+    if (k->ndim == 0 && split >= 0)
+        return run_split(rs, k, split, fn, bufs);
     if (nx_ir_numel(k->ndim, k->extent) == 0)
         return NX_OK;
     loop_call c = {fn, bufs};
-    int64_t outer = outer_extent(k), inner = nx_ir_numel(k->ndim, k->extent) / (outer ? outer : 1);
-    for (int l = k->ndim; l < k->nloops; l++)
-        inner *= k->extent[l] ? k->extent[l] : 1;
-    /* Aim for chunks of at least ~64K scalar operations so the fork costs little. */
-    int64_t grain = inner >= 65536 ? 1 : 65536 / (inner ? inner : 1);
-    return nx_rt_parallel_for(rs->ctx, outer, grain, loop_chunk, &c);
+    return nx_rt_parallel_for(rs->ctx, outer_extent(k), k->ndim ? grain_of(k, 0) : 1, loop_chunk,
+                              &c);
 }
 
 static nx_status run_library(run_state *rs, const nx_kernel *k)
@@ -163,8 +224,15 @@ static nx_status take_outputs(run_state *rs, nx_tensor **outputs)
 nx_status nx_x86_plan_run(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *fns,
                           const nx_tensor *const *inputs, nx_tensor **outputs)
 {
+    return nx_x86_plan_run_ex(ctx, p, fns, !nx_ctx_reproducible(ctx), inputs, outputs);
+}
+
+nx_status nx_x86_plan_run_ex(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *fns,
+                             bool reassoc, const nx_tensor *const *inputs, nx_tensor **outputs)
+{
     size_t bytes = (size_t)p->nslots * sizeof(nx_tensor *);
-    run_state rs = {ctx, p, nx_rt_calloc(ctx, (size_t)p->nslots + 1, sizeof(nx_tensor *)), inputs};
+    run_state rs = {ctx, reassoc, p, nx_rt_calloc(ctx, (size_t)p->nslots + 1, sizeof(nx_tensor *)),
+                    inputs};
     if (!rs.slot)
         return nx_rt_nomem(ctx, "nx_program_run", bytes);
     for (int i = 0; i < p->noutputs; i++)
@@ -190,6 +258,7 @@ nx_status nx_x86_plan_run(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *
 
 typedef struct cpu_state {
     int n;
+    bool reassoc; /* the context's choice when the kernels were compiled */
     nx_x86_loop_fn *fns;
 } cpu_state;
 
@@ -199,6 +268,7 @@ static nx_status cpu_prepare(nx_ctx *ctx, const nx_kplan *p, void **state)
     if (!cs)
         return nx_rt_nomem(ctx, "nx_graph_compile", sizeof *cs);
     cs->n = p->nkernels;
+    cs->reassoc = !nx_ctx_reproducible(ctx); /* as nx_x86_plan_compile decides */
     cs->fns = nx_rt_calloc(ctx, (size_t)p->nkernels + 1, sizeof *cs->fns);
     nx_status st = cs->fns ? nx_x86_plan_compile(ctx, p, cs->fns)
                            : nx_rt_nomem(ctx, "nx_graph_compile", (size_t)p->nkernels * 8);
@@ -215,7 +285,7 @@ static nx_status cpu_run(nx_ctx *ctx, const nx_kplan *p, void *state,
                          const nx_tensor *const *inputs, nx_tensor **outputs)
 {
     const cpu_state *cs = state;
-    return nx_x86_plan_run(ctx, p, cs->fns, inputs, outputs);
+    return nx_x86_plan_run_ex(ctx, p, cs->fns, cs->reassoc, inputs, outputs);
 }
 
 static void cpu_release(nx_ctx *ctx, const nx_kplan *p, void *state)

@@ -186,6 +186,7 @@ typedef struct emitter {
     uint8_t *tile_cls; /* register tiles: class of each instruction, vector value cache */
     int *tile_vc;
     uint32_t math_used; /* bit 2 i + (f64): math_names[i] is called */
+    int split;          /* nx_x86_kernel_split */
     bool reassoc;
     bool failed;
 } emitter;
@@ -803,6 +804,29 @@ static void hoist(emitter *e, int32_t id, uint32_t loops, uint8_t *seen)
                 hoist(e, in->a[j], loops, seen);
 }
 
+int nx_x86_kernel_split(const nx_kernel *k, bool reassoc)
+{
+    if (k->kind != NX_KERNEL_LOOP)
+        return -1;
+    if (k->ndim > 0)
+        return 0;
+    if (k->nstores != 1 || k->stores[0].value < 0)
+        return -1;
+    const nx_kinst *in = &k->inst[k->stores[0].value];
+    if (in->op != NX_KOP_REDUCE || in->i == 0)
+        return -1;
+    int m = in->prim, d = k->inst[in->a[0]].dtype;
+    bool exact = m == NX_MONOID_MAX || m == NX_MONOID_MIN ||
+                 (!is_fl(d) && (m == NX_MONOID_SUM || m == NX_MONOID_PROD));
+    bool assoc = reassoc && is_fl(d) && (m == NX_MONOID_SUM || m == NX_MONOID_PROD);
+    if (!exact && !assoc)
+        return -1;
+    for (int l = 0; l < k->nloops; l++)
+        if ((uint64_t)in->i >> l & 1)
+            return l;
+    return -1;
+}
+
 static int emit_reduce(emitter *e, int32_t id)
 {
     const nx_kinst *in = &e->k->inst[id];
@@ -820,7 +844,8 @@ static int emit_reduce(emitter *e, int32_t id)
             continue;
         char hi[32];
         snprintf(hi, sizeof hi, "%lld", (long long)e->k->extent[l]);
-        ls[n] = loop_open(e, "0", hi);
+        bool split = l == e->split && e->k->ndim == 0;
+        ls[n] = loop_open(e, split ? "%begin" : "0", split ? "%end" : hi);
         e->loopvar[l] = ls[n].index;
         n++;
     }
@@ -1486,6 +1511,7 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
         for (size_t i = 0; i < n; i++)
             e.val[i] = -1;
         nx_kernel_loop_masks(k, e.mask);
+        e.split = nx_x86_kernel_split(k, reassoc);
         e.open[0] = true;
         e.nscopes = 1;
         emit_space(&e);

@@ -9,11 +9,23 @@
  * split index lies in [begin, end) (see nx_x86_kernel_split). */
 typedef void (*nx_x86_loop_fn)(void *const *bufs, int64_t begin, int64_t end);
 
+/* The loop a compiled kernel's [begin, end) runs over: space loop 0, or for a 0-d space whose
+ * one store is a reduction that may be split (max/min and integer folds always, float sums and
+ * products when reassoc), that reduction's first loop: each chunk then stores the fold of its
+ * part of the loop, and the runner combines the partials in chunk order with the same monoid.
+ * -1: the kernel is one point and is not split. */
+NX_HIDDEN int nx_x86_kernel_split(const nx_kernel *k, bool reassoc);
+
 /* Runs a plan: inputs are contiguous host tensors by program argument; outputs receive new
  * C-contiguous tensors. fns[i] is kernel i's compiled function, or NULL to run it with the
  * kernel IR interpreter (loop kernels) or the host routine (library kernels). */
 NX_HIDDEN nx_status nx_x86_plan_run(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *fns,
                                     const nx_tensor *const *inputs, nx_tensor **outputs);
+/* The same with the reassociation choice the functions were compiled with (nx_x86_plan_run takes
+ * the context's: not reproducible). */
+NX_HIDDEN nx_status nx_x86_plan_run_ex(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *fns,
+                                       bool reassoc, const nx_tensor *const *inputs,
+                                       nx_tensor **outputs);
 
 /* Whether the JIT can compile a loop kernel (library kernels: always, they run host code).
  * Unsupported: f16/bf16 values, atan2, integer pow. */

@@ -390,6 +390,32 @@ static void test_tiles(void **state)
     }
 }
 
+/* 0-d reductions large enough to be split across threads (per-chunk partials combined in chunk
+ * order). Max, min and integer sums are exact whatever the split; the float sums add small
+ * integers, whose partial sums are exact in any order, so they are exact too: a lost, doubled or
+ * misplaced chunk changes them. */
+static void test_split_reductions(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t s1[1] = {300007}, s2[2] = {613, 509};
+    nx_node x = input(f, NX_DTYPE_F32, 1, s1), y = input(f, NX_DTYPE_F64, 2, s2);
+    nx_node xi = input(f, NX_DTYPE_I32, 1, s1), z = input(f, NX_DTYPE_F32, 1, s1);
+    poison(f->in[3]);
+    nx_node xint = nx_floor(g, nx_mul(g, x, nx_scalar(g, NX_DTYPE_F32, 2)));
+    nx_node yint = nx_floor(g, y);
+    int a1[1] = {0}, a2[2] = {0, 1};
+    nx_node outs[6] = {
+        nx_reduce(g, x, 1, a1, NX_MONOID_MAX, false),
+        nx_reduce(g, y, 2, a2, NX_MONOID_MIN, false),
+        nx_reduce(g, xi, 1, a1, NX_MONOID_SUM, false),
+        nx_reduce(g, z, 1, a1, NX_MONOID_MAX, false),
+        nx_reduce(g, xint, 1, a1, NX_MONOID_SUM, false),
+        nx_reduce(g, nx_mul(g, yint, yint), 2, a2, NX_MONOID_SUM, false),
+    };
+    run_case_ex(f, 6, outs, "split reductions", -1, true);
+}
+
 /* y_i = sum_j exp(-sum_d (x_id - z_jd)^2): KeOps's Gaussian kernel sum, one kernel. */
 static void test_nested(void **state)
 {
@@ -507,6 +533,7 @@ static void test_alloc_sweep(void **state)
 
 int main(int argc, char **argv)
 {
+    setenv("NITRIX_NUM_THREADS", "3", 1); /* uneven chunks for the split reductions */
     if (argc > 1 && strcmp(argv[1], "jit") == 0) {
         run_mode = MODE_JIT;
         setenv("NITRIX_REPRODUCIBLE", "1", 1);
@@ -522,6 +549,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_movement, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_gather, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reductions, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_split_reductions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_contractions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
