@@ -97,6 +97,32 @@ NX_API nx_status nx_semiring_ell_rmatvec_vjp(nx_ctx *ctx, const nx_semiring *sr,
 NX_API nx_status nx_ell_row_softmax(nx_ctx *ctx, const nx_ell *a, const nx_tensor *scores,
                                     const nx_semiring_opts *opts, nx_tensor **out);
 
+/* ---- edge aggregation ------------------------------------------------------------------------- */
+
+/* out[..., i, :] = (+)_p F(h_i, h_j, w, ij[, e]) with j = indices[i, p], w = values[i, p], under
+ * REAL (sum), TROPICAL_MAX_PLUS (max) or TROPICAL_MIN_PLUS (min) (others: NX_ERR_UNSUPPORTED).
+ * h [..., n, d] with n = m (the ELL is square). F is a builder given
+ *   hi [..., m, 1, d], hj [..., m, k_max, d], w [m, k_max, 1], ij [m, k_max, 1] (the column index
+ *   in h's dtype) and e [m, k_max, d_e] (NX_NONE without edge attributes)
+ * returning [..., m, k_max, d_out]. Pads are not skipped: multiply by w (as in w * hj) or mask.
+ * Gradients to h, values and e through nx_graph_vjp of the builder. */
+typedef nx_node (*nx_edge_fn)(nx_graph *g, nx_node hi, nx_node hj, nx_node w, nx_node ij,
+                              nx_node e, void *user);
+typedef struct nx_edge_opts {
+    nx_backend backend;
+    nx_edge_fn expr;
+    void *user;
+    const char *expr_key; /* required: names expr in the program cache (equal keys, equal F) */
+} nx_edge_opts;
+NX_API nx_node nx_ell_edge_aggregate_node(nx_graph *g, const nx_semiring *sr, nx_node values,
+                                          nx_node indices, nx_node h, nx_node edge_attr,
+                                          nx_edge_fn fn, void *user);
+/* edge_attr may be NULL. */
+NX_API nx_status nx_semiring_ell_edge_aggregate(nx_ctx *ctx, const nx_semiring *sr,
+                                                const nx_ell *a, const nx_tensor *h,
+                                                const nx_tensor *edge_attr,
+                                                const nx_edge_opts *opts, nx_tensor **out);
+
 /* ---- host construction ------------------------------------------------------------------------ */
 
 /* values [m, k_act] and indices [m, k_act] padded to k_max >= k_act slots with identity and

@@ -225,6 +225,21 @@ def sectioned_cases():
     lines.append(f"sectioned_rmatvec sec_rmv real {n_cols} 0.0")
 
 
+def edge_cases():
+    # F(h_i, h_j, w, ij, e) = w * (h_j - h_i) + 0.1 * ij + e over every slot (pads included),
+    # folded by sum, max or min.
+    n, k, d = 6, 3, 2
+    v, idx = random_ell(n, k, n, 0.0, "real")
+    h = rng.uniform(-1, 1, size=(2, n, d))
+    e = rng.uniform(-1, 1, size=(n, k, d))
+    f = v[:, :, None] * (h[:, idx, :] - h[:, :, None, :]) + 0.1 * idx[:, :, None] + e
+    for sr, red in (("real", np.sum), ("tropical_max_plus", np.max),
+                    ("tropical_min_plus", np.min)):
+        name = f"edge_{sr}"
+        save(name, values=v, indices=idx, h=h, e=e, out=red(f, axis=2))
+        lines.append(f"edge {name} {sr} {n} 0.0")
+
+
 def main():
     if not (np.__version__.startswith("1.24") and scipy.__version__.startswith("1.10")):
         sys.exit(f"need numpy 1.24 and scipy 1.10, found {np.__version__} {scipy.__version__}")
@@ -236,6 +251,7 @@ def main():
     laplace_cases()
     stencil_cases()
     sectioned_cases()
+    edge_cases()
     with open(os.path.join(OUT, "manifest.txt"), "w") as f:
         f.write(f"# numpy {np.__version__} scipy {scipy.__version__}\n")
         f.write("\n".join(lines) + "\n")

@@ -89,6 +89,48 @@ static void test_softmax_golden(void **state)
     assert_int_equal(st_for_cases("softmax", softmax_case), 2);
 }
 
+/* ---- edge aggregation ------------------------------------------------------------------------*/
+
+/* F = w * (hj - hi) + 0.1 * ij + e, as the generator's. */
+static nx_node edge_fn(nx_graph *g, nx_node hi, nx_node hj, nx_node w, nx_node ij, nx_node e,
+                       void *user)
+{
+    (void)user;
+    nx_dtype dt = nx_node_dtype(g, hi);
+    nx_node t = nx_add(g, nx_mul(g, w, nx_sub(g, hj, hi)), nx_mul(g, nx_scalar(g, dt, 0.1), ij));
+    return nx_add(g, t, e);
+}
+
+static void edge_case(nx_ctx *ctx, nx_backend be, char *const *f, int nf)
+{
+    assert_int_equal(nf, 5);
+    nx_semiring *user = NULL;
+    const nx_semiring *sr = st_semiring(ctx, f[2], &user);
+    nx_ell a = load_ell(ctx, f[1], f[3], f[4]);
+    nx_tensor *h = st_load(ctx, f[1], "h"), *e = st_load(ctx, f[1], "e");
+    nx_tensor *want = st_load(ctx, f[1], "out"), *got = NULL;
+    nx_edge_opts o = {.backend = be, .expr = edge_fn, .expr_key = "test-edge"};
+    if (nx_semiring_ell_edge_aggregate(ctx, sr, &a, h, e, &o, &got) != NX_OK)
+        fail_msg("%s on %s: %s", f[1], nx_backend_name(be), nx_ctx_last_error(ctx));
+    st_expect_close(f[1], be, got, want, "real");
+    /* LOG has no edge fold; no builder is refused. */
+    assert_int_equal(nx_semiring_ell_edge_aggregate(ctx, nx_semiring_builtin(NX_SEMIRING_LOG), &a,
+                                                    h, e, &o, &got),
+                     NX_ERR_UNSUPPORTED);
+    o.expr = NULL;
+    assert_int_equal(nx_semiring_ell_edge_aggregate(ctx, sr, &a, h, e, &o, &got),
+                     NX_ERR_INVALID_ARG);
+    nx_ell_free(&a);
+    nx_tensor_free(h), nx_tensor_free(e), nx_tensor_free(want), nx_tensor_free(got);
+    nx_semiring_free(user);
+}
+
+static void test_edge_golden(void **state)
+{
+    (void)state;
+    assert_int_equal(st_for_cases("edge", edge_case), 3);
+}
+
 /* ---- hand-checked ----------------------------------------------------------------------------*/
 
 /* A = [[2, 0, 1], [0, 0, 0], [0, 3, 0]] with a pad in row 0 and an all-pad row 1; B = I + 1. */
@@ -286,7 +328,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_golden), cmocka_unit_test(test_rmatvec_golden),
-        cmocka_unit_test(test_softmax_golden), cmocka_unit_test(test_hand_matmul),
+        cmocka_unit_test(test_softmax_golden), cmocka_unit_test(test_edge_golden), cmocka_unit_test(test_hand_matmul),
         cmocka_unit_test(test_empty_slots),   cmocka_unit_test(test_bad_indices),
         cmocka_unit_test(test_cache_hit),     cmocka_unit_test(test_alloc_sweep),
     };
