@@ -118,6 +118,33 @@ static nx_status build_bilateral(nx_graph *g, void *user, nx_node *outs, int *no
     return nx_graph_vjp(g, 1, &y, &dy, 3, (nx_node[]){v, f, p}, outs);
 }
 
+/* The C-order position of the first entry outside [0, n), or -1; a plain loop over contiguous
+ * storage, since grid neighbourhoods have millions of entries. */
+static int64_t first_out_of_range(const nx_tensor *idx, int64_t n)
+{
+    int64_t kmax = nx_tensor_shape(idx)[1], count = nx_tensor_numel(idx);
+    if (nx_tensor_is_contiguous(idx) && nx_tensor_dtype(idx) == NX_DTYPE_I64) {
+        const int64_t *p = nx_tensor_data(idx);
+        for (int64_t e = 0; e < count; e++)
+            if (p[e] < 0 || p[e] >= n)
+                return e;
+        return -1;
+    }
+    if (nx_tensor_is_contiguous(idx) && nx_tensor_dtype(idx) == NX_DTYPE_I32) {
+        const int32_t *p = nx_tensor_data(idx);
+        for (int64_t e = 0; e < count; e++)
+            if (p[e] < 0 || p[e] >= n)
+                return e;
+        return -1;
+    }
+    for (int64_t e = 0; e < count; e++) {
+        double j = nx_bil_at(idx, (int64_t[]){e / kmax, e % kmax});
+        if (j < 0 || j >= (double)n)
+            return e;
+    }
+    return -1;
+}
+
 static nx_status check_index(nx_ctx *ctx, const nx_tensor *idx, int64_t n)
 {
     nx_dtype d = nx_tensor_dtype(idx);
@@ -130,16 +157,15 @@ static nx_status check_index(nx_ctx *ctx, const nx_tensor *idx, int64_t n)
                            nx_tensor_ndim(idx),
                            (long long)(nx_tensor_ndim(idx) ? nx_tensor_shape(idx)[0] : -1),
                            (long long)n);
-    int64_t kmax = nx_tensor_shape(idx)[1];
-    for (int64_t i = 0; i < n; i++)
-        for (int64_t s = 0; s < kmax; s++) {
-            double j = nx_bil_at(idx, (int64_t[]){i, s});
-            if (j < 0 || j >= (double)n)
-                return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                                   WHO ": index[%lld, %lld] is %.0f; expected 0 <= j < n = %lld "
-                                   "(mask out padding slots instead)",
-                                   (long long)i, (long long)s, j, (long long)n);
-        }
+    int64_t bad = first_out_of_range(idx, n);
+    if (bad >= 0) {
+        int64_t kmax = nx_tensor_shape(idx)[1];
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           WHO ": index[%lld, %lld] is %.0f; expected 0 <= j < n = %lld (mask out "
+                               "padding slots instead)",
+                           (long long)(bad / kmax), (long long)(bad % kmax),
+                           nx_bil_at(idx, (int64_t[]){bad / kmax, bad % kmax}), (long long)n);
+    }
     return NX_OK;
 }
 
@@ -212,7 +238,9 @@ static nx_status ell_neighbourhood(nx_ctx *ctx, const nx_ell *e, int64_t n, nx_t
 static nx_status and_mask(nx_ctx *ctx, const nx_tensor *user, nx_tensor **mask)
 {
     nx_tensor *b = NULL;
-    nx_status st = nx_tensor_cast(user, NX_DTYPE_BOOL, &b);
+    nx_status st = nx_tensor_dtype(user) == NX_DTYPE_BOOL && !*mask
+                       ? nx_tensor_contiguous(user, &b)
+                       : nx_tensor_cast(user, NX_DTYPE_BOOL, &b);
     if (st != NX_OK || !*mask) {
         *mask = b;
         return st;
@@ -251,7 +279,7 @@ static nx_status prepare(nx_ctx *ctx, const nx_tensor *v, const nx_tensor *f,
     } else if (o->index) {
         if ((st = check_index(ctx, o->index, n)) != NX_OK)
             return st;
-        st = nx_tensor_copy(o->index, index);
+        st = nx_tensor_contiguous(o->index, index);
     } else if (n > 0) {
         nx_knn_opts ko = {.backend = o->backend, .metric = &o->metric};
         st = nx_brute_force_knn(ctx, f, o->k, &ko, index);
