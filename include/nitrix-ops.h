@@ -13,7 +13,8 @@
  *   BOOLEAN            or (max over 0/1)                (a!=0)&(b!=0)  0         0
  *   EUCLIDEAN          sum, finalized sqrt(max(acc,0))  (a-b)^2        0         none (relaxed)
  *
- * BOOLEAN works on f32/f64 values: nonzero is true, and results are 0 or 1.
+ * BOOLEAN works on f32/f64 values (nonzero is true, results are 0 or 1 in that dtype) and on bool
+ * operands (bool results: and, then or; an empty fold is false). Other algebras refuse bool.
  *
  * User semirings come from a formula ("plus = max(a, b); times = a + b; zero = -inf") or from IR
  * expressions over placeholders (nx_semiring_define). Definitions are checked when they are made:
@@ -158,8 +159,10 @@ typedef struct nx_semiring_opts {
     nx_backend backend; /* NX_BACKEND_AUTO: the context's */
 } nx_semiring_opts;
 
-/* C[..., i, j] = (+)_k A[..., i, k] (x) B[..., k, j]; leading dims broadcast (numpy). f32 or f64,
- * both the same. opts may be NULL. An empty k gives the identity (after finalize). */
+/* C[..., i, j] = (+)_k A[..., i, k] (x) B[..., k, j]; leading dims broadcast (numpy). f32 or f64
+ * (or bool under BOOLEAN), both the same. opts may be NULL. An empty k gives the identity (after
+ * finalize). In reproducible mode the max/min algebras give bitwise the same result on every
+ * backend, the others agree within the registry tolerance (docs/semiring.md says why). */
 NX_API nx_status nx_semiring_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_tensor *a,
                                     const nx_tensor *b, const nx_semiring_opts *opts,
                                     nx_tensor **out);
@@ -178,7 +181,9 @@ NX_API nx_status nx_semiring_conv(nx_ctx *ctx, const nx_semiring *sr, const nx_t
  *   KMIN                       out [M, k] values and idx [M, k] i64 (F scalar), ascending, first
  *                              index on ties; k <= N
  * Examples: "exp(-sqdist(x, y)) * b" (Gaussian kernel sum), "-sqdist(x, y) / p0" under LOGSUMEXP
- * (a Sinkhorn step), "sqdist(x, y)" under ARGMIN or KMIN (nearest neighbours). */
+ * (a Sinkhorn step), "sqdist(x, y)" under ARGMIN or KMIN (nearest neighbours). In gradients a C
+ * builder gets xi, yj and bj broadcast to every pair ([M, N, .]), so it must use broadcasting
+ * elementwise ops. An empty y gives SUM 0, MAX -inf, MIN +inf, LOGSUMEXP -inf. */
 typedef enum nx_pairwise_reduction {
     NX_PAIRWISE_SUM,
     NX_PAIRWISE_MAX,
@@ -239,8 +244,9 @@ NX_API nx_status nx_semiring_conv_vjp(nx_ctx *ctx, const nx_semiring *sr, const 
 
 /* Cotangents of x, y, b and p (grads[0..3]; grads[2], grads[3] NULL when b, p are) for the
  * result cotangent dout, under SUM, MAX, MIN or LOGSUMEXP (the index reductions have none:
- * NX_ERR_UNSUPPORTED). By autodiff of the forward fragment: one pass per input for now, not
- * KeOps's two streamed passes. */
+ * NX_ERR_UNSUPPORTED). As KeOps: two streamed passes, one over j for x and p, one over i for y
+ * and b, nothing M x N stored (scalar F); LOGSUMEXP, MAX and MIN first run the forward pass for
+ * their weights. dout is [M, E]; a cotangent of another shape is NX_ERR_SHAPE. */
 NX_API nx_status nx_pairwise_reduce_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
                                         const nx_tensor *b, const nx_tensor *p,
                                         const nx_pairwise_opts *opts, const nx_tensor *dout,

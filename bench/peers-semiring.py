@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""NumPy/scipy peers of the semiring bench rows (bench/bench-semiring.c), run by hand in the same
+session as `nitrix bench semiring`:
+
+    /usr/bin/python3 bench/peers-semiring.py [ROW ...]
+
+Rows: maxplus, log, conv, gauss, gauss_grad (all by default). Inputs have the bench's shapes and
+value ranges (uniform; the values themselves do not change the work). Each row prints the median
+and spread of its timed runs. The Gaussian rows are O(M N): they time a slice of the x rows and
+scale by M / rows, which is exact up to noise because every row of x costs the same.
+"""
+import sys
+import time
+
+import numpy as np
+import scipy
+import scipy.ndimage
+import scipy.special
+
+RNG = np.random.default_rng(20261129)
+
+
+def timed(fn, runs):
+    fn()  # warm-up
+    ts = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    return float(np.median(ts)), min(ts), max(ts)
+
+
+def maxplus(a, b, block=64):
+    """C[i, j] = max_k A[i, k] + B[k, j], blocked over i so the broadcast stays in cache."""
+    c = np.empty((a.shape[0], b.shape[1]), a.dtype)
+    for i in range(0, a.shape[0], block):
+        c[i:i + block] = (a[i:i + block, :, None] + b[None]).max(axis=1)
+    return c
+
+
+def logmm(a, b, block=64):
+    c = np.empty((a.shape[0], b.shape[1]), a.dtype)
+    for i in range(0, a.shape[0], block):
+        c[i:i + block] = scipy.special.logsumexp(a[i:i + block, :, None] + b[None], axis=1)
+    return c
+
+
+def conv(x, k):
+    """y[..., co] = sum_ci correlate(x[..., ci], k[..., ci, co]), SAME (scipy centres the kernel,
+    which for odd sizes is SAME's placement), zero padding."""
+    y = np.zeros(x.shape[:-1] + (k.shape[-1],), x.dtype)
+    for co in range(k.shape[-1]):
+        for ci in range(k.shape[-2]):
+            y[..., co] += scipy.ndimage.correlate(x[..., ci], k[..., ci, co], mode="constant")
+    return y
+
+
+def gauss(x, y, b, chunk=1000):
+    out = np.empty(x.shape[0], x.dtype)
+    for i in range(0, x.shape[0], chunk):
+        d2 = ((x[i:i + chunk, None, :] - y[None]) ** 2).sum(-1)
+        out[i:i + chunk] = np.exp(-d2) @ b
+    return out
+
+
+def gauss_grad(x, y, b, w, chunk=1000):
+    """d/dx, d/dy, d/db of sum_i w_i sum_j exp(-|x_i - y_j|^2) b_j."""
+    gx = np.empty_like(x)
+    gy = np.zeros_like(y)
+    gb = np.zeros_like(b)
+    for i in range(0, x.shape[0], chunk):
+        d = x[i:i + chunk, None, :] - y[None]
+        k = np.exp(-(d ** 2).sum(-1))
+        gb += w[i:i + chunk] @ k
+        t = (-2.0 * w[i:i + chunk, None] * k * b[None])[..., None] * d
+        gx[i:i + chunk] = t.sum(1)
+        gy -= t.sum(0)
+    return gx, gy, gb
+
+
+def uniform(shape, lo, hi):
+    return RNG.uniform(lo, hi, shape).astype(np.float32)
+
+
+def main():
+    want = sys.argv[1:] or ["maxplus", "log", "conv", "gauss", "gauss_grad"]
+    print("numpy %s, scipy %s" % (np.__version__, scipy.__version__))
+    if "maxplus" in want or "log" in want:
+        a, b = uniform((1024, 1024), -1, 1), uniform((1024, 1024), -1, 1)
+        if "maxplus" in want:
+            print("maxplus 1024^3: median %.3f s (%.3f-%.3f)" % timed(lambda: maxplus(a, b), 3))
+        if "log" in want:
+            print("log 1024^3: median %.3f s (%.3f-%.3f)" % timed(lambda: logmm(a, b), 1))
+    if "conv" in want:
+        x, k = uniform((128, 128, 128, 8), 0, 1), uniform((3, 3, 3, 8, 8), -1, 1)
+        print("conv 3x3x3 128^3 8->8: median %.3f s (%.3f-%.3f)" % timed(lambda: conv(x, k), 1))
+    if "gauss" in want:
+        n, rows = 100000, 5000
+        x, y, b = uniform((n, 3), 0, 1), uniform((n, 3), 0, 1), uniform((n,), 0, 1)
+        med, lo, hi = timed(lambda: gauss(x[:rows], y, b), 1)
+        s = n / rows
+        print("gauss sum M=N=1e5 (timed on %d rows, x%.0f): median %.2f s (%.2f-%.2f)"
+              % (rows, s, med * s, lo * s, hi * s))
+    if "gauss_grad" in want:
+        n, rows = 20000, 5000
+        x, y, b = uniform((n, 3), 0, 1), uniform((n, 3), 0, 1), uniform((n,), 0, 1)
+        w = uniform((n,), -1, 1)
+        med, lo, hi = timed(lambda: gauss_grad(x[:rows], y, b, w[:rows]), 1)
+        s = n / rows
+        print("gauss grad M=N=2e4 (timed on %d rows, x%.0f): median %.2f s (%.2f-%.2f)"
+              % (rows, s, med * s, lo * s, hi * s))
+
+
+if __name__ == "__main__":
+    main()
