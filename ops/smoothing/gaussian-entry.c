@@ -1,0 +1,274 @@
+/* Tensor entry points of Gaussian smoothing: the driver is resolved once per call, then a program
+ * is compiled once per key of everything that determines it (entry, resolved driver, options,
+ * shapes, dtypes, backend) and kept in the context's cache. */
+#include <string.h>
+
+#include "cache.h"
+#include "gaussian.h"
+#include "nitrix-graph.h"
+
+typedef struct gauss_call {
+    const nx_tensor *x, *dy;
+    nx_gaussian_opts o; /* driver replaced by the resolved one */
+    bool want_dx, want_dsigma;
+} gauss_call;
+
+static void destroy_program(void *user, void *obj)
+{
+    (void)user;
+    nx_program_free(obj);
+}
+
+static void key_tensor(nx_rt_cache_blob *b, const char *field, const nx_tensor *t)
+{
+    int64_t sig[NX_MAX_DIMS + 2] = {-1};
+    if (t) {
+        sig[0] = nx_tensor_dtype(t);
+        sig[1] = nx_tensor_ndim(t);
+        memcpy(sig + 2, nx_tensor_shape(t), (size_t)sig[1] * sizeof(int64_t));
+    }
+    nx_rt_cache_blob_bytes(b, field, sig, sizeof sig);
+}
+
+static void key_opts(nx_rt_cache_blob *b, const gauss_call *c)
+{
+    const nx_gaussian_opts *o = &c->o;
+    nx_rt_cache_blob_str(b, "op", c->dy ? "gaussian_filter_vjp" : "gaussian_filter");
+    nx_rt_cache_blob_str(b, "driver", o->driver);
+    int64_t geo[5] = {o->nspatial, o->nsigma, o->mode, c->want_dx, c->want_dsigma};
+    nx_rt_cache_blob_bytes(b, "geo", geo, sizeof geo);
+    nx_rt_cache_blob_bytes(b, "sigma", o->sigma, sizeof o->sigma);
+    nx_rt_cache_blob_bytes(b, "truncate", &o->truncate, sizeof o->truncate);
+    nx_rt_cache_blob_bytes(b, "kernel_size", o->kernel_size, sizeof o->kernel_size);
+    nx_rt_cache_blob_bytes(b, "cval", &o->cval, sizeof o->cval);
+    key_tensor(b, "x", c->x);
+    key_tensor(b, "dy", c->dy);
+    nx_rt_cache_blob_i64(b, "backend", o->backend);
+}
+
+/* Forward: y from x. Vjp: outputs dx and/or dsigma from x, sigma (when wanted) and dy. */
+static nx_status build(nx_graph *g, const gauss_call *c, nx_node *outs, int *nout)
+{
+    nx_dtype dt = nx_tensor_dtype(c->x);
+    int nd = nx_tensor_ndim(c->x);
+    const int64_t *shape = nx_tensor_shape(c->x);
+    bool vjp = c->dy != NULL;
+    nx_node x = vjp ? nx_parameter(g, "x", dt, nd, shape) : nx_input(g, "x", dt, nd, shape);
+    nx_node xf = nx_dtype_is_float(dt) ? x : nx_cast(g, x, NX_DTYPE_F32);
+    int64_t ns = c->o.nsigma;
+    nx_node sigma = c->want_dsigma ? nx_parameter(g, "sigma", dt, 1, &ns) : NX_NONE;
+    nx_node y = nx_gaussian_node(g, xf, sigma, &c->o);
+    *nout = 1;
+    if (!vjp) {
+        outs[0] = y;
+        return nx_graph_status(g);
+    }
+    nx_node dy = nx_input(g, "dy", dt, nd, shape);
+    if (nx_graph_status(g) != NX_OK)
+        return nx_graph_status(g);
+    nx_node wrt[2];
+    int nw = 0;
+    if (c->want_dx)
+        wrt[nw++] = x;
+    if (c->want_dsigma)
+        wrt[nw++] = sigma;
+    *nout = nw;
+    return nx_graph_vjp(g, 1, &y, &dy, nw, wrt, outs);
+}
+
+static nx_status compile(nx_ctx *ctx, const gauss_call *c, nx_program **out)
+{
+    nx_graph *g = NULL;
+    nx_status st = nx_graph_new(ctx, &g);
+    if (st != NX_OK)
+        return st;
+    nx_node y[2] = {NX_NONE, NX_NONE};
+    int n = 0;
+    st = build(g, c, y, &n);
+    if (st == NX_OK) {
+        nx_compile_opts co = {.backend = c->o.backend, .n_outputs = n, .outputs = y};
+        st = nx_graph_compile(g, &co, out);
+    }
+    nx_graph_free(g);
+    return st;
+}
+
+static nx_status program(nx_ctx *ctx, const gauss_call *c, nx_program **out)
+{
+    nx_rt_cache_blob b;
+    nx_rt_cache_blob_init(&b, ctx);
+    key_opts(&b, c);
+    nx_rt_cache_key k;
+    nx_status st = nx_rt_cache_blob_key(&b, &k);
+    nx_rt_cache *cache = NULL;
+    if (st != NX_OK)
+        st = nx_rt_nomem(ctx, "gaussian_filter: cache key", b.len);
+    else
+        st = nx_rt_cache_of(ctx, &cache);
+    nx_program *p = st == NX_OK ? nx_rt_cache_find(cache, &k) : NULL;
+    if (st == NX_OK && !p && (st = compile(ctx, c, &p)) == NX_OK) {
+        void *winner = NULL;
+        st = nx_rt_cache_insert(cache, &k, p, destroy_program, NULL, &winner);
+        if (st != NX_OK)
+            nx_program_free(p);
+        p = winner;
+    }
+    nx_rt_cache_blob_free(&b);
+    *out = p;
+    return st;
+}
+
+static nx_status check_x(nx_ctx *ctx, const char *who, const nx_tensor *x, const char *what,
+                         bool float_only)
+{
+    if (!x)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, what);
+    if (nx_tensor_device(x) != NX_DEVICE_HOST)
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: %s is a device tensor; expected host", who,
+                           what);
+    nx_dtype d = nx_tensor_dtype(x);
+    if (float_only && d != NX_DTYPE_F32 && d != NX_DTYPE_F64)
+        return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s; expected f32 or f64", who, what,
+                           nx_dtype_name(d));
+    if (d == NX_DTYPE_F16 || d == NX_DTYPE_BF16)
+        return nx_rt_error(ctx, NX_ERR_DTYPE,
+                           "%s: %s is %s; expected f32, f64, an integer or bool (cast first)", who,
+                           what, nx_dtype_name(d));
+    return NX_OK;
+}
+
+/* Checks the options against x, resolves the driver and fills c->o with the resolved name. */
+static nx_status prepare(nx_ctx *ctx, const char *who, const nx_gaussian_opts *opts, gauss_call *c)
+{
+    nx_gauss_plan plan;
+    nx_status st = nx_gauss_plan_make(ctx, who, opts, nx_tensor_ndim(c->x), nx_tensor_shape(c->x),
+                                      &plan);
+    bool recursive = false;
+    if (st == NX_OK)
+        st = nx_gauss_resolve(ctx, opts, c->want_dsigma, &recursive);
+    if (st != NX_OK)
+        return st;
+    c->o = *opts;
+    c->o.driver = recursive ? "recursive" : "fir";
+    return NX_OK;
+}
+
+static nx_status empty_like(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
+{
+    nx_dtype d = nx_tensor_dtype(x);
+    return nx_tensor_new(ctx, nx_dtype_is_float(d) ? d : NX_DTYPE_F32, nx_tensor_ndim(x),
+                         nx_tensor_shape(x), out);
+}
+
+nx_status nx_gaussian_filter(nx_ctx *ctx, const nx_tensor *x, const nx_gaussian_opts *opts,
+                             nx_tensor **out)
+{
+    static const char *who = "nx_gaussian_filter";
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
+    if (!out)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
+    *out = NULL;
+    gauss_call c = {.x = x};
+    nx_status st = check_x(ctx, who, x, "x", false);
+    if (st == NX_OK)
+        st = prepare(ctx, who, opts, &c);
+    if (st != NX_OK)
+        return st;
+    if (nx_tensor_numel(x) == 0)
+        return empty_like(ctx, x, out);
+    nx_program *p = NULL;
+    if ((st = program(ctx, &c, &p)) != NX_OK)
+        return st;
+    return nx_program_run(p, (const nx_tensor *const[]){x}, out);
+}
+
+static nx_status check_dy(nx_ctx *ctx, const char *who, const nx_tensor *x, const nx_tensor *dy)
+{
+    nx_status st = check_x(ctx, who, dy, "dy", true);
+    if (st != NX_OK)
+        return st;
+    int nd = nx_tensor_ndim(x);
+    if (nx_tensor_dtype(dy) != nx_tensor_dtype(x) || nx_tensor_ndim(dy) != nd ||
+        memcmp(nx_tensor_shape(dy), nx_tensor_shape(x), (size_t)nd * sizeof(int64_t)) != 0) {
+        char a[128], b[128];
+        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: dy is %s%s; expected x's %s%s", who,
+                           nx_dtype_name(nx_tensor_dtype(dy)),
+                           nx_shape_str(a, sizeof a, nx_tensor_ndim(dy), nx_tensor_shape(dy)),
+                           nx_dtype_name(nx_tensor_dtype(x)),
+                           nx_shape_str(b, sizeof b, nd, nx_tensor_shape(x)));
+    }
+    return NX_OK;
+}
+
+/* Zero cotangents for an empty x (nothing flows through an empty image). */
+static nx_status vjp_empty(nx_ctx *ctx, const gauss_call *c, nx_tensor **dx, nx_tensor **dsigma)
+{
+    nx_status st = NX_OK;
+    if (dx)
+        st = empty_like(ctx, c->x, dx);
+    int64_t ns = c->o.nsigma;
+    if (st == NX_OK && dsigma)
+        st = nx_tensor_new(ctx, nx_tensor_dtype(c->x), 1, &ns, dsigma);
+    return st;
+}
+
+static nx_status vjp_run(nx_ctx *ctx, const gauss_call *c, nx_tensor **dx, nx_tensor **dsigma)
+{
+    nx_program *p = NULL;
+    nx_status st = program(ctx, c, &p);
+    nx_tensor *sig = NULL, *outs[2] = {NULL, NULL};
+    int64_t ns = c->o.nsigma;
+    if (st == NX_OK && c->want_dsigma &&
+        (st = nx_tensor_new(ctx, NX_DTYPE_F64, 1, &ns, &sig)) == NX_OK) {
+        memcpy(nx_tensor_data(sig), c->o.sigma, (size_t)ns * sizeof(double));
+        nx_tensor *cast = NULL;
+        st = nx_tensor_cast(sig, nx_tensor_dtype(c->x), &cast);
+        nx_tensor_free(sig);
+        sig = cast;
+    }
+    if (st == NX_OK) {
+        const nx_tensor *ins[3] = {c->x, c->want_dsigma ? sig : c->dy, c->dy};
+        st = nx_program_run(p, ins, outs);
+    }
+    nx_tensor_free(sig);
+    if (st != NX_OK)
+        return st;
+    int k = 0;
+    if (c->want_dx)
+        *dx = outs[k++];
+    if (c->want_dsigma)
+        *dsigma = outs[k];
+    return NX_OK;
+}
+
+nx_status nx_gaussian_filter_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *dy,
+                                 const nx_gaussian_opts *opts, nx_tensor **dx, nx_tensor **dsigma)
+{
+    static const char *who = "nx_gaussian_filter_vjp";
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
+    if (dx)
+        *dx = NULL;
+    if (dsigma)
+        *dsigma = NULL;
+    if (!dx && !dsigma)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: dx and dsigma are both NULL", who);
+    gauss_call c = {.x = x, .dy = dy, .want_dx = dx != NULL, .want_dsigma = dsigma != NULL};
+    nx_status st = check_x(ctx, who, x, "x", true);
+    if (st == NX_OK)
+        st = check_dy(ctx, who, x, dy);
+    if (st == NX_OK)
+        st = prepare(ctx, who, opts, &c);
+    if (st != NX_OK)
+        return st;
+    if (nx_tensor_numel(x) == 0)
+        st = vjp_empty(ctx, &c, dx, dsigma);
+    else
+        st = vjp_run(ctx, &c, dx, dsigma);
+    if (st != NX_OK && dx) {
+        nx_tensor_free(*dx);
+        *dx = NULL;
+    }
+    return st;
+}

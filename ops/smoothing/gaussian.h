@@ -1,0 +1,42 @@
+/* Shared between the Gaussian smoothing files: the options resolved per spatial axis, the two
+ * drivers' 1-D passes and the driver resolution. Not installed. */
+#ifndef NX_OPS_GAUSSIAN_H
+#define NX_OPS_GAUSSIAN_H
+
+#include "internal.h"
+#include "nitrix-ops.h"
+
+/* Options checked against x's rank and shape, one entry per spatial axis. */
+typedef struct nx_gauss_plan {
+    int nd, nsp, lead;
+    double sigma[NX_GAUSSIAN_MAX_SPATIAL];
+    /* taps t = -lo .. hi; weight of tap t is exp(-(t + shift)^2 / (2 sigma^2)), normalised */
+    int64_t lo[NX_GAUSSIAN_MAX_SPATIAL], hi[NX_GAUSSIAN_MAX_SPATIAL];
+    double shift[NX_GAUSSIAN_MAX_SPATIAL];
+    int64_t radius[NX_GAUSSIAN_MAX_SPATIAL]; /* int(truncate * sigma + 0.5): the recursive pad */
+    nx_pad_mode pad;
+    double cval;
+    bool recursive;
+} nx_gauss_plan;
+
+/* Checks opts for an x of rank nd and the given shape (may be NULL: extents unknown) and fills
+ * plan (not the driver). who names the caller in messages. */
+NX_HIDDEN nx_status nx_gauss_plan_make(nx_ctx *ctx, const char *who, const nx_gaussian_opts *o,
+                                       int nd, const int64_t *shape, nx_gauss_plan *plan);
+
+/* The op's one driver site: whether opts->driver resolves to the recursive driver. A sigma
+ * gradient exists only through the FIR weights: auto then picks fir, recursive is refused. */
+NX_HIDDEN nx_status nx_gauss_resolve(nx_ctx *ctx, const nx_gaussian_opts *o, bool sigma_grad,
+                                     bool *recursive);
+
+/* Young-van Vliet along absolute axis `axis` of x (float, nonempty). */
+NX_HIDDEN nx_node nx_gauss_recursive_pass(nx_graph *g, nx_node x, int axis, double sigma,
+                                          int64_t pad, nx_pad_mode mode, double cval);
+
+/* The recursive filter's poles and residues for sigma (>= 0.5): h[n] = sum_k A_k p_k^|n|, with
+ * p[0] real and p[1], p[2] = conj(p[1]). false if sigma is out of range. Exposed for tests of the
+ * decomposition through the driver. */
+NX_HIDDEN bool nx_gauss_yvv_poles(double sigma, double p_re[3], double p_im[3], double a_re[3],
+                                  double a_im[3]);
+
+#endif /* NX_OPS_GAUSSIAN_H */
