@@ -1,5 +1,6 @@
 /* `nitrix run` rows of the morphology entry points, end to end: the command writes .npy files that
- * must equal scipy's golden outputs exactly, and bad options exit with status 2 or 1. */
+ * must equal scipy's (NumPy's, for pooling) golden outputs exactly (the EDT to 1e-10 relative in
+ * f64), and bad options exit with status 2 or 1. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,9 +30,58 @@ static int run(const char *op, const char *name, const char *keys, const char *e
 
 static double at(const nx_tensor *t, int64_t i)
 {
-    if (nx_tensor_dtype(t) == NX_DTYPE_F32)
-        return ((const float *)nx_tensor_data(t))[i];
-    return ((const double *)nx_tensor_data(t))[i];
+    const void *d = nx_tensor_data(t);
+    switch (nx_tensor_dtype(t)) {
+    case NX_DTYPE_F32:
+        return ((const float *)d)[i];
+    case NX_DTYPE_I32:
+        return ((const int32_t *)d)[i];
+    case NX_DTYPE_I64:
+        return (double)((const int64_t *)d)[i];
+    case NX_DTYPE_BOOL:
+        return ((const uint8_t *)d)[i];
+    default:
+        return ((const double *)d)[i];
+    }
+}
+
+/* tmp/<file> against tests/data/morphology/<name>_<key>.npy to rtol (0: exactly). */
+static void compare_file(const char *file, const char *name, const char *key, double rtol)
+{
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    char path[1024];
+    nx_tensor *got = NULL, *want = NULL;
+    snprintf(path, sizeof path, "%s/%s", tmpdir, file);
+    assert_int_equal(nx_npy_read(ctx, path, &got), NX_OK);
+    snprintf(path, sizeof path, "%s/morphology/%s_%s.npy", nx_test_data_dir(), name, key);
+    assert_int_equal(nx_npy_read(ctx, path, &want), NX_OK);
+    assert_int_equal(nx_tensor_dtype(got), nx_tensor_dtype(want));
+    assert_int_equal(nx_tensor_numel(got), nx_tensor_numel(want));
+    for (int64_t i = 0; i < nx_tensor_numel(want); i++)
+        if (rtol ? !nx_test_close(at(got, i), at(want, i), rtol, 0) : at(got, i) != at(want, i))
+            fail_msg("%s %s: element %lld is %.17g; the golden value is %.17g", name, key,
+                     (long long)i, at(got, i), at(want, i));
+    nx_tensor_free(got);
+    nx_tensor_free(want);
+    nx_ctx_free(ctx);
+}
+
+/* Runs `nitrix run <op> <inputs> <extra>` where extra names the outputs (-o tmp/FILE); returns
+ * the exit status. */
+static int run_outs(const char *op, const char *name, const char *keys, const char *extra)
+{
+    char cmd[4096], in[1024] = "", k[32];
+    const char *p = keys;
+    while (sscanf(p, "%31s", k) == 1) {
+        size_t n = strlen(in);
+        snprintf(in + n, sizeof in - n, " %s/morphology/%s_%s.npy", nx_test_data_dir(), name, k);
+        p = strstr(p, k) + strlen(k);
+    }
+    snprintf(cmd, sizeof cmd, "cd %s && %s run %s%s --backend=cpu %s 2>/dev/null", tmpdir,
+             NX_NITRIX_EXE, op, in, extra);
+    int rc = system(cmd);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 static void compare(const char *name)
@@ -76,6 +126,76 @@ static void test_rows(void **state)
     compare("cdt2_cb");
 }
 
+static void test_new_rows(void **state)
+{
+    (void)state;
+    assert_int_equal(
+        run_outs("distance_transform_edt", "edt2_aniso", "mask", "--sampling=0.7,1.9 -o out.npy"),
+        0);
+    compare_file("out.npy", "edt2_aniso", "out", 1e-10);
+    assert_int_equal(run_outs("distance_transform_edt", "edt3_aniso", "mask",
+                              "--sampling=1.5,0.5,1 --driver=separable -o out.npy"),
+                     0);
+    compare_file("out.npy", "edt3_aniso", "out", 1e-10);
+    assert_int_equal(run_outs("distance_transform_edt", "edt1", "mask",
+                              "--driver=felzenszwalb -o out.npy"),
+                     0);
+    compare_file("out.npy", "edt1", "out", 1e-10);
+    assert_int_equal(run_outs("median_filter", "m3_box3", "x", "-o out.npy"), 0);
+    compare_file("out.npy", "m3_box3", "out", 0);
+    assert_int_equal(run_outs("median_filter", "m1_wrap", "x", "--size=4 --mode=wrap -o out.npy"),
+                     0);
+    compare_file("out.npy", "m1_wrap", "out", 0);
+    assert_int_equal(
+        run_outs("connected_components", "cc3_c3", "mask", "--connectivity=3 -o out.npy"), 0);
+    compare_file("out.npy", "cc3_c3", "out", 0);
+    assert_int_equal(run_outs("max_pool_with_indices_nd", "pool2", "x",
+                              "--nspatial=2 --kernel=3,2 --stride=2 --padding=1,0 -o v.npy "
+                              "-o i.npy"),
+                     0);
+    compare_file("v.npy", "pool2", "values", 0);
+    compare_file("i.npy", "pool2", "indices", 0);
+    assert_int_equal(run_outs("max_unpool_nd", "pool3", "values indices",
+                              "--nspatial=3 --kernel=2 --size=7,5 -o out.npy"),
+                     1); /* --size has 2 values for 3 axes */
+    assert_int_equal(run_outs("max_unpool_nd", "pool3", "values indices",
+                              "--nspatial=3 --kernel=2 --size=6,7,5 -o out.npy"),
+                     0);
+    compare_file("out.npy", "pool3", "unpool", 0);
+}
+
+/* The largest component of a golden labelling, by hand from scipy's labels. */
+static void test_largest(void **state)
+{
+    (void)state;
+    assert_int_equal(run_outs("largest_connected_component", "cc2_c2", "mask",
+                              "--connectivity=2 -o out.npy"),
+                     0);
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    char path[1024];
+    nx_tensor *got = NULL, *lab = NULL;
+    snprintf(path, sizeof path, "%s/out.npy", tmpdir);
+    assert_int_equal(nx_npy_read(ctx, path, &got), NX_OK);
+    snprintf(path, sizeof path, "%s/morphology/cc2_c2_out.npy", nx_test_data_dir());
+    assert_int_equal(nx_npy_read(ctx, path, &lab), NX_OK);
+    int64_t n = nx_tensor_numel(lab), count[1024] = {0};
+    const int32_t *l = nx_tensor_data(lab);
+    int32_t best = 0;
+    for (int64_t i = 0; i < n; i++)
+        count[l[i] < 1024 ? l[i] : 0]++;
+    for (int32_t j = 1; j < 1024; j++) /* strictly more: ties keep the lower label */
+        if (count[j] > (best ? count[best] : 0))
+            best = j;
+    assert_true(best > 0);
+    assert_int_equal(nx_tensor_dtype(got), NX_DTYPE_BOOL);
+    for (int64_t i = 0; i < n; i++)
+        assert_int_equal(at(got, i), l[i] == best && best > 0);
+    nx_tensor_free(got);
+    nx_tensor_free(lab);
+    nx_ctx_free(ctx);
+}
+
 static void test_bad_options(void **state)
 {
     (void)state;
@@ -84,6 +204,16 @@ static void test_bad_options(void **state)
     assert_int_equal(run("morph", "d2_box24", "x", "--size=2,3,4"), 1);
     assert_int_equal(run("morph", "d1_wide", "x", "--padding=valid --size=9"), 1);
     assert_int_equal(run("distance_transform", "cdt2_cb", "mask", "--metric=euclid"), 2);
+    assert_int_equal(run_outs("distance_transform_edt", "edt1", "mask", "--driver=x -o o.npy"), 2);
+    assert_int_equal(run_outs("distance_transform_edt", "edt1", "mask", "--sampling=0 -o o.npy"),
+                     1);
+    assert_int_equal(run_outs("connected_components", "cc1_c1", "mask", "--connectivity=2 "
+                              "-o o.npy"), 1);
+    assert_int_equal(run_outs("max_pool_with_indices_nd", "pool1", "x", "--kernel=3 -o v.npy "
+                              "-o i.npy"), 2); /* --nspatial is required */
+    assert_int_equal(run_outs("max_pool_with_indices_nd", "pool1", "x",
+                              "--nspatial=1 --kernel=3 --padding=2 -o v.npy -o i.npy"), 1);
+    assert_int_equal(run_outs("median_filter", "m2_box3", "x", "--size=0 -o o.npy"), 2);
 }
 
 static int setup(void **state)
@@ -96,9 +226,12 @@ static int setup(void **state)
 static int teardown(void **state)
 {
     (void)state;
-    char path[512];
-    snprintf(path, sizeof path, "%s/out.npy", tmpdir);
-    unlink(path);
+    static const char *files[] = {"out.npy", "v.npy", "i.npy", "o.npy"};
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", tmpdir, files[i]);
+        unlink(path);
+    }
     return rmdir(tmpdir);
 }
 
@@ -106,6 +239,8 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_new_rows),
+        cmocka_unit_test(test_largest),
         cmocka_unit_test(test_bad_options),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
