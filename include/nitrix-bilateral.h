@@ -29,7 +29,7 @@ extern "C" {
  * ----------------------------------------------------------------------------------------------*/
 
 typedef enum nx_metric_kind {
-    NX_METRIC_DIAGONAL, /* param sigma [d_f], finite and > 0: q = sum_c ((f_i - f_j)_c / sigma_c)^2 */
+    NX_METRIC_DIAGONAL, /* sigma [d_f], finite, > 0: q = sum_c ((f_i - f_j)_c / sigma_c)^2 */
     NX_METRIC_FACTOR,   /* param L [d_f, r], finite: q = |L^T (f_i - f_j)|^2 (rank <= r < d_f ok) */
     NX_METRIC_KIND_COUNT
 } nx_metric_kind;

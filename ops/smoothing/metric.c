@@ -52,8 +52,9 @@ nx_status nx_bil_check_metric(nx_ctx *ctx, const char *who, const nx_feature_met
         return st;
     const nx_tensor *p = m->param;
     if (dt != NX_DTYPE_COUNT && nx_tensor_dtype(p) != dt)
-        return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: the metric's param is %s but the features are %s",
-                           who, nx_dtype_name(nx_tensor_dtype(p)), nx_dtype_name(dt));
+        return nx_rt_error(ctx, NX_ERR_DTYPE,
+                           "%s: the metric's param is %s but the features are %s", who,
+                           nx_dtype_name(nx_tensor_dtype(p)), nx_dtype_name(dt));
     bool diag = m->kind == NX_METRIC_DIAGONAL;
     int want_nd = diag ? 1 : 2;
     if (nx_tensor_ndim(p) != want_nd || (d_f >= 0 && nx_tensor_shape(p)[0] != d_f) ||
