@@ -102,6 +102,46 @@ static void test_pairwise(void **state)
                      1); /* the library refuses k > N = 9 */
 }
 
+/* BOOLEAN on bool .npy operands gives a bool .npy, C = OR_k A AND B (a direct loop here). */
+static void test_matmul_bool(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    int64_t sa[2] = {3, 4}, sb[2] = {4, 2};
+    nx_tensor *a = NULL, *b = NULL, *got = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_BOOL, 2, sa, &a), NX_OK);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_BOOL, 2, sb, &b), NX_OK);
+    uint8_t *av = nx_tensor_data(a), *bv = nx_tensor_data(b);
+    static const uint8_t A[12] = {1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0};
+    static const uint8_t B[8] = {0, 1, 0, 0, 1, 0, 0, 0};
+    memcpy(av, A, sizeof A);
+    memcpy(bv, B, sizeof B);
+    char pa[512], pb[512], po[512];
+    snprintf(pa, sizeof pa, "%s/a.npy", tmpdir);
+    snprintf(pb, sizeof pb, "%s/b.npy", tmpdir);
+    snprintf(po, sizeof po, "%s/out.npy", tmpdir);
+    assert_int_equal(nx_npy_write(ctx, pa, a), NX_OK);
+    assert_int_equal(nx_npy_write(ctx, pb, b), NX_OK);
+    assert_int_equal(sh(run_fmt, pa, pb, "--semiring=boolean"), 0);
+    assert_int_equal(nx_npy_read(ctx, po, &got), NX_OK);
+    assert_int_equal(nx_tensor_dtype(got), NX_DTYPE_BOOL);
+    assert_int_equal(nx_tensor_numel(got), 6);
+    const uint8_t *g = nx_tensor_data(got);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 2; j++) {
+            int want = 0;
+            for (int k = 0; k < 4; k++)
+                want |= A[i * 4 + k] && B[k * 2 + j];
+            assert_int_equal(g[i * 2 + j], want);
+        }
+    assert_int_equal(sh(run_fmt, pa, pb, "--semiring=real"), 1); /* bool is BOOLEAN's only */
+    unlink(pa);
+    unlink(pb);
+    nx_tensor_free(a), nx_tensor_free(b), nx_tensor_free(got);
+    nx_ctx_free(ctx);
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -124,6 +164,7 @@ int main(void)
         cmocka_unit_test(test_matmul),
         cmocka_unit_test(test_conv),
         cmocka_unit_test(test_pairwise),
+        cmocka_unit_test(test_matmul_bool),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
