@@ -1,16 +1,19 @@
-/* Connected components on the host: a flood fill started at each unlabelled foreground voxel in
- * C (raster) order, so labels are numbered by their first voxel exactly as scipy.ndimage.label
- * numbers them. A host op, not an IR graph: labels are integers with no gradient, and the
- * traversal is data-dependent control flow the IR does not express. */
+/* Connected components on the host: union-find in two raster passes (join each voxel to its
+ * neighbours before it, smaller root winning; then number the roots in C order), so labels are
+ * numbered by their first voxel exactly as scipy.ndimage.label numbers them. A host op, not an IR
+ * graph: labels are integers with no gradient, and the traversal is data-dependent control flow
+ * the IR does not express. */
 #include <string.h>
 
 #include "internal.h"
 #include "nitrix-ops.h"
 
-#define MAX_OFFSETS 81 /* 3^4 */
+#define MAX_OFFSETS 40 /* (3^4 - 1) / 2: the neighbours before a voxel in C order */
 
-static int neighbour_offsets(int nd, const int64_t *shape, int connectivity, int64_t *off,
-                             int (*delta)[NX_MORPH_MAX_SPATIAL])
+/* The neighbours of a voxel that come before it in C order (the others see it as theirs), as
+ * linear offsets and per-axis steps. */
+static int backward_offsets(int nd, const int64_t *shape, int connectivity, int64_t *off,
+                            int (*delta)[NX_MORPH_MAX_SPATIAL])
 {
     int n = 0, total = 1;
     for (int i = 0; i < nd; i++)
@@ -26,7 +29,7 @@ static int neighbour_offsets(int nd, const int64_t *shape, int connectivity, int
             o += d[i] * stride;
             stride *= shape[i];
         }
-        if (nz == 0 || nz > connectivity)
+        if (nz == 0 || nz > connectivity || o > 0)
             continue;
         off[n] = o;
         memcpy(delta[n], d, sizeof d);
@@ -35,32 +38,77 @@ static int neighbour_offsets(int nd, const int64_t *shape, int connectivity, int
     return n;
 }
 
-static void fill(const uint8_t *fg, int32_t *lab, int64_t *queue, int nd, const int64_t *shape,
-                 int n_off, const int64_t *off, int (*delta)[NX_MORPH_MAX_SPATIAL], int64_t seed,
-                 int32_t label)
+static int32_t find(int32_t *parent, int32_t i)
 {
-    int64_t head = 0, tail = 0;
-    queue[tail++] = seed;
-    lab[seed] = label;
-    while (head < tail) {
-        int64_t v = queue[head++], coord[NX_MORPH_MAX_SPATIAL], r = v;
-        for (int i = nd - 1; i >= 0; i--) {
-            coord[i] = r % shape[i];
-            r /= shape[i];
+    while (parent[i] != i) {
+        parent[i] = parent[parent[i]]; /* path halving */
+        i = parent[i];
+    }
+    return i;
+}
+
+/* The smaller root wins, so every parent precedes its child in C order and a component's root
+ * is its first voxel. */
+static void unite(int32_t *parent, int32_t a, int32_t b)
+{
+    a = find(parent, a);
+    b = find(parent, b);
+    if (a < b)
+        parent[b] = a;
+    else if (b < a)
+        parent[a] = b;
+}
+
+typedef struct scan {
+    int nd, n_off;
+    const int64_t *shape;
+    int64_t off[MAX_OFFSETS];
+    int delta[MAX_OFFSETS][NX_MORPH_MAX_SPATIAL];
+} scan;
+
+/* Pass 1: each foreground voxel joins its foreground neighbours before it. The coordinate is
+ * carried along, so a neighbour's bounds check is a comparison per axis it moves on. */
+static void join_all(const scan *sc, const uint8_t *fg, int32_t *parent, int64_t n)
+{
+    int64_t coord[NX_MORPH_MAX_SPATIAL] = {0};
+    for (int64_t i = 0; i < n; i++) {
+        if (fg[i]) {
+            parent[i] = (int32_t)i;
+            for (int k = 0; k < sc->n_off; k++) {
+                bool inside = true;
+                for (int a = 0; a < sc->nd && inside; a++) {
+                    int64_t c = coord[a] + sc->delta[k][a];
+                    inside = c >= 0 && c < sc->shape[a];
+                }
+                int64_t u = i + sc->off[k];
+                if (inside && fg[u])
+                    unite(parent, (int32_t)i, (int32_t)u);
+            }
         }
-        for (int k = 0; k < n_off; k++) {
-            bool inside = true;
-            for (int i = 0; i < nd && inside; i++) {
-                int64_t c = coord[i] + delta[k][i];
-                inside = c >= 0 && c < shape[i];
-            }
-            int64_t u = v + off[k];
-            if (inside && fg[u] && !lab[u]) {
-                lab[u] = label;
-                queue[tail++] = u;
-            }
+        for (int a = sc->nd - 1; a >= 0 && ++coord[a] == sc->shape[a]; a--)
+            coord[a] = 0;
+    }
+}
+
+/* Pass 2: roots in C order get labels 1, 2, ... (scipy's numbering by first voxel); a parent
+ * precedes its child, so its root is already final when the child is reached. */
+static int32_t number(const uint8_t *fg, int32_t *parent, int32_t *lab, int64_t n)
+{
+    int32_t count = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!fg[i]) {
+            lab[i] = 0;
+            continue;
+        }
+        int32_t p = parent[i];
+        if (p == i) {
+            lab[i] = ++count;
+        } else {
+            parent[i] = parent[p];
+            lab[i] = lab[parent[i]];
         }
     }
+    return count;
 }
 
 nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
@@ -89,22 +137,21 @@ nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connec
     if (st == NX_OK)
         st = nx_tensor_new(ctx, NX_DTYPE_I32, nd, nx_tensor_shape(mask), &lab);
     int64_t n = nx_tensor_numel(mask);
-    int64_t *queue = st == NX_OK && n ? nx_rt_alloc(ctx, (size_t)n * sizeof(int64_t)) : NULL;
-    if (st == NX_OK && n && !queue)
-        st = nx_rt_nomem(ctx, "connected_components: queue", (size_t)n * sizeof(int64_t));
+    if (st == NX_OK && n > INT32_MAX)
+        st = nx_rt_error(ctx, NX_ERR_SHAPE, "%s: mask has %lld voxels; expected at most %d (i32 "
+                         "labels)", who, (long long)n, INT32_MAX);
+    size_t bytes = (size_t)n * sizeof(int32_t);
+    int32_t *parent = st == NX_OK && n ? nx_rt_alloc(ctx, bytes) : NULL;
+    if (st == NX_OK && n && !parent)
+        st = nx_rt_nomem(ctx, "connected_components: union-find", bytes);
     int32_t count = 0;
-    if (st == NX_OK) {
-        int64_t off[MAX_OFFSETS];
-        int delta[MAX_OFFSETS][NX_MORPH_MAX_SPATIAL];
-        int n_off = neighbour_offsets(nd, nx_tensor_shape(mask), connectivity, off, delta);
-        const uint8_t *f = nx_tensor_data(fg);
-        int32_t *l = nx_tensor_data(lab);
-        memset(l, 0, (size_t)n * sizeof(int32_t));
-        for (int64_t i = 0; i < n; i++)
-            if (f[i] && !l[i])
-                fill(f, l, queue, nd, nx_tensor_shape(mask), n_off, off, delta, i, ++count);
+    if (st == NX_OK && n) {
+        scan sc = {.nd = nd, .shape = nx_tensor_shape(mask)};
+        sc.n_off = backward_offsets(nd, sc.shape, connectivity, sc.off, sc.delta);
+        join_all(&sc, nx_tensor_data(fg), parent, n);
+        count = number(nx_tensor_data(fg), parent, nx_tensor_data(lab), n);
     }
-    nx_rt_free(ctx, queue, (size_t)n * sizeof(int64_t));
+    nx_rt_free(ctx, parent, bytes);
     nx_tensor_free(fg);
     if (st != NX_OK) {
         nx_tensor_free(lab);
