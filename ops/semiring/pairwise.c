@@ -94,11 +94,10 @@ static nx_node make_f(nx_graph *g, const pw_call *c, const nx_node *ins, pw_layo
 {
     nx_dtype dt = nx_tensor_dtype(c->x);
     nx_node f = build_f(g, c, ins, lay, leaves);
-    if (!f) {
-        if (nx_graph_status(g) == NX_OK)
-            nx_rt_error(nx_graph_ctx(g), NX_ERR_INVALID_ARG, WHO ": F built nothing");
-        return NX_NONE;
-    }
+    if (!f)
+        return nx_graph_status(g) == NX_OK
+                   ? nx_ir_graph_failf(g, NX_ERR_INVALID_ARG, WHO ": F built nothing")
+                   : NX_NONE;
     int64_t m = nx_tensor_shape(c->x)[0], n = nx_tensor_shape(c->y)[0];
     if (lay == PW_PAIRS_T) {
         int64_t t = m;
@@ -107,23 +106,14 @@ static nx_node make_f(nx_graph *g, const pw_call *c, const nx_node *ins, pw_layo
     int64_t fs[NX_MAX_DIMS];
     int fd = nx_node_ndim(g, f);
     nx_node_shape(g, f, fs);
-    if (fd > 3 || nx_node_dtype(g, f) != dt) {
-        nx_rt_error(nx_graph_ctx(g), NX_ERR_SHAPE,
-                    WHO ": F has %d dims and dtype %s; expected [M, N, E] of %s", fd,
-                    nx_dtype_name(nx_node_dtype(g, f)), nx_dtype_name(dt));
-        return NX_NONE;
-    }
+    if (fd > 3 || nx_node_dtype(g, f) != dt)
+        return nx_ir_graph_failf(g, NX_ERR_SHAPE,
+                                 WHO ": F has %d dims and dtype %s; expected [M, N, E] of %s", fd,
+                                 nx_dtype_name(nx_node_dtype(g, f)), nx_dtype_name(dt));
     *e = fd == 3 ? fs[2] : 1;
     return nx_broadcast(
         g, fd == 3 ? f : shaped(g, f, fd >= 2 ? fs[fd - 2] : 1, fd >= 1 ? fs[fd - 1] : 1, 1), 3,
         (int64_t[]){m, n, *e});
-}
-
-static nx_status fail_status(nx_graph *g)
-{
-    nx_status st = nx_graph_status(g);
-    /* make_f reports some failures on the context only */
-    return st != NX_OK ? st : NX_ERR_SHAPE;
 }
 
 /* The forward program: the reduction of F over j. */
@@ -135,7 +125,7 @@ static nx_status build_forward(nx_graph *g, void *user, nx_node *outs, int *nout
     int64_t e = 1;
     nx_node f = make_f(g, c, ins, PW_FORWARD, NULL, &e);
     if (!f)
-        return fail_status(g);
+        return nx_graph_status(g);
     int64_t m = nx_tensor_shape(c->x)[0], n = nx_tensor_shape(c->y)[0];
     nx_pairwise_reduction r = c->o->reduction;
     int axis = 1;
@@ -234,8 +224,12 @@ static nx_node side(nx_graph *g, const pw_call *c, const nx_node *ins, nx_node d
     int nparts = nw;
     if (dp)
         wrt[nw++] = ins[3];
-    if (nx_graph_vjp(g, 1, &f, &w, nw, wrt, grads) != NX_OK)
+    nx_status st = nx_graph_vjp(g, 1, &f, &w, nw, wrt, grads);
+    if (st != NX_OK) {
+        if (nx_graph_status(g) == NX_OK)
+            nx_ir_graph_failf(g, st, "%s", nx_ctx_last_error(nx_graph_ctx(g)));
         return NX_NONE;
+    }
     if (dp)
         *dp = grads[nparts];
     nx_node cat = nparts == 1 ? grads[0] : nx_concat(g, nparts, grads, 2);
@@ -273,7 +267,7 @@ static nx_status build_vjp(nx_graph *g, void *user, nx_node *outs, int *nouts)
     if (!stat) {
         nx_node f = make_f(g, c, ins, PW_FORWARD, NULL, &eo);
         if (!f)
-            return fail_status(g);
+            return nx_graph_status(g);
     }
     if (nx_tensor_ndim(c->dout) != 2 || ds[0] != m || ds[1] != eo)
         return nx_rt_error(nx_graph_ctx(g), NX_ERR_SHAPE,
@@ -288,7 +282,7 @@ static nx_status build_vjp(nx_graph *g, void *user, nx_node *outs, int *nouts)
     nx_node rx = side(g, c, ins, dout, stat, PW_PAIRS, xs, expr && c->p ? &dp : NULL);
     nx_node ry = side(g, c, ins, dout, stat, PW_PAIRS_T, ys, NULL);
     if (!rx || !ry)
-        return fail_status(g);
+        return nx_graph_status(g);
     int k = 0;
     outs[k++] = columns(g, rx, 0, d);
     outs[k++] = columns(g, ry, 0, d);

@@ -660,6 +660,30 @@ static nx_status sweep_conv_pairwise(nx_ctx *ctx, void *user)
     if (st == NX_OK)
         st = nx_pairwise_reduce(ctx, pts, pts, NULL, NULL, &po, &out, &idx);
     nx_tensor_free(out), nx_tensor_free(idx);
+    /* the two-pass gradient (LOGSUMEXP: forward pass, weights, two sides) and BOOLEAN on bool */
+    nx_tensor *b = NULL, *p = NULL, *dout = NULL, *g[4] = {NULL}, *bl = NULL;
+    if (st == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_F32, 1, (int64_t[]){4}, &b);
+    if (st == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_F32, 1, (int64_t[]){1}, &p);
+    if (st == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_F32, 2, (int64_t[]){4, 1}, &dout);
+    if (st == NX_OK) {
+        ((float *)nx_tensor_data(p))[0] = 1.0f;
+        nx_pairwise_opts go = {.backend = NX_BACKEND_REF,
+                               .formula = "-sqdist(x, y) / p0 + b",
+                               .reduction = NX_PAIRWISE_LOGSUMEXP};
+        st = nx_pairwise_reduce_vjp(ctx, pts, pts, b, p, &go, dout, g);
+    }
+    if (st == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_BOOL, 2, (int64_t[]){3, 3}, &bl);
+    out = NULL;
+    if (st == NX_OK)
+        st = nx_semiring_matmul(ctx, nx_semiring_builtin(NX_SEMIRING_BOOLEAN), bl, bl, &REF, &out);
+    nx_tensor_free(out);
+    for (int i = 0; i < 4; i++)
+        nx_tensor_free(g[i]);
+    nx_tensor_free(b), nx_tensor_free(p), nx_tensor_free(dout), nx_tensor_free(bl);
     nx_tensor_free(x), nx_tensor_free(k), nx_tensor_free(pts);
     return st;
 }
