@@ -1059,6 +1059,33 @@ static void test_bad_input_pairwise(void **state)
     assert_int_equal(nx_pairwise_reduce(ctx, xe, y, NULL, p1, &po, &out, NULL), NX_OK);
     assert_int_equal(nx_tensor_numel(out), 0);
     nx_tensor_free(out);
+    /* D = 0: every squared distance is the empty sum 0, so the Gaussian sum is sum_j b_j */
+    nx_tensor *x0 = NULL, *y0 = NULL, *b2 = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 2, (int64_t[]){3, 0}, &x0), NX_OK);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 2, (int64_t[]){2, 0}, &y0), NX_OK);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 1, (int64_t[]){2}, &b2), NX_OK);
+    ((double *)nx_tensor_data(b2))[0] = 0.25, ((double *)nx_tensor_data(b2))[1] = 0.5;
+    nx_pairwise_opts g0 = {.backend = NX_BACKEND_CPU, .formula = "exp(-sqdist(x, y)) * b"};
+    assert_int_equal(nx_pairwise_reduce(ctx, x0, y0, b2, NULL, &g0, &out, NULL), NX_OK);
+    for (int i = 0; i < 3; i++)
+        assert_true(((double *)nx_tensor_data(out))[i] == 0.75);
+    nx_tensor_free(out);
+    /* matmul with M = 0 or N = 0: an empty result of the right shape */
+    nx_tensor *m0 = NULL, *n0 = NULL, *k3 = mat(ctx, 3, 3, v);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 2, (int64_t[]){0, 3}, &m0), NX_OK);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 2, (int64_t[]){3, 0}, &n0), NX_OK);
+    const nx_semiring *lg = nx_semiring_builtin(NX_SEMIRING_LOG);
+    nx_semiring_opts cpu = {.backend = NX_BACKEND_CPU};
+    assert_int_equal(nx_semiring_matmul(ctx, lg, m0, k3, &cpu, &out), NX_OK);
+    assert_int_equal(nx_tensor_shape(out)[0], 0);
+    assert_int_equal(nx_tensor_shape(out)[1], 3);
+    nx_tensor_free(out);
+    assert_int_equal(nx_semiring_matmul(ctx, lg, k3, n0, &cpu, &out), NX_OK);
+    assert_int_equal(nx_tensor_shape(out)[0], 3);
+    assert_int_equal(nx_tensor_shape(out)[1], 0);
+    nx_tensor_free(out);
+    nx_tensor_free(x0), nx_tensor_free(y0), nx_tensor_free(b2), nx_tensor_free(m0);
+    nx_tensor_free(n0), nx_tensor_free(k3);
     /* b of the wrong length, and a gradient of an index reduction */
     nx_tensor *b3 = NULL;
     assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 1, (int64_t[]){3}, &b3), NX_OK);
