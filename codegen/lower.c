@@ -442,6 +442,10 @@ static int32_t expand(lowerer *lw, nx_node id, const int32_t *idx)
     const int64_t *a = nx_ir_node_attrs(lw->s, n);
     const nx_node *ops = nx_ir_node_ops(lw->s, n);
     int32_t xi[NX_MAX_DIMS];
+    /* An empty value is never read (its loops do not run): any value stands for it. A concat
+     * of empty pieces, for one, has no piece to select from. */
+    if (nx_ir_numel(n->ndim, n->shape) == 0)
+        return chk(lw, nx_kernel_const_i(lw->k, n->dtype, 0));
     switch (n->op) {
     case NX_PRIM_CONSTANT:
         return scalar_constant(lw, n);

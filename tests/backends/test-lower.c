@@ -416,6 +416,24 @@ static void test_split_reductions(void **state)
     run_case_ex(f, 6, outs, "split reductions", -1, true);
 }
 
+/* Empty values lower to kernels that never read them; a concat of empty pieces (found by the
+ * graph fuzzer: "slice gave no value") included. */
+static void test_empty_values(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t s[2] = {2, 0}, lo[1] = {0}, hi[1] = {0}, st[1] = {1};
+    nx_node x = input(f, NX_DTYPE_BOOL, 1, s + 1), y = input(f, NX_DTYPE_F32, 2, s);
+    nx_node parts[2] = {x, x}, ys[2] = {y, y};
+    int ax = 1;
+    nx_node outs[3] = {
+        nx_slice(g, nx_concat(g, 2, parts, 0), lo, hi, st),
+        nx_add(g, nx_concat(g, 2, ys, 1), nx_concat(g, 2, ys, 1)),
+        nx_reduce(g, nx_concat(g, 2, ys, 1), 1, &ax, NX_MONOID_SUM, false),
+    };
+    run_case(f, 3, outs, "empty values", -1);
+}
+
 /* y_i = sum_j exp(-sum_d (x_id - z_jd)^2): KeOps's Gaussian kernel sum, one kernel. */
 static void test_nested(void **state)
 {
@@ -552,6 +570,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_split_reductions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_contractions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tiles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_empty_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
         cmocka_unit_test_setup_teardown(test_library, setup, teardown),
         cmocka_unit_test_setup_teardown(test_maxplus_plan, setup, teardown),

@@ -5,6 +5,8 @@
  * Usage: fuzz-graph [--seed N] [--iters N] [--invalid-iters N] [--sweep-iters N] [--from I]
  * [--template T]
  *                   [--skip-op OP]...   (OP: a name from the op statistics line)
+ *                   [--cpu N]           (one graph in N also runs on the CPU backend, compared
+ *                                        with the interpreter; 0: none; default 1: all)
  * Graph i uses its own seed derived from (seed, i), so a failure names the seed and index that
  * reproduce it alone: fuzz-graph --seed S --from I --iters 1 --invalid-iters 0.
  *
@@ -65,8 +67,10 @@ static void test_valid_graphs(void **state)
     (void)state;
     fz_stats st = {0};
     run_many(fz_valid_graph, iters, "valid graph", &st);
-    print_message("[   INFO   ] %lld graphs, %lld nodes, %lld runs; ops:", (long long)st.graphs,
-                  (long long)st.nodes, (long long)st.runs);
+    print_message("[   INFO   ] %lld graphs, %lld nodes, %lld runs; %lld on the cpu backend, "
+                  "%lld of them compared with the interpreter; ops:",
+                  (long long)st.graphs, (long long)st.nodes, (long long)st.runs,
+                  (long long)st.cpu_runs, (long long)st.cpu_checked);
     for (int i = 0; fz_op_name(i); i++)
         print_message(" %s %lld", fz_op_name(i), (long long)st.op_count[i]);
     print_message("\n");
@@ -152,6 +156,8 @@ static bool arg_int(int argc, char **argv, int *i, const char *name, int64_t *ou
 int main(int argc, char **argv)
 {
     bool known = true;
+    fz_compare_cpu = 1;
+    setenv("NITRIX_SILENCE_FALLBACK", "1", 1); /* kernels the JIT leaves to the interpreter */
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--no-known") == 0) {
             known = false;
@@ -164,13 +170,15 @@ int main(int argc, char **argv)
             fz_force_template = (int)s;
         else if (strcmp(argv[i], "--skip-op") == 0 && i + 1 < argc && fz_disable_op(argv[i + 1]))
             i++;
+        else if (arg_int(argc, argv, &i, "--cpu", &s))
+            fz_compare_cpu = (int)s;
         else if (!arg_int(argc, argv, &i, "--iters", &iters) &&
                  !arg_int(argc, argv, &i, "--invalid-iters", &invalid_iters) &&
                  !arg_int(argc, argv, &i, "--sweep-iters", &sweep_iters) &&
                  !arg_int(argc, argv, &i, "--from", &from)) {
             fprintf(stderr,
                     "usage: %s [--seed N] [--iters N] [--invalid-iters N] [--sweep-iters N] "
-                    "[--from I] [--template T] [--skip-op OP]... [--no-known]\n",
+                    "[--from I] [--template T] [--skip-op OP]... [--cpu N] [--no-known]\n",
                     argv[0]);
             return 2;
         }

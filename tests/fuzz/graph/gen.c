@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ir/ir.h" /* node ops, to decide how closely the CPU backend must match */
+
 #define POOL 96
 #define MAX_INPUTS 24
 #define MAX_NUMEL 1024
@@ -86,6 +88,9 @@ typedef struct val {
 } val;
 
 typedef struct fz {
+    bool cpu;              /* compare the CPU backend with the interpreter (fz_compare_cpu) */
+    int cpu_cls;           /* compare_class of the graph */
+    nx_program *cpu_prog;  /* the outputs compiled for the CPU backend */
     nx_ctx *ctx;
     nx_graph *g;
     fz_rng *r;
@@ -1589,6 +1594,127 @@ static void check_pairs(fz *f, const val *outs, int nout, const pair *pairs, int
     }
 }
 
+/* ------------------------------------------------------------------------------------------------
+ * The CPU backend against the interpreter
+ * ----------------------------------------------------------------------------------------------*/
+
+/* How closely the JIT must match the interpreter on a graph, run in reproducible mode (canonical
+ * fold order), as the ir-values and backend tests hold it:
+ *   CMP_EXACT   no transcendental function: +, -, *, /, sqrt-free arithmetic, min/max, casts,
+ *               movement, folds in canonical order are correctly rounded in both: every value
+ *               equal (NaN equals NaN);
+ *   CMP_SMOOTH  transcendental functions (the inline math library is within about 1 ulp of libm,
+ *               codegen/x86/math.h) and nothing that turns a last-bit difference into a different
+ *               value: integers exact, floats within CPU_TOL_* of the output's largest magnitude;
+ *   CMP_SKIP    transcendental functions feeding floor, comparisons, casts, selects, argmax,
+ *               gathers...: a 1-ulp difference may legitimately flip a result; only run. */
+enum { CMP_EXACT, CMP_SMOOTH, CMP_SKIP };
+#define CPU_TOL_F32 0x1p-12 /* 2^11 ulps of the output's scale */
+#define CPU_TOL_F64 0x1p-40
+
+static int compare_class(const nx_graph *g)
+{
+    bool inexact = false, jumps = false;
+    uint32_t n = nx_graph_num_nodes(g);
+    for (uint32_t id = 1; id <= n; id++) {
+        const nx_ir_node *nd = nx_ir_node_at(&g->s, id);
+        switch (nd->op) {
+        case NX_PRIM_EXP: case NX_PRIM_LOG: case NX_PRIM_LOG1P: case NX_PRIM_EXPM1:
+        case NX_PRIM_SQRT: case NX_PRIM_RSQRT: case NX_PRIM_SIN: case NX_PRIM_COS:
+        case NX_PRIM_TANH: case NX_PRIM_ERF: case NX_PRIM_POW: case NX_PRIM_ATAN2:
+            inexact = true;
+            break;
+        case NX_PRIM_FLOOR: case NX_PRIM_CEIL: case NX_PRIM_ROUND: case NX_PRIM_SIGN:
+        case NX_PRIM_ISNAN: case NX_PRIM_DIV: case NX_PRIM_MOD: case NX_PRIM_EQ: case NX_PRIM_NE:
+        case NX_PRIM_LT: case NX_PRIM_LE: case NX_PRIM_GT: case NX_PRIM_GE: case NX_PRIM_SELECT:
+        case NX_PRIM_CAST: case NX_PRIM_GATHER: case NX_PRIM_SCATTER: case NX_PRIM_ARGSORT:
+        case NX_PRIM_REDUCE_CUSTOM: case NX_PRIM_EXTERN:
+            jumps = true;
+            break;
+        case NX_PRIM_REDUCE: {
+            int64_t m = nx_ir_node_attrs(&g->s, nd)[0];
+            inexact = inexact || m == NX_MONOID_LOGSUMEXP;
+            jumps = jumps || m == NX_MONOID_ARGMAX || m == NX_MONOID_ARGMIN;
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    return !inexact ? CMP_EXACT : jumps ? CMP_SKIP : CMP_SMOOTH;
+}
+
+static bool close_values(const nx_tensor *got, const nx_tensor *want, int64_t *where)
+{
+    nx_dtype d = nx_tensor_dtype(want);
+    if (d != NX_DTYPE_F32 && d != NX_DTYPE_F64)
+        return equal_values(got, want, where);
+    int64_t n = nx_tensor_numel(want);
+    double scale = 1;
+    for (int64_t i = 0; i < n; i++) {
+        double w = d == NX_DTYPE_F32 ? ((const float *)nx_tensor_data(want))[i]
+                                     : ((const double *)nx_tensor_data(want))[i];
+        scale = isfinite(w) && fabs(w) > scale ? fabs(w) : scale;
+    }
+    double tol = (d == NX_DTYPE_F32 ? CPU_TOL_F32 : CPU_TOL_F64) * scale;
+    for (int64_t i = 0; i < n; i++) {
+        double x = d == NX_DTYPE_F32 ? ((const float *)nx_tensor_data(got))[i]
+                                     : ((const double *)nx_tensor_data(got))[i];
+        double y = d == NX_DTYPE_F32 ? ((const float *)nx_tensor_data(want))[i]
+                                     : ((const double *)nx_tensor_data(want))[i];
+        bool ok = x == y || (isnan(x) && isnan(y)) || (isfinite(y) && fabs(x - y) <= tol);
+        if (!ok) {
+            *where = i;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The outputs compiled for the CPU backend in reproducible mode, while the graph exists (the
+ * run and comparison come later, in run_program). NULL when the comparison is off. */
+static nx_program *cpu_compile(fz *f, const nx_node *nodes, int nout)
+{
+    if (f->sweep || !f->cpu)
+        return NULL;
+    nx_compile_opts opts = {.backend = NX_BACKEND_CPU, .n_outputs = nout, .outputs = nodes};
+    nx_program *p = NULL;
+    bool scoped = nx_ctx_reproducible_push(f->ctx, true) == NX_OK;
+    nx_status st = nx_graph_compile(f->g, &opts, &p);
+    if (scoped)
+        nx_ctx_reproducible_pop(f->ctx);
+    if (st != NX_OK)
+        failf(f, "nx_graph_compile for cpu: %s: %s", nx_status_str(st), nx_ctx_last_error(f->ctx));
+    return p;
+}
+
+/* Runs the CPU program on ins and compares with the interpreter's outputs want. */
+static void cpu_check(fz *f, nx_program *p, const val *outs, int nout, nx_tensor **ins,
+                      nx_tensor **want)
+{
+    nx_tensor *got[MAX_OUTS] = {NULL};
+    nx_status st = nx_program_run(p, (const nx_tensor *const *)ins, got);
+    if (st != NX_OK)
+        failf(f, "nx_program_run on cpu: %s: %s", nx_status_str(st), nx_ctx_last_error(f->ctx));
+    for (int k = 0; k < nout && st == NX_OK && !f->bad && f->cpu_cls != CMP_SKIP; k++) {
+        int64_t at = 0;
+        bool ok = f->cpu_cls == CMP_EXACT ? equal_values(got[k], want[k], &at)
+                                          : close_values(got[k], want[k], &at);
+        nx_dtype d = nx_tensor_dtype(want[k]);
+        nx_ir_val x = ok ? (nx_ir_val){0} : nx_ir_get(nx_tensor_data(got[k]), d, at);
+        nx_ir_val y = ok ? (nx_ir_val){0} : nx_ir_get(nx_tensor_data(want[k]), d, at);
+        if (!ok)
+            failf(f, "cpu backend, output %d (node %%%u, %s): element %lld is %.17g/%lld on "
+                  "cpu, %.17g/%lld on the interpreter",
+                  k, outs[k].n, f->cpu_cls == CMP_EXACT ? "exact" : "within tolerance",
+                  (long long)at, x.f, (long long)x.i, y.f, (long long)y.i);
+    }
+    f->st->cpu_runs++;
+    f->st->cpu_checked += f->cpu_cls != CMP_SKIP;
+    for (int k = 0; k < nout; k++)
+        nx_tensor_free(got[k]);
+}
+
 /* Runs on inputs A, then on other inputs B, then on A again: the third run must repeat the
  * first (a program keeps no state between runs). Outputs and identities are checked on A and B. */
 static void run_program(fz *f, nx_program *p, const val *outs, int nout, const pair *pairs,
@@ -1628,6 +1754,8 @@ static void run_program(fz *f, nx_program *p, const val *outs, int nout, const p
                   "run in between)",
                   k, outs[k].n);
     }
+    if (!f->bad && f->cpu_prog)
+        cpu_check(f, f->cpu_prog, outs, nout, ins[0], o[0]);
     if (!f->bad)
         check_pairs(f, outs, nout, pairs, npairs, o[0]);
     if (!f->bad)
@@ -1675,6 +1803,8 @@ static void compile_and_run(fz *f, const val *outs, int nout, const pair *pairs,
         failf(f, "program reports %d inputs, %d outputs, backend %d; expected %d, %d, ref",
               nx_program_num_inputs(p), nx_program_num_outputs(p), (int)nx_program_backend(p),
               f->nin, nout);
+    f->cpu_cls = compare_class(f->g);
+    f->cpu_prog = cpu_compile(f, nodes, nout);
     /* the program must not depend on the graph afterwards: free it, or grow its arena */
     int nin = f->nin, fate = (int)below(f->r, 3);
     if (fate == 0) {
@@ -1692,6 +1822,8 @@ static void compile_and_run(fz *f, const val *outs, int nout, const pair *pairs,
     if (!f->bad)
         run_program(f, p, outs, nout, pairs, npairs);
     nx_program_free(p);
+    nx_program_free(f->cpu_prog);
+    f->cpu_prog = NULL;
 }
 
 /* Appends the printed graph to the failure message, for reproduction. */
@@ -1746,6 +1878,17 @@ static void build_random(fz *f, int max_steps, val *outs, int *nout, pair *pairs
     }
 }
 
+int fz_compare_cpu = 0;
+
+/* Decided from the graph's seed without drawing from it, so a graph is the same graph whether or
+ * not it is compared. */
+static bool compare_this(const fz_rng *r)
+{
+    uint64_t t = r->state;
+    return fz_compare_cpu == 1 ||
+           (fz_compare_cpu > 1 && splitmix(&t) % (uint64_t)fz_compare_cpu == 0);
+}
+
 static nx_status valid_graph(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len,
                              bool sweep)
 {
@@ -1754,7 +1897,8 @@ static nx_status valid_graph(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, si
         snprintf(msg, len, "test: out of memory");
         return NX_ERR_INTERNAL;
     }
-    *f = (fz){.ctx = ctx, .r = r, .st = st, .msg = msg, .len = len, .sweep = sweep};
+    *f = (fz){.ctx = ctx, .r = r, .st = st, .msg = msg, .len = len, .sweep = sweep,
+              .cpu = compare_this(r)};
     f->vs = (uint64_t)below(r, 1u << 16) * 0x10001u + (uint64_t)below(r, 1u << 16);
     msg[0] = '\0';
     nx_status gs = nx_graph_new(ctx, &f->g);

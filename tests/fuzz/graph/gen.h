@@ -25,6 +25,7 @@ void fz_rng_bytes(fz_rng *r, const uint8_t *data, size_t len);
 
 typedef struct fz_stats {
     int64_t graphs, nodes, runs, invalid_calls;
+    int64_t cpu_runs, cpu_checked; /* graphs run on the CPU backend; of them, compared */
     int64_t op_count[64]; /* per valid-mode op, indexed as fz_op_name */
 } fz_stats;
 
@@ -39,6 +40,10 @@ bool fz_valid_graph(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len)
 /* The same, small, for an allocation-failure sweep: NX_OK, NX_ERR_NOMEM when an allocation
  * failed and that was reported, NX_ERR_INTERNAL (with a message) on a contract violation. */
 nx_status fz_valid_graph_sweep(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len);
+/* > 0: one valid graph in fz_compare_cpu (at random) is also compiled for the CPU backend in
+ * reproducible mode and its outputs compared with the interpreter's (gen.c says how closely);
+ * 0: never. */
+extern int fz_compare_cpu;
 /* One random invalid builder call. False with a message when it is accepted or mishandled. */
 bool fz_invalid_call(nx_ctx *ctx, fz_rng *r, fz_stats *st, char *msg, size_t len);
 /* >= 0: every invalid call uses this template (for reproducing one report). */
