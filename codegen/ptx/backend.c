@@ -1,12 +1,14 @@
 /* The CUDA backend object (nx_backend_ops, codegen/kernel.h).
  *
- * prepare compiles every kernel for the device. A plan with a kernel the emitter cannot generate
- * (library kernels, f16/bf16) runs whole on the CPU backend instead: each such kernel is reported
+ * prepare compiles every kernel for the device: loop kernels through emit.c, library kernels
+ * (scatter, sort/argsort, scan, scan_linear) through emit-lib.c. A plan with a kernel neither can
+ * generate (extern, reduce_custom, sort lines over NX_PTX_SORT_MAX, f16/bf16 loop kernels until
+ * emit.c takes them) runs whole on the CPU backend instead: each such kernel is reported
  * through nx_ptx_fallback (one structured warning per op, shapes, dtype and backend per process;
  * silenced by NITRIX_SILENCE_FALLBACK, an NX_ERR_BACKEND under NITRIX_STRICT_BACKEND). Running
  * the whole plan on one side keeps every intermediate on one device; splitting a plan between
  * the GPU and the host is future work (docs/cuda.md). */
-#include "codegen/ptx/emit.h"
+#include "codegen/ptx/emit-lib.h"
 #include "codegen/x86/emit.h"
 
 typedef struct ptx_state {
@@ -16,7 +18,7 @@ typedef struct ptx_state {
 
 static bool ptx_supports(const nx_kernel *k)
 {
-    return nx_ptx_unsupported(k) == NULL;
+    return nx_ptx_kernel_unsupported(k) == NULL;
 }
 
 static nx_status ptx_prepare(nx_ctx *ctx, const nx_kplan *p, void **state)
@@ -28,7 +30,7 @@ static nx_status ptx_prepare(nx_ctx *ctx, const nx_kplan *p, void **state)
     nx_status st = NX_OK;
     bool fallback = false;
     for (int i = 0; st == NX_OK && i < p->nkernels; i++) {
-        const char *why = nx_ptx_unsupported(p->kernels[i]);
+        const char *why = nx_ptx_kernel_unsupported(p->kernels[i]);
         if (!why)
             continue;
         fallback = true;

@@ -7,11 +7,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "codegen/ptx/emit.h"
+#include "codegen/ptx/emit-lib.h"
 #include "runtime/cache.h"
 
 /* Bumped whenever the emitted code changes for the same kernel IR. */
-#define NX_PTX_EMITTER_VERSION "ptx-emit-1"
+#define NX_PTX_EMITTER_VERSION "ptx-emit-2"
 
 static double now(void)
 {
@@ -116,7 +116,7 @@ nx_status nx_ptx_kernel_get(nx_ctx *ctx, const nx_kernel *k, bool reassoc,
     nx_ptx_launch launch;
     static const char name[] = "nx_kernel";
     if (st == NX_OK)
-        st = nx_ptx_emit(k, name, reassoc, &src, &src_len, &launch);
+        st = nx_ptx_kernel_emit(k, name, reassoc, &src, &src_len, &launch);
     void *img = NULL;
     size_t img_len = 0;
     if (st == NX_OK)
@@ -168,7 +168,7 @@ struct nx_ptx_plan {
 const char *nx_ptx_plan_unsupported(const nx_kplan *p, int *which)
 {
     for (int i = 0; i < p->nkernels; i++) {
-        const char *why = nx_ptx_unsupported(p->kernels[i]);
+        const char *why = nx_ptx_kernel_unsupported(p->kernels[i]);
         if (why) {
             *which = i;
             return why;
@@ -359,6 +359,19 @@ static nx_status launch(run_state *rs, int ki)
     return nx_rt_cuda_launch(rs->ctx, pk->fn, &d, params);
 }
 
+/* A scatter starts from a copy of x in its output, ordered before the kernel on the stream. */
+static nx_status precopy(run_state *rs, const nx_kernel *k)
+{
+    int b = nx_ptx_lib_precopy(k);
+    if (b < 0)
+        return NX_OK;
+    const nx_tensor *src = rs->slot[k->bufs[b].slot];
+    nx_tensor *dst = rs->slot[k->bufs[k->nbufs - 1].slot];
+    size_t bytes = (size_t)nx_ir_numel(k->bufs[b].ndim, k->bufs[b].shape) *
+                   nx_dtype_size(k->bufs[b].dtype);
+    return nx_rt_cuda_copy(rs->ctx, dptr(dst), dptr(src), bytes);
+}
+
 static nx_status run_kernel(run_state *rs, int ki)
 {
     const nx_kernel *k = rs->p->kernels[ki];
@@ -371,7 +384,9 @@ static nx_status run_kernel(run_state *rs, int ki)
                 return st;
         }
     }
-    nx_status st = launch(rs, ki);
+    nx_status st = precopy(rs, k);
+    if (st == NX_OK)
+        st = launch(rs, ki);
     if (st != NX_OK)
         return st;
     for (int b = 0; b < k->nbufs; b++) {
