@@ -64,29 +64,56 @@ typedef struct scan {
     const int64_t *shape;
     int64_t off[MAX_OFFSETS];
     int delta[MAX_OFFSETS][NX_MORPH_MAX_SPATIAL];
+    unsigned need_lo[MAX_OFFSETS], need_hi[MAX_OFFSETS]; /* axes stepped down / up (bits) */
 } scan;
 
+static void scan_masks(scan *sc)
+{
+    for (int k = 0; k < sc->n_off; k++) {
+        sc->need_lo[k] = sc->need_hi[k] = 0;
+        for (int a = 0; a < sc->nd; a++) {
+            sc->need_lo[k] |= (unsigned)(sc->delta[k][a] < 0) << a;
+            sc->need_hi[k] |= (unsigned)(sc->delta[k][a] > 0) << a;
+        }
+    }
+}
+
 /* Pass 1: each foreground voxel joins its foreground neighbours before it. The coordinate is
- * carried along, so a neighbour's bounds check is a comparison per axis it moves on. */
+ * carried along as two bit sets (axes at their first / last place), so a neighbour is inside
+ * when it steps down on no axis at its first place and up on none at its last. The first
+ * neighbour found adopts the voxel (its root precedes it); later ones are united. */
 static void join_all(const scan *sc, const uint8_t *fg, int32_t *parent, int64_t n)
 {
     int64_t coord[NX_MORPH_MAX_SPATIAL] = {0};
+    unsigned at_lo = (1u << sc->nd) - 1, at_hi = 0;
+    for (int a = 0; a < sc->nd; a++)
+        at_hi |= (unsigned)(sc->shape[a] == 1) << a;
     for (int64_t i = 0; i < n; i++) {
         if (fg[i]) {
+            bool joined = false;
             parent[i] = (int32_t)i;
             for (int k = 0; k < sc->n_off; k++) {
-                bool inside = true;
-                for (int a = 0; a < sc->nd && inside; a++) {
-                    int64_t c = coord[a] + sc->delta[k][a];
-                    inside = c >= 0 && c < sc->shape[a];
-                }
-                int64_t u = i + sc->off[k];
-                if (inside && fg[u])
-                    unite(parent, (int32_t)i, (int32_t)u);
+                if ((sc->need_lo[k] & at_lo) || (sc->need_hi[k] & at_hi) || !fg[i + sc->off[k]])
+                    continue;
+                int32_t u = (int32_t)(i + sc->off[k]);
+                if (!joined)
+                    parent[i] = find(parent, u);
+                else
+                    unite(parent, (int32_t)i, u);
+                joined = true;
             }
         }
-        for (int a = sc->nd - 1; a >= 0 && ++coord[a] == sc->shape[a]; a--)
+        for (int a = sc->nd - 1; a >= 0; a--) {
+            unsigned bit = 1u << a;
+            if (++coord[a] < sc->shape[a]) {
+                at_lo &= ~bit;
+                at_hi = coord[a] == sc->shape[a] - 1 ? at_hi | bit : at_hi & ~bit;
+                break;
+            }
             coord[a] = 0;
+            at_lo |= bit;
+            at_hi = sc->shape[a] == 1 ? at_hi | bit : at_hi & ~bit;
+        }
     }
 }
 
@@ -148,6 +175,7 @@ nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connec
     if (st == NX_OK && n) {
         scan sc = {.nd = nd, .shape = nx_tensor_shape(mask)};
         sc.n_off = backward_offsets(nd, sc.shape, connectivity, sc.off, sc.delta);
+        scan_masks(&sc);
         join_all(&sc, nx_tensor_data(fg), parent, n);
         count = number(nx_tensor_data(fg), parent, nx_tensor_data(lab), n);
     }
