@@ -673,6 +673,107 @@ static void test_cdt_errors(void **state)
     nx_ctx_free(ctx);
 }
 
+static void assert_values(const nx_tensor *t, const double *want, int64_t n, const char *what)
+{
+    assert_int_equal(nx_tensor_numel(t), n);
+    for (int64_t i = 0; i < n; i++)
+        if (!(at(t, i) == want[i] || (isnan(at(t, i)) && isnan(want[i]))))
+            fail_msg("%s: element %lld is %.17g; expected %.17g", what, (long long)i, at(t, i),
+                     want[i]);
+}
+
+/* The issue's bad input, each with a defined result or a clear error: non-finite values in masks
+ * and images, empty arrays, even windows, elements larger than the image. Values by hand (and
+ * equal to scipy 1.10 where scipy defines them). */
+static void test_bad_input(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    int64_t s5 = 5, s7 = 7, s3 = 3, s4 = 4;
+    /* NaN and +inf in a mask are foreground (nonzero), for both EDT drivers and the labels */
+    nx_tensor *m = make(ctx, NX_DTYPE_F64, 1, &s5, (double[]){1, NAN, 0, INFINITY, 1}), *y = NULL;
+    static const char *drivers[] = {"separable", "felzenszwalb"};
+    for (int d = 0; d < 2; d++) {
+        nx_edt_opts eo = {.backend = NX_BACKEND_CPU, .driver = drivers[d]};
+        assert_int_equal(nx_distance_transform_edt(ctx, m, &eo, &y), NX_OK);
+        assert_values(y, (double[]){2, 1, 0, 1, 2}, 5, drivers[d]);
+        nx_tensor_free(y);
+    }
+    nx_tensor_free(m);
+    m = make(ctx, NX_DTYPE_F32, 1, &s4, (double[]){NAN, 0, 1, INFINITY});
+    int32_t k = 0;
+    assert_int_equal(nx_connected_components(ctx, m, 1, &y, &k), NX_OK);
+    assert_int_equal(k, 2);
+    const int32_t *l = nx_tensor_data(y);
+    assert_true(l[0] == 1 && l[1] == 0 && l[2] == 2 && l[3] == 2);
+    nx_tensor_free(y);
+    nx_tensor_free(m);
+    /* NaN in a median's window sorts last: the middle rank is NaN only when NaN fills it */
+    nx_tensor *x = make(ctx, NX_DTYPE_F64, 1, &s7, (double[]){1, NAN, 3, 2, NAN, NAN, 5});
+    nx_morph_opts mo = {.backend = NX_BACKEND_CPU, .size = {3}, .border = NX_MORPH_BORDER_NEAREST};
+    assert_int_equal(nx_median_filter(ctx, x, &mo, &y), NX_OK);
+    assert_values(y, (double[]){1, 3, 3, 3, NAN, NAN, 5}, 7, "median with NaN");
+    nx_tensor_free(y);
+    nx_tensor_free(x);
+    /* Elements larger than the image: SAME extends by the border rule, as scipy */
+    x = make(ctx, NX_DTYPE_F64, 1, &s3, (double[]){3, 1, 2});
+    mo = (nx_morph_opts){.backend = NX_BACKEND_CPU, .size = {5}};
+    assert_int_equal(nx_median_filter(ctx, x, &mo, &y), NX_OK);
+    assert_values(y, (double[]){2, 2, 2}, 3, "median 5 of 3, reflect");
+    nx_tensor_free(y);
+    mo.size[0] = 7;
+    mo.border = NX_MORPH_BORDER_WRAP;
+    assert_int_equal(nx_median_filter(ctx, x, &mo, &y), NX_OK);
+    assert_values(y, (double[]){2, 2, 2}, 3, "median 7 of 3, wrap");
+    nx_tensor_free(y);
+    mo.border = NX_MORPH_BORDER_CONSTANT;
+    mo.cval = -1;
+    assert_int_equal(nx_morph(ctx, NX_MORPH_DILATE, x, &mo, &y), NX_OK);
+    assert_values(y, (double[]){3, 3, 3}, 3, "dilate 7 of 3, constant");
+    nx_tensor_free(y);
+    /* ... and VALID has no window: a clear error, for the box, the footprint and the median */
+    mo.padding = NX_MORPH_VALID;
+    assert_int_equal(nx_morph(ctx, NX_MORPH_DILATE, x, &mo, &y), NX_ERR_SHAPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "no larger than the image"));
+    assert_int_equal(nx_median_filter(ctx, x, &mo, &y), NX_ERR_SHAPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "no larger than the image"));
+    assert_null(y);
+    nx_tensor_free(x);
+    /* Even windows: the centre is w / 2 (scipy's origin 0): median of 4 is the upper middle */
+    x = make(ctx, NX_DTYPE_F64, 1, &s5, (double[]){5, 1, 4, 2, 3});
+    mo = (nx_morph_opts){.backend = NX_BACKEND_CPU, .size = {4}, .border = NX_MORPH_BORDER_NEAREST};
+    assert_int_equal(nx_median_filter(ctx, x, &mo, &y), NX_OK);
+    /* windows x[i-2 .. i+1] with nearest: [5 5 5 1] [5 5 1 4] [5 1 4 2] [1 4 2 3] [4 2 3 3] */
+    assert_values(y, (double[]){5, 5, 4, 3, 3}, 5, "median of 4");
+    nx_tensor_free(y);
+    assert_int_equal(nx_morph(ctx, NX_MORPH_ERODE, x, &mo, &y), NX_OK);
+    assert_values(y, (double[]){1, 1, 1, 1, 2}, 5, "erode by 4");
+    nx_tensor_free(y);
+    nx_tensor_free(x);
+    /* Empty arrays: empty results of the same shape, no labels */
+    int64_t e[2] = {0, 4};
+    nx_tensor *z = make(ctx, NX_DTYPE_F32, 2, e, NULL);
+    mo = (nx_morph_opts){.backend = NX_BACKEND_CPU};
+    assert_int_equal(nx_median_filter(ctx, z, &mo, &y), NX_OK);
+    assert_int_equal(nx_tensor_numel(y), 0);
+    nx_tensor_free(y);
+    assert_int_equal(nx_distance_transform_edt(ctx, z, NULL, &y), NX_OK);
+    assert_int_equal(nx_tensor_numel(y), 0);
+    assert_int_equal(nx_tensor_ndim(y), 2);
+    nx_tensor_free(y);
+    k = -1;
+    assert_int_equal(nx_connected_components(ctx, z, 2, &y, &k), NX_OK);
+    assert_int_equal(k, 0);
+    assert_int_equal(nx_tensor_numel(y), 0);
+    nx_tensor_free(y);
+    assert_int_equal(nx_largest_connected_component(ctx, z, 1, &y), NX_OK);
+    assert_int_equal(nx_tensor_numel(y), 0);
+    nx_tensor_free(y);
+    nx_tensor_free(z);
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
 static nx_status sweep_body(nx_ctx *ctx, void *user)
 {
     (void)user;
@@ -697,6 +798,21 @@ static nx_status sweep_body(nx_ctx *ctx, void *user)
         dx = NULL;
         if (st == NX_OK)
             st = nx_largest_connected_component(ctx, x, 2, &dx);
+        nx_tensor_free(dx);
+        dx = NULL;
+        nx_edt_opts eo = {.backend = NX_BACKEND_REF, .driver = "felzenszwalb"};
+        if (st == NX_OK)
+            st = nx_distance_transform_edt(ctx, x, &eo, &dx);
+        nx_tensor_free(dx);
+        dx = NULL;
+        eo.driver = "separable";
+        if (st == NX_OK)
+            st = nx_distance_transform_edt(ctx, x, &eo, &dx);
+        nx_tensor_free(dx);
+        dx = NULL;
+        nx_morph_opts mo = {.backend = NX_BACKEND_REF};
+        if (st == NX_OK)
+            st = nx_median_filter(ctx, x, &mo, &dx);
     }
     nx_tensor_free(dx);
     nx_tensor_free(y);
@@ -720,7 +836,7 @@ int main(void)
         cmocka_unit_test(test_errors),       cmocka_unit_test(test_alloc_sweep),
         cmocka_unit_test(test_cdt_golden),   cmocka_unit_test(test_cdt_grad),
         cmocka_unit_test(test_cdt_errors),   cmocka_unit_test(test_edt_golden),
-        cmocka_unit_test(test_label_golden),
+        cmocka_unit_test(test_label_golden), cmocka_unit_test(test_bad_input),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
