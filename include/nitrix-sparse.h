@@ -28,7 +28,7 @@ extern "C" {
  *
  * ELLs made by this library own their tensors (free with nx_ell_free). An ELL given to a function
  * is only read; its tensors may be any host tensors of the right dtypes and shapes.
- * ================================================================================================*/
+ * ===============================================================================================*/
 
 typedef struct nx_ell {
     nx_tensor *values;  /* [m, k_max] f32/f64 */
@@ -45,7 +45,7 @@ NX_API void nx_ell_free(nx_ell *e);
  * index is NX_ERR_INVALID_ARG naming its row and slot. who prefixes the message. */
 NX_API nx_status nx_ell_check(nx_ctx *ctx, const char *who, const nx_ell *e);
 
-/* ---- graph builders (for larger graphs, e.g. bilateral filtering; differentiable) ------------ */
+/* ---- graph builders (for larger graphs, e.g. bilateral filtering; differentiable) -----------*/
 
 /* C = values (x) B[indices] folded over the slot axis under sr:
  *   values [m, k_max] f32/f64, indices [m, k_max] i32/i64, b [..., n_rows, c] of values' dtype
@@ -65,7 +65,7 @@ NX_API nx_node nx_ell_rmatvec_node(nx_graph *g, nx_node values, nx_node indices,
  * (pad[i, p] true); pads get 0 and an all-pad row is all zeros. pad is bool [m, k_max]. */
 NX_API nx_node nx_ell_row_softmax_node(nx_graph *g, nx_node scores, nx_node pad);
 
-/* ---- entry points ------------------------------------------------------------------------------ */
+/* ---- entry points ----------------------------------------------------------------------------*/
 
 /* C = A (x)-(+) B under sr (any algebra, built-in or user): b [..., n_cols, c] of A's value dtype,
  * leading dims of b are a batch. Indices are validated first. opts may be NULL. */
@@ -97,7 +97,7 @@ NX_API nx_status nx_semiring_ell_rmatvec_vjp(nx_ctx *ctx, const nx_semiring *sr,
 NX_API nx_status nx_ell_row_softmax(nx_ctx *ctx, const nx_ell *a, const nx_tensor *scores,
                                     const nx_semiring_opts *opts, nx_tensor **out);
 
-/* ---- edge aggregation ------------------------------------------------------------------------- */
+/* ---- edge aggregation ------------------------------------------------------------------------*/
 
 /* out[..., i, :] = (+)_p F(h_i, h_j, w, ij[, e]) with j = indices[i, p], w = values[i, p], under
  * REAL (sum), TROPICAL_MAX_PLUS (max) or TROPICAL_MIN_PLUS (min) (others: NX_ERR_UNSUPPORTED).
@@ -123,7 +123,7 @@ NX_API nx_status nx_semiring_ell_edge_aggregate(nx_ctx *ctx, const nx_semiring *
                                                 const nx_tensor *edge_attr,
                                                 const nx_edge_opts *opts, nx_tensor **out);
 
-/* ---- host construction ------------------------------------------------------------------------ */
+/* ---- host construction -----------------------------------------------------------------------*/
 
 /* values [m, k_act] and indices [m, k_act] padded to k_max >= k_act slots with identity and
  * pad_index. Indices are copied as given (i32 stays i32). */
@@ -164,7 +164,7 @@ NX_API nx_status nx_ell_add_self_loops(nx_ctx *ctx, const nx_ell *a, const nx_te
                                        nx_self_loop_fill fill, double self_value, nx_ell *out,
                                        nx_tensor **attr_out);
 
-/* ---- SectionedELL: rows bucketed by degree ---------------------------------------------------- */
+/* ---- SectionedELL: rows bucketed by degree ---------------------------------------------------*/
 
 /* Sections of rows with close degrees, each a plain ELL with k_max = 2^b, b = ceil(log2(max(degree,
  * 1))): no row carries more than twice its degree in pads. rows[s] (i64 [m_s]) are the original
@@ -195,7 +195,7 @@ NX_API nx_status nx_sectioned_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr,
                                           const nx_sectioned_ell *a, const nx_tensor *x,
                                           const nx_semiring_opts *opts, nx_tensor **out);
 
-/* ---- grid sparsity: stencils over a C-order grid as ELLs -------------------------------------- */
+/* ---- grid sparsity: stencils over a C-order grid as ELLs -------------------------------------*/
 
 typedef enum nx_grid_boundary {
     NX_GRID_REPLICATE, /* clamp to the edge (scipy 'nearest') */

@@ -240,6 +240,52 @@ def edge_cases():
         lines.append(f"edge {name} {sr} {n} 0.0")
 
 
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", "sparse")
+
+
+def golden_case(case, op, dtype, inputs, out, options, generator):
+    """golden/sparse/<case>/: the fidelity runner's layout (docs/fidelity.md)."""
+    d = os.path.join(GOLDEN, case)
+    os.makedirs(d, exist_ok=True)
+    for k, v in inputs.items():
+        np.save(os.path.join(d, f"{k}.npy"), np.ascontiguousarray(v))
+    np.save(os.path.join(d, "out.npy"), np.ascontiguousarray(out))
+    with open(os.path.join(d, "manifest.txt"), "w") as f:
+        f.write(f"op = {op}\ndtype = {dtype}\n")
+        f.write("inputs = " + " ".join(f"{k}.npy" for k in inputs) + "\noutput = out.npy\n")
+        f.write(f"options = {options}\ngenerator = {generator}\n")
+        f.write(f"numpy = {np.__version__}\nscipy = {scipy.__version__}\nseed = 20261129\n")
+
+
+def golden_cases():
+    g = np.random.RandomState(20261129)
+    for sr in ALGEBRAS:
+        for dt in (np.float64, np.float32):
+            m, k, n_cols, c = 9, 5, 11, 4
+            ident = IDENTITY[sr]
+            v = g.uniform(-1.5, 1.5, size=(m, k))
+            if sr == "boolean":
+                v = (v > -0.5).astype(np.float64)
+            idx = g.randint(0, n_cols, size=(m, k)).astype(np.int32)
+            for i in range(m):
+                deg = g.randint(0, k + 1)
+                v[i, deg:] = ident
+                idx[i, deg:] = 0
+            b = g.uniform(-2, 2, size=(n_cols, c))
+            v, b = v.astype(dt), b.astype(dt)
+            out = ell_matmul_ref(sr, v.astype(np.float64), idx, b.astype(np.float64))
+            name = np.dtype(dt).name
+            golden_case(f"ell_matmul_{sr}_{name}", "ell_matmul", name,
+                        {"values": v, "indices": idx, "b": b}, out.astype(dt), f"semiring={sr}",
+                        "numpy float64 brute force over each row's slots (gather, times, fold); "
+                        "scipy.special.logsumexp for log")
+    for mode in ("nearest", "wrap", "reflect"):
+        x = g.uniform(-1, 1, size=(4, 5, 6))
+        golden_case(f"grid_laplacian_{mode}", "grid_laplacian", "float64", {"x": x},
+                    scipy.ndimage.laplace(x, mode=mode), f"mode={mode}",
+                    f"scipy.ndimage.laplace(x, mode='{mode}')")
+
+
 def main():
     if not (np.__version__.startswith("1.24") and scipy.__version__.startswith("1.10")):
         sys.exit(f"need numpy 1.24 and scipy 1.10, found {np.__version__} {scipy.__version__}")
@@ -252,6 +298,7 @@ def main():
     stencil_cases()
     sectioned_cases()
     edge_cases()
+    golden_cases()
     with open(os.path.join(OUT, "manifest.txt"), "w") as f:
         f.write(f"# numpy {np.__version__} scipy {scipy.__version__}\n")
         f.write("\n".join(lines) + "\n")

@@ -67,15 +67,19 @@ nx_status nx_ell_pad(nx_ctx *ctx, const nx_tensor *values, const nx_tensor *indi
                            nx_dtype_name(idt));
     const int64_t *vs = nx_tensor_shape(values), *is = nx_tensor_shape(indices);
     if (vs[0] != is[0] || vs[1] != is[1])
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: values are [%lld, %lld] but indices [%lld, "
-                           "%lld]; expected one shape", who, (long long)vs[0], (long long)vs[1],
-                           (long long)is[0], (long long)is[1]);
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "%s: values are [%lld, %lld] but indices [%lld, "
+                           "%lld]; expected one shape",
+                           who, (long long)vs[0], (long long)vs[1], (long long)is[0],
+                           (long long)is[1]);
     if (k_max < vs[1])
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: k_max %lld is below the %lld slots given",
                            who, (long long)k_max, (long long)vs[1]);
     if (pad_index < 0 || (n_cols > 0 && pad_index >= n_cols))
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: pad_index %lld; expected 0 <= pad_index "
-                           "< n_cols = %lld", who, (long long)pad_index, (long long)n_cols);
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "%s: pad_index %lld; expected 0 <= pad_index "
+                           "< n_cols = %lld",
+                           who, (long long)pad_index, (long long)n_cols);
     st = new_ell(ctx, nx_tensor_dtype(values), idt, vs[0], k_max, n_cols, identity, out);
     if (st != NX_OK)
         return st;
@@ -149,8 +153,10 @@ nx_status nx_ell_from_dense(nx_ctx *ctx, const nx_tensor *dense, const nx_ell_fr
         return st;
     int64_t m = nx_tensor_shape(dense)[0], n = nx_tensor_shape(dense)[1];
     if (o.symmetrize && m != n)
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: symmetrize needs a square matrix; dense is "
-                           "[%lld, %lld]", who, (long long)m, (long long)n);
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "%s: symmetrize needs a square matrix; dense is "
+                           "[%lld, %lld]",
+                           who, (long long)m, (long long)n);
     if (!(o.threshold >= 0))
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: threshold %g; expected >= 0", who,
                            o.threshold);
@@ -242,9 +248,11 @@ nx_status nx_ell_mask(nx_ctx *ctx, const nx_ell *a, const nx_tensor *valid, cons
     nx_semiring_info info;
     nx_semiring_get_info(sr, &info);
     if (!info.has_annihilator)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: semiring '%s' has no annihilator, so a "
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "%s: semiring '%s' has no annihilator, so a "
                            "masked slot cannot be made to contribute nothing; expected a "
-                           "semiring with one (real, log, tropical, boolean)", who, info.name);
+                           "semiring with one (real, log, tropical, boolean)",
+                           who, info.name);
     nx_status st = nx_ell_check(ctx, who, a);
     if (st == NX_OK)
         st = check_2d(ctx, who, "valid", valid);
@@ -252,9 +260,10 @@ nx_status nx_ell_mask(nx_ctx *ctx, const nx_ell *a, const nx_tensor *valid, cons
         return st;
     const int64_t *s = nx_tensor_shape(a->values), *ms = nx_tensor_shape(valid);
     if (nx_tensor_dtype(valid) != NX_DTYPE_BOOL || ms[0] != s[0] || ms[1] != s[1])
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: valid is %s [%lld, %lld]; expected bool "
-                           "[%lld, %lld] (the ELL's slots)", who,
-                           nx_dtype_name(nx_tensor_dtype(valid)), (long long)ms[0],
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "%s: valid is %s [%lld, %lld]; expected bool "
+                           "[%lld, %lld] (the ELL's slots)",
+                           who, nx_dtype_name(nx_tensor_dtype(valid)), (long long)ms[0],
                            (long long)ms[1], (long long)s[0], (long long)s[1]);
     if ((st = copy_ell(a, out)) != NX_OK)
         return st;
@@ -279,9 +288,10 @@ static nx_status check_attr(nx_ctx *ctx, const char *who, const nx_ell *a, const
         return st;
     const int64_t *s = nx_tensor_shape(a->values), *as = nx_tensor_shape(attr);
     if (nx_tensor_ndim(attr) != 3 || as[0] != s[0] || as[1] != s[1])
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: edge_attr has %d dims; expected [m, k_max, d] "
-                           "= [%lld, %lld, d]", who, nx_tensor_ndim(attr), (long long)s[0],
-                           (long long)s[1]);
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "%s: edge_attr has %d dims; expected [m, k_max, d] "
+                           "= [%lld, %lld, d]",
+                           who, nx_tensor_ndim(attr), (long long)s[0], (long long)s[1]);
     return NX_OK;
 }
 
@@ -320,7 +330,7 @@ static void fill_self_attr(const nx_ell *a, const nx_tensor *attr, nx_self_loop_
                 sum += attr_at(attr, i, p, c);
                 n++;
             }
-            double v = fill == NX_SELF_LOOP_ZERO ? 0.0
+            double v = fill == NX_SELF_LOOP_ZERO  ? 0.0
                        : fill == NX_SELF_LOOP_ADD ? sum
                                                   : (n ? sum / (double)n : 0.0);
             attr_set(ao, i, 0, c, v);
@@ -348,8 +358,10 @@ nx_status nx_ell_add_self_loops(nx_ctx *ctx, const nx_ell *a, const nx_tensor *e
         return st;
     const int64_t *s = nx_tensor_shape(a->values);
     if (s[0] != a->n_cols)
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: the ELL is %lld x %lld; self loops need a "
-                           "square matrix", who, (long long)s[0], (long long)a->n_cols);
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "%s: the ELL is %lld x %lld; self loops need a "
+                           "square matrix",
+                           who, (long long)s[0], (long long)a->n_cols);
     st = new_ell(ctx, nx_tensor_dtype(a->values), nx_tensor_dtype(a->indices), s[0], s[1] + 1,
                  a->n_cols, a->identity, out);
     if (st != NX_OK)

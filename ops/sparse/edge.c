@@ -2,8 +2,8 @@
  * caller over gathered neighbour features, folded over the slot axis by sum, max or min:
  *   out[.., i, :] = (+)_p F(h[.., i, :], h[.., indices[i, p], :], values[i, p], indices[i, p],
  *                          edge_attr[i, p, :])
- * The neighbour rows come from the IR's GATHER, so the backends fuse gather, F and the fold into one
- * loop over the slots, and gradients (to h, values and edge_attr) come from autodiff. */
+ * The neighbour rows come from the IR's GATHER, so the backends fuse gather, F and the fold into
+ * one loop over the slots, and gradients (to h, values and edge_attr) come from autodiff. */
 #include <string.h>
 
 #include "cache.h"
@@ -49,15 +49,19 @@ nx_node nx_ell_edge_aggregate_node(nx_graph *g, const nx_semiring *sr, nx_node v
         return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG, "%s: %s is NULL", who,
                                  sr ? "the edge function" : "semiring");
     if (!monoid_of(sr, &m))
-        return nx_ir_graph_failf(g, NX_ERR_UNSUPPORTED, "%s: semiring '%s'; expected real, "
-                                 "tropical_max_plus or tropical_min_plus", who, sr->name);
+        return nx_ir_graph_failf(g, NX_ERR_UNSUPPORTED,
+                                 "%s: semiring '%s'; expected real, "
+                                 "tropical_max_plus or tropical_min_plus",
+                                 who, sr->name);
     int nd = nx_node_ndim(g, h);
     int64_t hs[NX_MAX_DIMS], vs[NX_MAX_DIMS];
     nx_node_shape(g, h, hs);
     nx_node_shape(g, values, vs);
     if (nd < 2 || nd >= NX_MAX_DIMS || hs[nd - 2] != vs[0] || nx_node_ndim(g, values) != 2)
-        return nx_ir_graph_failf(g, NX_ERR_SHAPE, "%s: h must be [..., n, d] with n = the ELL's "
-                                 "m and at most %d dims", who, NX_MAX_DIMS - 1);
+        return nx_ir_graph_failf(g, NX_ERR_SHAPE,
+                                 "%s: h must be [..., n, d] with n = the ELL's "
+                                 "m and at most %d dims",
+                                 who, NX_MAX_DIMS - 1);
     nx_dtype dt = nx_node_dtype(g, h);
     if (nx_node_dtype(g, values) != dt)
         return nx_ir_graph_failf(g, NX_ERR_DTYPE, "%s: h is %s but values are %s", who,
@@ -77,7 +81,8 @@ nx_node nx_ell_edge_aggregate_node(nx_graph *g, const nx_semiring *sr, nx_node v
     int64_t fs[NX_MAX_DIMS];
     nx_node_shape(g, f, fs);
     if (fd < 3 || fs[fd - 3] != vs[0] || fs[fd - 2] != vs[1])
-        return nx_ir_graph_failf(g, NX_ERR_SHAPE, "%s: the edge function's result has %d dims; "
+        return nx_ir_graph_failf(g, NX_ERR_SHAPE,
+                                 "%s: the edge function's result has %d dims; "
                                  "expected [..., m, k_max, d_out] = [..., %lld, %lld, d_out]",
                                  who, fd, (long long)vs[0], (long long)vs[1]);
     int axis = -2;
@@ -116,8 +121,10 @@ static nx_status check(nx_ctx *ctx, const char *who, const edge_call *c)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: semiring is NULL", who);
     nx_monoid m;
     if (!monoid_of(c->sr, &m))
-        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: semiring '%s'; expected real, "
-                           "tropical_max_plus or tropical_min_plus", who, c->sr->name);
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                           "%s: semiring '%s'; expected real, "
+                           "tropical_max_plus or tropical_min_plus",
+                           who, c->sr->name);
     if (!c->o || !c->o->expr || !c->o->expr_key)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: opts must give expr and expr_key", who);
     nx_status st = nx_ell_check(ctx, who, c->a);
@@ -129,12 +136,16 @@ static nx_status check(nx_ctx *ctx, const char *who, const edge_call *c)
         return st;
     const int64_t *s = nx_tensor_shape(c->a->values);
     if (s[0] != c->a->n_cols)
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: the ELL is %lld x %lld; edges of a graph need "
-                           "a square one", who, (long long)s[0], (long long)c->a->n_cols);
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "%s: the ELL is %lld x %lld; edges of a graph need "
+                           "a square one",
+                           who, (long long)s[0], (long long)c->a->n_cols);
     if (c->e && (nx_tensor_ndim(c->e) != 3 || nx_tensor_shape(c->e)[0] != s[0] ||
                  nx_tensor_shape(c->e)[1] != s[1]))
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: edge_attr must be [m, k_max, d_e] = [%lld, "
-                           "%lld, d_e]", who, (long long)s[0], (long long)s[1]);
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "%s: edge_attr must be [m, k_max, d_e] = [%lld, "
+                           "%lld, d_e]",
+                           who, (long long)s[0], (long long)s[1]);
     return NX_OK;
 }
 

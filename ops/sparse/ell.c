@@ -42,8 +42,9 @@ static nx_status check_shapes(nx_ctx *ctx, const char *who, const nx_ell *e)
                            "%s: the ELL's indices are a device tensor; expected host", who);
     nx_dtype id = nx_tensor_dtype(e->indices);
     if (!is_index_dtype(id))
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: the ELL's indices are %s; expected i32 or i64",
-                           who, nx_dtype_name(id));
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "%s: the ELL's indices are %s; expected i32 or i64", who,
+                           nx_dtype_name(id));
     const int64_t *vs = nx_tensor_shape(e->values), *is = nx_tensor_shape(e->indices);
     if (nx_tensor_ndim(e->values) != 2 || nx_tensor_ndim(e->indices) != 2 || vs[0] != is[0] ||
         vs[1] != is[1]) {
@@ -121,8 +122,9 @@ static bool check_nodes(nx_graph *g, const char *who, nx_node values, nx_node in
         return false;
     }
     if (nx_node_ndim(g, x) < 2) {
-        nx_ir_graph_failf(g, NX_ERR_SHAPE, "%s: the dense operand has %d dims; expected [..., n, c]",
-                          who, nx_node_ndim(g, x));
+        nx_ir_graph_failf(g, NX_ERR_SHAPE,
+                          "%s: the dense operand has %d dims; expected [..., n, c]", who,
+                          nx_node_ndim(g, x));
         return false;
     }
     return true;
@@ -153,8 +155,7 @@ nx_node nx_ell_matmul_node(nx_graph *g, const nx_semiring *sr, nx_node values, n
     return nx_semiring_reduce(g, sr, t, 1, &axis);
 }
 
-nx_node nx_ell_rmatvec_node(nx_graph *g, nx_node values, nx_node indices, nx_node x,
-                            int64_t n_cols)
+nx_node nx_ell_rmatvec_node(nx_graph *g, nx_node values, nx_node indices, nx_node x, int64_t n_cols)
 {
     static const char *who = "nx_ell_rmatvec";
     if (!g || !values || !indices || !x)
@@ -192,8 +193,10 @@ nx_node nx_ell_row_softmax_node(nx_graph *g, nx_node scores, nx_node pad)
         return NX_NONE;
     nx_dtype dt = nx_node_dtype(g, scores);
     if (dt != NX_DTYPE_F32 && dt != NX_DTYPE_F64)
-        return nx_ir_graph_failf(g, NX_ERR_DTYPE, "nx_ell_row_softmax: scores are %s; expected "
-                                 "f32 or f64", nx_dtype_name(dt));
+        return nx_ir_graph_failf(g, NX_ERR_DTYPE,
+                                 "nx_ell_row_softmax: scores are %s; expected "
+                                 "f32 or f64",
+                                 nx_dtype_name(dt));
     if (nx_node_dtype(g, pad) != NX_DTYPE_BOOL)
         return nx_ir_graph_failf(g, NX_ERR_DTYPE, "nx_ell_row_softmax: pad is %s; expected bool",
                                  nx_dtype_name(nx_node_dtype(g, pad)));

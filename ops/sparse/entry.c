@@ -90,8 +90,10 @@ static nx_status check_dense(nx_ctx *ctx, const char *who, const char *what, con
         return st;
     nx_dtype vd = nx_tensor_dtype(c->a->values), xd = nx_tensor_dtype(c->x);
     if (vd != xd)
-        return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: the ELL's values are %s but %s is %s; expected "
-                           "one dtype", who, nx_dtype_name(vd), what, nx_dtype_name(xd));
+        return nx_rt_error(ctx, NX_ERR_DTYPE,
+                           "%s: the ELL's values are %s but %s is %s; expected "
+                           "one dtype",
+                           who, nx_dtype_name(vd), what, nx_dtype_name(xd));
     int nd = nx_tensor_ndim(c->x);
     const int64_t *xs = nx_tensor_shape(c->x), *vs = nx_tensor_shape(c->a->values);
     if (nd < 2)
@@ -101,12 +103,14 @@ static nx_status check_dense(nx_ctx *ctx, const char *who, const char *what, con
     int64_t got = xs[nd - 2];
     if (c->op == ELL_SOFTMAX) {
         if (xs[nd - 2] != vs[0] || xs[nd - 1] != vs[1])
-            return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: %s end in [%lld, %lld]; expected the ELL's "
-                               "[m, k_max] = [%lld, %lld]", who, what, (long long)xs[nd - 2],
-                               (long long)xs[nd - 1], (long long)vs[0], (long long)vs[1]);
+            return nx_rt_error(ctx, NX_ERR_SHAPE,
+                               "%s: %s end in [%lld, %lld]; expected the ELL's "
+                               "[m, k_max] = [%lld, %lld]",
+                               who, what, (long long)xs[nd - 2], (long long)xs[nd - 1],
+                               (long long)vs[0], (long long)vs[1]);
     } else if (got != want) {
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: %s has %lld rows; expected %lld (%s)", who,
-                           what, (long long)got, (long long)want,
+        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: %s has %lld rows; expected %lld (%s)", who, what,
+                           (long long)got, (long long)want,
                            c->op == ELL_MATMUL ? "the ELL's n_cols" : "the ELL's m");
     }
     return NX_OK;
@@ -125,8 +129,10 @@ static nx_status check_call(nx_ctx *ctx, const char *who, const char *what, cons
     if (st == NX_OK)
         st = check_dense(ctx, who, what, c);
     if (st == NX_OK && c->op == ELL_RMATVEC && c->sr->kind != NX_SEMIRING_REAL)
-        st = nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: semiring '%s'; A^T X is defined under "
-                         "'real' only", who, c->sr->name);
+        st = nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                         "%s: semiring '%s'; A^T X is defined under "
+                         "'real' only",
+                         who, c->sr->name);
     if (st == NX_OK && c->dy)
         st = nx_sr_check_float(ctx, who, "the cotangent", c->dy);
     if (st == NX_OK && c->dy && nx_tensor_dtype(c->dy) != nx_tensor_dtype(c->x))
@@ -157,8 +163,7 @@ static nx_status program_for(nx_ctx *ctx, ell_call *c, nx_backend backend, nx_pr
 }
 
 /* Runs c's program; outs gets 1 (forward) or 2 (values' and x's cotangents) tensors. */
-static nx_status run_call(nx_ctx *ctx, ell_call *c, const nx_semiring_opts *opts,
-                          nx_tensor **outs)
+static nx_status run_call(nx_ctx *ctx, ell_call *c, const nx_semiring_opts *opts, nx_tensor **outs)
 {
     nx_program *p = NULL;
     nx_status st = program_for(ctx, c, opts ? opts->backend : NX_BACKEND_AUTO, &p);
@@ -195,8 +200,7 @@ static nx_status rmatvec_canonical(nx_ctx *ctx, const nx_ell *a, const nx_tensor
 }
 
 nx_status nx_semiring_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
-                                  const nx_tensor *x, const nx_semiring_opts *opts,
-                                  nx_tensor **out)
+                                  const nx_tensor *x, const nx_semiring_opts *opts, nx_tensor **out)
 {
     static const char *who = "nx_semiring_ell_rmatvec";
     ell_call c = {.op = ELL_RMATVEC, .sr = sr, .a = a, .x = x};

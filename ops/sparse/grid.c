@@ -39,12 +39,16 @@ static nx_status check_grid(nx_ctx *ctx, const char *who, int ndim, const int64_
     if (!shape)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: grid_shape is NULL", who);
     if ((int)b < 0 || b >= NX_GRID_BOUNDARY_COUNT)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: boundary %d; expected replicate, "
-                           "periodic or reflect", who, (int)b);
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "%s: boundary %d; expected replicate, "
+                           "periodic or reflect",
+                           who, (int)b);
     for (int a = 0; a < ndim; a++)
         if (shape[a] < 1)
-            return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: grid axis %d has extent %lld; expected "
-                               ">= 1", who, a, (long long)shape[a]);
+            return nx_rt_error(ctx, NX_ERR_SHAPE,
+                               "%s: grid axis %d has extent %lld; expected "
+                               ">= 1",
+                               who, a, (long long)shape[a]);
     if (!nx_shape_numel(ndim, shape, numel))
         return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: the grid is too large", who);
     return NX_OK;
@@ -70,8 +74,8 @@ static void stencil_row(int ndim, const int64_t *shape, int64_t v, int n_off,
 }
 
 nx_status nx_grid_stencil(nx_ctx *ctx, int ndim, const int64_t *grid_shape, int n_offsets,
-                          const int64_t *offsets, const double *weights,
-                          nx_grid_boundary boundary, nx_ell *out)
+                          const int64_t *offsets, const double *weights, nx_grid_boundary boundary,
+                          nx_ell *out)
 {
     static const char *who = "nx_grid_stencil";
     if (!out)
@@ -82,9 +86,10 @@ nx_status nx_grid_stencil(nx_ctx *ctx, int ndim, const int64_t *grid_shape, int 
     if (st != NX_OK)
         return st;
     if (n_offsets < 0 || (n_offsets > 0 && (!offsets || !weights)))
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %d offsets with %s; expected n_offsets "
-                           ">= 0 and both arrays", who, n_offsets,
-                           offsets ? "no weights" : "no offsets");
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "%s: %d offsets with %s; expected n_offsets "
+                           ">= 0 and both arrays",
+                           who, n_offsets, offsets ? "no weights" : "no offsets");
     if ((st = nx_sparse_new2(ctx, NX_DTYPE_F64, n, n_offsets, &out->values)) == NX_OK)
         st = nx_sparse_new2(ctx, NX_DTYPE_I64, n, n_offsets, &out->indices);
     if (st != NX_OK) {

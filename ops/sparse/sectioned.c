@@ -31,7 +31,9 @@ static nx_status check_ragged(nx_ctx *ctx, const char *who, const nx_tensor *off
 {
     if (!offsets || !indices || !values)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who,
-                           !offsets ? "offsets" : !indices ? "indices" : "values");
+                           !offsets   ? "offsets"
+                           : !indices ? "indices"
+                                      : "values");
     if (nx_tensor_dtype(offsets) != NX_DTYPE_I64 || nx_tensor_ndim(offsets) != 1 ||
         nx_tensor_shape(offsets)[0] < 1)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: offsets must be i64 [n_rows + 1]", who);
@@ -53,9 +55,10 @@ static nx_status check_ragged(nx_ctx *ctx, const char *who, const nx_tensor *off
     const int64_t *o = nx_tensor_data(offsets);
     int64_t so = nx_tensor_strides(offsets)[0];
     if (o[0] != 0 || o[n * so] != nnz)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: offsets run from %lld to %lld; expected "
-                           "0 to nnz = %lld", who, (long long)o[0], (long long)o[n * so],
-                           (long long)nnz);
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "%s: offsets run from %lld to %lld; expected "
+                           "0 to nnz = %lld",
+                           who, (long long)o[0], (long long)o[n * so], (long long)nnz);
     for (int64_t i = 0; i < n; i++)
         if (o[(i + 1) * so] < o[i * so])
             return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: offsets decrease at row %lld", who,
@@ -171,8 +174,7 @@ static void put_row(nx_tensor *dst, int64_t dst_row, const nx_tensor *src, int64
 }
 
 nx_status nx_sectioned_ell_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_sectioned_ell *a,
-                                  const nx_tensor *b, const nx_semiring_opts *opts,
-                                  nx_tensor **out)
+                                  const nx_tensor *b, const nx_semiring_opts *opts, nx_tensor **out)
 {
     static const char *who = "nx_sectioned_ell_matmul";
     nx_status st = check_sectioned(ctx, who, sr, a, b, a ? a->n_cols : 0, out);

@@ -16,8 +16,8 @@ static bool gpu_present(void)
 {
     nx_ctx *ctx = st_ctx();
     nx_system_info info;
-    bool ok = nx_system_info_get(ctx, &info) == NX_OK && info.cuda_driver_found &&
-              info.gpu_count > 0;
+    bool ok =
+        nx_system_info_get(ctx, &info) == NX_OK && info.cuda_driver_found && info.gpu_count > 0;
     nx_ctx_free(ctx);
     return ok;
 }
@@ -60,8 +60,9 @@ const nx_semiring *st_semiring(nx_ctx *ctx, const char *name, nx_semiring **user
             return nx_semiring_builtin(k);
     }
     const char *formula = !strcmp(name, "maxtimes") ? "plus = max(a, b); times = a * b; zero = -inf"
-                          : !strcmp(name, "probor") ? "plus = a + b - a * b; times = a * b; zero = 0"
-                                                    : NULL;
+                          : !strcmp(name, "probor")
+                              ? "plus = a + b - a * b; times = a * b; zero = 0"
+                              : NULL;
     if (!formula)
         fail_msg("no semiring %s", name);
     if (nx_semiring_parse(ctx, name, formula, user) != NX_OK)
@@ -135,9 +136,9 @@ void st_expect_close(const char *what, nx_backend be, const nx_tensor *got, cons
     double tol = exact ? 0.0 : f32 ? 2e-5 : 1e-12;
     for (int64_t i = 0; i < nx_tensor_numel(want); i++)
         if (!nx_test_close(st_at(got, i), st_at(want, i), tol, tol))
-            fail_msg("%s (%s, %s, %s): element %lld is %.17g, expected %.17g", what,
-                     sr ? sr : "-", nx_dtype_name(nx_tensor_dtype(got)), nx_backend_name(be),
-                     (long long)i, st_at(got, i), st_at(want, i));
+            fail_msg("%s (%s, %s, %s): element %lld is %.17g, expected %.17g", what, sr ? sr : "-",
+                     nx_dtype_name(nx_tensor_dtype(got)), nx_backend_name(be), (long long)i,
+                     st_at(got, i), st_at(want, i));
 }
 
 void st_expect_values(const char *what, const nx_tensor *got, const double *want, int64_t n)
@@ -145,8 +146,8 @@ void st_expect_values(const char *what, const nx_tensor *got, const double *want
     assert_int_equal(nx_tensor_numel(got), n);
     for (int64_t i = 0; i < n; i++)
         if (!nx_test_close(st_at(got, i), want[i], 1e-12, 1e-12))
-            fail_msg("%s: element %lld is %.17g, expected %.17g", what, (long long)i,
-                     st_at(got, i), want[i]);
+            fail_msg("%s: element %lld is %.17g, expected %.17g", what, (long long)i, st_at(got, i),
+                     want[i]);
 }
 
 int st_for_cases(const char *kind, st_case_fn fn)

@@ -19,8 +19,8 @@ static void expect_exact(const char *what, const nx_tensor *got, const nx_tensor
                      (long long)nx_tensor_shape(got)[i], (long long)nx_tensor_shape(want)[i]);
     for (int64_t i = 0; i < nx_tensor_numel(want); i++)
         if (st_at(got, i) != st_at(want, i))
-            fail_msg("%s: element %lld is %.17g, expected %.17g", what, (long long)i,
-                     st_at(got, i), st_at(want, i));
+            fail_msg("%s: element %lld is %.17g, expected %.17g", what, (long long)i, st_at(got, i),
+                     st_at(want, i));
 }
 
 /* ---- from_dense / to_dense -------------------------------------------------------------------*/
@@ -31,8 +31,8 @@ static void from_dense_case(nx_ctx *ctx, nx_backend be, char *const *f, int nf)
     assert_int_equal(nf, 5);
     nx_tensor *d = st_load(ctx, f[1], "dense"), *wv = st_load(ctx, f[1], "values");
     nx_tensor *wi = st_load(ctx, f[1], "indices"), *back = NULL;
-    nx_ell_from_dense_opts o = {.k_max = atoll(f[2]), .threshold = strtod(f[3], NULL),
-                                .symmetrize = atoi(f[4])};
+    nx_ell_from_dense_opts o = {
+        .k_max = atoll(f[2]), .threshold = strtod(f[3], NULL), .symmetrize = atoi(f[4])};
     nx_ell e;
     if (nx_ell_from_dense(ctx, d, &o, &e) != NX_OK)
         fail_msg("%s: %s", f[1], nx_ctx_last_error(ctx));
@@ -111,8 +111,8 @@ static void test_mask_drops_edges(void **state)
         double z = info.identity;
         nx_ell a = st_ell(ctx, 3, 2, 3, (double[]){1, 2, 3, 0.5, -1, 0.2},
                           (int64_t[]){0, 1, 2, 0, 1, 2}, z);
-        nx_ell dropped = st_ell(ctx, 3, 2, 3, (double[]){1, z, 3, 0.5, z, z},
-                                (int64_t[]){0, 0, 2, 0, 0, 0}, z);
+        nx_ell dropped =
+            st_ell(ctx, 3, 2, 3, (double[]){1, z, 3, 0.5, z, z}, (int64_t[]){0, 0, 2, 0, 0, 0}, z);
         nx_ell m;
         assert_int_equal(nx_ell_mask(ctx, &a, vt, sr, &m), NX_OK);
         assert_true(m.identity == info.annihilator);
@@ -126,8 +126,7 @@ static void test_mask_drops_edges(void **state)
         nx_tensor_free(c1), nx_tensor_free(c2);
         nx_ell_free(&a), nx_ell_free(&dropped), nx_ell_free(&m);
     }
-    nx_ell a = st_ell(ctx, 3, 2, 3, (double[]){1, 2, 3, 4, 5, 6}, (int64_t[]){0, 1, 2, 0, 1, 2},
-                      0);
+    nx_ell a = st_ell(ctx, 3, 2, 3, (double[]){1, 2, 3, 4, 5, 6}, (int64_t[]){0, 1, 2, 0, 1, 2}, 0);
     nx_ell m;
     assert_int_equal(nx_ell_mask(ctx, &a, vt, nx_semiring_builtin(NX_SEMIRING_EUCLIDEAN), &m),
                      NX_ERR_INVALID_ARG);
@@ -148,24 +147,23 @@ static void test_self_loops(void **state)
 {
     (void)state;
     nx_ctx *ctx = st_ctx();
-    nx_ell a = st_ell(ctx, 3, 2, 3, (double[]){1, 2, 3, 0, 0, 0}, (int64_t[]){1, 2, 0, 0, 0, 0},
-                      0);
+    nx_ell a = st_ell(ctx, 3, 2, 3, (double[]){1, 2, 3, 0, 0, 0}, (int64_t[]){1, 2, 0, 0, 0, 0}, 0);
     int64_t as[3] = {3, 2, 2};
     nx_tensor *attr = NULL;
     assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 3, as, &attr), NX_OK);
     double av[12] = {1, 10, 3, 30, 5, 50, 7, 70, 9, 90, 11, 110};
     memcpy(nx_tensor_data(attr), av, sizeof av);
     const double want[3][6] = {
-        {2, 20, 5, 50, 0, 0},        /* mean: row 0 (1, 3), row 1 (5), row 2 none */
-        {0, 0, 0, 0, 0, 0},          /* zero */
-        {4, 40, 5, 50, 0, 0},        /* add: sums */
+        {2, 20, 5, 50, 0, 0}, /* mean: row 0 (1, 3), row 1 (5), row 2 none */
+        {0, 0, 0, 0, 0, 0},   /* zero */
+        {4, 40, 5, 50, 0, 0}, /* add: sums */
     };
     for (int fill = 0; fill < 3; fill++) {
         nx_ell s;
         nx_tensor *ao = NULL;
         assert_int_equal(nx_ell_add_self_loops(ctx, &a, attr, fill, 2.5, &s, &ao), NX_OK);
-        st_expect_values("self loop values", s.values,
-                         (double[]){2.5, 1, 2, 2.5, 3, 0, 2.5, 0, 0}, 9);
+        st_expect_values("self loop values", s.values, (double[]){2.5, 1, 2, 2.5, 3, 0, 2.5, 0, 0},
+                         9);
         st_expect_values("self loop indices", s.indices, (double[]){0, 1, 2, 1, 0, 0, 2, 0, 0}, 9);
         assert_int_equal(nx_tensor_shape(ao)[1], 3);
         for (int i = 0; i < 3; i++)
@@ -338,9 +336,8 @@ static void sectioned_case(nx_ctx *ctx, nx_backend be, char *const *f, int nf)
     assert_int_equal(nx_sectioned_ell_from_ragged(ctx, off, idx, val, n_cols, ident, &s), NX_OK);
     assert_true(s.n_sections >= 3);
     for (int k = 0; k < s.n_sections; k++) /* k_max is a power of two, at most twice a degree */
-        assert_int_equal(__builtin_popcountll((unsigned long long)nx_tensor_shape(
-                             s.sections[k].values)[1]),
-                         1);
+        assert_int_equal(
+            __builtin_popcountll((unsigned long long)nx_tensor_shape(s.sections[k].values)[1]), 1);
     nx_semiring_opts o = {.backend = be};
     nx_ell flat;
     flat_of_sectioned(ctx, off, idx, val, n_cols, ident, &flat);

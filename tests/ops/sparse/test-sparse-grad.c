@@ -57,10 +57,9 @@ static double loss(nx_ctx *ctx, const problem *p)
 static void fd_check(nx_ctx *ctx, const char *name, problem *p)
 {
     nx_tensor *g[2] = {NULL, NULL};
-    nx_status st = p->rmatvec ? nx_semiring_ell_rmatvec_vjp(ctx, p->sr, &p->a, p->x, p->w, &p->o,
-                                                            &g[0], &g[1])
-                              : nx_semiring_ell_matmul_vjp(ctx, p->sr, &p->a, p->x, p->w, &p->o,
-                                                           &g[0], &g[1]);
+    nx_status st =
+        p->rmatvec ? nx_semiring_ell_rmatvec_vjp(ctx, p->sr, &p->a, p->x, p->w, &p->o, &g[0], &g[1])
+                   : nx_semiring_ell_matmul_vjp(ctx, p->sr, &p->a, p->x, p->w, &p->o, &g[0], &g[1]);
     if (st != NX_OK)
         fail_msg("%s: vjp: %s", name, nx_ctx_last_error(ctx));
     nx_tensor *ops[2] = {p->a.values, p->x};
@@ -117,9 +116,9 @@ static void test_matmul_fd(void **state)
     }
     nx_ctx *ctx = st_ctx();
     nx_semiring *mt = NULL;
-    assert_int_equal(nx_semiring_parse(ctx, "maxtimes", "plus = max(a, b); times = a * b; zero = -inf",
-                                       &mt),
-                     NX_OK);
+    assert_int_equal(
+        nx_semiring_parse(ctx, "maxtimes", "plus = max(a, b); times = a * b; zero = -inf", &mt),
+        NX_OK);
     matmul_fd("user max-times", mt, false);
     nx_semiring_free(mt);
     nx_ctx_free(ctx);
@@ -131,7 +130,8 @@ static void test_rmatvec_fd(void **state)
     nx_ctx *ctx = st_ctx();
     unsigned seed = 11;
     int64_t vs[2] = {5, 3}, xs[3] = {2, 5, 2}, ws[3] = {2, 4, 2};
-    problem p = {.sr = nx_semiring_builtin(NX_SEMIRING_REAL), .rmatvec = true,
+    problem p = {.sr = nx_semiring_builtin(NX_SEMIRING_REAL),
+                 .rmatvec = true,
                  .o = {.backend = st_backend()}};
     p.a.values = randn(ctx, 2, vs, &seed);
     p.a.indices = st_index(ctx, 5, 3, IDX, NX_DTYPE_I64);
@@ -219,8 +219,8 @@ static void test_forward_only(void **state)
                      NX_ERR_UNSUPPORTED);
     /* A cotangent of the wrong shape. */
     nx_tensor *bad = st_mat(ctx, 1, 2, (double[]){1, 1});
-    assert_int_equal(nx_semiring_ell_matmul_vjp(ctx, nx_semiring_builtin(NX_SEMIRING_REAL), &a,
-                                                b, bad, &o, &dv, &db),
+    assert_int_equal(nx_semiring_ell_matmul_vjp(ctx, nx_semiring_builtin(NX_SEMIRING_REAL), &a, b,
+                                                bad, &o, &dv, &db),
                      NX_ERR_SHAPE);
     assert_null(dv), assert_null(db);
     nx_semiring_free(po);

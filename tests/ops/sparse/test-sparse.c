@@ -142,19 +142,19 @@ static void test_hand_matmul(void **state)
                       (int64_t[]){0, 2, 0, 0, 0, 0, 1, 0, 0}, 0.0);
     nx_tensor *b = st_mat(ctx, 3, 2, (double[]){1, 2, 3, 4, 5, 6}), *c = NULL;
     nx_semiring_opts o = {.backend = st_backend()};
-    assert_int_equal(nx_semiring_ell_matmul(ctx, nx_semiring_builtin(NX_SEMIRING_REAL), &a, b, &o,
-                                            &c),
-                     NX_OK);
+    assert_int_equal(
+        nx_semiring_ell_matmul(ctx, nx_semiring_builtin(NX_SEMIRING_REAL), &a, b, &o, &c), NX_OK);
     const double want[] = {2 * 1 + 5, 2 * 2 + 6, 0, 0, 9, 12};
     st_expect_values("hand matmul", c, want, 6);
     nx_tensor_free(c);
     /* Max-plus over the same slots: pads hold -inf there. */
     nx_ell_free(&a);
-    a = st_ell(ctx, 3, 3, 3, (double[]){2, 1, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 3,
-                                        -INFINITY, -INFINITY},
-               (int64_t[]){0, 2, 0, 0, 0, 0, 1, 0, 0}, -INFINITY);
-    assert_int_equal(nx_semiring_ell_matmul(
-                         ctx, nx_semiring_builtin(NX_SEMIRING_TROPICAL_MAX_PLUS), &a, b, &o, &c),
+    a = st_ell(
+        ctx, 3, 3, 3,
+        (double[]){2, 1, -INFINITY, -INFINITY, -INFINITY, -INFINITY, 3, -INFINITY, -INFINITY},
+        (int64_t[]){0, 2, 0, 0, 0, 0, 1, 0, 0}, -INFINITY);
+    assert_int_equal(nx_semiring_ell_matmul(ctx, nx_semiring_builtin(NX_SEMIRING_TROPICAL_MAX_PLUS),
+                                            &a, b, &o, &c),
                      NX_OK);
     const double want_mp[] = {6, 7, -INFINITY, -INFINITY, 6, 7};
     st_expect_values("hand max-plus", c, want_mp, 6);
@@ -238,10 +238,9 @@ static void test_bad_indices(void **state)
     a.n_cols = 3;
     /* rmatvec is REAL only. */
     nx_tensor *x = st_mat(ctx, 2, 1, (double[]){1, 2});
-    expect_error(ctx,
-                 nx_semiring_ell_rmatvec(ctx, nx_semiring_builtin(NX_SEMIRING_LOG), &a, x, NULL,
-                                         &c),
-                 NX_ERR_UNSUPPORTED, "under 'real' only");
+    expect_error(
+        ctx, nx_semiring_ell_rmatvec(ctx, nx_semiring_builtin(NX_SEMIRING_LOG), &a, x, NULL, &c),
+        NX_ERR_UNSUPPORTED, "under 'real' only");
     nx_tensor_free(x), nx_tensor_free(b), nx_tensor_free(b4), nx_tensor_free(b32);
     nx_ell_free(&a);
     nx_ctx_free(ctx);
@@ -327,10 +326,11 @@ static void test_alloc_sweep(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul_golden), cmocka_unit_test(test_rmatvec_golden),
-        cmocka_unit_test(test_softmax_golden), cmocka_unit_test(test_edge_golden), cmocka_unit_test(test_hand_matmul),
-        cmocka_unit_test(test_empty_slots),   cmocka_unit_test(test_bad_indices),
-        cmocka_unit_test(test_cache_hit),     cmocka_unit_test(test_alloc_sweep),
+        cmocka_unit_test(test_matmul_golden),  cmocka_unit_test(test_rmatvec_golden),
+        cmocka_unit_test(test_softmax_golden), cmocka_unit_test(test_edge_golden),
+        cmocka_unit_test(test_hand_matmul),    cmocka_unit_test(test_empty_slots),
+        cmocka_unit_test(test_bad_indices),    cmocka_unit_test(test_cache_hit),
+        cmocka_unit_test(test_alloc_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
