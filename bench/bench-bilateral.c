@@ -79,7 +79,8 @@ static nx_status row_bilateral(nx_ctx *ctx, int runs, nx_bench_row *row)
     nx_status st = inputs_new(ctx, &in);
     nx_bilateral_opts o = {.backend = NX_BACKEND_CPU,
                            .metric = {NX_METRIC_DIAGONAL, in.sigma},
-                           .index = in.index, .mask = in.mask};
+                           .index = in.index,
+                           .mask = in.mask};
     nx_tensor *out = NULL;
     double t0 = nx_bench_now();
     if (st == NX_OK) /* the warm-up compiles and caches the program */

@@ -114,16 +114,14 @@ NX_API nx_status nx_bilateral_gaussian(nx_ctx *ctx, const nx_tensor *values,
  * neighbourhood is held fixed): d_values, d_features, d_metric (sigma's or L's shape). Each
  * output may be NULL when not wanted. */
 NX_API nx_status nx_bilateral_gaussian_vjp(nx_ctx *ctx, const nx_tensor *values,
-                                           const nx_tensor *features,
-                                           const nx_bilateral_opts *opts, const nx_tensor *dout,
-                                           nx_tensor **d_values, nx_tensor **d_features,
-                                           nx_tensor **d_metric);
+                                           const nx_tensor *features, const nx_bilateral_opts *opts,
+                                           const nx_tensor *dout, nx_tensor **d_values,
+                                           nx_tensor **d_features, nx_tensor **d_metric);
 /* The fragment in a caller's graph: values [n, d_v], features [n, d_f], metric param as in
  * nx_metric_sqdist_node, index [n, kmax] i32/i64 (clamped into [0, n) as nx_gather does), mask
  * [n, kmax] bool or NX_NONE, n_iters >= 1. */
-NX_API nx_node nx_bilateral_node(nx_graph *g, nx_node values, nx_node features,
-                                 nx_metric_kind kind, nx_node metric, nx_node index, nx_node mask,
-                                 int n_iters);
+NX_API nx_node nx_bilateral_node(nx_graph *g, nx_node values, nx_node features, nx_metric_kind kind,
+                                 nx_node metric, nx_node index, nx_node mask, int n_iters);
 
 /* ------------------------------------------------------------------------------------------------
  * SUSAN emulation (docs/bilateral.md lists how it differs from FSL's susan)

@@ -93,7 +93,7 @@ static nx_node input_of(nx_graph *g, const char *name, const nx_tensor *t, bool 
     if (!t)
         return NX_NONE;
     return (param ? nx_parameter : nx_input)(g, name, nx_tensor_dtype(t), nx_tensor_ndim(t),
-                                              nx_tensor_shape(t));
+                                             nx_tensor_shape(t));
 }
 
 static nx_status build_bilateral(nx_graph *g, void *user, nx_node *outs, int *nouts)
@@ -152,8 +152,9 @@ static nx_status check_index(nx_ctx *ctx, const nx_tensor *idx, int64_t n)
         return nx_rt_error(ctx, NX_ERR_DTYPE, WHO ": index is %s; expected a host i32 or i64 array",
                            nx_dtype_name(d));
     if (nx_tensor_ndim(idx) != 2 || nx_tensor_shape(idx)[0] != n || nx_tensor_shape(idx)[1] < 1)
-        return nx_rt_error(ctx, NX_ERR_SHAPE, WHO ": index has %d dims (first extent %lld); "
-                           "expected [n, kmax] with n = %lld, kmax >= 1",
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           WHO ": index has %d dims (first extent %lld); "
+                               "expected [n, kmax] with n = %lld, kmax >= 1",
                            nx_tensor_ndim(idx),
                            (long long)(nx_tensor_ndim(idx) ? nx_tensor_shape(idx)[0] : -1),
                            (long long)n);
@@ -172,15 +173,17 @@ static nx_status check_index(nx_ctx *ctx, const nx_tensor *idx, int64_t n)
 static nx_status check_mask(nx_ctx *ctx, const nx_tensor *mask, const nx_tensor *idx)
 {
     nx_dtype d = nx_tensor_dtype(mask);
-    if (nx_tensor_device(mask) != NX_DEVICE_HOST ||
-        (d != NX_DTYPE_BOOL && !nx_dtype_is_int(d)))
-        return nx_rt_error(ctx, NX_ERR_DTYPE, WHO ": mask is %s; expected a host bool or integer "
-                           "array", nx_dtype_name(d));
+    if (nx_tensor_device(mask) != NX_DEVICE_HOST || (d != NX_DTYPE_BOOL && !nx_dtype_is_int(d)))
+        return nx_rt_error(ctx, NX_ERR_DTYPE,
+                           WHO ": mask is %s; expected a host bool or integer "
+                               "array",
+                           nx_dtype_name(d));
     if (nx_tensor_ndim(mask) != 2 || nx_tensor_shape(mask)[0] != nx_tensor_shape(idx)[0] ||
         nx_tensor_shape(mask)[1] != nx_tensor_shape(idx)[1])
-        return nx_rt_error(ctx, NX_ERR_SHAPE, WHO ": mask must have the neighbourhood's shape "
-                           "[%lld, %lld]", (long long)nx_tensor_shape(idx)[0],
-                           (long long)nx_tensor_shape(idx)[1]);
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           WHO ": mask must have the neighbourhood's shape "
+                               "[%lld, %lld]",
+                           (long long)nx_tensor_shape(idx)[0], (long long)nx_tensor_shape(idx)[1]);
     return NX_OK;
 }
 
@@ -220,8 +223,9 @@ static nx_status ell_neighbourhood(nx_ctx *ctx, const nx_ell *e, int64_t n, nx_t
     if (st != NX_OK)
         return st;
     if (e->n_cols != n || nx_tensor_shape(e->indices)[0] != n)
-        return nx_rt_error(ctx, NX_ERR_SHAPE, WHO ": the ELL is %lld x %lld; expected n x n with "
-                           "n = %lld points",
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           WHO ": the ELL is %lld x %lld; expected n x n with "
+                               "n = %lld points",
                            (long long)nx_tensor_shape(e->indices)[0], (long long)e->n_cols,
                            (long long)n);
     int64_t kmax = nx_tensor_shape(e->indices)[1];
@@ -261,8 +265,9 @@ static nx_status prepare(nx_ctx *ctx, const nx_tensor *v, const nx_tensor *f,
                          nx_tensor **mask)
 {
     if (!o)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO ": opts is NULL; expected the metric and "
-                           "the neighbourhood");
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           WHO ": opts is NULL; expected the metric and "
+                               "the neighbourhood");
     nx_status st = check_points(ctx, v, f);
     if (st == NX_OK)
         st = nx_bil_check_metric(ctx, WHO, &o->metric, nx_tensor_dtype(f), nx_tensor_shape(f)[1]);
@@ -290,8 +295,12 @@ static nx_status prepare(nx_ctx *ctx, const nx_tensor *v, const nx_tensor *f,
     } else if (st == NX_OK && o->mask) {
         st = nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO ": a mask needs an explicit index");
     }
-    *c = (bil_call){.values = v, .features = f, .param = o->metric.param, .index = *index,
-                    .mask = *mask, .kind = o->metric.kind,
+    *c = (bil_call){.values = v,
+                    .features = f,
+                    .param = o->metric.param,
+                    .index = *index,
+                    .mask = *mask,
+                    .kind = o->metric.kind,
                     .n_iters = o->n_iters ? o->n_iters : 1};
     return st;
 }
@@ -349,10 +358,10 @@ static void hand_over(nx_tensor *res, nx_tensor **dst)
         nx_tensor_free(res);
 }
 
-nx_status nx_bilateral_gaussian_vjp(nx_ctx *ctx, const nx_tensor *values,
-                                    const nx_tensor *features, const nx_bilateral_opts *opts,
-                                    const nx_tensor *dout, nx_tensor **d_values,
-                                    nx_tensor **d_features, nx_tensor **d_metric)
+nx_status nx_bilateral_gaussian_vjp(nx_ctx *ctx, const nx_tensor *values, const nx_tensor *features,
+                                    const nx_bilateral_opts *opts, const nx_tensor *dout,
+                                    nx_tensor **d_values, nx_tensor **d_features,
+                                    nx_tensor **d_metric)
 {
     nx_tensor **dst[3] = {d_values, d_features, d_metric};
     for (int i = 0; i < 3; i++)
@@ -365,10 +374,9 @@ nx_status nx_bilateral_gaussian_vjp(nx_ctx *ctx, const nx_tensor *values,
     nx_status st = prepare(ctx, values, features, opts, &c, &index, &mask);
     if (st == NX_OK)
         st = nx_sr_check_float(ctx, WHO "_vjp", "dout", dout);
-    if (st == NX_OK && (nx_tensor_dtype(dout) != nx_tensor_dtype(values) ||
-                        nx_tensor_ndim(dout) != 2 ||
-                        memcmp(nx_tensor_shape(dout), nx_tensor_shape(values),
-                               2 * sizeof(int64_t))))
+    if (st == NX_OK &&
+        (nx_tensor_dtype(dout) != nx_tensor_dtype(values) || nx_tensor_ndim(dout) != 2 ||
+         memcmp(nx_tensor_shape(dout), nx_tensor_shape(values), 2 * sizeof(int64_t))))
         st = nx_rt_error(ctx, NX_ERR_SHAPE, WHO "_vjp: dout must have the values' dtype and shape");
     if (st == NX_OK && nx_tensor_shape(values)[0] == 0) {
         const nx_tensor *like[3] = {values, features, opts->metric.param};

@@ -36,9 +36,9 @@ static nx_status build_knn(nx_graph *g, void *user, nx_node *outs, int *nouts)
     nx_node xi = nx_input(g, "block", dt, 2, (int64_t[]){b, d});
     nx_node y = nx_input(g, "features", dt, 2, (int64_t[]){n, d});
     nx_node off = nx_input(g, "first_row", NX_DTYPE_I64, 0, NULL);
-    nx_node p = c->param ? nx_input(g, "metric", dt, nx_tensor_ndim(c->param),
-                                    nx_tensor_shape(c->param))
-                         : NX_NONE;
+    nx_node p = c->param
+                    ? nx_input(g, "metric", dt, nx_tensor_ndim(c->param), nx_tensor_shape(c->param))
+                    : NX_NONE;
     nx_node delta = nx_sub(g, nx_reshape(g, xi, 3, (int64_t[]){b, 1, d}),
                            nx_reshape(g, y, 3, (int64_t[]){1, n, d}));
     nx_node q;
@@ -63,8 +63,10 @@ static nx_status check_features(nx_ctx *ctx, const char *who, const nx_tensor *f
     if (st != NX_OK)
         return st;
     if (nx_tensor_ndim(f) != 2 || nx_tensor_shape(f)[1] < 1)
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: features has %d dims; expected [n, d_f], "
-                           "d_f >= 1", who, nx_tensor_ndim(f));
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "%s: features has %d dims; expected [n, d_f], "
+                           "d_f >= 1",
+                           who, nx_tensor_ndim(f));
     int64_t bad = -1;
     double v = 0;
     if (!nx_bil_all_finite(f, &bad, &v))
@@ -134,10 +136,9 @@ nx_status nx_brute_force_knn(nx_ctx *ctx, const nx_tensor *features, int64_t k,
         return st;
     int64_t kmax = o->exclude_self ? n - 1 : n;
     if (k < 1 || (n > 0 && k > kmax))
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                           WHO ": k = %lld; expected 1 <= k <= %lld (n = %lld points%s)",
-                           (long long)k, (long long)kmax, (long long)n,
-                           o->exclude_self ? ", self excluded" : "");
+        return nx_rt_error(
+            ctx, NX_ERR_INVALID_ARG, WHO ": k = %lld; expected 1 <= k <= %lld (n = %lld points%s)",
+            (long long)k, (long long)kmax, (long long)n, o->exclude_self ? ", self excluded" : "");
     nx_tensor *res = NULL;
     if ((st = nx_tensor_new(ctx, NX_DTYPE_I64, 2, (int64_t[]){n, k}, &res)) != NX_OK)
         return st;
@@ -162,8 +163,8 @@ nx_status nx_brute_force_knn(nx_ctx *ctx, const nx_tensor *features, int64_t k,
 
 /* ---- the spatial cube -------------------------------------------------------------------------*/
 
-static nx_status cube_check(nx_ctx *ctx, int ndim, const int64_t *shape, int64_t half,
-                            int64_t *n, int64_t *slots)
+static nx_status cube_check(nx_ctx *ctx, int ndim, const int64_t *shape, int64_t half, int64_t *n,
+                            int64_t *slots)
 {
     static const char *who = "nx_spatial_cube_neighbourhood";
     if (ndim < 1 || ndim > NX_MAX_DIMS || !shape)

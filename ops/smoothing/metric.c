@@ -41,8 +41,8 @@ nx_node nx_metric_sqdist_node(nx_graph *g, nx_metric_kind kind, nx_node param, n
     return nx_reduce(g, nx_mul(g, proj, proj), 1, &last, NX_MONOID_SUM, false);
 }
 
-nx_status nx_bil_check_metric(nx_ctx *ctx, const char *who, const nx_feature_metric *m,
-                              nx_dtype dt, int64_t d_f)
+nx_status nx_bil_check_metric(nx_ctx *ctx, const char *who, const nx_feature_metric *m, nx_dtype dt,
+                              int64_t d_f)
 {
     if ((unsigned)m->kind >= NX_METRIC_KIND_COUNT)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: metric kind %d is not an nx_metric_kind",
@@ -168,8 +168,8 @@ nx_status nx_metric_block_diagonal(nx_ctx *ctx, int n_blocks, const nx_feature_m
         const nx_tensor *p = blocks[b].param;
         dt = nx_tensor_dtype(p);
         rows += nx_tensor_shape(p)[0];
-        cols += blocks[b].kind == NX_METRIC_DIAGONAL ? nx_tensor_shape(p)[0]
-                                                     : nx_tensor_shape(p)[1];
+        cols +=
+            blocks[b].kind == NX_METRIC_DIAGONAL ? nx_tensor_shape(p)[0] : nx_tensor_shape(p)[1];
     }
     nx_tensor *l = NULL;
     nx_status st = nx_tensor_new(ctx, dt, 2, (int64_t[]){rows, cols}, &l);
@@ -202,7 +202,8 @@ static nx_status check_spd(nx_ctx *ctx, const nx_tensor *m, const double *a, int
     double scale = 0;
     for (int64_t i = 0; i < d * d; i++) {
         if (!isfinite(a[i]))
-            return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: element (%lld, %lld) is %g; expected "
+            return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                               "%s: element (%lld, %lld) is %g; expected "
                                "a finite symmetric positive definite matrix",
                                who, (long long)(i / d), (long long)(i % d), a[i]);
         scale = fmax(scale, fabs(a[i]));
@@ -256,8 +257,10 @@ nx_status nx_metric_from_spd(nx_ctx *ctx, const nx_tensor *spd, nx_tensor **fact
         return st;
     if (nx_tensor_ndim(spd) != 2 || nx_tensor_shape(spd)[0] != nx_tensor_shape(spd)[1] ||
         nx_tensor_shape(spd)[0] < 1)
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: spd has %d dims%s; expected a square [d, d], "
-                           "d >= 1", who, nx_tensor_ndim(spd),
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "%s: spd has %d dims%s; expected a square [d, d], "
+                           "d >= 1",
+                           who, nx_tensor_ndim(spd),
                            nx_tensor_ndim(spd) == 2 ? " and is not square or empty" : "");
     nx_tensor *a = NULL;
     if ((st = nx_tensor_cast(spd, NX_DTYPE_F64, &a)) != NX_OK)

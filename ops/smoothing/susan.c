@@ -89,21 +89,27 @@ static nx_status check_opts(nx_ctx *ctx, const nx_tensor *image, const nx_susan_
                             susan_call *c)
 {
     if (!o)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO ": opts is NULL; expected sigma_space "
-                           "and sigma_intensity (or bthresh)");
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           WHO ": opts is NULL; expected sigma_space "
+                               "and sigma_intensity (or bthresh)");
     int nd = nx_tensor_ndim(image);
     c->nsp = o->nspatial ? o->nspatial : nd;
     if (c->nsp < 1 || c->nsp > NX_MORPH_MAX_SPATIAL || c->nsp > nd)
-        return nx_rt_error(ctx, NX_ERR_SHAPE, WHO ": %d spatial axes of a %d-d image; expected "
-                           "1..%d trailing axes", c->nsp, nd, NX_MORPH_MAX_SPATIAL);
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           WHO ": %d spatial axes of a %d-d image; expected "
+                               "1..%d trailing axes",
+                           c->nsp, nd, NX_MORPH_MAX_SPATIAL);
     if (!(isfinite(o->sigma_space) && o->sigma_space > 0))
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO ": sigma_space is %g; expected finite "
-                           "and > 0", o->sigma_space);
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           WHO ": sigma_space is %g; expected finite "
+                               "and > 0",
+                           o->sigma_space);
     c->sigma_intensity = o->bthresh > 0 ? o->bthresh / sqrt(2.0) : o->sigma_intensity;
     if (!(isfinite(o->bthresh) && o->bthresh >= 0) ||
         !(isfinite(c->sigma_intensity) && c->sigma_intensity > 0))
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO ": sigma_intensity is %g and bthresh "
-                           "%g; expected a finite sigma_intensity > 0 or bthresh > 0",
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           WHO ": sigma_intensity is %g and bthresh "
+                               "%g; expected a finite sigma_intensity > 0 or bthresh > 0",
                            o->sigma_intensity, o->bthresh);
     c->half = o->half ? o->half : 1;
     if (c->half < 1 || c->half > 16)
@@ -183,8 +189,9 @@ nx_status nx_susan_emulator(nx_ctx *ctx, const nx_tensor *image, const nx_susan_
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO ": image is NULL");
     nx_dtype d = nx_tensor_dtype(image);
     if (nx_tensor_device(image) != NX_DEVICE_HOST || d == NX_DTYPE_F16 || d == NX_DTYPE_BF16)
-        return nx_rt_error(ctx, NX_ERR_DTYPE, WHO ": image is a %s %s tensor; expected a host "
-                           "f32, f64, integer or bool image",
+        return nx_rt_error(ctx, NX_ERR_DTYPE,
+                           WHO ": image is a %s %s tensor; expected a host "
+                               "f32, f64, integer or bool image",
                            nx_tensor_device(image) == NX_DEVICE_HOST ? "host" : "device",
                            nx_dtype_name(d));
     susan_call c = {0};

@@ -14,22 +14,23 @@ static nx_metric_kind metric_of(const char *s)
 nx_status cli_run_bilateral_gaussian(nx_ctx *ctx, const cli_call *call, nx_tensor **outs)
 {
     const cli_value *v = call->values;
-    nx_bilateral_opts o = {.backend = call->backend,
-                           .metric = {metric_of(v[CLI_OPT_bilateral_gaussian_metric].choice),
-                                      call->inputs[2]},
-                           .index = call->inputs[3], .mask = call->inputs[4],
-                           .n_iters = (int)v[CLI_OPT_bilateral_gaussian_n_iters].i};
+    nx_bilateral_opts o = {
+        .backend = call->backend,
+        .metric = {metric_of(v[CLI_OPT_bilateral_gaussian_metric].choice), call->inputs[2]},
+        .index = call->inputs[3],
+        .mask = call->inputs[4],
+        .n_iters = (int)v[CLI_OPT_bilateral_gaussian_n_iters].i};
     return nx_bilateral_gaussian(ctx, call->inputs[0], call->inputs[1], &o, &outs[0]);
 }
 
 nx_status cli_run_bilateral_gaussian_knn(nx_ctx *ctx, const cli_call *call, nx_tensor **outs)
 {
     const cli_value *v = call->values;
-    nx_bilateral_opts o = {.backend = call->backend,
-                           .metric = {metric_of(v[CLI_OPT_bilateral_gaussian_knn_metric].choice),
-                                      call->inputs[2]},
-                           .k = v[CLI_OPT_bilateral_gaussian_knn_k].i,
-                           .n_iters = (int)v[CLI_OPT_bilateral_gaussian_knn_n_iters].i};
+    nx_bilateral_opts o = {
+        .backend = call->backend,
+        .metric = {metric_of(v[CLI_OPT_bilateral_gaussian_knn_metric].choice), call->inputs[2]},
+        .k = v[CLI_OPT_bilateral_gaussian_knn_k].i,
+        .n_iters = (int)v[CLI_OPT_bilateral_gaussian_knn_n_iters].i};
     return nx_bilateral_gaussian(ctx, call->inputs[0], call->inputs[1], &o, &outs[0]);
 }
 
@@ -37,7 +38,8 @@ nx_status cli_run_brute_force_knn(nx_ctx *ctx, const cli_call *call, nx_tensor *
 {
     const cli_value *v = call->values;
     nx_feature_metric m = {metric_of(v[CLI_OPT_brute_force_knn_metric].choice), call->inputs[1]};
-    nx_knn_opts o = {.backend = call->backend, .metric = &m,
+    nx_knn_opts o = {.backend = call->backend,
+                     .metric = &m,
                      .exclude_self = v[CLI_OPT_brute_force_knn_exclude_self].b};
     return nx_brute_force_knn(ctx, call->inputs[0], v[CLI_OPT_brute_force_knn_k].i, &o, &outs[0]);
 }

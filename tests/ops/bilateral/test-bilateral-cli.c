@@ -65,16 +65,20 @@ static void test_rows(void **state)
 {
     (void)state;
     assert_int_equal(run("bilateral_gaussian", "bil_diag_mask_f64",
-                         "values features metric index mask", "--n_iters=2", 1), 0);
+                         "values features metric index mask", "--n_iters=2", 1),
+                     0);
     compare("bil_diag_mask_f64", 1e-12);
     assert_int_equal(run("bilateral_gaussian", "bil_factor_lowrank_f32",
-                         "values features metric index mask", "--metric=factor", 1), 0);
+                         "values features metric index mask", "--metric=factor", 1),
+                     0);
     compare("bil_factor_lowrank_f32", 1e-5);
     assert_int_equal(run("bilateral_gaussian_knn", "bil_knn_factor_f64", "values features metric",
-                         "--metric=factor --k=5 --n_iters=3", 1), 0);
+                         "--metric=factor --k=5 --n_iters=3", 1),
+                     0);
     compare("bil_knn_factor_f64", 1e-12);
     assert_int_equal(run("brute_force_knn", "knn_factor_noself_f64", "features metric",
-                         "--metric=factor --k=6 --exclude_self", 1), 0);
+                         "--metric=factor --k=6 --exclude_self", 1),
+                     0);
     compare("knn_factor_noself_f64", 0);
     assert_int_equal(run("spatial_cube_neighbourhood", "cube_3d_h1", "grid", "", 2), 0);
     compare("cube_3d_h1", 0);
@@ -92,16 +96,19 @@ static void test_bad_options(void **state)
     (void)state;
     /* the command line: exit 2 */
     assert_int_equal(run("bilateral_gaussian", "bil_diag_mask_f64",
-                         "values features metric index mask", "--metric=full", 1), 2);
-    assert_int_equal(run("bilateral_gaussian_knn", "bil_knn_factor_f64",
-                         "values features metric", "--metric=factor", 1), 2);
+                         "values features metric index mask", "--metric=full", 1),
+                     2);
+    assert_int_equal(run("bilateral_gaussian_knn", "bil_knn_factor_f64", "values features metric",
+                         "--metric=factor", 1),
+                     2);
     assert_int_equal(run("brute_force_knn", "knn_diag_ties_f64", "features", "--k=2", 1), 2);
-    assert_int_equal(run("susan_emulator", "susan_3d_f64", "image", "--sigma_space=1 --half=0",
-                         1), 2);
+    assert_int_equal(run("susan_emulator", "susan_3d_f64", "image", "--sigma_space=1 --half=0", 1),
+                     2);
     /* refused by the library: exit 1 (a diagonal metric given an L; k > n; no intensity sigma;
      * an asymmetric "spd") */
-    assert_int_equal(run("bilateral_gaussian_knn", "bil_knn_factor_f64", "values features metric",
-                         "--k=5", 1), 1);
+    assert_int_equal(
+        run("bilateral_gaussian_knn", "bil_knn_factor_f64", "values features metric", "--k=5", 1),
+        1);
     assert_int_equal(run("brute_force_knn", "knn_diag_ties_f64", "features metric", "--k=31", 1),
                      1);
     assert_int_equal(run("susan_emulator", "susan_3d_f64", "image", "--sigma_space=1", 1), 1);

@@ -107,7 +107,8 @@ static void test_hand_line(void **state)
                       (w3 + 2 * w2 + 4) / (w3 + w2 + 1)};
     for (int b = 0; b < 2; b++) {
         nx_bilateral_opts o = {.backend = b ? NX_BACKEND_CPU : NX_BACKEND_REF,
-                               .metric = {NX_METRIC_DIAGONAL, sigma}, .index = idx};
+                               .metric = {NX_METRIC_DIAGONAL, sigma},
+                               .index = idx};
         nx_tensor *out = NULL;
         assert_int_equal(nx_bilateral_gaussian(ctx, v, f, &o, &out), NX_OK);
         for (int i = 0; i < 3; i++)
@@ -204,16 +205,16 @@ static void test_knn_hand(void **state)
         int64_t want[15] = {0, 2, 1, 1, 0, 2, 2, 0, 1, 3, 1, 0, 4, 3, 1};
         for (int i = 0; i < 15; i++)
             if (at(idx, i) != want[i])
-                fail_msg("backend %d: knn[%d][%d] = %g; by hand %lld", b, i / 3, i % 3,
-                         at(idx, i), (long long)want[i]);
+                fail_msg("backend %d: knn[%d][%d] = %g; by hand %lld", b, i / 3, i % 3, at(idx, i),
+                         (long long)want[i]);
         nx_tensor_free(idx);
         o.exclude_self = true;
         assert_int_equal(nx_brute_force_knn(ctx, f, 2, &o, &idx), NX_OK);
         int64_t noself[10] = {2, 1, 0, 2, 0, 1, 1, 0, 3, 1};
         for (int i = 0; i < 10; i++)
             if (at(idx, i) != noself[i])
-                fail_msg("exclude_self: knn[%d][%d] = %g; by hand %lld", i / 2, i % 2,
-                         at(idx, i), (long long)noself[i]);
+                fail_msg("exclude_self: knn[%d][%d] = %g; by hand %lld", i / 2, i % 2, at(idx, i),
+                         (long long)noself[i]);
         nx_tensor_free(idx);
     }
     /* A diagonal metric rescales the axes: along x the neighbours swap with y's. */
@@ -397,8 +398,8 @@ static void run_fd(const fd_case *c, nx_backend be)
     }
     nx_tensor *idx = make(ctx, NX_DTYPE_I64, 2, (int64_t[]){c->n, c->k}, iv);
     nx_tensor *mask = make(ctx, NX_DTYPE_BOOL, 2, (int64_t[]){c->n, c->k}, mv);
-    nx_bilateral_opts o = {.backend = be, .metric = {c->kind, p}, .index = idx, .mask = mask,
-                           .n_iters = c->n_iters};
+    nx_bilateral_opts o = {
+        .backend = be, .metric = {c->kind, p}, .index = idx, .mask = mask, .n_iters = c->n_iters};
     nx_tensor *dv = NULL, *df = NULL, *dp = NULL;
     assert_int_equal(nx_bilateral_gaussian_vjp(ctx, v, f, &o, dout, &dv, &df, &dp), NX_OK);
     fd_check(ctx, "values", v, dv, v, f, &o, dout);
@@ -486,10 +487,10 @@ static void test_errors(void **state)
     nx_tensor *s = make(ctx, NX_DTYPE_F64, 1, (int64_t[]){3}, (double[]){1, 1, 1});
     nx_tensor *s2 = make(ctx, NX_DTYPE_F64, 1, (int64_t[]){2}, (double[]){1, 1});
     nx_tensor *sneg = make(ctx, NX_DTYPE_F64, 1, (int64_t[]){3}, (double[]){1, -1, 1});
-    nx_tensor *idx = make(ctx, NX_DTYPE_I64, 2, (int64_t[]){4, 2}, (double[]){0, 1, 1, 2, 2, 3,
-                                                                                3, 0});
-    nx_tensor *idx_bad = make(ctx, NX_DTYPE_I64, 2, (int64_t[]){4, 2}, (double[]){0, 1, 1, 4, 2,
-                                                                                    3, 3, 0});
+    nx_tensor *idx =
+        make(ctx, NX_DTYPE_I64, 2, (int64_t[]){4, 2}, (double[]){0, 1, 1, 2, 2, 3, 3, 0});
+    nx_tensor *idx_bad =
+        make(ctx, NX_DTYPE_I64, 2, (int64_t[]){4, 2}, (double[]){0, 1, 1, 4, 2, 3, 3, 0});
     nx_tensor *idx_f = make(ctx, NX_DTYPE_F64, 2, (int64_t[]){4, 2}, NULL);
     nx_tensor *mask3 = make(ctx, NX_DTYPE_BOOL, 2, (int64_t[]){4, 3}, NULL);
     nx_tensor *nanf = make(ctx, NX_DTYPE_F64, 2, (int64_t[]){4, 3}, buf);
@@ -543,8 +544,7 @@ static void test_errors(void **state)
                  "dout");
     assert_null(dv);
     /* knn */
-    expect_error(ctx, nx_brute_force_knn(ctx, nanf, 2, NULL, &out), NX_ERR_INVALID_ARG,
-                 "finite");
+    expect_error(ctx, nx_brute_force_knn(ctx, nanf, 2, NULL, &out), NX_ERR_INVALID_ARG, "finite");
     expect_error(ctx, nx_brute_force_knn(ctx, f, 5, NULL, &out), NX_ERR_INVALID_ARG, "k = 5");
     nx_knn_opts ko = {.exclude_self = true};
     expect_error(ctx, nx_brute_force_knn(ctx, f, 4, &ko, &out), NX_ERR_INVALID_ARG,
@@ -633,8 +633,8 @@ static nx_status sweep_body(nx_ctx *ctx, void *user)
         for (int i = 0; i < 10; i++)
             x[i] = (i * 37 % 11) * 0.25;
         s[0] = 1, s[1] = 2;
-        nx_bilateral_opts o = {.backend = NX_BACKEND_REF, .metric = {NX_METRIC_DIAGONAL, t[1]},
-                               .k = 3, .n_iters = 2};
+        nx_bilateral_opts o = {
+            .backend = NX_BACKEND_REF, .metric = {NX_METRIC_DIAGONAL, t[1]}, .k = 3, .n_iters = 2};
         st = nx_bilateral_gaussian(ctx, t[0], t[0], &o, &t[2]);
         if (st == NX_OK)
             st = nx_bilateral_gaussian_vjp(ctx, t[0], t[0], &o, t[2], &t[3], &t[4], &t[5]);
