@@ -27,7 +27,7 @@
 
 /* Lines of one axis, processed in blocks of up to BLOCK neighbouring lines so that strided axes
  * read whole cache lines: line (o, i) starts at o * n * inner + i, with stride inner. */
-#define BLOCK 16
+#define BLOCK 64
 
 typedef struct envelope_job {
     void *data; /* f32 or f64, squared distances in place */
@@ -134,6 +134,52 @@ static nx_status envelope_axis(nx_ctx *ctx, void *data, bool f64, int nd, const 
     return st;
 }
 
+/* The first pass sees the binary field (0 or +inf), where the squared distance along a line is
+ * that to the nearest source on either side: two sweeps, no envelope. It reads the input and
+ * writes the output, so no copy precedes the envelope passes. */
+typedef struct first_job {
+    const void *in;
+    void *out;
+    bool f64;
+    int64_t n;
+    double s2;
+} first_job;
+
+static void first_chunk(void *user, int64_t begin, int64_t end, int chunk)
+{
+    (void)chunk;
+    const first_job *j = user;
+    int64_t n = j->n;
+    for (int64_t line = begin; line < end; line++) {
+        int64_t base = line * n, last = -1;
+        /* forward: distance to the source at or before q, kept as the output for now */
+        for (int64_t q = 0; q < n; q++) {
+            double f = j->f64 ? ((const double *)j->in)[base + q]
+                              : (double)((const float *)j->in)[base + q];
+            if (f == 0)
+                last = q;
+            double d = last < 0 ? INFINITY : (double)(q - last);
+            if (j->f64)
+                ((double *)j->out)[base + q] = d;
+            else
+                ((float *)j->out)[base + q] = (float)d;
+        }
+        int64_t next = -1;
+        for (int64_t q = n - 1; q >= 0; q--) {
+            double d = j->f64 ? ((double *)j->out)[base + q] : ((float *)j->out)[base + q];
+            if (d == 0)
+                next = q;
+            if (next >= 0 && (double)(next - q) < d)
+                d = (double)(next - q);
+            d = j->s2 * d * d;
+            if (j->f64)
+                ((double *)j->out)[base + q] = d;
+            else
+                ((float *)j->out)[base + q] = (float)d;
+        }
+    }
+}
+
 /* ---- the extern: field (0 at sources, +inf elsewhere), sampling f64[nd] -> distance -------*/
 
 static nx_status fz_shape(void *user, int n_in, const nx_dtype *dtypes, const int *ndims,
@@ -159,11 +205,15 @@ static nx_status fz_reference(void *user, nx_ctx *ctx, int n_in, const nx_tensor
     int nd = nx_tensor_ndim(f);
     bool f64 = nx_tensor_dtype(f) == NX_DTYPE_F64;
     int64_t n = nx_tensor_numel(f);
-    size_t bytes = (size_t)n * (f64 ? 8 : 4);
-    memcpy(nx_tensor_data(out), nx_tensor_data(f), bytes);
     /* The last axis first: its lines are contiguous, and the first pass sees the binary field. */
-    for (int a = nd - 1; a >= 0; a--) {
-        nx_status st = envelope_axis(ctx, nx_tensor_data(out), f64, nd, nx_tensor_shape(f), a, s[a]);
+    int64_t nl = nx_tensor_shape(f)[nd - 1];
+    first_job fj = {.in = nx_tensor_data(f), .out = nx_tensor_data(out), .f64 = f64, .n = nl,
+                    .s2 = s[nd - 1] * s[nd - 1]};
+    nx_status st = nx_rt_parallel_for(ctx, n / nl, 64, first_chunk, &fj);
+    if (st != NX_OK)
+        return st;
+    for (int a = nd - 2; a >= 0; a--) {
+        st = envelope_axis(ctx, nx_tensor_data(out), f64, nd, nx_tensor_shape(f), a, s[a]);
         if (st != NX_OK)
             return st;
     }
