@@ -617,6 +617,40 @@ static void test_susan(void **state)
     ctx_done(ctx);
 }
 
+/* The cpu backend compiles every fragment of the family: under NITRIX_STRICT_BACKEND a fallback
+ * to the interpreter would be an error. */
+static void test_cpu_no_fallback(void **state)
+{
+    (void)state;
+    setenv("NITRIX_STRICT_BACKEND", "1", 1);
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
+    unsetenv("NITRIX_STRICT_BACKEND");
+    assert_true(nx_ctx_strict_backend(ctx));
+    double buf[40];
+    for (int i = 0; i < 40; i++)
+        buf[i] = (i * 13 % 7) * 0.3;
+    nx_tensor *v = make(ctx, NX_DTYPE_F32, 2, (int64_t[]){10, 2}, buf);
+    nx_tensor *f = make(ctx, NX_DTYPE_F32, 2, (int64_t[]){10, 2}, buf + 20);
+    nx_tensor *l = make(ctx, NX_DTYPE_F32, 2, (int64_t[]){2, 1}, (double[]){0.5, 2});
+    nx_tensor *img = make(ctx, NX_DTYPE_F32, 2, (int64_t[]){5, 4}, buf);
+    nx_bilateral_opts o = {
+        .backend = NX_BACKEND_CPU, .metric = {NX_METRIC_FACTOR, l}, .k = 4, .n_iters = 2};
+    nx_tensor *out = NULL, *dv = NULL, *df = NULL, *dl = NULL, *so = NULL;
+    nx_status st = nx_bilateral_gaussian(ctx, v, f, &o, &out);
+    if (st == NX_OK)
+        st = nx_bilateral_gaussian_vjp(ctx, v, f, &o, out, &dv, &df, &dl);
+    nx_susan_opts su = {.backend = NX_BACKEND_CPU, .sigma_space = 1, .sigma_intensity = 0.5};
+    if (st == NX_OK)
+        st = nx_susan_emulator(ctx, img, &su, &so);
+    if (st != NX_OK)
+        fail_msg("cpu backend: %s", nx_ctx_last_error(ctx));
+    nx_tensor *tensors[] = {v, f, l, img, out, dv, df, dl, so};
+    for (size_t i = 0; i < sizeof tensors / sizeof *tensors; i++)
+        nx_tensor_free(tensors[i]);
+    nx_ctx_free(ctx);
+}
+
 /* ---- allocation failures ----------------------------------------------------------------------*/
 
 /* On the reference backend: the sweep is about this family's own error paths. */
@@ -678,12 +712,12 @@ static void test_alloc_sweep(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hand_line),   cmocka_unit_test(test_flat_mean_and_mask),
-        cmocka_unit_test(test_knn_hand),    cmocka_unit_test(test_cube_hand),
-        cmocka_unit_test(test_metrics),     cmocka_unit_test(test_grad_fd),
-        cmocka_unit_test(test_node_grad),   cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_empty),       cmocka_unit_test(test_susan),
-        cmocka_unit_test(test_alloc_sweep),
+        cmocka_unit_test(test_hand_line),       cmocka_unit_test(test_flat_mean_and_mask),
+        cmocka_unit_test(test_knn_hand),        cmocka_unit_test(test_cube_hand),
+        cmocka_unit_test(test_metrics),         cmocka_unit_test(test_grad_fd),
+        cmocka_unit_test(test_node_grad),       cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_empty),           cmocka_unit_test(test_susan),
+        cmocka_unit_test(test_cpu_no_fallback), cmocka_unit_test(test_alloc_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
