@@ -201,8 +201,10 @@ static nx_status fz_reference(void *user, nx_ctx *ctx, int n_in, const nx_tensor
 {
     (void)user, (void)n_in;
     const nx_tensor *f = ins[0];
-    const double *s = nx_tensor_data(ins[1]);
     int nd = nx_tensor_ndim(f);
+    /* copied out: a constant's bytes may reach an extern unaligned (ir-requests.md) */
+    double s[NX_MAX_DIMS];
+    memcpy(s, nx_tensor_data(ins[1]), (size_t)nd * sizeof(double));
     bool f64 = nx_tensor_dtype(f) == NX_DTYPE_F64;
     int64_t n = nx_tensor_numel(f);
     /* The last axis first: its lines are contiguous, and the first pass sees the binary field. */
