@@ -89,6 +89,33 @@ static void test_softmax_golden(void **state)
     assert_int_equal(st_for_cases("softmax", softmax_case), 2);
 }
 
+/* Reproducible rmatvec folds each output in ascending (i, p) order on every backend: ref and the
+ * backend under test agree bit for bit, and repeated runs do too. */
+static void test_rmatvec_reproducible_bitwise(void **state)
+{
+    (void)state;
+    nx_backend be = st_backend();
+    nx_ctx *ctx = st_ctx();
+    nx_ell a = load_ell(ctx, "rmv_1_float64", "6", "0.0");
+    nx_tensor *x = st_load(ctx, "rmv_1_float64", "x"), *y[3] = {NULL, NULL, NULL};
+    const nx_semiring *real = nx_semiring_builtin(NX_SEMIRING_REAL);
+    nx_backend bes[3] = {NX_BACKEND_REF, be, be};
+    assert_int_equal(nx_ctx_reproducible_push(ctx, true), NX_OK);
+    for (int r = 0; r < 3; r++) {
+        nx_semiring_opts o = {.backend = bes[r]};
+        assert_int_equal(nx_semiring_ell_rmatvec(ctx, real, &a, x, &o, &y[r]), NX_OK);
+    }
+    assert_int_equal(nx_ctx_reproducible_pop(ctx), NX_OK);
+    size_t bytes = (size_t)nx_tensor_numel(y[0]) * sizeof(double);
+    assert_memory_equal(nx_tensor_data(y[0]), nx_tensor_data(y[1]), bytes);
+    assert_memory_equal(nx_tensor_data(y[1]), nx_tensor_data(y[2]), bytes);
+    for (int r = 0; r < 3; r++)
+        nx_tensor_free(y[r]);
+    nx_tensor_free(x);
+    nx_ell_free(&a);
+    nx_ctx_free(ctx);
+}
+
 /* ---- edge aggregation ------------------------------------------------------------------------*/
 
 /* F = w * (hj - hi) + 0.1 * ij + e, as the generator's. */
@@ -328,10 +355,15 @@ static void test_alloc_sweep(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul_golden),  cmocka_unit_test(test_rmatvec_golden),
-        cmocka_unit_test(test_softmax_golden), cmocka_unit_test(test_edge_golden),
-        cmocka_unit_test(test_hand_matmul),    cmocka_unit_test(test_empty_slots),
-        cmocka_unit_test(test_bad_indices),    cmocka_unit_test(test_cache_hit),
+        cmocka_unit_test(test_matmul_golden),
+        cmocka_unit_test(test_rmatvec_golden),
+        cmocka_unit_test(test_rmatvec_reproducible_bitwise),
+        cmocka_unit_test(test_softmax_golden),
+        cmocka_unit_test(test_edge_golden),
+        cmocka_unit_test(test_hand_matmul),
+        cmocka_unit_test(test_empty_slots),
+        cmocka_unit_test(test_bad_indices),
+        cmocka_unit_test(test_cache_hit),
         cmocka_unit_test(test_alloc_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
