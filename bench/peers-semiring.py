@@ -4,7 +4,8 @@ session as `nitrix bench semiring`:
 
     /usr/bin/python3 bench/peers-semiring.py [ROW ...]
 
-Rows: maxplus, log, conv, gauss, gauss_grad (all by default). Inputs have the bench's shapes and
+Rows: maxplus, log, conv, gauss, gauss_grad (all by default); a trailing number is how many x rows
+the Gaussian sum times (5000 by default). Inputs have the bench's shapes and
 value ranges (uniform; the values themselves do not change the work). Each row prints the median
 and spread of its timed runs. The Gaussian rows are O(M N): they time a slice of the x rows and
 scale by M / rows, which is exact up to noise because every row of x costs the same.
@@ -20,14 +21,24 @@ import scipy.special
 RNG = np.random.default_rng(20261129)
 
 
+CPU_S = []  # process CPU seconds of each timed run: on a shared machine the wall time also
+            # counts the time other processes held the cores
+
+
 def timed(fn, runs):
     fn()  # warm-up
     ts = []
+    CPU_S.clear()
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
         ts.append(time.perf_counter() - t0)
+        CPU_S.append(time.process_time() - c0)
     return float(np.median(ts)), min(ts), max(ts)
+
+
+def cpu_note(scale=1.0):
+    return " [cpu %.2f s]" % (float(np.median(CPU_S)) * scale)
 
 
 def maxplus(a, b, block=64):
@@ -83,24 +94,27 @@ def uniform(shape, lo, hi):
 
 
 def main():
-    want = sys.argv[1:] or ["maxplus", "log", "conv", "gauss", "gauss_grad"]
+    want = [a for a in sys.argv[1:] if not a.isdigit()] or ["maxplus", "log", "conv", "gauss", "gauss_grad"]
     print("numpy %s, scipy %s" % (np.__version__, scipy.__version__))
     if "maxplus" in want or "log" in want:
         a, b = uniform((1024, 1024), -1, 1), uniform((1024, 1024), -1, 1)
         if "maxplus" in want:
-            print("maxplus 1024^3: median %.3f s (%.3f-%.3f)" % timed(lambda: maxplus(a, b), 3))
+            print("maxplus 1024^3: median %.3f s (%.3f-%.3f)" % timed(lambda: maxplus(a, b), 3)
+                  + cpu_note())
         if "log" in want:
-            print("log 1024^3: median %.3f s (%.3f-%.3f)" % timed(lambda: logmm(a, b), 1))
+            print("log 1024^3: median %.3f s (%.3f-%.3f)" % timed(lambda: logmm(a, b), 1)
+                  + cpu_note())
     if "conv" in want:
         x, k = uniform((128, 128, 128, 8), 0, 1), uniform((3, 3, 3, 8, 8), -1, 1)
-        print("conv 3x3x3 128^3 8->8: median %.3f s (%.3f-%.3f)" % timed(lambda: conv(x, k), 1))
+        print("conv 3x3x3 128^3 8->8: median %.3f s (%.3f-%.3f)" % timed(lambda: conv(x, k), 1)
+              + cpu_note())
     if "gauss" in want:
-        n, rows = 100000, 5000
+        n, rows = 100000, int(sys.argv[-1]) if sys.argv[-1].isdigit() else 5000
         x, y, b = uniform((n, 3), 0, 1), uniform((n, 3), 0, 1), uniform((n,), 0, 1)
         med, lo, hi = timed(lambda: gauss(x[:rows], y, b), 1)
         s = n / rows
         print("gauss sum M=N=1e5 (timed on %d rows, x%.0f): median %.2f s (%.2f-%.2f)"
-              % (rows, s, med * s, lo * s, hi * s))
+              % (rows, s, med * s, lo * s, hi * s) + cpu_note(s))
     if "gauss_grad" in want:
         n, rows = 20000, 5000
         x, y, b = uniform((n, 3), 0, 1), uniform((n, 3), 0, 1), uniform((n,), 0, 1)
@@ -108,7 +122,7 @@ def main():
         med, lo, hi = timed(lambda: gauss_grad(x[:rows], y, b, w[:rows]), 1)
         s = n / rows
         print("gauss grad M=N=2e4 (timed on %d rows, x%.0f): median %.2f s (%.2f-%.2f)"
-              % (rows, s, med * s, lo * s, hi * s))
+              % (rows, s, med * s, lo * s, hi * s) + cpu_note(s))
 
 
 if __name__ == "__main__":
