@@ -229,12 +229,97 @@ static void test_forward_only(void **state)
     nx_ctx_free(ctx);
 }
 
+/* Edge aggregation inside a graph: d/dh and d/dvalues of sum(W * aggregate) by nx_graph_grad
+ * against FD, under sum and max (F = w * hj - hi * hi, so both the gathered and the own rows carry
+ * gradient). */
+static nx_node edge_fn(nx_graph *g, nx_node hi, nx_node hj, nx_node w, nx_node ij, nx_node e,
+                       void *user)
+{
+    (void)ij, (void)e, (void)user;
+    return nx_sub(g, nx_mul(g, w, hj), nx_mul(g, hi, hi));
+}
+
+typedef struct edge_problem {
+    nx_semiring_kind kind;
+    double h[10], v[15], w[10]; /* h [5, 2], values [5, 3], W [5, 2] */
+} edge_problem;
+
+static double edge_eval(nx_ctx *ctx, const edge_problem *p, double *dh, double *dv)
+{
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    int64_t hs[2] = {5, 2}, vs[2] = {5, 3};
+    nx_node h = nx_constant(g, NX_DTYPE_F64, 2, hs, p->h);
+    nx_node v = nx_constant(g, NX_DTYPE_F64, 2, vs, p->v);
+    nx_node idx = nx_constant(g, NX_DTYPE_I64, 2, vs, IDX);
+    nx_node y = nx_ell_edge_aggregate_node(g, nx_semiring_builtin(p->kind), v, idx, h, NX_NONE,
+                                           edge_fn, NULL);
+    int axes[2] = {0, 1};
+    nx_node l = nx_reduce(g, nx_mul(g, y, nx_constant(g, NX_DTYPE_F64, 2, hs, p->w)), 2, axes,
+                          NX_MONOID_SUM, false);
+    nx_node wrt[2] = {h, v}, grads[2] = {NX_NONE, NX_NONE};
+    if (dh)
+        assert_int_equal(nx_graph_grad(g, l, 2, wrt, grads), NX_OK);
+    nx_node outs[3] = {l, grads[0], grads[1]};
+    nx_compile_opts co = {.backend = st_backend(), .n_outputs = dh ? 3 : 1, .outputs = outs};
+    nx_program *prog = NULL;
+    if (nx_graph_compile(g, &co, &prog) != NX_OK)
+        fail_msg("%s", nx_ctx_last_error(ctx));
+    nx_tensor *res[3] = {NULL, NULL, NULL};
+    assert_int_equal(nx_program_run(prog, NULL, res), NX_OK);
+    double loss = st_at(res[0], 0);
+    if (dh) {
+        memcpy(dh, nx_tensor_data(res[1]), 10 * sizeof(double));
+        memcpy(dv, nx_tensor_data(res[2]), 15 * sizeof(double));
+    }
+    for (int i = 0; i < 3; i++)
+        nx_tensor_free(res[i]);
+    nx_program_free(prog);
+    nx_graph_free(g);
+    return loss;
+}
+
+static void test_edge_fd(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = st_ctx();
+    const nx_semiring_kind kinds[2] = {NX_SEMIRING_REAL, NX_SEMIRING_TROPICAL_MAX_PLUS};
+    for (int k = 0; k < 2; k++) {
+        edge_problem p = {.kind = kinds[k]};
+        unsigned seed = 19 + (unsigned)k;
+        int64_t n10 = 10, n15 = 15;
+        nx_tensor *t = randn(ctx, 1, &n10, &seed), *u = randn(ctx, 1, &n15, &seed);
+        nx_tensor *w = randn(ctx, 1, &n10, &seed);
+        memcpy(p.h, nx_tensor_data(t), sizeof p.h);
+        memcpy(p.v, nx_tensor_data(u), sizeof p.v);
+        memcpy(p.w, nx_tensor_data(w), sizeof p.w);
+        nx_tensor_free(t), nx_tensor_free(u), nx_tensor_free(w);
+        double dh[10], dv[15];
+        edge_eval(ctx, &p, dh, dv);
+        double *vars[2] = {p.h, p.v}, *grads[2] = {dh, dv};
+        int counts[2] = {10, 15};
+        for (int q = 0; q < 2; q++)
+            for (int i = 0; i < counts[q]; i++) {
+                double keep = vars[q][i];
+                vars[q][i] = keep + H;
+                double lp = edge_eval(ctx, &p, NULL, NULL);
+                vars[q][i] = keep - H;
+                double lm = edge_eval(ctx, &p, NULL, NULL);
+                vars[q][i] = keep;
+                double fd = (lp - lm) / (2 * H);
+                if (!nx_test_close(grads[q][i], fd, 1e-6, 1e-7))
+                    fail_msg("edge %s: d%s[%d] is %.12g, finite differences give %.12g",
+                             k ? "max" : "sum", q ? "values" : "h", i, grads[q][i], fd);
+            }
+    }
+    nx_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul_fd),
-        cmocka_unit_test(test_rmatvec_fd),
-        cmocka_unit_test(test_softmax_fd),
+        cmocka_unit_test(test_matmul_fd),    cmocka_unit_test(test_rmatvec_fd),
+        cmocka_unit_test(test_softmax_fd),   cmocka_unit_test(test_edge_fd),
         cmocka_unit_test(test_forward_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
