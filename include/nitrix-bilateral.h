@@ -147,6 +147,11 @@ typedef struct nx_susan_opts {
 /* image f32 or f64 (integers are converted to f32); result of the image's float dtype. */
 NX_API nx_status nx_susan_emulator(nx_ctx *ctx, const nx_tensor *image, const nx_susan_opts *opts,
                                    nx_tensor **out);
+/* d image of <dout, susan_emulator(image)> by autodiff of the same fragment (image f32 or f64;
+ * the median routes to its element; the switch to the median at the threshold is not smooth). */
+NX_API nx_status nx_susan_emulator_vjp(nx_ctx *ctx, const nx_tensor *image,
+                                       const nx_susan_opts *opts, const nx_tensor *dout,
+                                       nx_tensor **dimage);
 
 #ifdef __cplusplus
 }

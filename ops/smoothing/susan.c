@@ -16,6 +16,7 @@
 
 typedef struct susan_call {
     const nx_tensor *image, *index, *mask;
+    const nx_tensor *dout; /* vjp: the result's cotangent; NULL for the forward program */
     int nsp;
     int64_t batch, n, half;
     double sigma_space, sigma_intensity;
@@ -60,7 +61,7 @@ static nx_status build_susan(nx_graph *g, void *user, nx_node *outs, int *nouts)
     nx_dtype dt = nx_tensor_dtype(c->image);
     int nd = nx_tensor_ndim(c->image);
     int64_t total = c->batch * c->n;
-    nx_node x = nx_input(g, "image", dt, nd, nx_tensor_shape(c->image));
+    nx_node x = (c->dout ? nx_parameter : nx_input)(g, "image", dt, nd, nx_tensor_shape(c->image));
     nx_node idx = nx_input(g, "index", NX_DTYPE_I64, 2, nx_tensor_shape(c->index));
     nx_node mask = nx_input(g, "mask", NX_DTYPE_BOOL, 2, nx_tensor_shape(c->mask));
     nx_node vals = nx_reshape(g, x, 2, (int64_t[]){total, 1});
@@ -80,9 +81,16 @@ static nx_status build_susan(nx_graph *g, void *user, nx_node *outs, int *nouts)
     }
     nx_node empty = nx_lt(g, weight_sum(g, f, sigma, idx, mask), nx_scalar(g, dt, SUSAN_EMPTY));
     y = nx_select(g, empty, fallback, y);
-    outs[0] = nx_reshape(g, y, nd, nx_tensor_shape(c->image));
+    y = nx_reshape(g, y, nd, nx_tensor_shape(c->image));
     *nouts = 1;
-    return nx_graph_status(g);
+    if (!c->dout) {
+        outs[0] = y;
+        return nx_graph_status(g);
+    }
+    nx_node dy = nx_input(g, "dout", dt, nd, nx_tensor_shape(c->dout));
+    if (nx_graph_status(g) != NX_OK)
+        return nx_graph_status(g);
+    return nx_graph_vjp(g, 1, &y, &dy, 1, &x, outs);
 }
 
 static nx_status check_opts(nx_ctx *ctx, const nx_tensor *image, const nx_susan_opts *o,
@@ -162,7 +170,7 @@ static nx_status run_susan(nx_ctx *ctx, susan_call *c, nx_backend be, nx_tensor 
         c->mask = mask;
         nx_rt_cache_blob key;
         nx_rt_cache_blob_init(&key, ctx);
-        nx_rt_cache_blob_str(&key, "op", "susan_emulator");
+        nx_rt_cache_blob_str(&key, "op", c->dout ? "susan_emulator_vjp" : "susan_emulator");
         double params[2] = {c->sigma_space, c->sigma_intensity};
         nx_rt_cache_blob_bytes(&key, "sigmas", params, sizeof params);
         nx_rt_cache_blob_i64(&key, "nspatial", c->nsp);
@@ -173,28 +181,29 @@ static nx_status run_susan(nx_ctx *ctx, susan_call *c, nx_backend be, nx_tensor 
         nx_rt_cache_blob_free(&key);
     }
     if (st == NX_OK)
-        st = nx_program_run(p, (const nx_tensor *const[]){c->image, index, mask}, out);
+        st = nx_program_run(p, (const nx_tensor *const[]){c->image, index, mask, c->dout}, out);
     nx_tensor_free(index);
     nx_tensor_free(mask);
     return st;
 }
 
-nx_status nx_susan_emulator(nx_ctx *ctx, const nx_tensor *image, const nx_susan_opts *opts,
-                            nx_tensor **out)
+/* Checks, converts integer images to f32, and runs the forward program or (with dout) its vjp. */
+static nx_status susan(nx_ctx *ctx, const char *who, const nx_tensor *image,
+                       const nx_susan_opts *opts, const nx_tensor *dout, nx_tensor **out)
 {
     if (!ctx || !out)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO ": ctx and out must not be NULL");
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: ctx and out must not be NULL", who);
     *out = NULL;
     if (!image)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO ": image is NULL");
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: image is NULL", who);
     nx_dtype d = nx_tensor_dtype(image);
     if (nx_tensor_device(image) != NX_DEVICE_HOST || d == NX_DTYPE_F16 || d == NX_DTYPE_BF16)
         return nx_rt_error(ctx, NX_ERR_DTYPE,
-                           WHO ": image is a %s %s tensor; expected a host "
-                               "f32, f64, integer or bool image",
-                           nx_tensor_device(image) == NX_DEVICE_HOST ? "host" : "device",
+                           "%s: image is a %s %s tensor; expected a host f32, f64, integer or "
+                           "bool image",
+                           who, nx_tensor_device(image) == NX_DEVICE_HOST ? "host" : "device",
                            nx_dtype_name(d));
-    susan_call c = {0};
+    susan_call c = {.dout = dout};
     nx_status st = check_opts(ctx, image, opts, &c);
     if (st != NX_OK)
         return st;
@@ -213,4 +222,30 @@ nx_status nx_susan_emulator(nx_ctx *ctx, const nx_tensor *image, const nx_susan_
         st = run_susan(ctx, &c, opts->backend, out);
     nx_tensor_free(img);
     return st;
+}
+
+nx_status nx_susan_emulator(nx_ctx *ctx, const nx_tensor *image, const nx_susan_opts *opts,
+                            nx_tensor **out)
+{
+    return susan(ctx, WHO, image, opts, NULL, out);
+}
+
+nx_status nx_susan_emulator_vjp(nx_ctx *ctx, const nx_tensor *image, const nx_susan_opts *opts,
+                                const nx_tensor *dout, nx_tensor **dimage)
+{
+    if (dimage)
+        *dimage = NULL;
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, WHO "_vjp: ctx is NULL");
+    nx_status st = nx_sr_check_float(ctx, WHO "_vjp", "image", image);
+    if (st == NX_OK)
+        st = nx_sr_check_float(ctx, WHO "_vjp", "dout", dout);
+    if (st == NX_OK && (nx_tensor_dtype(dout) != nx_tensor_dtype(image) ||
+                        nx_tensor_ndim(dout) != nx_tensor_ndim(image) ||
+                        memcmp(nx_tensor_shape(dout), nx_tensor_shape(image),
+                               (size_t)nx_tensor_ndim(image) * sizeof(int64_t))))
+        st = nx_rt_error(ctx, NX_ERR_SHAPE, WHO "_vjp: dout must have the image's dtype and shape");
+    if (st != NX_OK)
+        return st;
+    return susan(ctx, WHO "_vjp", image, opts, dout, dimage);
 }

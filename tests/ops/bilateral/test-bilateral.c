@@ -617,6 +617,67 @@ static void test_susan(void **state)
     ctx_done(ctx);
 }
 
+static double susan_loss(nx_ctx *ctx, const nx_tensor *img, const nx_susan_opts *o,
+                         const nx_tensor *dout)
+{
+    nx_tensor *out = NULL;
+    assert_int_equal(nx_susan_emulator(ctx, img, o, &out), NX_OK);
+    double l = 0;
+    for (int64_t i = 0; i < nx_tensor_numel(out); i++)
+        l += at(out, i) * at(dout, i);
+    nx_tensor_free(out);
+    return l;
+}
+
+/* SUSAN's vjp against central differences in f64, with an outlier so both the bilateral and the
+ * median branch carry gradient (distinct values: no median ties). */
+static void test_susan_grad(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    uint64_t seed = 99;
+    double xv[30], dv[30];
+    for (int i = 0; i < 30; i++) {
+        xv[i] = 5 + 0.4 * rnd(&seed) + 0.001 * i;
+        dv[i] = rnd(&seed);
+    }
+    xv[14] = 20; /* no neighbour alike: the median */
+    nx_tensor *img = make(ctx, NX_DTYPE_F64, 2, (int64_t[]){5, 6}, xv);
+    nx_tensor *dout = make(ctx, NX_DTYPE_F64, 2, (int64_t[]){5, 6}, dv);
+    for (int b = 0; b < 2; b++) {
+        nx_susan_opts o = {.backend = b ? NX_BACKEND_CPU : NX_BACKEND_REF,
+                           .sigma_space = 1.2,
+                           .sigma_intensity = 0.5};
+        nx_tensor *g = NULL;
+        assert_int_equal(nx_susan_emulator_vjp(ctx, img, &o, dout, &g), NX_OK);
+        double *x = nx_tensor_data(img), h = 1e-6;
+        for (int i = 0; i < 30; i++) {
+            double keep = x[i];
+            x[i] = keep + h;
+            double lp = susan_loss(ctx, img, &o, dout);
+            x[i] = keep - h;
+            double lm = susan_loss(ctx, img, &o, dout);
+            x[i] = keep;
+            double fd = (lp - lm) / (2 * h);
+            if (!nx_test_close(at(g, i), fd, 1e-6, 1e-7))
+                fail_msg("susan [%s]: dL/dx[%d] = %.12g; finite differences give %.12g",
+                         nx_backend_name(o.backend), i, at(g, i), fd);
+        }
+        nx_tensor_free(g);
+    }
+    nx_susan_opts o = {.sigma_space = 1, .sigma_intensity = 1};
+    nx_tensor *g = NULL;
+    assert_int_equal(nx_susan_emulator_vjp(ctx, img, &o, img, &g), NX_OK);
+    nx_tensor_free(g);
+    nx_tensor *small = make(ctx, NX_DTYPE_F64, 2, (int64_t[]){5, 5}, NULL);
+    expect_error(ctx, nx_susan_emulator_vjp(ctx, img, &o, small, &g), NX_ERR_SHAPE, "dout");
+    assert_null(g);
+    nx_tensor_free(small);
+    nx_tensor_free(img);
+    nx_tensor_free(dout);
+    ctx_done(ctx);
+}
+
 /* The cpu backend compiles every fragment of the family: under NITRIX_STRICT_BACKEND a fallback
  * to the interpreter would be an error. */
 static void test_cpu_no_fallback(void **state)
@@ -643,6 +704,10 @@ static void test_cpu_no_fallback(void **state)
     nx_susan_opts su = {.backend = NX_BACKEND_CPU, .sigma_space = 1, .sigma_intensity = 0.5};
     if (st == NX_OK)
         st = nx_susan_emulator(ctx, img, &su, &so);
+    nx_tensor *dimg = NULL;
+    if (st == NX_OK)
+        st = nx_susan_emulator_vjp(ctx, img, &su, so, &dimg);
+    nx_tensor_free(dimg);
     if (st != NX_OK)
         fail_msg("cpu backend: %s", nx_ctx_last_error(ctx));
     nx_tensor *tensors[] = {v, f, l, img, out, dv, df, dl, so};
@@ -712,12 +777,13 @@ static void test_alloc_sweep(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_hand_line),       cmocka_unit_test(test_flat_mean_and_mask),
-        cmocka_unit_test(test_knn_hand),        cmocka_unit_test(test_cube_hand),
-        cmocka_unit_test(test_metrics),         cmocka_unit_test(test_grad_fd),
-        cmocka_unit_test(test_node_grad),       cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_empty),           cmocka_unit_test(test_susan),
-        cmocka_unit_test(test_cpu_no_fallback), cmocka_unit_test(test_alloc_sweep),
+        cmocka_unit_test(test_hand_line),   cmocka_unit_test(test_flat_mean_and_mask),
+        cmocka_unit_test(test_knn_hand),    cmocka_unit_test(test_cube_hand),
+        cmocka_unit_test(test_metrics),     cmocka_unit_test(test_grad_fd),
+        cmocka_unit_test(test_node_grad),   cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_empty),       cmocka_unit_test(test_susan),
+        cmocka_unit_test(test_susan_grad),  cmocka_unit_test(test_cpu_no_fallback),
+        cmocka_unit_test(test_alloc_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
