@@ -104,15 +104,18 @@ NX_API nx_status nx_ell_row_softmax(nx_ctx *ctx, const nx_ell *a, const nx_tenso
  * h [..., n, d] with n = m (the ELL is square). F is a builder given
  *   hi [..., m, 1, d], hj [..., m, k_max, d], w [m, k_max, 1], ij [m, k_max, 1] (the column index
  *   in h's dtype) and e [m, k_max, d_e] (NX_NONE without edge attributes)
- * returning [..., m, k_max, d_out]. Pads are not skipped: multiply by w (as in w * hj) or mask.
- * Gradients to h, values and e through nx_graph_vjp of the builder. */
+ * returning [..., m, k_max, d_out]; or F as a formula over the names hi, hj (d-vectors), w, ij and
+ * e (a d_e-vector) with the pairwise formula's operators, functions and vector functions (sum, dot,
+ * sqdist, norm2): "w * (hj - hi)", "exp(-sqdist(hi, hj)) * w". Pads are not skipped: multiply by
+ * w or mask. Gradients to h, values and e through nx_graph_vjp of the builder. */
 typedef nx_node (*nx_edge_fn)(nx_graph *g, nx_node hi, nx_node hj, nx_node w, nx_node ij,
                               nx_node e, void *user);
 typedef struct nx_edge_opts {
     nx_backend backend;
+    const char *formula; /* F as text, or NULL with expr */
     nx_edge_fn expr;
     void *user;
-    const char *expr_key; /* required: names expr in the program cache (equal keys, equal F) */
+    const char *expr_key; /* required with expr: its cache name (equal keys mean equal F) */
 } nx_edge_opts;
 NX_API nx_node nx_ell_edge_aggregate_node(nx_graph *g, const nx_semiring *sr, nx_node values,
                                           nx_node indices, nx_node h, nx_node edge_attr,

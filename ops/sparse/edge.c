@@ -89,6 +89,98 @@ nx_node nx_ell_edge_aggregate_node(nx_graph *g, const nx_semiring *sr, nx_node v
     return nx_reduce(g, f, 1, &axis, m, false);
 }
 
+/* ---- the formula form --------------------------------------------------------------------------
+ * F as text over hi, hj, w, ij and e, parsed by the pairwise formula parser (its operators and
+ * vector functions) after renaming the edge names to the pairwise ones: hi -> x, hj -> y, e -> b,
+ * w -> p0, ij -> p1. The pairwise names themselves are renamed to ones no formula may use, so the
+ * parser refuses them. */
+
+typedef struct edge_formula {
+    nx_sr_expr e;
+    int32_t root;
+} edge_formula;
+
+static const char *rename_ident(const char *id, size_t n)
+{
+    static const char *const from[] = {"hi", "hj", "e", "w", "ij"};
+    static const char *const to[] = {"x", "y", "b", "p0", "p1"};
+    for (int i = 0; i < 5; i++)
+        if (strlen(from[i]) == n && !strncmp(id, from[i], n))
+            return to[i];
+    static const char *const taken[] = {"x",  "y",  "b",  "p0", "p1", "p2",
+                                        "p3", "p4", "p5", "p6", "p7"};
+    for (int i = 0; i < 11; i++)
+        if (strlen(taken[i]) == n && !strncmp(id, taken[i], n))
+            return "not_an_edge_name";
+    return NULL;
+}
+
+static bool ident_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+/* Writes text with the edge names renamed into out (at least 17 * strlen(text) + 1 bytes). */
+static void translate(const char *text, char *out)
+{
+    const char *p = text;
+    char *o = out;
+    while (*p) {
+        if ((*p >= '0' && *p <= '9') || (*p == '.' && p[1] >= '0' && p[1] <= '9')) {
+            /* A number, exponent included, so the e of 1e-3 stays. */
+            while (ident_char(*p) || *p == '.' ||
+                   ((*p == '-' || *p == '+') && (p[-1] == 'e' || p[-1] == 'E')))
+                *o++ = *p++;
+        } else if (ident_char(*p)) {
+            const char *id = p;
+            while (ident_char(*p))
+                p++;
+            const char *r = rename_ident(id, (size_t)(p - id));
+            size_t n = r ? strlen(r) : (size_t)(p - id);
+            memcpy(o, r ? r : id, n);
+            o += n;
+        } else {
+            *o++ = *p++;
+        }
+    }
+    *o = 0;
+}
+
+static nx_status parse_formula(nx_ctx *ctx, const char *who, const char *text, bool has_e,
+                               edge_formula *f)
+{
+    size_t len = strlen(text), bytes = 17 * len + 1;
+    char *t = nx_rt_alloc(ctx, bytes), msg[512];
+    if (!t)
+        return nx_rt_nomem(ctx, "edge formula", bytes);
+    translate(text, t);
+    nx_status st = nx_sr_parse_expr(ctx, "edge formula", t, NX_SR_DIALECT_PAIRWISE, &f->e, &f->root,
+                                    msg, sizeof msg);
+    nx_rt_free(ctx, t, bytes);
+    if (st != NX_OK)
+        return nx_rt_error(ctx, st, "%s: %s (names: hi, hj, w, ij, e)", who, msg);
+    uint64_t allowed = (1ull << NX_SR_VPX) | (1ull << NX_SR_VPY) | (1ull << NX_SR_VP0) |
+                       (1ull << (NX_SR_VP0 + 1)) | (has_e ? 1ull << NX_SR_VPB : 0);
+    int bad = 0;
+    if (!nx_sr_vars_ok(&f->e, f->root, allowed, &bad))
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: the formula uses e but edge_attr is NULL",
+                           who);
+    return NX_OK;
+}
+
+static nx_node formula_fn(nx_graph *g, nx_node hi, nx_node hj, nx_node w, nx_node ij, nx_node e,
+                          void *user)
+{
+    const edge_formula *f = user;
+    nx_node vars[NX_SR_NVARS] = {0};
+    vars[NX_SR_VPX] = hi;
+    vars[NX_SR_VPY] = hj;
+    vars[NX_SR_VPB] = e;
+    vars[NX_SR_VP0] = w;
+    vars[NX_SR_VP0 + 1] = ij;
+    return nx_sr_build(g, &f->e, f->root, nx_node_dtype(g, hi), vars);
+}
+
 /* ---- entry point -----------------------------------------------------------------------------*/
 
 typedef struct edge_call {
@@ -96,6 +188,7 @@ typedef struct edge_call {
     const nx_ell *a;
     const nx_tensor *h, *e;
     const nx_edge_opts *o;
+    edge_formula *f; /* the parsed formula, or NULL with o->expr */
 } edge_call;
 
 static nx_node input_of(nx_graph *g, const char *name, const nx_tensor *t)
@@ -110,7 +203,8 @@ static nx_status build(nx_graph *g, void *user, nx_node *outs, int *n)
     nx_node idx = input_of(g, "indices", c->a->indices);
     nx_node h = input_of(g, "h", c->h);
     nx_node e = c->e ? input_of(g, "edge_attr", c->e) : NX_NONE;
-    outs[0] = nx_ell_edge_aggregate_node(g, c->sr, v, idx, h, e, c->o->expr, c->o->user);
+    outs[0] = c->f ? nx_ell_edge_aggregate_node(g, c->sr, v, idx, h, e, formula_fn, c->f)
+                   : nx_ell_edge_aggregate_node(g, c->sr, v, idx, h, e, c->o->expr, c->o->user);
     *n = 1;
     return nx_graph_status(g);
 }
@@ -125,8 +219,9 @@ static nx_status check(nx_ctx *ctx, const char *who, const edge_call *c)
                            "%s: semiring '%s'; expected real, "
                            "tropical_max_plus or tropical_min_plus",
                            who, c->sr->name);
-    if (!c->o || !c->o->expr || !c->o->expr_key)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: opts must give expr and expr_key", who);
+    if (!c->o || (!c->o->formula == !c->o->expr) || (c->o->expr && !c->o->expr_key))
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "%s: opts must give either a formula or expr with expr_key", who);
     nx_status st = nx_ell_check(ctx, who, c->a);
     if (st == NX_OK)
         st = nx_sr_check_float(ctx, who, "h", c->h);
@@ -149,6 +244,29 @@ static nx_status check(nx_ctx *ctx, const char *who, const edge_call *c)
     return NX_OK;
 }
 
+static nx_status run_edge(nx_ctx *ctx, edge_call *c, nx_tensor **out)
+{
+    nx_rt_cache_blob key;
+    nx_rt_cache_blob_init(&key, ctx);
+    nx_rt_cache_blob_str(&key, "op", "ell_edge_aggregate");
+    if (c->f)
+        nx_sr_key(&key, "formula", &c->f->e, c->f->root);
+    else
+        nx_rt_cache_blob_str(&key, "expr", c->o->expr_key);
+    nx_rt_cache_blob_i64(&key, "kind", c->sr->kind);
+    nx_sr_key_tensor(&key, "values", c->a->values);
+    nx_sr_key_tensor(&key, "indices", c->a->indices);
+    nx_sr_key_tensor(&key, "h", c->h);
+    nx_sr_key_tensor(&key, "e", c->e);
+    nx_program *p = NULL;
+    nx_status st = nx_sr_program(ctx, &key, c->o->backend, build, c, &p);
+    nx_rt_cache_blob_free(&key);
+    if (st != NX_OK)
+        return st;
+    const nx_tensor *in[4] = {c->a->values, c->a->indices, c->h, c->e};
+    return nx_program_run(p, in, out);
+}
+
 nx_status nx_semiring_ell_edge_aggregate(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
                                          const nx_tensor *h, const nx_tensor *edge_attr,
                                          const nx_edge_opts *opts, nx_tensor **out)
@@ -163,20 +281,13 @@ nx_status nx_semiring_ell_edge_aggregate(nx_ctx *ctx, const nx_semiring *sr, con
     nx_status st = check(ctx, who, &c);
     if (st != NX_OK)
         return st;
-    nx_rt_cache_blob key;
-    nx_rt_cache_blob_init(&key, ctx);
-    nx_rt_cache_blob_str(&key, "op", "ell_edge_aggregate");
-    nx_rt_cache_blob_str(&key, "expr", opts->expr_key);
-    nx_rt_cache_blob_i64(&key, "kind", sr->kind);
-    nx_sr_key_tensor(&key, "values", a->values);
-    nx_sr_key_tensor(&key, "indices", a->indices);
-    nx_sr_key_tensor(&key, "h", h);
-    nx_sr_key_tensor(&key, "e", edge_attr);
-    nx_program *p = NULL;
-    st = nx_sr_program(ctx, &key, opts->backend, build, &c, &p);
-    nx_rt_cache_blob_free(&key);
-    if (st != NX_OK)
-        return st;
-    const nx_tensor *in[4] = {a->values, a->indices, h, edge_attr};
-    return nx_program_run(p, in, out);
+    edge_formula f = {.root = -1};
+    if (opts->formula) {
+        st = parse_formula(ctx, who, opts->formula, edge_attr != NULL, &f);
+        c.f = &f;
+    }
+    if (st == NX_OK)
+        st = run_edge(ctx, &c, out);
+    nx_sr_expr_free(ctx, &f.e);
+    return st;
 }

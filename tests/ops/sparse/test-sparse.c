@@ -149,6 +149,19 @@ static void edge_case(nx_ctx *ctx, nx_backend be, char *const *f, int nf)
     assert_int_equal(nx_semiring_ell_edge_aggregate(ctx, sr, &a, h, e, &o, &bad),
                      NX_ERR_INVALID_ARG);
     assert_null(bad);
+    /* The same F as a formula; pairwise names and e without attributes are refused. */
+    o = (nx_edge_opts){.backend = be, .formula = "w * (hj - hi) + 0.1 * ij + e"};
+    nx_tensor *again = NULL;
+    if (nx_semiring_ell_edge_aggregate(ctx, sr, &a, h, e, &o, &again) != NX_OK)
+        fail_msg("%s formula on %s: %s", f[1], nx_backend_name(be), nx_ctx_last_error(ctx));
+    st_expect_close(f[1], be, again, want, "real");
+    nx_tensor_free(again);
+    o.formula = "w * x";
+    assert_int_not_equal(nx_semiring_ell_edge_aggregate(ctx, sr, &a, h, e, &o, &bad), NX_OK);
+    o.formula = "w * hj + e";
+    assert_int_equal(nx_semiring_ell_edge_aggregate(ctx, sr, &a, h, NULL, &o, &bad),
+                     NX_ERR_INVALID_ARG);
+    assert_null(bad);
     nx_ell_free(&a);
     nx_tensor_free(h), nx_tensor_free(e), nx_tensor_free(want), nx_tensor_free(got);
     nx_semiring_free(user);
