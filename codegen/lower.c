@@ -144,6 +144,91 @@ static bool split_by(const nx_kernel *k, int32_t x, int64_t c, int32_t *q, int32
     return false;
 }
 
+/* x as sum_i c[i] * t[i] + c0 through adds and multiplications by constants (the terms t are
+ * the other instructions); false past AFF_MAX terms. */
+#define AFF_MAX 8
+typedef struct affine {
+    int n;
+    int32_t t[AFF_MAX];
+    int64_t c[AFF_MAX];
+    int64_t c0;
+} affine;
+
+static bool affine_of(const nx_kernel *k, int32_t x, int64_t scale, int depth, affine *f)
+{
+    const nx_kinst *in = &k->inst[x];
+    int64_t v;
+    if (is_const(k, x, &v)) {
+        f->c0 += scale * v;
+        return true;
+    }
+    if (depth < 16 && in->op == NX_KOP_PRIM && in->dtype == NX_DTYPE_I64) {
+        if (in->prim == NX_PRIM_ADD)
+            return affine_of(k, in->a[0], scale, depth + 1, f) &&
+                   affine_of(k, in->a[1], scale, depth + 1, f);
+        for (int side = 0; side < 2 && in->prim == NX_PRIM_MUL; side++)
+            if (is_const(k, in->a[side], &v) && v > -(1LL << 31) && v < (1LL << 31))
+                return affine_of(k, in->a[1 - side], scale * v, depth + 1, f);
+    }
+    if (f->n >= AFF_MAX || scale <= -(1LL << 40) || scale >= (1LL << 40))
+        return false;
+    f->t[f->n] = x;
+    f->c[f->n++] = scale;
+    return true;
+}
+
+static int64_t floor_div(int64_t a, int64_t b)
+{
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static int32_t iop(lowerer *lw, nx_prim op, int32_t a, int32_t b);
+
+/* Rebuilds sum_i c[i] * t[i] / den + c0 over the terms i with keep[i]. */
+static int32_t affine_build(lowerer *lw, const affine *f, const bool *keep, int64_t den,
+                            int64_t c0)
+{
+    int32_t acc = -2;
+    for (int i = 0; i < f->n; i++) {
+        if (!keep[i])
+            continue;
+        int32_t term = iop(lw, NX_PRIM_MUL, f->t[i], ci(lw, f->c[i] / den));
+        acc = acc == -2 ? term : iop(lw, NX_PRIM_ADD, acc, term);
+    }
+    return acc == -2 ? ci(lw, c0) : iop(lw, NX_PRIM_ADD, acc, ci(lw, c0));
+}
+
+/* x div m and x mod m (floor semantics) when x = m Q + R with R in [0, m) by the terms' ranges:
+ * the terms whose coefficients m divides make Q, the rest R (a batch axis merged by einsum:
+ * (b 102 + j 6 + k) mod 6 = k). -2 when the ranges do not show it. */
+static int32_t divmod_affine(lowerer *lw, bool mod, int32_t x, int64_t m)
+{
+    const nx_kernel *k = lw->k;
+    affine f = {0};
+    if (!affine_of(k, x, 1, 0, &f))
+        return -2;
+    bool inq[AFF_MAX], inr[AFF_MAX];
+    int64_t rlo = f.c0 - floor_div(f.c0, m) * m, rhi = rlo;
+    for (int i = 0; i < f.n; i++) {
+        inq[i] = f.c[i] % m == 0;
+        inr[i] = !inq[i];
+        if (inq[i])
+            continue;
+        int64_t lo, hi;
+        irange(k, f.t[i], 0, &lo, &hi);
+        if (lo < -(1LL << 20) || hi > (1LL << 20) || f.c[i] < -(1LL << 31) ||
+            f.c[i] > (1LL << 31))
+            return -2;
+        rlo += f.c[i] > 0 ? f.c[i] * lo : f.c[i] * hi;
+        rhi += f.c[i] > 0 ? f.c[i] * hi : f.c[i] * lo;
+    }
+    if (rlo < 0 || rhi >= m)
+        return -2;
+    return mod ? affine_build(lw, &f, inr, 1, f.c0 - floor_div(f.c0, m) * m)
+               : affine_build(lw, &f, inq, m, floor_div(f.c0, m));
+}
+
 /* Index arithmetic with the identities that keep lowered index maps affine. */
 static int32_t simplify(lowerer *lw, nx_prim op, int32_t a, int32_t b)
 {
@@ -170,6 +255,7 @@ static int32_t simplify(lowerer *lw, nx_prim op, int32_t a, int32_t b)
         int32_t q, r;
         if (split_by(k, a, bv, &q, &r))
             return op == NX_PRIM_MOD ? r : q;
+        return divmod_affine(lw, op == NX_PRIM_MOD, a, bv);
     }
     return -2;
 }

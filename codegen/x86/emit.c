@@ -187,6 +187,7 @@ typedef struct emitter {
     int *tile_vc;
     uint32_t math_used; /* bit 2 i + (f64): math_names[i] is called */
     int split;          /* nx_x86_kernel_split */
+    bool nomem;         /* a scratch allocation failed (the text may be degraded: refuse it) */
     bool reassoc;
     bool failed;
 } emitter;
@@ -842,6 +843,7 @@ static int emit_reduce(emitter *e, int32_t id)
     const nx_kinst *in = &e->k->inst[id];
     uint32_t loops = (uint32_t)in->i;
     uint8_t *seen = nx_rt_calloc(e->ctx, (size_t)e->k->ninst, 1);
+    e->nomem = e->nomem || !seen;
     if (seen) {
         hoist(e, in->a[0], loops, seen);
         nx_rt_free(e->ctx, seen, (size_t)e->k->ninst);
@@ -1004,6 +1006,7 @@ static void emit_rows(emitter *e, int r, int lin_outer)
     }
     e->live |= loops;
     uint8_t *seen = nx_rt_calloc(e->ctx, (size_t)k->ninst, 1);
+    e->nomem = e->nomem || !seen;
     if (seen) { /* what depends on the reduction loops but not on the row: before the row */
         hoist(e, in->a[0], loops, seen);
         nx_rt_free(e->ctx, seen, (size_t)k->ninst);
@@ -1154,8 +1157,10 @@ static int tile_reduce(emitter *e, tile *t)
     if (in->op != NX_KOP_REDUCE || !monoid || !is_fl(d) || !(e->mask[in->a[0]] >> jl & 1))
         return -1;
     uint8_t *seen = nx_rt_calloc(e->ctx, (size_t)k->ninst, 1);
-    if (!seen)
+    if (!seen) {
+        e->nomem = true;
         return -1;
+    }
     classify(k, jl, t->cls);
     bool ok = tree_ok(k, in->a[0], t->cls, seen);
     nx_rt_free(e->ctx, seen, (size_t)k->ninst);
@@ -1165,7 +1170,11 @@ static int tile_reduce(emitter *e, tile *t)
     t->il = k->ndim - 2;
     t->jl = jl;
     t->d = d;
+    /* a 64-byte vector, narrower when the axis is (8 output channels are one 8-lane vector
+     * rather than 8 scalar columns) */
     t->w = d == NX_DTYPE_F32 ? 16 : 8;
+    while (t->w > 4 && k->extent[jl] < t->w)
+        t->w /= 2;
     return r;
 }
 
@@ -1426,7 +1435,7 @@ static void emit_space(emitter *e)
     const nx_kernel *k = e->k;
     loop ls[NX_MAX_DIMS];
     tile t = {.cls = e->tile_cls, .vc = e->tile_vc};
-    int tr = t.cls && t.vc ? tile_reduce(e, &t) : -1;
+    int tr = tile_reduce(e, &t);
     int r = tr >= 0 ? -1 : row_reduce(e);
     int nd = tr >= 0 ? k->ndim - 2 : r >= 0 ? k->ndim - 1 : k->ndim;
     int lin = constv(e, "i64", "0");
@@ -1517,7 +1526,7 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
     e.tile_cls = nx_rt_calloc(k->ctx, n, 1);
     e.tile_vc = nx_rt_alloc(k->ctx, n * TILE_NR * sizeof *e.tile_vc);
     text t = {.ctx = k->ctx};
-    if (e.val && e.scope && e.mask) {
+    if (e.val && e.scope && e.mask && e.tile_cls && e.tile_vc) {
         for (size_t i = 0; i < n; i++)
             e.val[i] = -1;
         nx_kernel_loop_masks(k, e.mask);
@@ -1528,7 +1537,8 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
         emit_declarations(&e, &t);
         emit_functions(&e, &t, name);
     }
-    bool failed = !e.val || !e.scope || !e.mask || e.body.failed || e.allocas.failed || t.failed;
+    bool failed = !e.val || !e.scope || !e.mask || !e.tile_cls || !e.tile_vc || e.nomem ||
+                  e.body.failed || e.allocas.failed || t.failed;
     nx_rt_free(k->ctx, e.val, n * sizeof *e.val);
     nx_rt_free(k->ctx, e.scope, n * sizeof *e.scope);
     nx_rt_free(k->ctx, e.mask, n * sizeof *e.mask);

@@ -370,21 +370,24 @@ static void test_tiles(void **state)
     nx_node x = input(f, NX_DTYPE_F64, 2, da), y = input(f, NX_DTYPE_F64, 2, db);
     poison(f->in[3]);
     nx_node p = input(f, NX_DTYPE_F32, 3, ba), q = input(f, NX_DTYPE_F32, 3, bb);
-    nx_node outs[6] = {
+    int64_t n8[2] = {70, 8}, n6[2] = {20, 6}; /* narrow column axes: 8- and 4-lane vectors */
+    nx_node b8 = input(f, NX_DTYPE_F32, 2, n8), y6 = input(f, NX_DTYPE_F64, 2, n6);
+    nx_node outs[8] = {
         nx_einsum(g, "ik,kj->ij", a, b, NX_MONOID_MAX, nx_add),
         nx_einsum(g, "ik,kj->ij", a, b, NX_MONOID_MIN, nx_sub),
         nx_einsum(g, "ik,kj->ij", x, y, NX_MONOID_MAX, nx_mul),
         nx_einsum(g, "bik,bkj->bij", p, q, NX_MONOID_MIN, nx_add),
         nx_einsum(g, "ik,kj->ij", a, b, NX_MONOID_SUM, nx_mul),
         nx_einsum(g, "ik,kj->ij", x, y, NX_MONOID_SUM, nx_sub),
+        nx_einsum(g, "ik,kj->ij", a, b8, NX_MONOID_MAX, nx_add),
+        nx_einsum(g, "ik,kj->ij", x, y6, NX_MONOID_MIN, nx_add),
     };
-    for (int i = 0; i < 6; i++) { /* one at a time: shared operands would be materialised */
+    for (int i = 0; i < 8; i++) { /* one at a time: shared operands would be materialised */
+        bool sum = i == 4 || i == 5;
         nx_kplan *plan =
-            check_graph_ex(f->ctx, g, 1, outs + i, f->in, "tiles", i < 4 || run_mode != MODE_FAST);
+            check_graph_ex(f->ctx, g, 1, outs + i, f->in, "tiles", !sum || run_mode != MODE_FAST);
         assert_int_equal(plan->nkernels, 1);
-        /* the batch axis reaches the kernel as reshape div/mod index arithmetic, which does
-         * not tile yet */
-        if (i != 3 && !emits_tiles(plan->kernels[0]))
+        if (!emits_tiles(plan->kernels[0]))
             fail_msg("tiles: contraction %d is not register-tiled", i);
         nx_kplan_free(plan);
     }
@@ -541,6 +544,45 @@ static nx_status sweep_body(nx_ctx *ctx, void *user)
     return st;
 }
 
+/* Emitting LLVM text for a register-tiled contraction under every failing allocation: NOMEM,
+ * never a kernel emitted without its tile tables (found by the bilateral sweep). */
+static nx_status emit_sweep_body(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    nx_graph *g = NULL;
+    nx_status st = nx_graph_new(ctx, &g);
+    if (st != NX_OK)
+        return st;
+    int64_t s[2] = {8, 40};
+    nx_node a = nx_input(g, "a", NX_DTYPE_F32, 2, s), b = nx_input(g, "b", NX_DTYPE_F32, 2, s);
+    nx_node c = nx_einsum(g, "ik,jk->ij", a, nx_neg(g, b), NX_MONOID_MAX, nx_add);
+    nx_node d = nx_einsum(g, "ik,kj->ij", nx_permute(g, a, (int[]){1, 0}), b, NX_MONOID_MAX,
+                          nx_add);
+    nx_kplan *plan = NULL;
+    st = g->status;
+    if (st == NX_OK)
+        st = nx_pass_pipeline(ctx, &g->s, 1, &d, &plan);
+    (void)c;
+    for (int i = 0; st == NX_OK && i < plan->nkernels; i++) {
+        char *text = NULL;
+        size_t len = 0;
+        st = nx_x86_emit_text(plan->kernels[i], "k", true, &text, &len);
+        if (st == NX_OK)
+            nx_rt_free(ctx, text, len);
+    }
+    nx_kplan_free(plan);
+    nx_graph_free(g);
+    return st;
+}
+
+static void test_emit_sweep(void **state)
+{
+    (void)state;
+    if (run_mode != MODE_INTERP)
+        skip();
+    assert_true(nx_test_alloc_sweep(emit_sweep_body, NULL, 4000) > 10);
+}
+
 static void test_alloc_sweep(void **state)
 {
     (void)state;
@@ -576,6 +618,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_maxplus_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_value, setup, teardown),
         cmocka_unit_test(test_alloc_sweep),
+        cmocka_unit_test(test_emit_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
