@@ -5,6 +5,9 @@
  * loop its value depends on (nx_kernel_loop_masks). Scopes nest as REDUCEs nest, so loop
  * invariants sit outside the K-loop and a nested reduction's loops run inside its consumer's.
  *
+ * Two specialised generators come first: register-tiled contractions (emit-tile.c) and
+ * vectorised elementwise kernels (emit-vec.c); a kernel neither takes gets the general form below.
+ *
  * Two launch shapes:
  *   POINTS        one thread per iteration point, grid-stride; each fold runs serially in the
  *                 canonical order (exact in reproducible mode).
@@ -22,24 +25,18 @@
 #include <stdarg.h>
 #include <string.h>
 
-#include "codegen/ptx/emit.h"
+#include "codegen/ptx/emit-tile.h"
 
-typedef struct text {
-    nx_ctx *ctx;
-    char *p;
-    size_t len, cap;
-    bool failed;
-} text;
+typedef nx_ptx_text text;
+typedef nx_ptx_gen gen;
 
-static void put(text *t, const char *fmt, ...) NX_PRINTF(2, 3);
-
-static void put(text *t, const char *fmt, ...)
+static void vput(text *t, const char *fmt, va_list ap0)
 {
     if (t->failed)
         return;
     for (;;) {
         va_list ap;
-        va_start(ap, fmt);
+        va_copy(ap, ap0);
         int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
         va_end(ap);
         if (n < 0) {
@@ -67,9 +64,27 @@ static void put(text *t, const char *fmt, ...)
     }
 }
 
+static void put(text *t, const char *fmt, ...) NX_PRINTF(2, 3);
+
+static void put(text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vput(t, fmt, ap);
+    va_end(ap);
+}
+
+void nx_ptx_put(nx_ptx_text *t, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vput(t, fmt, ap);
+    va_end(ap);
+}
+
 /* ---- device helpers, the interpreter's scalar semantics ------------------------------------*/
 
-static const char prelude[] =
+const char nx_ptx_prelude[] =
     "typedef long long i64;\n"
     "typedef unsigned long long u64;\n"
     "#define NX_I64_MIN (-9223372036854775807LL - 1)\n"
@@ -134,7 +149,7 @@ static const char prelude[] =
 
 /* ---- types and values ----------------------------------------------------------------------*/
 
-static const char *ctype(int d)
+const char *nx_ptx_ctype(int d)
 {
     switch (d) {
     case NX_DTYPE_F32:
@@ -154,36 +169,43 @@ static const char *ctype(int d)
     }
 }
 
+static const char *ctype(int d)
+{
+    return nx_ptx_ctype(d);
+}
+
 static bool is_f(int d)
 {
     return d == NX_DTYPE_F32 || d == NX_DTYPE_F64;
 }
 
-typedef struct gen {
-    const nx_kernel *k;
-    text t;
-    uint32_t *mask;
-    int *scope; /* per instruction: the REDUCE whose loop body holds it, -1: the point */
-    int owner[NX_KERNEL_MAX_LOOPS];
-    int block_r; /* BLOCK_REDUCE: the top-level REDUCE folded across blocks, -1: none */
-    int64_t blocks; /* BLOCK_REDUCE: blocks per point */
-    int ind;
-} gen;
-
-static void line(gen *g, const char *fmt, ...) NX_PRINTF(2, 3);
-
-static void line(gen *g, const char *fmt, ...)
+static void vline(gen *g, const char *fmt, va_list ap)
 {
     char buf[1024];
-    va_list ap;
-    va_start(ap, fmt);
     int n = vsnprintf(buf, sizeof buf, fmt, ap);
-    va_end(ap);
     if (n < 0 || (size_t)n >= sizeof buf) {
         g->t.failed = true;
         return;
     }
     put(&g->t, "%*s%s\n", 4 * g->ind, "", buf);
+}
+
+static void line(gen *g, const char *fmt, ...) NX_PRINTF(2, 3);
+
+static void line(gen *g, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vline(g, fmt, ap);
+    va_end(ap);
+}
+
+void nx_ptx_line(nx_ptx_gen *g, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vline(g, fmt, ap);
+    va_end(ap);
 }
 
 static void const_text(const nx_kinst *in, char *buf, size_t len)
@@ -399,7 +421,7 @@ const char *nx_ptx_unsupported(const nx_kernel *k)
 
 /* ---- instructions --------------------------------------------------------------------------*/
 
-static void emit_inst(gen *g, int id)
+void nx_ptx_emit_inst(nx_ptx_gen *g, int id)
 {
     const nx_kinst *in = &g->k->inst[id];
     const char *t = ctype(in->dtype);
@@ -693,7 +715,7 @@ static void emit_scope(gen *g, int s, int limit)
         if (g->scope[id] != s)
             continue;
         if (g->k->inst[id].op != NX_KOP_REDUCE)
-            emit_inst(g, id);
+            nx_ptx_emit_inst(g, id);
         else if (id == g->block_r)
             emit_block_fold(g, id);
         else
@@ -767,7 +789,7 @@ static void emit_signature(gen *g, const char *name)
     put(&g->t, "i64 points)\n{\n");
 }
 
-static void emit_point_index(gen *g, const char *p)
+void nx_ptx_emit_point_index(nx_ptx_gen *g, const char *p)
 {
     line(g, "i64 rem = %s;", p);
     for (int l = g->k->ndim - 1; l >= 0; l--) { /* an empty space never runs: no % 0 */
@@ -791,7 +813,7 @@ static void emit_body(gen *g)
         line(g, "for (i64 p = (i64)blockIdx.x * %d + threadIdx.x; p < points;", NX_PTX_THREADS);
         line(g, "     p += (i64)gridDim.x * %d) {", NX_PTX_THREADS);
         g->ind++;
-        emit_point_index(g, "p");
+        nx_ptx_emit_point_index(g, "p");
         emit_scope(g, -1, g->k->ninst);
         emit_stores(g);
         g->ind--;
@@ -800,7 +822,7 @@ static void emit_body(gen *g)
         line(g, "const i64 p = (i64)blockIdx.x / %lldLL, blk = (i64)blockIdx.x %% %lldLL;",
              (long long)g->blocks, (long long)g->blocks);
         line(g, "if (p >= points) return;");
-        emit_point_index(g, "p");
+        nx_ptx_emit_point_index(g, "p");
         emit_scope(g, -1, g->k->ninst);
         line(g, "if (threadIdx.x == 0) {");
         g->ind++;
@@ -834,10 +856,21 @@ nx_status nx_ptx_emit(const nx_kernel *k, const char *name, bool reassoc, char *
     }
     nx_kernel_loop_masks(k, g.mask);
     place(&g);
-    choose_shape(&g, reassoc, launch);
-    put(&g.t, "// nitrix kernel %s\n%s\n", k->name, prelude);
-    emit_signature(&g, name);
-    emit_body(&g);
+    put(&g.t, "// nitrix kernel %s\n%s\n", k->name, nx_ptx_prelude);
+    nx_ptx_affine *aff = nx_rt_calloc(ctx, n, sizeof *aff);
+    if (!aff)
+        g.t.failed = true;
+    else
+        nx_ptx_affine_all(k, aff);
+    /* Contractions and plain elementwise kernels have faster shapes; everything else (and these,
+     * when they do not fit the special generators) the general loop nest below. */
+    if (!aff || (!nx_ptx_emit_tile(&g, aff, name, launch) &&
+                 !nx_ptx_emit_vec(&g, aff, name, launch))) {
+        choose_shape(&g, reassoc, launch);
+        emit_signature(&g, name);
+        emit_body(&g);
+    }
+    nx_rt_free(ctx, aff, n * sizeof *aff);
     nx_rt_free(ctx, g.mask, n * sizeof *g.mask);
     nx_rt_free(ctx, g.scope, n * sizeof *g.scope);
     if (g.t.failed) {

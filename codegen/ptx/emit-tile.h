@@ -1,0 +1,65 @@
+/* The CUDA emitter's shared pieces (emit.c) and its two specialised generators: register-tiled
+ * contractions (emit-tile.c) and vectorised elementwise kernels (emit-vec.c). Not installed.
+ *
+ * Both generators keep nx_ptx_emit's calling convention (one pointer per buffer in buffer order,
+ * then the point count) and launch shape NX_PTX_POINTS with NX_PTX_THREADS threads per block and
+ * a 1-D grid. Their kernels hard-code the real shapes and read launch->points only as the number
+ * of threads the grid should have (the runner launches ceil(points / NX_PTX_THREADS) blocks). */
+#ifndef NX_CODEGEN_PTX_EMIT_TILE_H
+#define NX_CODEGEN_PTX_EMIT_TILE_H
+
+#include "codegen/ptx/emit.h"
+
+typedef struct nx_ptx_text {
+    nx_ctx *ctx;
+    char *p;
+    size_t len, cap;
+    bool failed;
+} nx_ptx_text;
+
+typedef struct nx_ptx_gen {
+    const nx_kernel *k;
+    nx_ptx_text t;
+    uint32_t *mask; /* nx_kernel_loop_masks */
+    int *scope;     /* per instruction: the REDUCE whose loop body holds it, -1: the point */
+    int owner[NX_KERNEL_MAX_LOOPS];
+    int block_r;    /* BLOCK_REDUCE: the top-level REDUCE folded across blocks, -1: none */
+    int64_t blocks; /* BLOCK_REDUCE: blocks per point */
+    int ind;
+} nx_ptx_gen;
+
+/* Text output: put appends; line appends one indented line (g->ind levels of 4 spaces). A failed
+ * allocation sets t->failed and later calls do nothing. */
+NX_HIDDEN void nx_ptx_put(nx_ptx_text *t, const char *fmt, ...) NX_PRINTF(2, 3);
+NX_HIDDEN void nx_ptx_line(nx_ptx_gen *g, const char *fmt, ...) NX_PRINTF(2, 3);
+/* The device helpers every kernel source starts with (the interpreter's scalar semantics). */
+NX_HIDDEN extern const char nx_ptx_prelude[];
+NX_HIDDEN const char *nx_ptx_ctype(int dtype);
+/* `const T v<id> = <expression>;` for a CONST, IDX, LOAD or PRIM instruction. */
+NX_HIDDEN void nx_ptx_emit_inst(nx_ptx_gen *g, int id);
+/* i<l> for every space loop from the linear C-order point index in variable p. */
+NX_HIDDEN void nx_ptx_emit_point_index(nx_ptx_gen *g, const char *p);
+
+/* An i64 instruction as an affine function of the loop indices: value = c + sum coef[l] * i_l. */
+typedef struct nx_ptx_affine {
+    bool ok;
+    int64_t c;
+    int64_t coef[NX_KERNEL_MAX_LOOPS];
+} nx_ptx_affine;
+
+/* aff[id] for every instruction (ok = false where the value is not an affine integer function of
+ * the loops: loads, floats, division, clamps, overflow). aff has k->ninst entries. */
+NX_HIDDEN void nx_ptx_affine_all(const nx_kernel *k, nx_ptx_affine *aff);
+
+/* Emits the whole source (prelude included) of a register-tiled contraction when k is one (a
+ * single f32 SUM/MAX/MIN/LOGSUMEXP REDUCE over one loop of f(A[.., i, .., k], B[.., k, .., j]),
+ * see emit-tile.c) and returns true; returns false, having emitted nothing, otherwise. */
+NX_HIDDEN bool nx_ptx_emit_tile(nx_ptx_gen *g, const nx_ptx_affine *aff, const char *name,
+                                nx_ptx_launch *launch);
+
+/* Likewise for an elementwise kernel (no REDUCE) whose loads read the point's own element or one
+ * fixed element: 16-byte vector loads and stores when the pointers are aligned (emit-vec.c). */
+NX_HIDDEN bool nx_ptx_emit_vec(nx_ptx_gen *g, const nx_ptx_affine *aff, const char *name,
+                               nx_ptx_launch *launch);
+
+#endif /* NX_CODEGEN_PTX_EMIT_TILE_H */
