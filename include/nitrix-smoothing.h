@@ -28,7 +28,7 @@ extern "C" {
  *                error of the recursive filter (the registry row says how much); gradient with
  *                respect to x only
  * f32 input is filtered in f32 (scipy accumulates each pass in double, then rounds to f32).
- * ================================================================================================*/
+ * ===============================================================================================*/
 
 #define NX_GAUSSIAN_MAX_SPATIAL 4
 
@@ -64,10 +64,11 @@ typedef struct nx_gaussian_opts {
 
 /* The fragment inside a caller's graph; x is f32 or f64 and is not empty (an empty image has no
  * line to filter: the entry point returns an empty result for it). sigma_node may be NX_NONE, or
- * a float node of x's dtype with shape [] or [1] (every axis) or [nspatial]: the weights are then an IR
- * expression of it, so nx_graph_vjp gives d/dsigma (the window's extent stays the one opts->sigma
- * gives, which is where sigma's value must be). driver must not be "auto" here unless NULL, which
- * means "fir". NX_NONE with the graph's error on failure. */
+ * a float node of x's dtype with shape [] or [1] (every axis) or [nspatial]: the weights are then
+ * an IR expression of it, so nx_graph_vjp gives d/dsigma (the window's extent stays the one
+ * opts->sigma gives, which is where sigma's value must be). The driver resolves as in the entry
+ * point (auto: the context's reproducible mode), except that with a sigma_node auto means fir and
+ * recursive is refused. NX_NONE with the graph's error on failure. */
 NX_API nx_node nx_gaussian_node(nx_graph *g, nx_node x, nx_node sigma_node,
                                 const nx_gaussian_opts *opts);
 

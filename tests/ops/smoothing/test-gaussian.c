@@ -552,7 +552,8 @@ static void count_warn(void *user, nx_log_level level, const char *msg)
 static void test_small_sigma_recursive(void **state)
 {
     (void)state;
-    nx_ctx_opts co = {.log = count_warn, .ignore_env = true, .cache_dir = getenv("NITRIX_CACHE_DIR")};
+    nx_ctx_opts co = {.log = count_warn, .ignore_env = true,
+                      .cache_dir = getenv("NITRIX_CACHE_DIR")};
     nx_ctx *ctx = NULL;
     assert_int_equal(nx_ctx_new(&co, &ctx), NX_OK);
     int64_t n = 30;
@@ -610,6 +611,36 @@ static void test_empty_and_int(void **state)
     nx_ctx_free(ctx);
 }
 
+/* The program is compiled once per key: a second equal call allocates under a quarter of the
+ * first (no graph, no compilation), and a different sigma compiles a new program with a different
+ * result. */
+static void test_cache(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    int64_t shape[2] = {12, 14};
+    nx_tensor *x = new_f64(ctx, 2, shape, 0, 1), *y[3] = {NULL, NULL, NULL};
+    nx_gaussian_opts o = {.backend = NX_BACKEND_CPU, .nsigma = 1, .sigma = {1.5}, .driver = "fir"};
+    int64_t c0 = ta.count;
+    assert_int_equal(nx_gaussian_filter(ctx, x, &o, &y[0]), NX_OK);
+    int64_t first = ta.count - c0;
+    c0 = ta.count;
+    assert_int_equal(nx_gaussian_filter(ctx, x, &o, &y[1]), NX_OK);
+    int64_t second = ta.count - c0;
+    if (second * 4 > first)
+        fail_msg("second call made %lld allocations, the first %lld: not cached?",
+                 (long long)second, (long long)first);
+    assert_memory_equal(nx_tensor_data(y[0]), nx_tensor_data(y[1]), 12 * 14 * sizeof(double));
+    o.sigma[0] = 1.6;
+    assert_int_equal(nx_gaussian_filter(ctx, x, &o, &y[2]), NX_OK);
+    assert_memory_not_equal(nx_tensor_data(y[0]), nx_tensor_data(y[2]), 12 * 14 * sizeof(double));
+    for (int i = 0; i < 3; i++)
+        nx_tensor_free(y[i]);
+    nx_tensor_free(x);
+    nx_ctx_free(ctx);
+}
+
 /* ---- allocation sweeps ---------------------------------------------------------------------- */
 
 static nx_status sweep_body(nx_ctx *ctx, void *user)
@@ -653,6 +684,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_small_sigma_recursive),
         cmocka_unit_test(test_empty_and_int),
+        cmocka_unit_test(test_cache),
         cmocka_unit_test(test_alloc_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
