@@ -206,6 +206,9 @@ typedef struct nx_pairwise_opts {
     nx_pairwise_fn expr; /* F as a builder; expr_key names it in the program cache */
     void *user;
     const char *expr_key; /* required with expr: equal keys must mean equal builders */
+    /* nx_pairwise_reduce_vjp under LOGSUMEXP only: the forward result [M, E] (the weights are
+     * exp(F - out)), which saves the pass that recomputes it; NULL: recomputed. */
+    const nx_tensor *saved_out;
 } nx_pairwise_opts;
 
 /* b and p may be NULL; idx (KMIN, ARGMIN, ARGMAX) may be NULL for the others. For ARGMIN/ARGMAX
@@ -245,8 +248,9 @@ NX_API nx_status nx_semiring_conv_vjp(nx_ctx *ctx, const nx_semiring *sr, const 
 /* Cotangents of x, y, b and p (grads[0..3]; grads[2], grads[3] NULL when b, p are) for the
  * result cotangent dout, under SUM, MAX, MIN or LOGSUMEXP (the index reductions have none:
  * NX_ERR_UNSUPPORTED). As KeOps: two streamed passes, one over j for x and p, one over i for y
- * and b, nothing M x N stored (scalar F); LOGSUMEXP, MAX and MIN first run the forward pass for
- * their weights. dout is [M, E]; a cotangent of another shape is NX_ERR_SHAPE. */
+ * and b, nothing M x N stored (scalar F); MAX and MIN, and LOGSUMEXP without opts->saved_out,
+ * first run the forward pass for their weights. dout is [M, E]; a cotangent of another shape is
+ * NX_ERR_SHAPE. */
 NX_API nx_status nx_pairwise_reduce_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
                                         const nx_tensor *b, const nx_tensor *p,
                                         const nx_pairwise_opts *opts, const nx_tensor *dout,

@@ -16,6 +16,7 @@ typedef struct pw_call {
     const nx_sr_expr *e;
     int32_t root;
     const nx_tensor *dout; /* vjp: the result's cotangent; NULL for the forward program */
+    const nx_tensor *saved; /* vjp under LOGSUMEXP: the forward result, or NULL */
 } pw_call;
 
 static nx_node shaped(nx_graph *g, nx_node x, int64_t a, int64_t b, int64_t c)
@@ -257,7 +258,9 @@ static nx_status build_vjp(nx_graph *g, void *user, nx_node *outs, int *nouts)
     if (c->b && nx_tensor_ndim(c->b) == 2)
         e = nx_tensor_shape(c->b)[1];
     const int64_t *ds = nx_tensor_shape(c->dout);
-    nx_node stat = forward_stat(g, c, ins);
+    nx_node stat = c->saved ? nx_input(g, "saved_out", nx_tensor_dtype(c->saved), 2,
+                                       nx_tensor_shape(c->saved))
+                            : forward_stat(g, c, ins);
     if (nx_graph_status(g) != NX_OK)
         return nx_graph_status(g);
     int64_t eo = 1; /* the result's E: F's, which b need not fix (F may not read b) */
@@ -410,6 +413,7 @@ static nx_status run_pairwise(nx_ctx *ctx, pw_call *c, nx_tensor **out, nx_tenso
     nx_rt_cache_blob_init(&key, ctx);
     nx_rt_cache_blob_str(&key, "op", c->dout ? "pairwise_reduce_vjp" : "pairwise_reduce");
     nx_sr_key_tensor(&key, "dout", c->dout);
+    nx_sr_key_tensor(&key, "saved", c->saved);
     if (o->formula)
         nx_sr_key(&key, "formula", c->e, c->root);
     else
@@ -425,7 +429,7 @@ static nx_status run_pairwise(nx_ctx *ctx, pw_call *c, nx_tensor **out, nx_tenso
     nx_rt_cache_blob_free(&key);
     if (st != NX_OK)
         return st;
-    const nx_tensor *ins[5] = {c->x, c->y};
+    const nx_tensor *ins[6] = {c->x, c->y};
     int n = 2;
     if (c->b)
         ins[n++] = c->b;
@@ -433,6 +437,8 @@ static nx_status run_pairwise(nx_ctx *ctx, pw_call *c, nx_tensor **out, nx_tenso
         ins[n++] = c->p;
     if (c->dout)
         ins[n++] = c->dout;
+    if (c->saved)
+        ins[n++] = c->saved;
     nx_tensor *res[4] = {NULL, NULL, NULL, NULL};
     if ((st = nx_program_run(prog, ins, res)) != NX_OK)
         return st;
@@ -468,6 +474,21 @@ static nx_status check_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
     if (st == NX_OK && nx_tensor_dtype(dout) != nx_tensor_dtype(x))
         st = nx_rt_error(ctx, NX_ERR_DTYPE, WHO "_vjp: dout is %s but x is %s",
                          nx_dtype_name(nx_tensor_dtype(dout)), nx_dtype_name(nx_tensor_dtype(x)));
+    const nx_tensor *s = opts ? opts->saved_out : NULL;
+    if (st != NX_OK || !s)
+        return st;
+    if (opts->reduction != NX_PAIRWISE_LOGSUMEXP)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           WHO "_vjp: saved_out is for LOGSUMEXP only (MAX and MIN route to the "
+                               "first winner, which the values alone do not give)");
+    st = nx_sr_check_float(ctx, WHO "_vjp", "saved_out", s);
+    if (st == NX_OK && (nx_tensor_dtype(s) != nx_tensor_dtype(x) ||
+                        nx_tensor_ndim(s) != nx_tensor_ndim(dout) ||
+                        memcmp(nx_tensor_shape(s), nx_tensor_shape(dout),
+                               (size_t)nx_tensor_ndim(s) * sizeof(int64_t))))
+        st = nx_rt_error(ctx, NX_ERR_SHAPE,
+                         WHO "_vjp: saved_out must be the forward result, of dout's shape and x's "
+                             "dtype");
     return st;
 }
 
@@ -521,7 +542,8 @@ nx_status nx_pairwise_reduce_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tenso
     nx_status st = check_vjp(ctx, x, y, b, p, opts, dout);
     if (st != NX_OK)
         return st;
-    pw_call c = {.x = x, .y = y, .b = b, .p = p, .o = opts, .root = -1, .dout = dout};
+    pw_call c = {.x = x, .y = y, .b = b, .p = p, .o = opts, .root = -1, .dout = dout,
+                 .saved = opts->saved_out};
     nx_sr_expr e = {0};
     st = parse_formula(ctx, &c, &e);
     nx_tensor *res[4] = {NULL, NULL, NULL, NULL};
@@ -542,7 +564,8 @@ nx_status nx_sr_pairwise_vjp_graph(nx_ctx *ctx, const nx_tensor *x, const nx_ten
     nx_status st = check_vjp(ctx, x, y, b, p, opts, dout);
     if (st != NX_OK)
         return st;
-    pw_call c = {.x = x, .y = y, .b = b, .p = p, .o = opts, .root = -1, .dout = dout};
+    pw_call c = {.x = x, .y = y, .b = b, .p = p, .o = opts, .root = -1, .dout = dout,
+                 .saved = opts->saved_out};
     nx_sr_expr e = {0};
     st = parse_formula(ctx, &c, &e);
     if (st == NX_OK)

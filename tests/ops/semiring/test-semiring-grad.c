@@ -429,12 +429,71 @@ static void test_pairwise_vjp_two_passes(void **state)
     nx_ctx_free(ctx);
 }
 
+/* LOGSUMEXP with the saved forward result: the same cotangents as without it, two K-loops in the
+ * plan instead of three, and saved_out refused where it cannot serve. */
+static void test_pairwise_saved_out(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    unsigned seed = 29;
+    int64_t sx[2] = {6, 2}, sy[2] = {7, 2}, sb = 7, sp = 1, so[2] = {6, 1};
+    nx_tensor *t[4] = {randn(ctx, 2, sx, &seed), randn(ctx, 2, sy, &seed),
+                       randn(ctx, 1, &sb, &seed), randn(ctx, 1, &sp, &seed)};
+    ((double *)nx_tensor_data(t[3]))[0] = 0.7;
+    nx_tensor *w = randn(ctx, 2, so, &seed), *out = NULL, *g1[4] = {NULL}, *g2[4] = {NULL};
+    nx_pairwise_opts o = {.backend = NX_BACKEND_CPU, .formula = "-sqdist(x, y) / p0 + b",
+                          .reduction = NX_PAIRWISE_LOGSUMEXP};
+    assert_int_equal(nx_pairwise_reduce(ctx, t[0], t[1], t[2], t[3], &o, &out, NULL), NX_OK);
+    assert_int_equal(nx_pairwise_reduce_vjp(ctx, t[0], t[1], t[2], t[3], &o, w, g1), NX_OK);
+    o.saved_out = out;
+    if (nx_pairwise_reduce_vjp(ctx, t[0], t[1], t[2], t[3], &o, w, g2) != NX_OK)
+        fail_msg("saved_out: %s", nx_ctx_last_error(ctx));
+    for (int k = 0; k < 4; k++) {
+        assert_int_equal(nx_tensor_numel(g1[k]), nx_tensor_numel(g2[k]));
+        const double *a = nx_tensor_data(g1[k]), *b = nx_tensor_data(g2[k]);
+        for (int64_t i = 0; i < nx_tensor_numel(g1[k]); i++)
+            if (!nx_test_close(b[i], a[i], 1e-13, 1e-14))
+                fail_msg("gradient %d[%lld]: %.17g with saved_out, %.17g without", k,
+                         (long long)i, b[i], a[i]);
+    }
+    /* the plan: two K-loops */
+    nx_graph *g = NULL;
+    nx_node outs[4];
+    int nout = 0;
+    assert_int_equal(nx_sr_pairwise_vjp_graph(ctx, t[0], t[1], t[2], t[3], &o, w, &g, outs, &nout),
+                     NX_OK);
+    nx_kplan *plan = NULL;
+    assert_int_equal(nx_pass_pipeline(ctx, &g->s, nout, outs, &plan), NX_OK);
+    int kloops, big;
+    plan_counts(plan, 6 * 7, &kloops, &big);
+    assert_int_equal(kloops, 2);
+    nx_kplan_free(plan);
+    nx_graph_free(g);
+    /* refusals */
+    nx_tensor *gx[4];
+    o.reduction = NX_PAIRWISE_MAX;
+    assert_int_equal(nx_pairwise_reduce_vjp(ctx, t[0], t[1], t[2], t[3], &o, w, gx),
+                     NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "saved_out is for LOGSUMEXP only"));
+    o.reduction = NX_PAIRWISE_LOGSUMEXP;
+    o.saved_out = t[3];
+    assert_int_equal(nx_pairwise_reduce_vjp(ctx, t[0], t[1], t[2], t[3], &o, w, gx),
+                     NX_ERR_SHAPE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "saved_out must be the forward result"));
+    for (int k = 0; k < 4; k++)
+        nx_tensor_free(g1[k]), nx_tensor_free(g2[k]), nx_tensor_free(t[k]);
+    nx_tensor_free(w), nx_tensor_free(out);
+    nx_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_matmul_fd),    cmocka_unit_test(test_conv_fd),
         cmocka_unit_test(test_pairwise_fd),  cmocka_unit_test(test_euclidean_guard),
         cmocka_unit_test(test_pairwise_fd_backends), cmocka_unit_test(test_pairwise_vjp_two_passes),
+        cmocka_unit_test(test_pairwise_saved_out),
         cmocka_unit_test(test_forward_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
