@@ -56,7 +56,17 @@ nx_node nx_ir_ad_unbroadcast(nx_graph *g, nx_node d, nx_node target)
     }
     if (naxes == 0 && nd == nt)
         return d;
+    /* Same rank: keep the summed axes as 1, so the cotangent is the reduce itself and the fusion
+     * pass can nest it in its consumer (a reshape after it would make it a stored value). */
+    if (nd == nt)
+        return nx_reduce(g, d, naxes, axes, NX_MONOID_SUM, true);
     nx_node r = naxes ? nx_reduce(g, d, naxes, axes, NX_MONOID_SUM, false) : d;
+    int64_t rs[NX_MAX_DIMS];
+    if (r && nx_node_ndim(g, r) == nt) {
+        nx_node_shape(g, r, rs);
+        if (!memcmp(rs, ts, (size_t)nt * sizeof *ts))
+            return r;
+    }
     return nx_reshape(g, r, nt, ts);
 }
 
