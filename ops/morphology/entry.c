@@ -95,7 +95,8 @@ static nx_status build(nx_graph *g, const morph_call *c, nx_node *out)
     } else if (c->stage == STAGE_FOLD) {
         nx_morph_opts valid = *c->o;
         valid.padding = NX_MORPH_VALID;
-        y = nx_morph_node(g, c->op, xf, &valid);
+        y = c->op == NX_MORPH_OP_COUNT ? nx_median_node(g, xf, &valid)
+                                       : nx_morph_node(g, c->op, xf, &valid);
     } else {
         y = c->op == NX_MORPH_OP_COUNT ? nx_median_node(g, xf, c->o)
                                        : nx_morph_node(g, c->op, xf, c->o);
@@ -174,12 +175,13 @@ static bool empty_same(const nx_tensor *x, const nx_morph_opts *o)
     return nx_tensor_numel(x) == 0 && o->padding == NX_MORPH_SAME;
 }
 
-/* A SAME dilation or erosion by a flat box of a valid geometry (checked by compiling the whole op
- * first, so errors read as they always do). */
+/* A SAME dilation, erosion or median over a box (size, no footprint) of a valid geometry; anything
+ * else compiles the whole op, so errors read as they always do. The median pads as the erosion
+ * does (its window is not reflected). */
 static bool padded_box(const morph_call *c)
 {
     const nx_morph_opts *o = c->o;
-    if (c->dy || (c->op != NX_MORPH_DILATE && c->op != NX_MORPH_ERODE) || o->footprint ||
+    if (c->dy || c->op == NX_MORPH_OPEN || c->op == NX_MORPH_CLOSE || o->footprint ||
         o->structure || o->padding != NX_MORPH_SAME || (unsigned)o->border >= NX_MORPH_BORDER_COUNT)
         return false;
     int nd = nx_tensor_ndim(c->x), nsp = o->nspatial ? o->nspatial : nd;
