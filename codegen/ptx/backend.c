@@ -2,8 +2,8 @@
  *
  * prepare compiles every kernel for the device: loop kernels through emit.c, library kernels
  * (scatter, sort/argsort, scan, scan_linear) through emit-lib.c. A plan with a kernel neither can
- * generate (extern, reduce_custom, sort lines over NX_PTX_SORT_MAX, f16/bf16 loop kernels until
- * emit.c takes them) runs whole on the CPU backend instead: each such kernel is reported
+ * generate (extern, reduce_custom, sort lines longer than nx_ptx_sort_max, f16/bf16 loop kernels
+ * until emit.c takes them) runs whole on the CPU backend instead: each such kernel is reported
  * through nx_ptx_fallback (one structured warning per op, shapes, dtype and backend per process;
  * silenced by NITRIX_SILENCE_FALLBACK, an NX_ERR_BACKEND under NITRIX_STRICT_BACKEND). Running
  * the whole plan on one side keeps every intermediate on one device; splitting a plan between

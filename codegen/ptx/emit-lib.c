@@ -5,7 +5,7 @@
  * points. The semantics are the interpreter's, element for element:
  *
  *   sort / argsort  one block per line (grid-stride over lines). The line and its positions sit
- *                   in shared memory, padded to a power of two P <= NX_PTX_SORT_MAX, and a bitonic
+ *                   in shared memory, padded to a power of two P <= nx_ptx_sort_max, and a bitonic
  *                   network sorts the (value, position) pairs. The order is total (NaN greatest,
  *                   ties by position, padding after everything), so the network's result is the
  *                   one stable order the interpreter's merge sort gives: bit-exact.
@@ -23,7 +23,7 @@
  *                   A 1-D scatter then has one column and runs on one thread: correct, slow.
  *
  * Not on the device: extern (a host routine), reduce_custom (its monoid is graph nodes the
- * kernel does not carry), sort lines longer than NX_PTX_SORT_MAX. The backend falls back loudly
+ * kernel does not carry), sort lines longer than nx_ptx_sort_max. The backend falls back loudly
  * for those. */
 #include <stdarg.h>
 #include <string.h>
@@ -161,6 +161,14 @@ static int64_t sort_pad(int64_t len)
     return p;
 }
 
+int64_t nx_ptx_sort_max(nx_dtype d)
+{
+    int64_t per = (int64_t)nx_dtype_size(d) + 2, p = 1;
+    while (2 * p * per <= NX_PTX_SORT_SMEM)
+        p *= 2;
+    return p;
+}
+
 static void emit_sort(text *t, const nx_kernel *k, const char *name, nx_ptx_launch *launch)
 {
     const nx_kbuf *x = &k->bufs[0], *y = &k->bufs[1];
@@ -182,14 +190,14 @@ static void emit_sort(text *t, const nx_kernel *k, const char *name, nx_ptx_laun
     put(t, "    if (a %s b) return true;\n", desc ? ">" : "<");
     put(t, "    if (a == b) return ia < ib;\n    return false;\n}\n");
     signature(t, k, name);
-    put(t, "    __shared__ %s key[P];\n    __shared__ int pos[P];\n", T);
+    put(t, "    __shared__ %s key[P];\n    __shared__ unsigned short pos[P];\n", T);
     put(t, "    const i64 lines = points / %d;\n", NX_PTX_THREADS);
     put(t, "    for (i64 ln = blockIdx.x; ln < lines; ln += gridDim.x) {\n");
     put(t, "        const i64 o = ln / INNER, in = ln %% INNER;\n");
     put(t, "        const %s *x = b0 + o * LEN * INNER + in;\n", T);
     put(t, "        %s *y = b1 + o * K * INNER + in;\n", ctype(y->dtype));
     put(t, "        for (int s = threadIdx.x; s < P; s += %d) {\n", NX_PTX_THREADS);
-    put(t, "            pos[s] = s;\n");
+    put(t, "            pos[s] = (unsigned short)s;\n");
     put(t, "            key[s] = s < (int)LEN ? x[(i64)s * INNER] : (%s)0;\n", T);
     put(t, "        }\n        __syncthreads();\n");
     put(t, "        for (int size = 2; size <= P; size <<= 1)\n");
@@ -203,7 +211,8 @@ static void emit_sort(text *t, const nx_kernel *k, const char *name, nx_ptx_laun
            "pos[hi]);\n");
     put(t, "                    if (swap) {\n");
     put(t, "                        const %s kt = key[lo]; key[lo] = key[hi]; key[hi] = kt;\n", T);
-    put(t, "                        const int pt = pos[lo]; pos[lo] = pos[hi]; pos[hi] = pt;\n");
+    put(t, "                        const unsigned short pt = pos[lo]; pos[lo] = pos[hi]; "
+           "pos[hi] = pt;\n");
     put(t, "                    }\n                }\n                __syncthreads();\n");
     put(t, "            }\n");
     put(t, "        for (int s = threadIdx.x; s < (int)K; s += %d)\n", NX_PTX_THREADS);
@@ -457,11 +466,12 @@ const char *nx_ptx_lib_unsupported(const nx_kernel *k)
     switch (k->lib_prim) {
     case NX_PRIM_SORT:
     case NX_PRIM_ARGSORT:
-        if (!bufs_are(k, 1) || k->nattrs != 3)
+        if (!bufs_are(k, 1) || k->nattrs != 3 || k->attrs[0] < 0 ||
+            k->attrs[0] >= k->bufs[0].ndim)
             return "a sort kernel without one input, one output and [axis, descending, k]";
-        if (k->bufs[0].shape[k->attrs[0]] > NX_PTX_SORT_MAX)
-            return "sort lines longer than 2048 elements (the shared-memory bitonic sort's "
-                   "limit) have no device implementation yet";
+        if (k->bufs[0].shape[k->attrs[0]] > nx_ptx_sort_max(k->bufs[0].dtype))
+            return "sort lines longer than the shared-memory bitonic sort holds (16384 1-byte, "
+                   "8192 2- or 4-byte, 4096 8-byte values) have no device implementation yet";
         return NULL;
     case NX_PRIM_SCAN:
         return bufs_are(k, 1) && k->nattrs == 3 && k->attrs[1] <= NX_MONOID_LOGSUMEXP

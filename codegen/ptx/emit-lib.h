@@ -6,8 +6,12 @@
 
 #include "codegen/ptx/emit.h"
 
-/* The longest sort line the shared-memory bitonic sort takes (a power of two). */
-#define NX_PTX_SORT_MAX 2048
+/* Static shared memory a sort block uses at most: values and 16-bit positions of one line. */
+#define NX_PTX_SORT_SMEM 49152
+
+/* The longest sort line of dtype d the shared-memory bitonic sort takes (a power of two): 16384
+ * 1-byte, 8192 2- and 4-byte, 4096 8-byte values. */
+NX_HIDDEN int64_t nx_ptx_sort_max(nx_dtype d);
 
 /* Whether the library kernel k has a device implementation: NULL when it has, else the reason (a
  * static string). */

@@ -10,8 +10,8 @@
  * interpreter's: bit for bit (NaN matching NaN), except logsumexp scans (the device's exp/log,
  * 8 ulps of the output's magnitude) and float scatter-adds in fast mode (atomics in any order,
  * 64 ulps of the largest magnitude, as kernel-check.c). The kernels the device does not run
- * (extern, reduce_custom, sort lines over 2048) must be refused with a reason, and the emitter
- * is swept for allocation failures. The f16/bf16 device conversions (emit-lib-half.c) compile
+ * (extern, reduce_custom, sort lines longer than shared memory holds) must be refused with a
+ * reason, and the emitter is swept for allocation failures. The f16/bf16 device conversions (emit-lib-half.c) compile
  * everywhere and, on a GPU, equal runtime/half.c on every 16-bit pattern and 2^20 wider values. */
 #include <math.h>
 #include <stdio.h>
@@ -272,7 +272,8 @@ static void sort_case(const char *name, nx_dtype dt, int ndim, const int64_t *sh
 static void test_sort(void **state)
 {
     (void)state;
-    const int64_t s2[2] = {5, 37}, s3[3] = {300, 3, 2}, s1[1] = {1}, big[2] = {2, 2048};
+    const int64_t s2[2] = {5, 37}, s3[3] = {300, 3, 2}, s1[1] = {1}, big[2] = {2, 4096};
+    const int64_t b32[2] = {2, 8192}, b8[2] = {1, 16384};
     const int64_t odd[2] = {3, 1000}, e2[2] = {0, 5};
     sort_case("sort f32 ascending", NX_DTYPE_F32, 2, s2, 1, false, false, -1);
     sort_case("sort f32 descending", NX_DTYPE_F32, 2, s2, 1, true, false, -1);
@@ -289,9 +290,12 @@ static void test_sort(void **state)
     sort_case("argsort bool", NX_DTYPE_BOOL, 2, s2, 1, false, true, -1);
     sort_case("sort i64 descending", NX_DTYPE_I64, 2, s2, 0, true, false, -1);
     sort_case("sort one element", NX_DTYPE_F32, 1, s1, 0, false, false, -1);
-    sort_case("argsort f64 2048 (largest shared-memory line)", NX_DTYPE_F64, 2, big, 1, true,
-              true, -1);
-    sort_case("argsort i64 2048", NX_DTYPE_I64, 2, big, 1, false, true, -1);
+    sort_case("argsort f64 4096 (the longest 8-byte line)", NX_DTYPE_F64, 2, big, 1, true, true,
+              -1);
+    sort_case("argsort i64 4096", NX_DTYPE_I64, 2, big, 1, false, true, -1);
+    sort_case("argsort f32 8192 (the longest 4-byte line)", NX_DTYPE_F32, 2, b32, 1, false, true,
+              -1);
+    sort_case("sort u8 16384 (the longest 1-byte line)", NX_DTYPE_U8, 2, b8, 1, true, false, -1);
     sort_case("sort f32 1000 (padded to 1024)", NX_DTYPE_F32, 2, odd, 1, false, false, -1);
     sort_case("sort empty lines", NX_DTYPE_F32, 2, e2, 1, false, false, -1);
 }
@@ -411,14 +415,14 @@ static void test_refused(void **state)
     nx_ctx *ctx = nx_test_ctx(&ta);
     nx_graph *g = NULL;
     assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
-    const int64_t shape[2] = {2, 3000};
-    nx_node y = nx_sort(g, nx_input(g, NULL, NX_DTYPE_F32, 2, shape), 1, false);
+    const int64_t shape[2] = {2, 4097};
+    nx_node y = nx_sort(g, nx_input(g, NULL, NX_DTYPE_F64, 2, shape), 1, false);
     nx_kplan *plan = NULL;
     assert_int_equal(nx_pass_pipeline(ctx, &g->s, 1, &y, &plan), NX_OK);
     const nx_kernel *k = plan->kernels[plan->nkernels - 1];
     const char *why = nx_ptx_kernel_unsupported(k);
     assert_non_null(why);
-    assert_non_null(strstr(why, "2048"));
+    assert_non_null(strstr(why, "4096 8-byte"));
     assert_false(nx_ptx_backend.supports(k));
     char *src = NULL;
     size_t len = 0;
@@ -426,7 +430,7 @@ static void test_refused(void **state)
     assert_int_equal(nx_ptx_kernel_emit(k, "nx_kernel", false, &src, &len, &l),
                      NX_ERR_UNSUPPORTED);
     assert_null(src);
-    assert_non_null(strstr(nx_ctx_last_error(ctx), "2048"));
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "4096 8-byte"));
     int which = -1;
     assert_non_null(nx_ptx_plan_unsupported(plan, &which));
     assert_int_equal(which, plan->nkernels - 1);
