@@ -341,8 +341,14 @@ static bool store_reserve(nx_ir_store *s, size_t nops, size_t nattrs, size_t nbl
 nx_node nx_ir_store_append(nx_ir_store *s, const nx_ir_node *src, const nx_node *ops,
                            const int64_t *attrs, const void *blob)
 {
-    if (s->n >= UINT32_MAX - 2 || !store_reserve(s, src->nops, src->nattrs, src->nblob))
+    /* A constant's bytes are read in place as its dtype (by interpreters and externs), so each
+     * payload starts on a 16-byte boundary of the blob (itself from the allocator, so aligned). */
+    size_t pad = src->nblob ? (16u - (s->nblob & 15u)) & 15u : 0u;
+    if (s->n >= UINT32_MAX - 2 || !store_reserve(s, src->nops, src->nattrs, pad + src->nblob))
         return NX_NONE;
+    if (pad)
+        memset(s->blob + s->nblob, 0, pad);
+    s->nblob += pad;
     nx_ir_node *n = &s->nodes[++s->n];
     *n = *src;
     n->ops = (uint32_t)s->noperands;

@@ -1,8 +1,10 @@
 /* The graph IR without running it: the primitive table's self-check, every builder's error paths
  * (messages say what was wrong and what was expected), none propagation, invalid handles,
  * hash-consing, the verifier and the printer. */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "helpers.h"
 #include "ir/ir.h"
@@ -942,6 +944,31 @@ static void test_compose_across_arena_growth(void **state)
     }
 }
 
+/* Constant payloads are read in place as their dtype (interpreters, externs): every one starts
+ * 16-byte aligned whatever the blobs before it (a name, a u8 constant) left the offset at. */
+static void test_constant_alignment(void **state)
+{
+    nx_graph *g = fresh(state);
+    int64_t one = 1, three = 3;
+    uint8_t b = 7;
+    double d[3] = {1.5, -2.0, 4.25};
+    nx_node prev = nx_input(g, "odd-name", NX_DTYPE_U8, 1, &one);
+    for (int i = 0; i < 20; i++) {
+        b = (uint8_t)(b + 1);
+        nx_node c8 = nx_constant(g, NX_DTYPE_U8, 1, &one, &b);
+        d[0] += 1.0;
+        nx_node c64 = nx_constant(g, NX_DTYPE_F64, 1, &three, d);
+        assert_true(c8 && c64 && prev);
+        const nx_ir_node *n = nx_ir_node_at(&g->s, c64);
+        const uint8_t *p = nx_ir_node_blob(&g->s, n);
+        assert_int_equal((uintptr_t)p % 16u, 0);
+        double got[3];
+        memcpy(got, p, sizeof got);
+        assert_true(got[0] == d[0] && got[1] == -2.0 && got[2] == 4.25);
+    }
+    assert_int_equal(nx_graph_verify(g), NX_OK);
+}
+
 /* ---- hash-consing --------------------------------------------------------------------------*/
 
 static void test_hash_consing(void **state)
@@ -1116,6 +1143,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_extern_and_compose_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_more_builder_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compose_across_arena_growth, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_constant_alignment, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hash_consing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_verifier, setup, teardown),
         cmocka_unit_test_setup_teardown(test_printer, setup, teardown),
