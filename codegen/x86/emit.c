@@ -1151,10 +1151,12 @@ static int tile_reduce(emitter *e, tile *t)
         return -1;
     int32_t r = k->stores[0].value;
     const nx_kinst *in = &k->inst[r];
+    if (in->op != NX_KOP_REDUCE) /* only then is a[0] an operand: a store may read a load */
+        return -1;
     int jl = k->ndim - 1, d = k->inst[in->a[0]].dtype;
     bool monoid = in->prim == NX_MONOID_SUM || in->prim == NX_MONOID_PROD ||
                   in->prim == NX_MONOID_MAX || in->prim == NX_MONOID_MIN;
-    if (in->op != NX_KOP_REDUCE || !monoid || !is_fl(d) || !(e->mask[in->a[0]] >> jl & 1))
+    if (!monoid || !is_fl(d) || !(e->mask[in->a[0]] >> jl & 1))
         return -1;
     uint8_t *seen = nx_rt_calloc(e->ctx, (size_t)k->ninst, 1);
     if (!seen) {
