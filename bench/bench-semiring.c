@@ -10,6 +10,7 @@
  * of the context, 8 f32 lanes per pipe (Zen's 512-bit ops are double-pumped on 256-bit pipes) and
  * 2 FP pipes; the note of each row says what it counts. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,11 +74,17 @@ static nx_status call_conv(nx_ctx *ctx, nx_tensor *const *in, nx_tensor **out)
     return nx_semiring_conv(ctx, sr, in[0], in[1], &o, out);
 }
 
-#define GAUSS_N 100000
+/* M = N of the Gaussian sum: 1e5 (the CPU row), or NX_BENCH_GAUSS_N (1e6 for the H200 row). */
+static int64_t gauss_n(void)
+{
+    const char *v = getenv("NX_BENCH_GAUSS_N");
+    long long n = v ? atoll(v) : 0;
+    return n > 0 && n <= 100000000 ? (int64_t)n : 100000;
+}
 
 static nx_status setup_gauss(nx_ctx *ctx, nx_tensor **in)
 {
-    int64_t xs[2] = {GAUSS_N, 3}, bs = GAUSS_N;
+    int64_t n = gauss_n(), xs[2] = {n, 3}, bs = n;
     nx_status st = uniform(ctx, 2, xs, 0, 1, 5, &in[0]);
     if (st == NX_OK)
         st = uniform(ctx, 2, xs, 0, 1, 6, &in[1]);
@@ -182,7 +189,9 @@ static nx_status run_row(nx_ctx *ctx, const sr_row *r, int runs, bool json, FILE
 nx_status nx_bench_semiring(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
 {
     const double k3 = 1024.0 * 1024 * 1024, vox = 128.0 * 128 * 128;
-    const double pairs = (double)GAUSS_N * GAUSS_N, gpairs = (double)GRAD_N * GRAD_N;
+    char gauss_shape[40];
+    snprintf(gauss_shape, sizeof gauss_shape, "M=N=%lld D=3", (long long)gauss_n());
+    const double pairs = (double)gauss_n() * (double)gauss_n(), gpairs = (double)GRAD_N * GRAD_N;
     const sr_row rows[] = {
         {"semiring_maxplus", "[1024,1024]x[1024,1024]", "numpy blocked broadcast max",
          "2 ops (add, max) per pair", setup_matmul, call_maxplus, 2 * k3},
@@ -190,7 +199,7 @@ nx_status nx_bench_semiring(nx_ctx *ctx, const char *filter, int runs, bool json
          "14 ops per pair (add, max, sub, exp ~10, add)", setup_matmul, call_log, 14 * k3},
         {"semiring_conv_3x3x3", "[128^3,8]*[3^3,8,8]", "scipy correlate summed over channels",
          "1 FMA per tap", setup_conv, call_conv, 27.0 * 64 * vox},
-        {"semiring_gauss_sum", "M=N=1e5 D=3", "numpy chunked (1000-row chunks)",
+        {"semiring_gauss_sum", gauss_shape, "numpy chunked (1000-row chunks)",
          "17 ops per pair (3 sub, 3 fma, exp ~10, fma)", setup_gauss, call_gauss, 17 * pairs},
         {"semiring_gauss_grad", "M=N=2e4 D=3", "numpy chunked (1000-row chunks)",
          "2 passes x 27 ops per pair", setup_gauss_grad, call_gauss_grad, 54 * gpairs},
