@@ -157,6 +157,9 @@ NX_API nx_node nx_semiring_conv_node(nx_graph *g, const nx_semiring *sr, nx_node
 
 typedef struct nx_semiring_opts {
     nx_backend backend; /* NX_BACKEND_AUTO: the context's */
+    /* For the ops with two drivers (docs/fidelity.md; today nx_semiring_ell_rmatvec): NULL or
+     * "auto" lets nx_driver_resolve choose (canonical under reproducible mode); others ignore it. */
+    const char *driver;
 } nx_semiring_opts;
 
 /* C[..., i, j] = (+)_k A[..., i, k] (x) B[..., k, j]; leading dims broadcast (numpy). f32 or f64

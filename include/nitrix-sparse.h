@@ -75,6 +75,10 @@ NX_API nx_status nx_semiring_ell_matmul(nx_ctx *ctx, const nx_semiring *sr, cons
 /* Y = A^T X under REAL only (other algebras: NX_ERR_UNSUPPORTED): x [..., m, c] ->
  * [..., n_cols, c]. In reproducible mode it runs the canonical gather formulation (A^T built as
  * an ELL on the host, each output row folded in slot order), otherwise the scatter-add. */
+/* Two drivers (opts->driver, runtime/divergent.def row ell_rmatvec): "gather", the canonical one,
+ * folds each output row over a transposed ELL built on the host, in ascending (row, slot) order;
+ * "scatter", the fast one, adds into the output with the IR's scatter (on a GPU in any order).
+ * Auto picks gather under reproducible mode, scatter otherwise. */
 NX_API nx_status nx_semiring_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
                                          const nx_tensor *x, const nx_semiring_opts *opts,
                                          nx_tensor **out);

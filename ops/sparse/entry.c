@@ -209,7 +209,11 @@ nx_status nx_semiring_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr, const nx_e
     nx_status st = check_call(ctx, who, "X", &c, out);
     if (st != NX_OK)
         return st;
-    if (nx_ctx_reproducible(ctx))
+    const char *variant = NULL;
+    st = nx_driver_resolve(ctx, "ell_rmatvec", opts ? opts->driver : NULL, &variant);
+    if (st != NX_OK)
+        return st;
+    if (strcmp(variant, "gather") == 0)
         return rmatvec_canonical(ctx, a, x, opts, out);
     return run_call(ctx, &c, opts, out);
 }

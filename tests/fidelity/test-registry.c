@@ -191,10 +191,11 @@ typedef struct contract_runner {
  * {"op", run_fn}, rows. */
 #include "contract-morphology.inc"
 #include "contract-smoothing.inc"
+#include "contract-sparse.inc"
 
 /* One row per registry row. */
 static const contract_runner runners[] = {
-    CONTRACT_MORPHOLOGY_ROWS CONTRACT_SMOOTHING_ROWS
+    CONTRACT_MORPHOLOGY_ROWS CONTRACT_SMOOTHING_ROWS CONTRACT_SPARSE_ROWS
     {NULL, NULL},
 };
 

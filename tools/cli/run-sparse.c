@@ -54,7 +54,7 @@ nx_status cli_run_ell_rmatvec(nx_ctx *ctx, const cli_call *call, nx_tensor **out
                 .indices = call->inputs[1],
                 .n_cols = v[CLI_OPT_ell_rmatvec_n_cols].i,
                 .identity = v[CLI_OPT_ell_rmatvec_identity].f};
-    nx_semiring_opts o = {.backend = call->backend};
+    nx_semiring_opts o = {.backend = call->backend, .driver = v[CLI_OPT_ell_rmatvec_driver].choice};
     return nx_semiring_ell_rmatvec(ctx, nx_semiring_builtin(NX_SEMIRING_REAL), &a, call->inputs[2],
                                    &o, &outs[0]);
 }
