@@ -139,6 +139,60 @@ nx_node nx_scan_linear(nx_graph *g, nx_node a, nx_node b, int axis, bool reverse
     return nx_ir_make(g, "nx_scan_linear", NX_PRIM_SCAN_LINEAR, 2, ops, 2, attrs, 0, NULL);
 }
 
+/* The inner axes (after axis) of a tensor with strides st: 1 when they are walked contiguously
+ * (C order over shape), 0 when broadcast (every stride 0), -1 otherwise. */
+static int inner_step(int nd, const int64_t *shape, const int64_t *st, int axis)
+{
+    bool zero = true, dense = true;
+    int64_t want = 1;
+    for (int k = nd - 1; k > axis; k--) {
+        zero = zero && (st[k] == 0 || shape[k] == 1);
+        dense = dense && (st[k] == want || shape[k] == 1);
+        want *= shape[k];
+    }
+    return dense ? 1 : zero ? 0 : -1;
+}
+
+/* scan_linear over whole planes: for each outer index and each step t along the axis, the
+ * recurrence advances every line of the inner block at once, walking memory contiguously (a
+ * line-at-a-time walk strides by the block size on every step). Same arithmetic, per line, as
+ * the generic loop: the product rounded, then the sum. */
+#define SCAN_LINEAR_PLANES(T)                                                                      \
+    static void scan_linear_planes_##T(const T *a, const T *b, T *y, int nd,                       \
+                                       const int64_t *shape, int axis, bool rev,                   \
+                                       const int64_t *sa, const int64_t *sb, const int64_t *sy,    \
+                                       int64_t ia, int64_t ib)                                     \
+    {                                                                                              \
+        int64_t inner = 1, len = shape[axis], oshape[NX_MAX_DIMS], idx[NX_MAX_DIMS] = {0};         \
+        for (int k = axis + 1; k < nd; k++)                                                        \
+            inner *= shape[k];                                                                     \
+        for (int k = 0; k < axis; k++)                                                             \
+            oshape[k] = shape[k];                                                                  \
+        int64_t outer = nx_ir_numel(axis, oshape);                                                 \
+        for (int64_t o = 0; o < outer; o++) {                                                      \
+            int64_t oa = 0, ob = 0, oy = 0;                                                        \
+            for (int k = 0; k < axis; k++) {                                                       \
+                oa += idx[k] * sa[k];                                                              \
+                ob += idx[k] * sb[k];                                                              \
+                oy += idx[k] * sy[k];                                                              \
+            }                                                                                      \
+            const T *prev = NULL;                                                                  \
+            for (int64_t k = 0; k < len; k++) {                                                    \
+                int64_t t = rev ? len - 1 - k : k;                                                 \
+                const T *pa = a + oa + t * sa[axis], *pb = b + ob + t * sb[axis];                  \
+                T *py = y + oy + t * sy[axis];                                                     \
+                for (int64_t j = 0; j < inner; j++) {                                              \
+                    T p = pa[j * ia] * (prev ? prev[j] : (T)0);                                    \
+                    py[j] = p + pb[j * ib];                                                        \
+                }                                                                                  \
+                prev = py;                                                                         \
+            }                                                                                      \
+            nx_ir_next(axis, oshape, idx);                                                         \
+        }                                                                                          \
+    }
+SCAN_LINEAR_PLANES(float)
+SCAN_LINEAR_PLANES(double)
+
 nx_status nx_ir_ref_scan_linear(const nx_ir_eval *ev, const nx_ir_node *n,
                                 const nx_tensor *const *ins, nx_tensor *out)
 {
@@ -149,6 +203,19 @@ nx_status nx_ir_ref_scan_linear(const nx_ir_eval *ev, const nx_ir_node *n,
     int64_t sa[NX_MAX_DIMS], sb[NX_MAX_DIMS], lshape[NX_MAX_DIMS], idx[NX_MAX_DIMS] = {0};
     nx_ir_bcast_strides(ins[0], nd, n->shape, sa);
     nx_ir_bcast_strides(ins[1], nd, n->shape, sb);
+    int ia = inner_step(nd, n->shape, sa, axis), ib = inner_step(nd, n->shape, sb, axis);
+    if (ia >= 0 && ib >= 0 && inner_step(nd, n->shape, out->strides, axis) == 1 &&
+        nx_ir_numel(nd, n->shape) > 0) {
+        if (d == NX_DTYPE_F32)
+            scan_linear_planes_float(nx_tensor_data(ins[0]), nx_tensor_data(ins[1]),
+                                     nx_tensor_data(out), nd, n->shape, axis, rev, sa, sb,
+                                     out->strides, ia, ib);
+        else
+            scan_linear_planes_double(nx_tensor_data(ins[0]), nx_tensor_data(ins[1]),
+                                      nx_tensor_data(out), nd, n->shape, axis, rev, sa, sb,
+                                      out->strides, ia, ib);
+        return NX_OK;
+    }
     int64_t lines = line_count(nd, n->shape, axis, lshape), len = n->shape[axis];
     const void *ad = nx_tensor_data(ins[0]), *bd = nx_tensor_data(ins[1]);
     void *yd = nx_tensor_data(out);

@@ -50,6 +50,66 @@ static nx_tensor *eval2(nx_node out, nx_tensor *a, nx_tensor *b)
     return r;
 }
 
+/* scan_linear on 3-D lines along axis 0 and 1, forward and reverse, with a broadcast three ways:
+ * full, over the whole inner block (a [4, 1, 1]) and over one inner axis only (a [4, 1, 3], which
+ * no plane walk covers), against a direct loop over each line. */
+static void scan_linear_case(const int64_t *ashape, int axis, bool rev)
+{
+    int64_t ys[3] = {4, 2, 3}, na = ashape[0] * ashape[1] * ashape[2];
+    double av[24], bv[24], want[24];
+    for (int i = 0; i < 24; i++) {
+        av[i] = 0.5 + 0.125 * (double)((i * 7) % 5) - (i % 3 == 0 ? 1.0 : 0.0);
+        bv[i] = (double)((i * 5) % 11) - 4.0;
+    }
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 2; j++)
+            for (int k = 0; k < 3; k++)
+                want[(i * 2 + j) * 3 + k] = 0.0;
+    int len = (int)ys[axis];
+    for (int o = 0; o < 24; o++) { /* each line starts at the element whose axis index is 0 */
+        int idx[3] = {o / 6, (o / 3) % 2, o % 3};
+        if (idx[axis] != 0)
+            continue;
+        double y = 0.0;
+        for (int step = 0; step < len; step++) {
+            idx[axis] = rev ? len - 1 - step : step;
+            int e = (idx[0] * 2 + idx[1]) * 3 + idx[2];
+            int ea = (int)((idx[0] % ashape[0]) * ashape[1] * ashape[2] +
+                           (idx[1] % ashape[1]) * ashape[2] + idx[2] % ashape[2]);
+            y = av[ea] * y + bv[e];
+            want[e] = y;
+        }
+    }
+    nx_graph *lg = NULL; /* a graph per case: a program's inputs are all of its graph's */
+    assert_int_equal(nx_graph_new(ctx, &lg), NX_OK);
+    nx_node a = nx_input(lg, "a", NX_DTYPE_F64, 3, ashape);
+    nx_node b = nx_input(lg, "b", NX_DTYPE_F64, 3, ys);
+    nx_tensor *ins[2] = {wrap(ctx, NX_DTYPE_F64, 3, ashape, av), wrap(ctx, NX_DTYPE_F64, 3, ys, bv)};
+    nx_tensor *r = run1(lg, nx_scan_linear(lg, a, b, axis, rev), 2, ins);
+    nx_tensor_free(ins[0]);
+    nx_tensor_free(ins[1]);
+    nx_graph_free(lg);
+    assert_non_null(r);
+    assert_true(na <= 24);
+    const double *got = nx_tensor_data(r);
+    for (int i = 0; i < 24; i++)
+        assert_true(got[i] == want[i]);
+    nx_tensor_free(r);
+}
+
+static void test_scan_linear_broadcasts(void **state)
+{
+    (void)state;
+    const int64_t full[3] = {4, 2, 3}, block[3] = {4, 1, 1}, partial[3] = {4, 1, 3};
+    for (int rev = 0; rev < 2; rev++) {
+        scan_linear_case(full, 0, rev);
+        scan_linear_case(block, 0, rev);
+        scan_linear_case(partial, 0, rev);
+        scan_linear_case(full, 1, rev);
+        scan_linear_case(partial, 1, rev);
+    }
+}
+
 /* ---- reductions ----------------------------------------------------------------------------*/
 
 static void lse_rows(nx_dtype dt, double rtol)
@@ -789,6 +849,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_select_broadcast, setup, teardown),
         cmocka_unit_test_setup_teardown(test_window_and_views, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compose, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scan_linear_broadcasts, setup, teardown),
     };
     return cmocka_run_group_tests_name("ir-semantics", tests, NULL, NULL);
 }
