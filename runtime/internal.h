@@ -37,6 +37,17 @@ NX_HIDDEN void nx_rt_free(nx_ctx *ctx, void *p, size_t size);
 /* Grows *p (holding *cap elements of elem bytes) to at least need elements, doubling. On failure
  * *p and *cap are unchanged and false is returned. */
 NX_HIDDEN bool nx_rt_grow(nx_ctx *ctx, void **p, size_t *cap, size_t need, size_t elem);
+/* A growing text buffer from the context allocator (the emitters' output). put appends printf-
+ * style; after a failed allocation or format, failed is set and further puts do nothing, so a
+ * caller checks once at the end. Free p with nx_rt_free(ctx, p, cap). */
+typedef struct nx_rt_text {
+    nx_ctx *ctx;
+    char *p;
+    size_t len, cap;
+    bool failed;
+} nx_rt_text;
+NX_HIDDEN void nx_rt_text_vput(nx_rt_text *t, const char *fmt, va_list ap);
+NX_HIDDEN void nx_rt_text_put(nx_rt_text *t, const char *fmt, ...) NX_PRINTF(2, 3);
 /* A copy of s from the context allocator (freed with nx_rt_free(ctx, p, strlen(p) + 1)). */
 NX_HIDDEN char *nx_rt_strdup(nx_ctx *ctx, const char *s);
 

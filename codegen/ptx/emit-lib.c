@@ -30,48 +30,10 @@
 
 #include "codegen/ptx/emit-lib.h"
 
-typedef struct text {
-    nx_ctx *ctx;
-    char *p;
-    size_t len, cap;
-    bool failed;
-} text;
+typedef nx_rt_text text;
 
-static void put(text *t, const char *fmt, ...) NX_PRINTF(2, 3);
+#define put nx_rt_text_put
 
-static void put(text *t, const char *fmt, ...)
-{
-    if (t->failed)
-        return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->p ? t->p + t->len : NULL, t->p ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            t->failed = true;
-            return;
-        }
-        if (t->p && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = t->cap ? t->cap : 4096;
-        while (cap <= t->len + (size_t)n)
-            cap *= 2;
-        char *q = nx_rt_alloc(t->ctx, cap);
-        if (!q) {
-            t->failed = true;
-            return;
-        }
-        if (t->len)
-            memcpy(q, t->p, t->len);
-        q[t->len] = 0;
-        nx_rt_free(t->ctx, t->p, t->cap);
-        t->p = q;
-        t->cap = cap;
-    }
-}
 
 static const char prelude[] =
     "typedef long long i64;\n"

@@ -10,12 +10,7 @@
 
 #include "codegen/ptx/emit.h"
 
-typedef struct nx_ptx_text {
-    nx_ctx *ctx;
-    char *p;
-    size_t len, cap;
-    bool failed;
-} nx_ptx_text;
+typedef nx_rt_text nx_ptx_text;
 
 typedef struct nx_ptx_gen {
     const nx_kernel *k;
