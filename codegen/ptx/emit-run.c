@@ -188,10 +188,14 @@ void nx_ptx_plan_free(nx_ctx *ctx, nx_ptx_plan *cp)
         nx_tensor_free(cp->part[i]);
         nx_tensor_free(cp->ticket[i]);
     }
-    nx_rt_free(ctx, cp->kernels, (size_t)cp->nkernels * sizeof *cp->kernels);
-    nx_rt_free(ctx, cp->part, (size_t)cp->nkernels * sizeof *cp->part);
-    nx_rt_free(ctx, cp->ticket, (size_t)cp->nkernels * sizeof *cp->ticket);
-    nx_rt_free(ctx, cp->constants, (size_t)cp->nslots * sizeof *cp->constants);
+    /* the arrays hold at least one element (a plan may have no kernel: its output is an input
+     * or a constant), so they are freed with the sizes they were allocated with */
+    size_t nk = (size_t)(cp->nkernels ? cp->nkernels : 1);
+    size_t ns = (size_t)(cp->nslots ? cp->nslots : 1);
+    nx_rt_free(ctx, cp->kernels, nk * sizeof *cp->kernels);
+    nx_rt_free(ctx, cp->part, nk * sizeof *cp->part);
+    nx_rt_free(ctx, cp->ticket, nk * sizeof *cp->ticket);
+    nx_rt_free(ctx, cp->constants, ns * sizeof *cp->constants);
     nx_rt_free(ctx, cp, sizeof *cp);
 }
 
