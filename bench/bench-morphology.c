@@ -66,25 +66,6 @@ static nx_status make_input(nx_ctx *ctx, int n, int64_t c, double p_one, nx_tens
     return NX_OK;
 }
 
-static double memcpy_rate(size_t bytes)
-{
-    char *a = malloc(bytes), *b = malloc(bytes);
-    double best = 0;
-    if (a && b) {
-        memset(a, 1, bytes);
-        memset(b, 0, bytes);
-        for (int r = 0; r < 3; r++) {
-            double t0 = nx_bench_now();
-            memcpy(b, a, bytes);
-            double t = nx_bench_now() - t0;
-            best = t > 0 && bytes / t > best ? bytes / t : best;
-        }
-    }
-    free(a);
-    free(b);
-    return best;
-}
-
 /* CPU seconds of the process (all threads): on a loaded machine the wall clock includes time
  * spent waiting for a core, this does not. */
 static double process_cpu_s(void)
@@ -133,7 +114,7 @@ static nx_status run_row(nx_ctx *ctx, const morph_row *r, int runs, bool json, F
         row.median_s = nx_bench_median(t, runs);
         double cpu_s = nx_bench_median(cpu, runs);
         size_t in_bytes = (size_t)nx_tensor_numel(x) * 4;
-        double bw = memcpy_rate(in_bytes);
+        double bw = nx_bench_memcpy_rate(in_bytes);
         double moved = (double)in_bytes * (1.0 + r->out_bytes_per_voxel / 4.0);
         row.floor_s = bw > 0 ? moved / bw : 0;
         snprintf(row.peer, sizeof row.peer, "%s", r->peer);

@@ -35,25 +35,6 @@ static nx_status make_input(nx_ctx *ctx, int n, nx_tensor **out)
     return NX_OK;
 }
 
-static double memcpy_rate(size_t bytes)
-{
-    char *a = malloc(bytes), *b = malloc(bytes);
-    double best = 0;
-    if (a && b) {
-        memset(a, 1, bytes);
-        memset(b, 0, bytes);
-        for (int r = 0; r < 3; r++) {
-            double t0 = nx_bench_now();
-            memcpy(b, a, bytes);
-            double t = nx_bench_now() - t0;
-            best = t > 0 && bytes / t > best ? bytes / t : best;
-        }
-    }
-    free(a);
-    free(b);
-    return best;
-}
-
 static nx_status call(nx_ctx *ctx, const smooth_row *r, const nx_tensor *x, nx_tensor **y)
 {
     nx_gaussian_opts o = {.nsigma = 1, .sigma = {r->sigma}, .driver = r->driver};
@@ -70,7 +51,7 @@ static void finish_row(nx_bench_row *row, const smooth_row *r, double *t, int ru
     }
     row->median_s = nx_bench_median(t, runs);
     size_t bytes = (size_t)n * 4;
-    double bw = memcpy_rate(bytes);
+    double bw = nx_bench_memcpy_rate(bytes);
     double mem = bw > 0 ? 3.0 * 2.0 * (double)bytes / bw : 0;
     /* fir: 2 r + 1 taps per pass; recursive: 6 scans of 2 FMAs plus ~8 FMAs of combination */
     double taps = strcmp(r->driver, "fir") ? 20.0 : 2.0 * (int)(4.0 * r->sigma + 0.5) + 1.0;

@@ -48,25 +48,6 @@ static nx_status make_inputs(nx_ctx *ctx, nx_ell *a, nx_tensor **b)
     return NX_OK;
 }
 
-static double memcpy_rate(size_t bytes)
-{
-    char *a = malloc(bytes), *b = malloc(bytes);
-    double best = 0;
-    if (a && b) {
-        memset(a, 1, bytes);
-        memset(b, 0, bytes);
-        for (int r = 0; r < 3; r++) {
-            double t0 = nx_bench_now();
-            memcpy(b, a, bytes);
-            double t = nx_bench_now() - t0;
-            best = t > 0 && bytes / t > best ? bytes / t : best;
-        }
-    }
-    free(a);
-    free(b);
-    return best;
-}
-
 typedef struct sparse_row {
     const char *name;
     nx_semiring_kind kind;
@@ -107,7 +88,7 @@ static nx_status run_row(nx_ctx *ctx, const sparse_row *r, const nx_ell *a, cons
         fill_stats(&row, t, runs);
         double events = (double)M * K * C;
         double bytes = (double)M * K * (4 + 4 + C * 4) + (double)M * C * 4;
-        double bw = memcpy_rate((size_t)M * C * 4 * 8);
+        double bw = nx_bench_memcpy_rate((size_t)M * C * 4 * 8);
         row.floor_s = bw > 0 ? bytes / bw : 0;
         snprintf(row.peer, sizeof row.peer, "numpy gather+reduce (peers-sparse.py)");
         snprintf(row.note, sizeof row.note,

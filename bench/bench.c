@@ -26,6 +26,25 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
+double nx_bench_memcpy_rate(size_t bytes)
+{
+    char *a = malloc(bytes), *b = malloc(bytes);
+    double best = 0;
+    if (a && b) {
+        memset(a, 1, bytes);
+        memset(b, 0, bytes);
+        for (int r = 0; r < 3; r++) {
+            double t0 = nx_bench_now();
+            memcpy(b, a, bytes);
+            double t = nx_bench_now() - t0;
+            best = t > 0 && bytes / t > best ? bytes / t : best;
+        }
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
 double nx_bench_median(double *t, int n)
 {
     qsort(t, (size_t)n, sizeof *t, cmp_double);

@@ -29,6 +29,7 @@ nx_status nx_bench_main(nx_ctx *ctx, const char *filter, int runs, bool json, FI
 /* Helpers for the op-family rows (bench/bench-<family>.c). */
 double nx_bench_now(void);             /* monotonic seconds */
 double nx_bench_median(double *t, int n); /* sorts t */
+double nx_bench_memcpy_rate(size_t bytes); /* best of 3 memcpy runs, bytes/s (0: no memory) */
 void nx_bench_set_row(nx_bench_row *row, const char *name, const char *shape); /* cpu, f32 */
 void nx_bench_print_row(const nx_bench_row *r, bool json, FILE *f);
 bool nx_bench_wanted(const char *filter, const char *name);
