@@ -843,3 +843,44 @@ nx_status nx_rt_cache_disk_clear(nx_ctx *ctx, const char *dir, int64_t *removed)
                            strerror(err));
     return NX_OK;
 }
+
+static void destroy_program(void *user, void *obj)
+{
+    (void)user;
+    nx_program_free(obj);
+}
+
+nx_status nx_rt_program_cached(nx_ctx *ctx, nx_rt_cache_blob *b, const char *what,
+                               nx_rt_program_build_fn build, const void *user, nx_program **out)
+{
+    *out = NULL;
+    nx_rt_cache_key k;
+    nx_rt_cache *cache = NULL;
+    nx_status st = nx_rt_cache_blob_key(b, &k);
+    if (st != NX_OK)
+        st = nx_rt_nomem(ctx, what, b->len);
+    else
+        st = nx_rt_cache_of(ctx, &cache);
+    nx_program *p = st == NX_OK ? nx_rt_cache_find(cache, &k) : NULL;
+    if (st == NX_OK && !p && (st = build(ctx, user, &p)) == NX_OK) {
+        void *winner = NULL;
+        st = nx_rt_cache_insert(cache, &k, p, destroy_program, NULL, &winner);
+        if (st != NX_OK)
+            nx_program_free(p);
+        p = winner;
+    }
+    nx_rt_cache_blob_free(b);
+    *out = st == NX_OK ? p : NULL;
+    return st;
+}
+
+void nx_rt_cache_blob_tensor(nx_rt_cache_blob *b, const char *name, const nx_tensor *t)
+{
+    int64_t sig[NX_MAX_DIMS + 2] = {-1};
+    if (t) {
+        sig[0] = nx_tensor_dtype(t);
+        sig[1] = nx_tensor_ndim(t);
+        memcpy(sig + 2, nx_tensor_shape(t), (size_t)sig[1] * sizeof(int64_t));
+    }
+    nx_rt_cache_blob_bytes(b, name, sig, sizeof sig);
+}

@@ -67,6 +67,7 @@
 #define NX_RUNTIME_CACHE_H
 
 #include "internal.h"
+#include "nitrix-graph.h"
 
 #define NX_CACHE_FORMAT 1
 #define NX_CACHE_HEADER_SIZE 64
@@ -151,6 +152,21 @@ NX_HIDDEN void *nx_rt_cache_find(nx_rt_cache *cache, const nx_rt_cache_key *key)
  */
 NX_HIDDEN nx_status nx_rt_cache_insert(nx_rt_cache *cache, const nx_rt_cache_key *key, void *obj,
                                        nx_rt_cache_destroy_fn destroy, void *user, void **winner);
+
+/* ---- compiled programs of op entry points --------------------------------------------------*/
+
+/* Builds and compiles an op's program on a cache miss (user: the entry point's call record). */
+typedef nx_status (*nx_rt_program_build_fn)(nx_ctx *ctx, const void *user, nx_program **out);
+
+/* The program stored under the key of b (b finished by the caller's fields), compiled through
+ * build on a miss and inserted: concurrent callers of one key share one program. *out is borrowed
+ * from the context's cache (valid until nx_ctx_free). what names the op in NX_ERR_NOMEM messages.
+ * b is freed, whatever the result. */
+NX_HIDDEN nx_status nx_rt_program_cached(nx_ctx *ctx, nx_rt_cache_blob *b, const char *what,
+                                         nx_rt_program_build_fn build, const void *user,
+                                         nx_program **out);
+/* A tensor's dtype, rank and shape as one key field (t NULL: a field that says "absent"). */
+NX_HIDDEN void nx_rt_cache_blob_tensor(nx_rt_cache_blob *b, const char *name, const nx_tensor *t);
 
 /* Reads key's payload from disk. On a hit *found is true and *payload (from the context allocator,
  * freed with nx_rt_free(ctx, *payload, *len)) holds *len bytes; on any kind of miss *found is false

@@ -231,23 +231,6 @@ typedef struct pool_call {
     const nx_pool_opts *o;
 } pool_call;
 
-static void destroy_program(void *user, void *obj)
-{
-    (void)user;
-    nx_program_free(obj);
-}
-
-static void key_tensor(nx_rt_cache_blob *b, const char *field, const nx_tensor *t)
-{
-    int64_t sig[NX_MAX_DIMS + 2] = {-1};
-    if (t) {
-        sig[0] = nx_tensor_dtype(t);
-        sig[1] = nx_tensor_ndim(t);
-        memcpy(sig + 2, nx_tensor_shape(t), (size_t)sig[1] * sizeof(int64_t));
-    }
-    nx_rt_cache_blob_bytes(b, field, sig, sizeof sig);
-}
-
 static nx_node input_of(nx_graph *g, const char *name, const nx_tensor *t, bool param)
 {
     return (param ? nx_parameter : nx_input)(g, name, nx_tensor_dtype(t), nx_tensor_ndim(t),
@@ -278,8 +261,9 @@ static nx_status build(nx_graph *g, const pool_call *c, int *nout, nx_node *outs
     return nx_graph_vjp(g, 1, &y, &dy, 1, &x, outs);
 }
 
-static nx_status compile(nx_ctx *ctx, const pool_call *c, nx_program **out)
+static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
 {
+    const pool_call *c = user;
     nx_graph *g = NULL;
     nx_status st = nx_graph_new(ctx, &g);
     if (st != NX_OK)
@@ -307,28 +291,11 @@ static nx_status program(nx_ctx *ctx, const pool_call *c, nx_program **out)
     memcpy(geo + 2 + 3 * NX_POOL_MAX_SPATIAL, o->output_size, sizeof o->output_size);
     nx_rt_cache_blob_str(&b, "op", "max_pool");
     nx_rt_cache_blob_bytes(&b, "geo", geo, sizeof geo);
-    key_tensor(&b, "x", c->x);
-    key_tensor(&b, "indices", c->indices);
-    key_tensor(&b, "dy", c->dy);
+    nx_rt_cache_blob_tensor(&b, "x", c->x);
+    nx_rt_cache_blob_tensor(&b, "indices", c->indices);
+    nx_rt_cache_blob_tensor(&b, "dy", c->dy);
     nx_rt_cache_blob_i64(&b, "backend", o->backend);
-    nx_rt_cache_key k;
-    nx_rt_cache *cache = NULL;
-    nx_status st = nx_rt_cache_blob_key(&b, &k);
-    if (st != NX_OK)
-        st = nx_rt_nomem(ctx, "max_pool: cache key", b.len);
-    else
-        st = nx_rt_cache_of(ctx, &cache);
-    nx_program *p = st == NX_OK ? nx_rt_cache_find(cache, &k) : NULL;
-    if (st == NX_OK && !p && (st = compile(ctx, c, &p)) == NX_OK) {
-        void *winner = NULL;
-        st = nx_rt_cache_insert(cache, &k, p, destroy_program, NULL, &winner);
-        if (st != NX_OK)
-            nx_program_free(p);
-        p = winner;
-    }
-    nx_rt_cache_blob_free(&b);
-    *out = p;
-    return st;
+    return nx_rt_program_cached(ctx, &b, "max_pool: cache key", compile, c, out);
 }
 
 static nx_status check_tensor(nx_ctx *ctx, const char *who, const char *what, const nx_tensor *t,
