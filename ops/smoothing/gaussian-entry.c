@@ -13,23 +13,6 @@ typedef struct gauss_call {
     bool want_dx, want_dsigma;
 } gauss_call;
 
-static void destroy_program(void *user, void *obj)
-{
-    (void)user;
-    nx_program_free(obj);
-}
-
-static void key_tensor(nx_rt_cache_blob *b, const char *field, const nx_tensor *t)
-{
-    int64_t sig[NX_MAX_DIMS + 2] = {-1};
-    if (t) {
-        sig[0] = nx_tensor_dtype(t);
-        sig[1] = nx_tensor_ndim(t);
-        memcpy(sig + 2, nx_tensor_shape(t), (size_t)sig[1] * sizeof(int64_t));
-    }
-    nx_rt_cache_blob_bytes(b, field, sig, sizeof sig);
-}
-
 static void key_opts(nx_rt_cache_blob *b, const gauss_call *c)
 {
     const nx_gaussian_opts *o = &c->o;
@@ -41,8 +24,8 @@ static void key_opts(nx_rt_cache_blob *b, const gauss_call *c)
     nx_rt_cache_blob_bytes(b, "truncate", &o->truncate, sizeof o->truncate);
     nx_rt_cache_blob_bytes(b, "kernel_size", o->kernel_size, sizeof o->kernel_size);
     nx_rt_cache_blob_bytes(b, "cval", &o->cval, sizeof o->cval);
-    key_tensor(b, "x", c->x);
-    key_tensor(b, "dy", c->dy);
+    nx_rt_cache_blob_tensor(b, "x", c->x);
+    nx_rt_cache_blob_tensor(b, "dy", c->dy);
     nx_rt_cache_blob_i64(b, "backend", o->backend);
 }
 
@@ -76,8 +59,9 @@ static nx_status build(nx_graph *g, const gauss_call *c, nx_node *outs, int *nou
     return nx_graph_vjp(g, 1, &y, &dy, nw, wrt, outs);
 }
 
-static nx_status compile(nx_ctx *ctx, const gauss_call *c, nx_program **out)
+static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
 {
+    const gauss_call *c = user;
     nx_graph *g = NULL;
     nx_status st = nx_graph_new(ctx, &g);
     if (st != NX_OK)
@@ -98,24 +82,7 @@ static nx_status program(nx_ctx *ctx, const gauss_call *c, nx_program **out)
     nx_rt_cache_blob b;
     nx_rt_cache_blob_init(&b, ctx);
     key_opts(&b, c);
-    nx_rt_cache_key k;
-    nx_status st = nx_rt_cache_blob_key(&b, &k);
-    nx_rt_cache *cache = NULL;
-    if (st != NX_OK)
-        st = nx_rt_nomem(ctx, "gaussian_filter: cache key", b.len);
-    else
-        st = nx_rt_cache_of(ctx, &cache);
-    nx_program *p = st == NX_OK ? nx_rt_cache_find(cache, &k) : NULL;
-    if (st == NX_OK && !p && (st = compile(ctx, c, &p)) == NX_OK) {
-        void *winner = NULL;
-        st = nx_rt_cache_insert(cache, &k, p, destroy_program, NULL, &winner);
-        if (st != NX_OK)
-            nx_program_free(p);
-        p = winner;
-    }
-    nx_rt_cache_blob_free(&b);
-    *out = p;
-    return st;
+    return nx_rt_program_cached(ctx, &b, "gaussian_filter: cache key", compile, c, out);
 }
 
 static nx_status check_x(nx_ctx *ctx, const char *who, const nx_tensor *x, const char *what,
