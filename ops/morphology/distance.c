@@ -74,15 +74,16 @@ nx_node nx_distance_node(nx_graph *g, nx_node field, nx_distance_metric metric)
     return f;
 }
 
-static void destroy_program(void *user, void *obj)
-{
-    (void)user;
-    nx_program_free(obj);
-}
+typedef struct distance_call {
+    const nx_tensor *mask;
+    nx_distance_metric metric;
+    nx_backend backend;
+} distance_call;
 
-static nx_status compile(nx_ctx *ctx, const nx_tensor *mask, nx_distance_metric metric,
-                         nx_backend backend, nx_program **out)
+static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
 {
+    const distance_call *c = user;
+    const nx_tensor *mask = c->mask;
     nx_graph *g = NULL;
     nx_status st = nx_graph_new(ctx, &g);
     if (st != NX_OK)
@@ -94,9 +95,9 @@ static nx_status compile(nx_ctx *ctx, const nx_tensor *mask, nx_distance_metric 
     int64_t shape[NX_MAX_DIMS];
     memcpy(shape, nx_tensor_shape(mask), (size_t)nx_tensor_ndim(mask) * sizeof(int64_t));
     field = nx_broadcast(g, field, nx_tensor_ndim(mask), shape);
-    nx_node y = nx_distance_node(g, field, metric);
+    nx_node y = nx_distance_node(g, field, c->metric);
     if ((st = nx_graph_status(g)) == NX_OK) {
-        nx_compile_opts co = {.backend = backend, .n_outputs = 1, .outputs = &y};
+        nx_compile_opts co = {.backend = c->backend, .n_outputs = 1, .outputs = &y};
         st = nx_graph_compile(g, &co, out);
     }
     nx_graph_free(g);
@@ -136,22 +137,10 @@ nx_status nx_distance_transform(nx_ctx *ctx, const nx_tensor *mask, const nx_dis
     memcpy(sig + 4, nx_tensor_shape(mask), (size_t)nd * sizeof(int64_t));
     nx_rt_cache_blob_str(&b, "op", "distance_transform");
     nx_rt_cache_blob_bytes(&b, "sig", sig, sizeof sig);
-    nx_rt_cache_key k;
-    nx_rt_cache *cache = NULL;
-    nx_status st = nx_rt_cache_blob_key(&b, &k);
-    if (st != NX_OK)
-        st = nx_rt_nomem(ctx, "distance_transform: cache key", b.len);
-    else
-        st = nx_rt_cache_of(ctx, &cache);
-    nx_program *p = st == NX_OK ? nx_rt_cache_find(cache, &k) : NULL;
-    if (st == NX_OK && !p && (st = compile(ctx, mask, o->metric, o->backend, &p)) == NX_OK) {
-        void *winner = NULL;
-        st = nx_rt_cache_insert(cache, &k, p, destroy_program, NULL, &winner);
-        if (st != NX_OK)
-            nx_program_free(p);
-        p = winner;
-    }
-    nx_rt_cache_blob_free(&b);
+    distance_call c = {.mask = mask, .metric = o->metric, .backend = o->backend};
+    nx_program *p = NULL;
+    nx_status st =
+        nx_rt_program_cached(ctx, &b, "distance_transform: cache key", compile, &c, &p);
     if (st != NX_OK)
         return st;
     return nx_program_run(p, (const nx_tensor *const[]){mask}, out);

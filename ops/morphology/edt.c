@@ -260,14 +260,9 @@ typedef struct edt_call {
     bool fast;
 } edt_call;
 
-static void destroy_program(void *user, void *obj)
+static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
 {
-    (void)user;
-    nx_program_free(obj);
-}
-
-static nx_status compile(nx_ctx *ctx, const edt_call *c, nx_program **out)
-{
+    const edt_call *c = user;
     nx_graph *g = NULL;
     nx_status st = nx_graph_new(ctx, &g);
     if (st != NX_OK)
@@ -303,24 +298,7 @@ static nx_status program(nx_ctx *ctx, const edt_call *c, nx_program **out)
     nx_rt_cache_blob_str(&b, "op", "distance_transform_edt");
     nx_rt_cache_blob_bytes(&b, "sig", sig, sizeof sig);
     nx_rt_cache_blob_bytes(&b, "sampling", s, (size_t)nd * sizeof(double));
-    nx_rt_cache_key k;
-    nx_rt_cache *cache = NULL;
-    nx_status st = nx_rt_cache_blob_key(&b, &k);
-    if (st != NX_OK)
-        st = nx_rt_nomem(ctx, "distance_transform_edt: cache key", b.len);
-    else
-        st = nx_rt_cache_of(ctx, &cache);
-    nx_program *p = st == NX_OK ? nx_rt_cache_find(cache, &k) : NULL;
-    if (st == NX_OK && !p && (st = compile(ctx, c, &p)) == NX_OK) {
-        void *winner = NULL;
-        st = nx_rt_cache_insert(cache, &k, p, destroy_program, NULL, &winner);
-        if (st != NX_OK)
-            nx_program_free(p);
-        p = winner;
-    }
-    nx_rt_cache_blob_free(&b);
-    *out = p;
-    return st;
+    return nx_rt_program_cached(ctx, &b, "distance_transform_edt: cache key", compile, c, out);
 }
 
 static nx_status check_mask(nx_ctx *ctx, const char *who, const nx_tensor *mask,

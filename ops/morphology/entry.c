@@ -20,24 +20,12 @@ typedef struct morph_call {
     morph_stage stage;
 } morph_call;
 
-static void destroy_program(void *user, void *obj)
+/* The element becomes graph constants, so its values are part of the key. */
+static void key_elem(nx_rt_cache_blob *b, const char *field, const nx_tensor *t)
 {
-    (void)user;
-    nx_program_free(obj);
-}
-
-static void key_tensor(nx_rt_cache_blob *b, const char *field, const nx_tensor *t, bool bytes)
-{
-    int64_t sig[NX_MAX_DIMS + 2] = {-1};
-    if (t) {
-        sig[0] = nx_tensor_dtype(t);
-        sig[1] = nx_tensor_ndim(t);
-        memcpy(sig + 2, nx_tensor_shape(t), (size_t)sig[1] * sizeof(int64_t));
-    }
-    nx_rt_cache_blob_bytes(b, field, sig, sizeof sig);
-    if (!t || !bytes)
+    nx_rt_cache_blob_tensor(b, field, t);
+    if (!t)
         return;
-    /* The element becomes graph constants, so its values are part of the key. */
     nx_tensor *c = NULL;
     if (nx_tensor_contiguous(t, &c) != NX_OK) {
         b->failed = true;
@@ -57,10 +45,10 @@ static void key_opts(nx_rt_cache_blob *b, const morph_call *c, nx_backend backen
     memcpy(geo + 4, o->size, sizeof o->size);
     nx_rt_cache_blob_bytes(b, "geo", geo, sizeof geo);
     nx_rt_cache_blob_bytes(b, "cval", &o->cval, sizeof o->cval);
-    key_tensor(b, "x", c->x, false);
-    key_tensor(b, "dy", c->dy, false);
-    key_tensor(b, "footprint", o->footprint, true);
-    key_tensor(b, "structure", o->structure, true);
+    nx_rt_cache_blob_tensor(b, "x", c->x);
+    nx_rt_cache_blob_tensor(b, "dy", c->dy);
+    key_elem(b, "footprint", o->footprint);
+    key_elem(b, "structure", o->structure);
     nx_rt_cache_blob_i64(b, "backend", backend);
 }
 
@@ -112,8 +100,9 @@ static nx_status build(nx_graph *g, const morph_call *c, nx_node *out)
     return nx_graph_vjp(g, 1, &y, &dy, 1, &x, out);
 }
 
-static nx_status compile(nx_ctx *ctx, const morph_call *c, nx_backend backend, nx_program **out)
+static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
 {
+    const morph_call *c = user;
     nx_graph *g = NULL;
     nx_status st = nx_graph_new(ctx, &g);
     if (st != NX_OK)
@@ -121,7 +110,7 @@ static nx_status compile(nx_ctx *ctx, const morph_call *c, nx_backend backend, n
     nx_node y = NX_NONE;
     st = build(g, c, &y);
     if (st == NX_OK) {
-        nx_compile_opts co = {.backend = backend, .n_outputs = 1, .outputs = &y};
+        nx_compile_opts co = {.backend = c->o->backend, .n_outputs = 1, .outputs = &y};
         st = nx_graph_compile(g, &co, out);
     }
     nx_graph_free(g);
@@ -130,28 +119,10 @@ static nx_status compile(nx_ctx *ctx, const morph_call *c, nx_backend backend, n
 
 static nx_status program(nx_ctx *ctx, const morph_call *c, nx_program **out)
 {
-    nx_backend backend = c->o->backend;
     nx_rt_cache_blob b;
     nx_rt_cache_blob_init(&b, ctx);
-    key_opts(&b, c, backend);
-    nx_rt_cache_key k;
-    nx_status st = nx_rt_cache_blob_key(&b, &k);
-    nx_rt_cache *cache = NULL;
-    if (st != NX_OK)
-        st = nx_rt_nomem(ctx, "morphology: cache key", b.len);
-    else
-        st = nx_rt_cache_of(ctx, &cache);
-    nx_program *p = st == NX_OK ? nx_rt_cache_find(cache, &k) : NULL;
-    if (st == NX_OK && !p && (st = compile(ctx, c, backend, &p)) == NX_OK) {
-        void *winner = NULL;
-        st = nx_rt_cache_insert(cache, &k, p, destroy_program, NULL, &winner);
-        if (st != NX_OK)
-            nx_program_free(p);
-        p = winner;
-    }
-    nx_rt_cache_blob_free(&b);
-    *out = p;
-    return st;
+    key_opts(&b, c, c->o->backend);
+    return nx_rt_program_cached(ctx, &b, "morphology: cache key", compile, c, out);
 }
 
 static nx_status check_x(nx_ctx *ctx, const char *who, const nx_tensor *x, const char *what)
