@@ -14,7 +14,8 @@ extern "C" {
 /* ================================================================================================
  * ELL: a sparse m x n_cols matrix stored as k_max slots per row.
  *
- *   values  [m, k_max] f32 or f64      slot p of row i holds A[i, indices[i, p]]
+ *   values  [..., m, k_max] f32 or f64 slot p of row i holds A[i, indices[i, p]]; leading dims
+ *                                      are a batch of matrices over one pattern (entry points)
  *   indices [m, k_max] i32 or i64      in [0, n_cols); pads hold a valid index (0 by convention)
  *   n_cols  the matrix's column count  (the dense operand's row count)
  *   identity what pads hold in values  (the (+)-identity, or the annihilator after nx_ell_mask);
@@ -27,7 +28,22 @@ extern "C" {
  *   C[..., i, j] = (+)_p values[i, p] (x) B[..., indices[i, p], j]
  *
  * ELLs made by this library own their tensors (free with nx_ell_free). An ELL given to a function
- * is only read; its tensors may be any host tensors of the right dtypes and shapes.
+ * is only read; its tensors may be any tensors of the right dtypes and shapes.
+ *
+ * Batches. The entry points (matmul, rmatvec, their VJPs, row softmax, edge aggregation) take
+ * values [..., m, k_max] whose leading dims broadcast with the dense operand's as NumPy does
+ * (values [2, m, k] with B [n, c] or [2, n, c] or [3, 1, n, c]); results have the broadcast
+ * batch, and the VJPs give dvalues of values' shape and db of b's (summed over the dims each was
+ * broadcast along). The host builders (pad, from_dense, to_dense, mask, self loops, SectionedELL)
+ * take one matrix, values [m, k_max].
+ *
+ * Device tensors. Entry points take CUDA device tensors (values, indices, dense operands) when
+ * their program runs on the cuda backend (opts->backend cuda, or auto with a GPU); with every input
+ * on the device the results stay there. Other backends refuse them with NX_ERR_UNSUPPORTED naming
+ * the argument. Device indices are range-checked on the device (a small reduction, one 4-byte copy
+ * back); only when one is out of range are they copied to the host, once, to name its row and
+ * slot. rmatvec's gather driver builds A^T on the host, so it takes host tensors only (use the
+ * scatter driver for device tensors); the host builders take host tensors only.
  * ===============================================================================================*/
 
 typedef struct nx_ell {
@@ -40,16 +56,17 @@ typedef struct nx_ell {
 /* Frees e's tensors and zeroes it (NULL and zeroed ELLs are fine). */
 NX_API void nx_ell_free(nx_ell *e);
 
-/* Checks e before any kernel runs: tensors present and on the host, values f32/f64 and indices
- * i32/i64 of one [m, k_max] shape, n_cols >= 0, and every index in [0, n_cols). The first bad
- * index is NX_ERR_INVALID_ARG naming its row and slot. who prefixes the message. */
+/* Checks e before any kernel runs: tensors present, values f32/f64 [..., m, k_max] and indices
+ * i32/i64 [m, k_max], n_cols >= 0, and every index in [0, n_cols) (read on the host, or reduced
+ * on the device for device indices). The first bad index is NX_ERR_INVALID_ARG naming its row and
+ * slot. who prefixes the message. */
 NX_API nx_status nx_ell_check(nx_ctx *ctx, const char *who, const nx_ell *e);
 
 /* ---- graph builders (for larger graphs, e.g. bilateral filtering; differentiable) -----------*/
 
 /* C = values (x) B[indices] folded over the slot axis under sr:
- *   values [m, k_max] f32/f64, indices [m, k_max] i32/i64, b [..., n_rows, c] of values' dtype
- *   -> [..., m, c].
+ *   values [..., m, k_max] f32/f64, indices [m, k_max] i32/i64, b [..., n_rows, c] of values'
+ *   dtype -> [..., m, c] (the batch dims of values and b broadcast).
  * Indices are not range-checked in the graph (the gather clamps them): check data with
  * nx_ell_check first. Gradients flow to values and b. */
 NX_API nx_node nx_ell_matmul_node(nx_graph *g, const nx_semiring *sr, nx_node values,
@@ -68,7 +85,8 @@ NX_API nx_node nx_ell_row_softmax_node(nx_graph *g, nx_node scores, nx_node pad)
 /* ---- entry points ----------------------------------------------------------------------------*/
 
 /* C = A (x)-(+) B under sr (any algebra, built-in or user): b [..., n_cols, c] of A's value dtype,
- * leading dims of b are a batch. Indices are validated first. opts may be NULL. */
+ * leading dims of b (and of A's values) are a batch. Indices are validated first. opts may be
+ * NULL. */
 NX_API nx_status nx_semiring_ell_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
                                         const nx_tensor *b, const nx_semiring_opts *opts,
                                         nx_tensor **out);
@@ -84,7 +102,7 @@ NX_API nx_status nx_semiring_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr, con
                                          nx_tensor **out);
 
 /* Cotangents of values and b for <dc, nx_semiring_ell_matmul(A, b)> under any differentiable
- * algebra (see nx_semiring_check_differentiable). dvalues [m, k_max], db b's shape; either may
+ * algebra (see nx_semiring_check_differentiable). dvalues has values' shape, db b's; either may
  * be NULL. The indices get no cotangent. */
 NX_API nx_status nx_semiring_ell_matmul_vjp(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
                                             const nx_tensor *b, const nx_tensor *dc,
@@ -106,7 +124,8 @@ NX_API nx_status nx_ell_row_softmax(nx_ctx *ctx, const nx_ell *a, const nx_tenso
 /* out[..., i, :] = (+)_p F(h_i, h_j, w, ij[, e]) with j = indices[i, p], w = values[i, p], under
  * REAL (sum), TROPICAL_MAX_PLUS (max) or TROPICAL_MIN_PLUS (min) (others: NX_ERR_UNSUPPORTED).
  * h [..., n, d] with n = m (the ELL is square). F is a builder given
- *   hi [..., m, 1, d], hj [..., m, k_max, d], w [m, k_max, 1], ij [m, k_max, 1] (the column index
+ *   hi [..., m, 1, d], hj [..., m, k_max, d], w [..., m, k_max, 1] (values' batch dims),
+ *   ij [m, k_max, 1] (the column index
  *   in h's dtype) and e [m, k_max, d_e] (NX_NONE without edge attributes)
  * returning [..., m, k_max, d_out]; or F as a formula over the names hi, hj (d-vectors), w, ij and
  * e (a d_e-vector) with the pairwise formula's operators, functions and vector functions (sum, dot,
@@ -175,13 +194,15 @@ NX_API nx_status nx_ell_add_self_loops(nx_ctx *ctx, const nx_ell *a, const nx_te
 
 /* Sections of rows with close degrees, each a plain ELL with k_max = 2^b, b = ceil(log2(max(degree,
  * 1))): no row carries more than twice its degree in pads. rows[s] (i64 [m_s]) are the original
- * row numbers of section s's rows. Owned: free with nx_sectioned_ell_free. */
+ * row numbers of section s's rows; offsets is a copy of the CSR offsets it was built from (where
+ * the values' gradients go). Host tensors only. Owned: free with nx_sectioned_ell_free. */
 #define NX_SECTIONED_MAX 64
 typedef struct nx_sectioned_ell {
     int n_sections;
     nx_ell sections[NX_SECTIONED_MAX];
     nx_tensor *rows[NX_SECTIONED_MAX];
-    int64_t n_rows, n_cols;
+    nx_tensor *offsets; /* i64 [n_rows + 1] */
+    int64_t n_rows, n_cols, nnz;
     double identity;
 } nx_sectioned_ell;
 
@@ -201,6 +222,19 @@ NX_API nx_status nx_sectioned_ell_matmul(nx_ctx *ctx, const nx_semiring *sr,
 NX_API nx_status nx_sectioned_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr,
                                           const nx_sectioned_ell *a, const nx_tensor *x,
                                           const nx_semiring_opts *opts, nx_tensor **out);
+/* Gradients, equal to the flat ELL's on the same matrix: the cotangents of the ragged values
+ * (dvalues [nnz], in the CSR order and dtype the SectionedELL was built from) and of the dense
+ * operand, for <dc, nx_sectioned_ell_matmul(A, b)> under any differentiable algebra, and for
+ * <dy, nx_sectioned_ell_rmatvec(A, x)> under REAL. One flat VJP per section; either output may be
+ * NULL. */
+NX_API nx_status nx_sectioned_ell_matmul_vjp(nx_ctx *ctx, const nx_semiring *sr,
+                                             const nx_sectioned_ell *a, const nx_tensor *b,
+                                             const nx_tensor *dc, const nx_semiring_opts *opts,
+                                             nx_tensor **dvalues, nx_tensor **db);
+NX_API nx_status nx_sectioned_ell_rmatvec_vjp(nx_ctx *ctx, const nx_semiring *sr,
+                                              const nx_sectioned_ell *a, const nx_tensor *x,
+                                              const nx_tensor *dy, const nx_semiring_opts *opts,
+                                              nx_tensor **dvalues, nx_tensor **dx);
 
 /* ---- grid sparsity: stencils over a C-order grid as ELLs -------------------------------------*/
 

@@ -200,7 +200,7 @@ nx_status nx_ell_to_dense(nx_ctx *ctx, const nx_ell *a, nx_tensor **out)
     if (!out)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
     *out = NULL;
-    nx_status st = nx_ell_check(ctx, who, a);
+    nx_status st = nx_sparse_check_host_ell(ctx, who, a);
     if (st != NX_OK)
         return st;
     const int64_t *s = nx_tensor_shape(a->values);
@@ -253,7 +253,7 @@ nx_status nx_ell_mask(nx_ctx *ctx, const nx_ell *a, const nx_tensor *valid, cons
                            "masked slot cannot be made to contribute nothing; expected a "
                            "semiring with one (real, log, tropical, boolean)",
                            who, info.name);
-    nx_status st = nx_ell_check(ctx, who, a);
+    nx_status st = nx_sparse_check_host_ell(ctx, who, a);
     if (st == NX_OK)
         st = check_2d(ctx, who, "valid", valid);
     if (st != NX_OK)
@@ -351,7 +351,7 @@ nx_status nx_ell_add_self_loops(nx_ctx *ctx, const nx_ell *a, const nx_tensor *e
     if ((int)fill < 0 || fill > NX_SELF_LOOP_ADD)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: fill %d; expected mean, zero or add", who,
                            (int)fill);
-    nx_status st = nx_ell_check(ctx, who, a);
+    nx_status st = nx_sparse_check_host_ell(ctx, who, a);
     if (st == NX_OK)
         st = check_attr(ctx, who, a, edge_attr);
     if (st != NX_OK)

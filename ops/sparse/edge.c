@@ -53,11 +53,18 @@ nx_node nx_ell_edge_aggregate_node(nx_graph *g, const nx_semiring *sr, nx_node v
                                  "%s: semiring '%s'; expected real, "
                                  "tropical_max_plus or tropical_min_plus",
                                  who, sr->name);
-    int nd = nx_node_ndim(g, h);
-    int64_t hs[NX_MAX_DIMS], vs[NX_MAX_DIMS];
+    int nd = nx_node_ndim(g, h), nv = nx_node_ndim(g, values);
+    int64_t hs[NX_MAX_DIMS], vs[NX_MAX_DIMS + 1], is[NX_MAX_DIMS];
     nx_node_shape(g, h, hs);
     nx_node_shape(g, values, vs);
-    if (nd < 2 || nd >= NX_MAX_DIMS || hs[nd - 2] != vs[0] || nx_node_ndim(g, values) != 2)
+    nx_node_shape(g, indices, is);
+    if (nv < 2 || nv >= NX_MAX_DIMS || nx_node_ndim(g, indices) != 2 || vs[nv - 2] != is[0] ||
+        vs[nv - 1] != is[1])
+        return nx_ir_graph_failf(g, NX_ERR_SHAPE,
+                                 "%s: values must be [..., m, k_max] (at most %d dims) and "
+                                 "indices [m, k_max]",
+                                 who, NX_MAX_DIMS - 1);
+    if (nd < 2 || nd >= NX_MAX_DIMS || hs[nd - 2] != is[0])
         return nx_ir_graph_failf(g, NX_ERR_SHAPE,
                                  "%s: h must be [..., n, d] with n = the ELL's "
                                  "m and at most %d dims",
@@ -66,8 +73,9 @@ nx_node nx_ell_edge_aggregate_node(nx_graph *g, const nx_semiring *sr, nx_node v
     if (nx_node_dtype(g, values) != dt)
         return nx_ir_graph_failf(g, NX_ERR_DTYPE, "%s: h is %s but values are %s", who,
                                  nx_dtype_name(dt), nx_dtype_name(nx_node_dtype(g, values)));
-    int64_t w3[3] = {vs[0], vs[1], 1};
-    nx_node w = nx_reshape(g, values, 3, w3);
+    vs[nv] = 1;
+    int64_t w3[3] = {is[0], is[1], 1};
+    nx_node w = nx_reshape(g, values, nv + 1, vs); /* [.., m, k, 1] */
     nx_node ij = nx_reshape(g, nx_cast(g, indices, dt), 3, w3);
     nx_node hi = expand_rows(g, h);
     nx_node hj = nx_gather(g, h, indices, nd - 2); /* [.., m, k, d] */
@@ -80,11 +88,11 @@ nx_node nx_ell_edge_aggregate_node(nx_graph *g, const nx_semiring *sr, nx_node v
     int fd = nx_node_ndim(g, f);
     int64_t fs[NX_MAX_DIMS];
     nx_node_shape(g, f, fs);
-    if (fd < 3 || fs[fd - 3] != vs[0] || fs[fd - 2] != vs[1])
+    if (fd < 3 || fs[fd - 3] != is[0] || fs[fd - 2] != is[1])
         return nx_ir_graph_failf(g, NX_ERR_SHAPE,
                                  "%s: the edge function's result has %d dims; "
                                  "expected [..., m, k_max, d_out] = [..., %lld, %lld, d_out]",
-                                 who, fd, (long long)vs[0], (long long)vs[1]);
+                                 who, fd, (long long)is[0], (long long)is[1]);
     int axis = -2;
     return nx_reduce(g, f, 1, &axis, m, false);
 }
@@ -224,12 +232,12 @@ static nx_status check(nx_ctx *ctx, const char *who, const edge_call *c)
                            "%s: opts must give either a formula or expr with expr_key", who);
     nx_status st = nx_ell_check(ctx, who, c->a);
     if (st == NX_OK)
-        st = nx_sr_check_float(ctx, who, "h", c->h);
+        st = nx_sparse_check_float(ctx, who, "h", c->h);
     if (st == NX_OK && c->e)
-        st = nx_sr_check_float(ctx, who, "edge_attr", c->e);
+        st = nx_sparse_check_float(ctx, who, "edge_attr", c->e);
     if (st != NX_OK)
         return st;
-    const int64_t *s = nx_tensor_shape(c->a->values);
+    const int64_t *s = nx_tensor_shape(c->a->indices);
     if (s[0] != c->a->n_cols)
         return nx_rt_error(ctx, NX_ERR_SHAPE,
                            "%s: the ELL is %lld x %lld; edges of a graph need "
@@ -244,8 +252,10 @@ static nx_status check(nx_ctx *ctx, const char *who, const edge_call *c)
     return NX_OK;
 }
 
-static nx_status run_edge(nx_ctx *ctx, edge_call *c, nx_tensor **out)
+static nx_status run_edge(nx_ctx *ctx, const char *who, edge_call *c, nx_tensor **out)
 {
+    static const char *const names[4] = {"the ELL's values", "the ELL's indices", "h",
+                                         "edge_attr"};
     nx_rt_cache_blob key;
     nx_rt_cache_blob_init(&key, ctx);
     nx_rt_cache_blob_str(&key, "op", "ell_edge_aggregate");
@@ -254,17 +264,17 @@ static nx_status run_edge(nx_ctx *ctx, edge_call *c, nx_tensor **out)
     else
         nx_rt_cache_blob_str(&key, "expr", c->o->expr_key);
     nx_rt_cache_blob_i64(&key, "kind", c->sr->kind);
-    nx_sr_key_tensor(&key, "values", c->a->values);
-    nx_sr_key_tensor(&key, "indices", c->a->indices);
-    nx_sr_key_tensor(&key, "h", c->h);
-    nx_sr_key_tensor(&key, "e", c->e);
+    nx_rt_cache_blob_tensor(&key, "values", c->a->values);
+    nx_rt_cache_blob_tensor(&key, "indices", c->a->indices);
+    nx_rt_cache_blob_tensor(&key, "h", c->h);
+    nx_rt_cache_blob_tensor(&key, "e", c->e);
     nx_program *p = NULL;
-    nx_status st = nx_sr_program(ctx, &key, c->o->backend, build, c, &p);
-    nx_rt_cache_blob_free(&key);
+    nx_status st =
+        nx_sparse_program(ctx, &key, "edge aggregation: cache key", c->o->backend, build, c, &p);
     if (st != NX_OK)
         return st;
     const nx_tensor *in[4] = {c->a->values, c->a->indices, c->h, c->e};
-    return nx_program_run(p, in, out);
+    return nx_sparse_run(ctx, who, p, c->e ? 4 : 3, in, names, out);
 }
 
 nx_status nx_semiring_ell_edge_aggregate(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
@@ -287,7 +297,7 @@ nx_status nx_semiring_ell_edge_aggregate(nx_ctx *ctx, const nx_semiring *sr, con
         c.f = &f;
     }
     if (st == NX_OK)
-        st = run_edge(ctx, &c, out);
+        st = run_edge(ctx, who, &c, out);
     nx_sr_expr_free(ctx, &f.e);
     return st;
 }

@@ -34,25 +34,23 @@ static nx_status check_shapes(nx_ctx *ctx, const char *who, const nx_ell *e)
     if (!e->values || !e->indices)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: the ELL's %s tensor is NULL", who,
                            e->values ? "indices" : "values");
-    nx_status st = nx_sr_check_float(ctx, who, "the ELL's values", e->values);
+    nx_status st = nx_sparse_check_float(ctx, who, "the ELL's values", e->values);
     if (st != NX_OK)
         return st;
-    if (nx_tensor_device(e->indices) != NX_DEVICE_HOST)
-        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
-                           "%s: the ELL's indices are a device tensor; expected host", who);
     nx_dtype id = nx_tensor_dtype(e->indices);
     if (!is_index_dtype(id))
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
                            "%s: the ELL's indices are %s; expected i32 or i64", who,
                            nx_dtype_name(id));
+    int nv = nx_tensor_ndim(e->values);
     const int64_t *vs = nx_tensor_shape(e->values), *is = nx_tensor_shape(e->indices);
-    if (nx_tensor_ndim(e->values) != 2 || nx_tensor_ndim(e->indices) != 2 || vs[0] != is[0] ||
-        vs[1] != is[1]) {
+    if (nv < 2 || nx_tensor_ndim(e->indices) != 2 || vs[nv - 2] != is[0] || vs[nv - 1] != is[1]) {
         char a[96], b[96];
-        nx_shape_str(a, sizeof a, nx_tensor_ndim(e->values), vs);
+        nx_shape_str(a, sizeof a, nv, vs);
         nx_shape_str(b, sizeof b, nx_tensor_ndim(e->indices), is);
         return nx_rt_error(ctx, NX_ERR_SHAPE,
-                           "%s: the ELL's values are %s and indices %s; expected both [m, k_max]",
+                           "%s: the ELL's values are %s and indices %s; expected values "
+                           "[..., m, k_max] and indices [m, k_max]",
                            who, a, b);
     }
     if (e->n_cols < 0)
@@ -70,6 +68,40 @@ static int64_t index_at(const nx_tensor *t, int64_t i, int64_t p)
     return ((const int64_t *)nx_tensor_data(t))[off];
 }
 
+static nx_status check_host_indices(nx_ctx *ctx, const char *who, const nx_tensor *idx,
+                                    int64_t n_cols)
+{
+    const int64_t *s = nx_tensor_shape(idx);
+    for (int64_t i = 0; i < s[0]; i++)
+        for (int64_t p = 0; p < s[1]; p++) {
+            int64_t q = index_at(idx, i, p);
+            if (q < 0 || q >= n_cols)
+                return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                                   "%s: index %lld at row %lld, slot %lld is %s; expected "
+                                   "0 <= index < n_cols = %lld",
+                                   who, (long long)q, (long long)i, (long long)p,
+                                   q < 0 ? "negative" : "out of range", (long long)n_cols);
+        }
+    return NX_OK;
+}
+
+/* Device indices are checked on the device; only when one is out of range do they come to the
+ * host, once, so the message can name its row and slot. */
+static nx_status check_device_indices(nx_ctx *ctx, const char *who, const nx_tensor *idx,
+                                      int64_t n_cols)
+{
+    bool ok = true;
+    nx_status st = nx_sparse_device_indices_ok(ctx, idx, n_cols, &ok);
+    if (st != NX_OK || ok)
+        return st;
+    nx_tensor *host = NULL;
+    if ((st = nx_tensor_to_device(idx, NX_DEVICE_HOST, &host)) != NX_OK)
+        return st;
+    st = check_host_indices(ctx, who, host, n_cols);
+    nx_tensor_free(host);
+    return st;
+}
+
 nx_status nx_ell_check(nx_ctx *ctx, const char *who, const nx_ell *e)
 {
     if (!who)
@@ -77,24 +109,30 @@ nx_status nx_ell_check(nx_ctx *ctx, const char *who, const nx_ell *e)
     nx_status st = check_shapes(ctx, who, e);
     if (st != NX_OK)
         return st;
-    const int64_t *s = nx_tensor_shape(e->indices);
-    for (int64_t i = 0; i < s[0]; i++)
-        for (int64_t p = 0; p < s[1]; p++) {
-            int64_t q = index_at(e->indices, i, p);
-            if (q < 0 || q >= e->n_cols)
-                return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                                   "%s: index %lld at row %lld, slot %lld is %s; expected "
-                                   "0 <= index < n_cols = %lld",
-                                   who, (long long)q, (long long)i, (long long)p,
-                                   q < 0 ? "negative" : "out of range", (long long)e->n_cols);
-        }
-    return NX_OK;
+    if (nx_tensor_device(e->indices) != NX_DEVICE_HOST)
+        return check_device_indices(ctx, who, e->indices, e->n_cols);
+    return check_host_indices(ctx, who, e->indices, e->n_cols);
+}
+
+nx_status nx_sparse_check_host_ell(nx_ctx *ctx, const char *who, const nx_ell *e)
+{
+    nx_status st = check_shapes(ctx, who, e);
+    if (st == NX_OK)
+        st = nx_sparse_check_host(ctx, who, "the ELL's values", e->values);
+    if (st == NX_OK)
+        st = nx_sparse_check_host(ctx, who, "the ELL's indices", e->indices);
+    if (st == NX_OK && nx_tensor_ndim(e->values) != 2)
+        st = nx_rt_error(ctx, NX_ERR_SHAPE,
+                         "%s: the ELL's values have %d dims; this function takes one matrix, "
+                         "values [m, k_max]",
+                         who, nx_tensor_ndim(e->values));
+    return st == NX_OK ? check_host_indices(ctx, who, e->indices, e->n_cols) : st;
 }
 
 /* ---- graph builders --------------------------------------------------------------------------*/
 
-/* Shared operand checks: values [m, k] float, indices [m, k] integer, x of values' dtype with at
- * least 2 dims. Records the error in g and returns false. */
+/* Shared operand checks: values [..., m, k] float, indices [m, k] integer, x of values' dtype
+ * with at least 2 dims. Records the error in g and returns false. */
 static bool check_nodes(nx_graph *g, const char *who, nx_node values, nx_node indices, nx_node x)
 {
     int64_t vs[NX_MAX_DIMS], is[NX_MAX_DIMS];
@@ -111,9 +149,10 @@ static bool check_nodes(nx_graph *g, const char *who, nx_node values, nx_node in
                           nx_dtype_name(id));
         return false;
     }
-    if (nx_node_ndim(g, values) != 2 || nx_node_ndim(g, indices) != 2 || vs[0] != is[0] ||
-        vs[1] != is[1]) {
-        nx_ir_graph_failf(g, NX_ERR_SHAPE, "%s: values and indices must both be [m, k_max]", who);
+    int nv = nx_node_ndim(g, values);
+    if (nv < 2 || nx_node_ndim(g, indices) != 2 || vs[nv - 2] != is[0] || vs[nv - 1] != is[1]) {
+        nx_ir_graph_failf(g, NX_ERR_SHAPE,
+                          "%s: values must be [..., m, k_max] and indices [m, k_max]", who);
         return false;
     }
     if (nx_node_dtype(g, x) != vd) {
@@ -130,12 +169,17 @@ static bool check_nodes(nx_graph *g, const char *who, nx_node values, nx_node in
     return true;
 }
 
+/* values [..., m, k] as [..., m, k, 1], to broadcast over the columns. */
 static nx_node values_column(nx_graph *g, nx_node values)
 {
-    int64_t s[NX_MAX_DIMS];
+    int64_t s[NX_MAX_DIMS + 1];
     nx_node_shape(g, values, s);
-    int64_t s3[3] = {s[0], s[1], 1};
-    return nx_reshape(g, values, 3, s3);
+    int nd = nx_node_ndim(g, values);
+    if (nd >= NX_MAX_DIMS)
+        return nx_ir_graph_failf(g, NX_ERR_SHAPE, "ELL: values have %d dims; at most %d", nd,
+                                 NX_MAX_DIMS - 1);
+    s[nd] = 1;
+    return nx_reshape(g, values, nd + 1, s);
 }
 
 nx_node nx_ell_matmul_node(nx_graph *g, const nx_semiring *sr, nx_node values, nx_node indices,
@@ -162,29 +206,34 @@ nx_node nx_ell_rmatvec_node(nx_graph *g, nx_node values, nx_node indices, nx_nod
         return NX_NONE;
     if (!check_nodes(g, who, values, indices, x))
         return NX_NONE;
-    int64_t vs[NX_MAX_DIMS], xs[NX_MAX_DIMS];
+    int64_t vs[NX_MAX_DIMS], xs[NX_MAX_DIMS + 1];
     nx_node_shape(g, values, vs);
-    int nd = nx_node_ndim(g, x);
+    int nd = nx_node_ndim(g, x), nv = nx_node_ndim(g, values);
+    int64_t m = vs[nv - 2];
     nx_node_shape(g, x, xs);
-    if (xs[nd - 2] != vs[0])
+    if (xs[nd - 2] != m)
         return nx_ir_graph_failf(g, NX_ERR_SHAPE,
                                  "%s: X has %lld rows but the ELL has %lld (m differs)", who,
-                                 (long long)xs[nd - 2], (long long)vs[0]);
+                                 (long long)xs[nd - 2], (long long)m);
     if (n_cols < 0)
         return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG, "%s: n_cols %lld; expected >= 0", who,
                                  (long long)n_cols);
-    int64_t es[NX_MAX_DIMS];
-    memcpy(es, xs, sizeof es);
-    memmove(es + nd - 1, es + nd - 2, 2 * sizeof(int64_t));
-    es[nd - 2] = vs[0];
-    es[nd - 1] = 1; /* [.., m, 1, c] */
-    nx_node xe = nx_reshape(g, x, nd + 1, es);
-    nx_node upd = nx_mul(g, values_column(g, values), xe); /* [.., m, k, c] */
+    if (nd >= NX_MAX_DIMS)
+        return nx_ir_graph_failf(g, NX_ERR_SHAPE, "%s: X has %d dims; at most %d", who, nd,
+                                 NX_MAX_DIMS - 1);
+    xs[nd] = xs[nd - 1];
+    xs[nd - 1] = 1; /* [.., m, 1, c] */
+    nx_node xe = nx_reshape(g, x, nd + 1, xs);
+    nx_node upd = nx_mul(g, values_column(g, values), xe); /* [B.., m, k, c], B broadcast */
+    if (nx_graph_status(g) != NX_OK)
+        return NX_NONE;
+    int nu = nx_node_ndim(g, upd);
     int64_t os[NX_MAX_DIMS];
-    memcpy(os, xs, sizeof os);
-    os[nd - 2] = n_cols;
-    nx_node zero = nx_broadcast(g, nx_scalar(g, nx_node_dtype(g, x), 0.0), nd, os);
-    return nx_scatter(g, zero, indices, upd, nd - 2, NX_MONOID_SUM);
+    nx_node_shape(g, upd, os);
+    os[nu - 3] = n_cols;
+    os[nu - 2] = os[nu - 1]; /* [B.., n_cols, c] */
+    nx_node zero = nx_broadcast(g, nx_scalar(g, nx_node_dtype(g, x), 0.0), nu - 1, os);
+    return nx_scatter(g, zero, indices, upd, nu - 3, NX_MONOID_SUM);
 }
 
 nx_node nx_ell_row_softmax_node(nx_graph *g, nx_node scores, nx_node pad)

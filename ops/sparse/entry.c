@@ -1,7 +1,13 @@
 /* ELL entry points on tensors: index validation before anything runs, then a graph fragment
  * compiled once per key (op, semiring, shapes, dtypes, n_cols, identity, backend) and kept in the
- * context's cache, as the dense semiring entry points do. Gradients are autodiff of the same
- * fragment (nx_graph_vjp), so every differentiable algebra has them with no per-algebra code. */
+ * context's cache (nx_rt_program_cached), as the dense semiring entry points do. Gradients are
+ * autodiff of the same fragment (nx_graph_vjp), so every differentiable algebra has them with no
+ * per-algebra code.
+ *
+ * Values may carry leading batch dims ([..., m, k_max] over one index matrix) that broadcast
+ * against the dense operand's, as NumPy does; the fragment's elementwise ops broadcast them and
+ * autodiff sums the cotangents back over broadcast dims. Operands may be CUDA device tensors when
+ * the program runs on the cuda backend (device indices are range-checked on the device). */
 #include <string.h>
 
 #include "cache.h"
@@ -83,9 +89,29 @@ static nx_status build(nx_graph *g, void *user, nx_node *outs, int *n)
     return nx_graph_vjp(g, 1, &y, &dy, 2, wrt, outs);
 }
 
+/* NumPy broadcasting of values' batch dims against the dense operand's. */
+static nx_status check_batch(nx_ctx *ctx, const char *who, const char *what, const ell_call *c)
+{
+    int nv = nx_tensor_ndim(c->a->values) - 2, nx = nx_tensor_ndim(c->x) - 2;
+    const int64_t *vs = nx_tensor_shape(c->a->values), *xs = nx_tensor_shape(c->x);
+    for (int i = 1; i <= nv && i <= nx; i++) {
+        int64_t p = vs[nv - i], q = xs[nx - i];
+        if (p != q && p != 1 && q != 1) {
+            char a[96], b[96];
+            nx_shape_str(a, sizeof a, nv + 2, vs);
+            nx_shape_str(b, sizeof b, nx + 2, xs);
+            return nx_rt_error(ctx, NX_ERR_SHAPE,
+                               "%s: the ELL's values are %s and %s is %s: their leading (batch) "
+                               "dims do not broadcast; expected equal extents or 1",
+                               who, a, what, b);
+        }
+    }
+    return NX_OK;
+}
+
 static nx_status check_dense(nx_ctx *ctx, const char *who, const char *what, const ell_call *c)
 {
-    nx_status st = nx_sr_check_float(ctx, who, what, c->x);
+    nx_status st = nx_sparse_check_float(ctx, who, what, c->x);
     if (st != NX_OK)
         return st;
     nx_dtype vd = nx_tensor_dtype(c->a->values), xd = nx_tensor_dtype(c->x);
@@ -95,25 +121,25 @@ static nx_status check_dense(nx_ctx *ctx, const char *who, const char *what, con
                            "one dtype",
                            who, nx_dtype_name(vd), what, nx_dtype_name(xd));
     int nd = nx_tensor_ndim(c->x);
-    const int64_t *xs = nx_tensor_shape(c->x), *vs = nx_tensor_shape(c->a->values);
+    const int64_t *xs = nx_tensor_shape(c->x), *is = nx_tensor_shape(c->a->indices);
     if (nd < 2)
         return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: %s has %d dims; expected at least 2", who, what,
                            nd);
-    int64_t want = c->op == ELL_MATMUL ? c->a->n_cols : vs[0];
+    int64_t want = c->op == ELL_MATMUL ? c->a->n_cols : is[0];
     int64_t got = xs[nd - 2];
     if (c->op == ELL_SOFTMAX) {
-        if (xs[nd - 2] != vs[0] || xs[nd - 1] != vs[1])
+        if (xs[nd - 2] != is[0] || xs[nd - 1] != is[1])
             return nx_rt_error(ctx, NX_ERR_SHAPE,
                                "%s: %s end in [%lld, %lld]; expected the ELL's "
                                "[m, k_max] = [%lld, %lld]",
                                who, what, (long long)xs[nd - 2], (long long)xs[nd - 1],
-                               (long long)vs[0], (long long)vs[1]);
+                               (long long)is[0], (long long)is[1]);
     } else if (got != want) {
         return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: %s has %lld rows; expected %lld (%s)", who, what,
                            (long long)got, (long long)want,
                            c->op == ELL_MATMUL ? "the ELL's n_cols" : "the ELL's m");
     }
-    return NX_OK;
+    return check_batch(ctx, who, what, c);
 }
 
 static nx_status check_call(nx_ctx *ctx, const char *who, const char *what, const ell_call *c,
@@ -134,7 +160,7 @@ static nx_status check_call(nx_ctx *ctx, const char *who, const char *what, cons
                          "'real' only",
                          who, c->sr->name);
     if (st == NX_OK && c->dy)
-        st = nx_sr_check_float(ctx, who, "the cotangent", c->dy);
+        st = nx_sparse_check_float(ctx, who, "the cotangent", c->dy);
     if (st == NX_OK && c->dy && nx_tensor_dtype(c->dy) != nx_tensor_dtype(c->x))
         st = nx_rt_error(ctx, NX_ERR_DTYPE, "%s: the cotangent is %s but the operands are %s", who,
                          nx_dtype_name(nx_tensor_dtype(c->dy)),
@@ -151,26 +177,27 @@ static nx_status program_for(nx_ctx *ctx, ell_call *c, nx_backend backend, nx_pr
     nx_rt_cache_blob_str(&key, "op", op_name(c));
     if (c->sr)
         nx_sr_semiring_key(&key, c->sr);
-    nx_sr_key_tensor(&key, "values", c->a->values);
-    nx_sr_key_tensor(&key, "indices", c->a->indices);
-    nx_sr_key_tensor(&key, "x", c->x);
-    nx_sr_key_tensor(&key, "dy", c->dy);
+    nx_rt_cache_blob_tensor(&key, "values", c->a->values);
+    nx_rt_cache_blob_tensor(&key, "indices", c->a->indices);
+    nx_rt_cache_blob_tensor(&key, "x", c->x);
+    nx_rt_cache_blob_tensor(&key, "dy", c->dy);
     nx_rt_cache_blob_i64(&key, "n_cols", c->a->n_cols);
     nx_rt_cache_blob_bytes(&key, "identity", &c->a->identity, sizeof c->a->identity);
-    nx_status st = nx_sr_program(ctx, &key, backend, build, c, p);
-    nx_rt_cache_blob_free(&key);
-    return st;
+    return nx_sparse_program(ctx, &key, "ELL: cache key", backend, build, c, p);
 }
 
 /* Runs c's program; outs gets 1 (forward) or 2 (values' and x's cotangents) tensors. */
-static nx_status run_call(nx_ctx *ctx, ell_call *c, const nx_semiring_opts *opts, nx_tensor **outs)
+static nx_status run_call(nx_ctx *ctx, const char *who, ell_call *c, const nx_semiring_opts *opts,
+                          nx_tensor **outs)
 {
+    static const char *const names[4] = {"the ELL's values", "the ELL's indices",
+                                         "the dense operand", "the cotangent"};
     nx_program *p = NULL;
     nx_status st = program_for(ctx, c, opts ? opts->backend : NX_BACKEND_AUTO, &p);
     if (st != NX_OK)
         return st;
     const nx_tensor *in[4] = {c->a->values, c->a->indices, c->x, c->dy};
-    return nx_program_run(p, in, outs);
+    return nx_sparse_run(ctx, who, p, c->dy ? 4 : 3, in, names, outs);
 }
 
 nx_status nx_semiring_ell_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
@@ -181,7 +208,7 @@ nx_status nx_semiring_ell_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_el
     if (!out)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
     nx_status st = check_call(ctx, who, "B", &c, out);
-    return st == NX_OK ? run_call(ctx, &c, opts, out) : st;
+    return st == NX_OK ? run_call(ctx, who, &c, opts, out) : st;
 }
 
 /* The canonical formulation: A^T as an ELL built on the host, then a gather-fold in slot order,
@@ -189,12 +216,18 @@ nx_status nx_semiring_ell_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_el
 static nx_status rmatvec_canonical(nx_ctx *ctx, const nx_ell *a, const nx_tensor *x,
                                    const nx_semiring_opts *opts, nx_tensor **out)
 {
+    static const char *who = "nx_semiring_ell_rmatvec (gather driver: A^T is built on the host)";
+    nx_status st = nx_sparse_check_host(ctx, who, "the ELL's values", a->values);
+    if (st == NX_OK)
+        st = nx_sparse_check_host(ctx, who, "the ELL's indices", a->indices);
+    if (st != NX_OK)
+        return st;
     nx_ell t;
-    nx_status st = nx_sparse_transpose(ctx, a, &t);
+    st = nx_sparse_transpose(ctx, a, &t);
     if (st != NX_OK)
         return st;
     ell_call c = {.op = ELL_MATMUL, .sr = nx_semiring_builtin(NX_SEMIRING_REAL), .a = &t, .x = x};
-    st = run_call(ctx, &c, opts, out);
+    st = run_call(ctx, "nx_semiring_ell_rmatvec", &c, opts, out);
     nx_ell_free(&t);
     return st;
 }
@@ -215,7 +248,7 @@ nx_status nx_semiring_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr, const nx_e
         return st;
     if (strcmp(variant, "gather") == 0)
         return rmatvec_canonical(ctx, a, x, opts, out);
-    return run_call(ctx, &c, opts, out);
+    return run_call(ctx, who, &c, opts, out);
 }
 
 nx_status nx_ell_row_softmax(nx_ctx *ctx, const nx_ell *a, const nx_tensor *scores,
@@ -226,7 +259,7 @@ nx_status nx_ell_row_softmax(nx_ctx *ctx, const nx_ell *a, const nx_tensor *scor
     if (!out)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
     nx_status st = check_call(ctx, who, "the scores", &c, out);
-    return st == NX_OK ? run_call(ctx, &c, opts, out) : st;
+    return st == NX_OK ? run_call(ctx, who, &c, opts, out) : st;
 }
 
 static nx_status run_vjp(nx_ctx *ctx, const char *who, ell_call *c, const nx_semiring_opts *opts,
@@ -241,7 +274,7 @@ static nx_status run_vjp(nx_ctx *ctx, const char *who, ell_call *c, const nx_sem
         st = nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: the cotangent is NULL", who);
     nx_tensor *res[2] = {NULL, NULL};
     if (st == NX_OK)
-        st = run_call(ctx, c, opts, res);
+        st = run_call(ctx, who, c, opts, res);
     if (st != NX_OK)
         return st;
     if (dv)

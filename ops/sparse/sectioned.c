@@ -2,7 +2,10 @@
  * degrees, so no row carries more than twice its degree in pads (a flat ELL pads every row to the
  * largest degree). Row i goes to bucket b = ceil(log2(max(degree, 1))) with k_max = 2^b. The
  * contractions run the flat entry points per section and place (matmul) or add (rmatvec) the
- * results; each output row of the matmul is folded in the same slot order as the flat ELL. */
+ * results; each output row of the matmul is folded in the same slot order as the flat ELL.
+ * Gradients run the flat VJPs per section: the dense operand's cotangents add up over sections
+ * and the values' go back to their places in the ragged (CSR) arrays, which the copy of the
+ * offsets kept by the SectionedELL locates. */
 #include <string.h>
 
 #include "ops/sparse/sparse.h"
@@ -23,6 +26,7 @@ void nx_sectioned_ell_free(nx_sectioned_ell *s)
         nx_ell_free(&s->sections[i]);
         nx_tensor_free(s->rows[i]);
     }
+    nx_tensor_free(s->offsets);
     memset(s, 0, sizeof *s);
 }
 
@@ -34,10 +38,17 @@ static nx_status check_ragged(nx_ctx *ctx, const char *who, const nx_tensor *off
                            !offsets   ? "offsets"
                            : !indices ? "indices"
                                       : "values");
+    nx_status st = nx_sparse_check_host(ctx, who, "offsets", offsets);
+    if (st == NX_OK)
+        st = nx_sparse_check_host(ctx, who, "indices", indices);
+    if (st == NX_OK)
+        st = nx_sparse_check_host(ctx, who, "values", values);
+    if (st != NX_OK)
+        return st;
     if (nx_tensor_dtype(offsets) != NX_DTYPE_I64 || nx_tensor_ndim(offsets) != 1 ||
         nx_tensor_shape(offsets)[0] < 1)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: offsets must be i64 [n_rows + 1]", who);
-    nx_status st = nx_sr_check_float(ctx, who, "values", values);
+    st = nx_sr_check_float(ctx, who, "values", values);
     if (st != NX_OK)
         return st;
     nx_dtype id = nx_tensor_dtype(indices);
@@ -135,7 +146,9 @@ nx_status nx_sectioned_ell_from_ragged(nx_ctx *ctx, const nx_tensor *offsets,
         count[bucket_of(off_at(offsets, i + 1) - off_at(offsets, i))]++;
     out->n_rows = n;
     out->n_cols = n_cols;
+    out->nnz = nx_tensor_shape(values)[0];
     out->identity = identity;
+    st = nx_tensor_copy(offsets, &out->offsets);
     for (int b = 0; b < NX_SECTIONED_MAX && st == NX_OK; b++)
         if (count[b])
             st = build_section(ctx, offsets, indices, values, b, count[b], out);
@@ -155,11 +168,17 @@ static nx_status check_sectioned(nx_ctx *ctx, const char *who, const nx_semiring
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who,
                            a ? "semiring" : "the SectionedELL");
     nx_status st = nx_sr_check_float(ctx, who, "the dense operand", x);
+    if (st == NX_OK)
+        st = nx_sparse_check_host(ctx, who, "the dense operand", x);
     if (st != NX_OK)
         return st;
     if (nx_tensor_ndim(x) != 2 || nx_tensor_shape(x)[0] != rows)
         return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: the dense operand must be [%lld, c]", who,
                            (long long)rows);
+    if (a->n_sections > 0 && nx_tensor_dtype(x) != nx_tensor_dtype(a->sections[0].values))
+        return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: the dense operand is %s but the values are %s",
+                           who, nx_dtype_name(nx_tensor_dtype(x)),
+                           nx_dtype_name(nx_tensor_dtype(a->sections[0].values)));
     return NX_OK;
 }
 
@@ -171,6 +190,19 @@ static void put_row(nx_tensor *dst, int64_t dst_row, const nx_tensor *src, int64
         double v = nx_sparse_get(src, r, j);
         nx_sparse_set(dst, dst_row, j, add ? nx_sparse_get(dst, dst_row, j) + v : v);
     }
+}
+
+/* Rows rows[0..m) of x ([*, c], host) as a new [m, c] tensor. */
+static nx_status take_rows(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *rows,
+                           nx_tensor **out)
+{
+    int64_t m = nx_tensor_shape(rows)[0], c = nx_tensor_shape(x)[1];
+    const int64_t *r = nx_tensor_data(rows);
+    nx_status st = nx_sparse_new2(ctx, nx_tensor_dtype(x), m, c, out);
+    for (int64_t i = 0; st == NX_OK && i < m; i++)
+        for (int64_t j = 0; j < c; j++)
+            nx_sparse_set(*out, i, j, nx_sparse_get(x, r[i], j));
+    return st;
 }
 
 nx_status nx_sectioned_ell_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_sectioned_ell *a,
@@ -212,13 +244,8 @@ nx_status nx_sectioned_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr, const nx_
     if ((st = nx_sparse_new2(ctx, nx_tensor_dtype(x), a->n_cols, c, &y)))
         return st;
     for (int s = 0; s < a->n_sections && st == NX_OK; s++) {
-        int64_t m = nx_tensor_shape(a->rows[s])[0];
-        const int64_t *rows = nx_tensor_data(a->rows[s]);
         nx_tensor *xs = NULL, *ys = NULL;
-        st = nx_sparse_new2(ctx, nx_tensor_dtype(x), m, c, &xs);
-        for (int64_t r = 0; st == NX_OK && r < m; r++)
-            for (int64_t j = 0; j < c; j++)
-                nx_sparse_set(xs, r, j, nx_sparse_get(x, rows[r], j));
+        st = take_rows(ctx, x, a->rows[s], &xs);
         if (st == NX_OK)
             st = nx_semiring_ell_rmatvec(ctx, sr, &a->sections[s], xs, opts, &ys);
         for (int64_t q = 0; st == NX_OK && q < a->n_cols; q++)
@@ -231,4 +258,131 @@ nx_status nx_sectioned_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr, const nx_
     }
     *out = y;
     return NX_OK;
+}
+
+/* ---- gradients -------------------------------------------------------------------------------*/
+
+typedef struct sec_vjp {
+    const char *who;
+    const nx_semiring *sr;
+    const nx_sectioned_ell *a;
+    const nx_tensor *x, *dy; /* the dense operand and the result's cotangent */
+    bool rmatvec;
+    const nx_semiring_opts *opts;
+    nx_tensor *dv, *dx; /* [nnz] and x's shape, made here */
+} sec_vjp;
+
+/* Section s's value cotangents [m_s, k_s] to their ragged places: row r's slot p < degree is
+ * entry offsets[rows[r]] + p. */
+static void place_values(sec_vjp *v, int s, const nx_tensor *dvs)
+{
+    const int64_t *rows = nx_tensor_data(v->a->rows[s]), *off = nx_tensor_data(v->a->offsets);
+    int64_t m = nx_tensor_shape(dvs)[0];
+    for (int64_t r = 0; r < m; r++) {
+        int64_t lo = off[rows[r]], deg = off[rows[r] + 1] - lo;
+        for (int64_t p = 0; p < deg; p++) {
+            double g = nx_sparse_get(dvs, r, p);
+            if (nx_tensor_dtype(v->dv) == NX_DTYPE_F32)
+                ((float *)nx_tensor_data(v->dv))[lo + p] = (float)g;
+            else
+                ((double *)nx_tensor_data(v->dv))[lo + p] = g;
+        }
+    }
+}
+
+/* One section: matmul's cotangent rows of the section (dC[rows]) against all of B, adding into
+ * dB; rmatvec's operand rows (X[rows]) against all of dY, placing dX[rows]. */
+static nx_status section_vjp(nx_ctx *ctx, sec_vjp *v, int s)
+{
+    const nx_ell *e = &v->a->sections[s];
+    const nx_tensor *by_rows = v->rmatvec ? v->x : v->dy;
+    nx_tensor *part = NULL, *dvs = NULL, *dxs = NULL;
+    nx_status st = take_rows(ctx, by_rows, v->a->rows[s], &part);
+    if (st == NX_OK && v->rmatvec)
+        st = nx_semiring_ell_rmatvec_vjp(ctx, v->sr, e, part, v->dy, v->opts, &dvs, &dxs);
+    else if (st == NX_OK)
+        st = nx_semiring_ell_matmul_vjp(ctx, v->sr, e, v->x, part, v->opts, &dvs, &dxs);
+    if (st == NX_OK) {
+        place_values(v, s, dvs);
+        const int64_t *rows = nx_tensor_data(v->a->rows[s]);
+        int64_t n = nx_tensor_shape(dxs)[0];
+        for (int64_t r = 0; r < n; r++)
+            put_row(v->dx, v->rmatvec ? rows[r] : r, dxs, r, !v->rmatvec);
+    }
+    nx_tensor_free(part), nx_tensor_free(dvs), nx_tensor_free(dxs);
+    return st;
+}
+
+static nx_status check_vjp(nx_ctx *ctx, sec_vjp *v)
+{
+    int64_t rows_in = v->rmatvec ? (v->a ? v->a->n_rows : 0) : (v->a ? v->a->n_cols : 0);
+    int64_t rows_out = v->rmatvec ? (v->a ? v->a->n_cols : 0) : (v->a ? v->a->n_rows : 0);
+    nx_tensor *unused = NULL;
+    nx_status st = check_sectioned(ctx, v->who, v->sr, v->a, v->x, rows_in, &unused);
+    if (st != NX_OK)
+        return st;
+    if (!v->dy)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: the cotangent is NULL", v->who);
+    if ((st = nx_sparse_check_host(ctx, v->who, "the cotangent", v->dy)) != NX_OK)
+        return st;
+    const int64_t *ds = nx_tensor_shape(v->dy);
+    if (nx_tensor_dtype(v->dy) != nx_tensor_dtype(v->x) || nx_tensor_ndim(v->dy) != 2 ||
+        ds[0] != rows_out || ds[1] != nx_tensor_shape(v->x)[1])
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "%s: the cotangent must be %s [%lld, %lld] (the result's dtype and "
+                           "shape)",
+                           v->who, nx_dtype_name(nx_tensor_dtype(v->x)), (long long)rows_out,
+                           (long long)nx_tensor_shape(v->x)[1]);
+    if (v->rmatvec && v->sr->kind != NX_SEMIRING_REAL)
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                           "%s: semiring '%s'; A^T X is defined under 'real' only", v->who,
+                           v->sr->name);
+    return nx_semiring_check_differentiable(ctx, v->sr, v->who);
+}
+
+static nx_status run_sectioned_vjp(nx_ctx *ctx, sec_vjp *v, nx_tensor **dvalues, nx_tensor **dx)
+{
+    if (dvalues)
+        *dvalues = NULL;
+    if (dx)
+        *dx = NULL;
+    nx_status st = check_vjp(ctx, v);
+    if (st != NX_OK)
+        return st;
+    int64_t nnz = v->a->nnz;
+    st = nx_tensor_new(ctx, nx_tensor_dtype(v->x), 1, &nnz, &v->dv);
+    if (st == NX_OK)
+        st = nx_sparse_new2(ctx, nx_tensor_dtype(v->x), nx_tensor_shape(v->x)[0],
+                            nx_tensor_shape(v->x)[1], &v->dx);
+    for (int s = 0; st == NX_OK && s < v->a->n_sections; s++)
+        st = section_vjp(ctx, v, s);
+    if (st != NX_OK || !dvalues)
+        nx_tensor_free(v->dv);
+    if (st != NX_OK || !dx)
+        nx_tensor_free(v->dx);
+    if (st == NX_OK && dvalues)
+        *dvalues = v->dv;
+    if (st == NX_OK && dx)
+        *dx = v->dx;
+    return st;
+}
+
+nx_status nx_sectioned_ell_matmul_vjp(nx_ctx *ctx, const nx_semiring *sr, const nx_sectioned_ell *a,
+                                      const nx_tensor *b, const nx_tensor *dc,
+                                      const nx_semiring_opts *opts, nx_tensor **dvalues,
+                                      nx_tensor **db)
+{
+    sec_vjp v = {.who = "nx_sectioned_ell_matmul_vjp", .sr = sr, .a = a, .x = b, .dy = dc,
+                 .opts = opts};
+    return run_sectioned_vjp(ctx, &v, dvalues, db);
+}
+
+nx_status nx_sectioned_ell_rmatvec_vjp(nx_ctx *ctx, const nx_semiring *sr,
+                                       const nx_sectioned_ell *a, const nx_tensor *x,
+                                       const nx_tensor *dy, const nx_semiring_opts *opts,
+                                       nx_tensor **dvalues, nx_tensor **dx)
+{
+    sec_vjp v = {.who = "nx_sectioned_ell_rmatvec_vjp", .sr = sr, .a = a, .x = x, .dy = dy,
+                 .rmatvec = true, .opts = opts};
+    return run_sectioned_vjp(ctx, &v, dvalues, dx);
 }

@@ -7,9 +7,40 @@
 #include "nitrix-ops.h"
 #include "ops/semiring/semiring.h"
 
+struct nx_rt_cache_blob;
+
+/* Builds an entry point's graph: outputs[0..*n_outputs) (at most 4). */
+typedef nx_status (*nx_sparse_build_fn)(nx_graph *g, void *user, nx_node *outputs,
+                                        int *n_outputs);
+/* The program keyed by key (+ backend), built and compiled on a miss through
+ * nx_rt_program_cached; key is freed. what names the op in NX_ERR_NOMEM messages. */
+NX_HIDDEN nx_status nx_sparse_program(nx_ctx *ctx, struct nx_rt_cache_blob *key, const char *what,
+                                      nx_backend backend, nx_sparse_build_fn build, void *user,
+                                      nx_program **out);
+/* Runs p on in[0..n_in) (NULL entries are absent optional inputs, skipped by the caller's
+ * program); a device tensor given to a program that is not on the cuda backend is
+ * NX_ERR_UNSUPPORTED naming it (names[i]). */
+NX_HIDDEN nx_status nx_sparse_run(nx_ctx *ctx, const char *who, nx_program *p, int n_in,
+                                  const nx_tensor *const *in, const char *const *names,
+                                  nx_tensor **outs);
+/* t non-NULL and f32/f64, on the host or a device. */
+NX_HIDDEN nx_status nx_sparse_check_float(nx_ctx *ctx, const char *who, const char *what,
+                                          const nx_tensor *t);
+/* NX_ERR_UNSUPPORTED naming what when t (may be NULL) is a device tensor. */
+NX_HIDDEN nx_status nx_sparse_check_host(nx_ctx *ctx, const char *who, const char *what,
+                                         const nx_tensor *t);
+/* nx_ell_check, plus host values and indices and 2-D values: the host builders' precondition. */
+NX_HIDDEN nx_status nx_sparse_check_host_ell(nx_ctx *ctx, const char *who, const nx_ell *e);
+/* Whether every device index is in [0, n_cols): a 0-d flag reduced on the device (cuda backend),
+ * one 4-byte copy back. */
+NX_HIDDEN nx_status nx_sparse_device_indices_ok(nx_ctx *ctx, const nx_tensor *indices,
+                                                int64_t n_cols, bool *ok);
+
 /* The transpose of a as an ELL (host): row q holds the (value, i) of every slot (i, p) of a with
- * indices[i, p] == q, in ascending (i, p) order, padded with identity and index 0 to the largest
- * column count. Pads of a (value == identity) are dropped. a must have passed nx_ell_check. */
+ * indices[i, p] == q, in ascending (i, p) order, padded with 0 (REAL's identity, which the copy
+ * takes) and index 0 to the largest column count. Batched values [..., m, k] give [..., n_cols,
+ * kt] over one pattern: a slot is dropped when it is a pad (value == identity) in every batch,
+ * and a pad kept for another batch's sake holds 0. a must be on the host and checked. */
 NX_HIDDEN nx_status nx_sparse_transpose(nx_ctx *ctx, const nx_ell *a, nx_ell *out);
 
 /* A new host tensor [m, k] of dtype. */

@@ -260,7 +260,7 @@ static void test_bad_indices(void **state)
     nx_tensor *idx = a.indices;
     a.indices = st_index(ctx, 1, 4, (int64_t[]){0, 1, 2, 0}, NX_DTYPE_I32);
     expect_error(ctx, nx_semiring_ell_matmul(ctx, real, &a, b, NULL, &c), NX_ERR_SHAPE,
-                 "expected both [m, k_max]");
+                 "indices [m, k_max]");
     nx_tensor_free(a.indices);
     a.indices = idx;
     nx_tensor *b4 = st_mat(ctx, 4, 1, (double[]){1, 2, 3, 4});
