@@ -131,8 +131,8 @@ NX_API nx_status nx_ell_row_softmax(nx_ctx *ctx, const nx_ell *a, const nx_tenso
  * e (a d_e-vector) with the pairwise formula's operators, functions and vector functions (sum, dot,
  * sqdist, norm2): "w * (hj - hi)", "exp(-sqdist(hi, hj)) * w". Pads are not skipped: multiply by
  * w or mask. Gradients to h, values and e through nx_graph_vjp of the builder. */
-typedef nx_node (*nx_edge_fn)(nx_graph *g, nx_node hi, nx_node hj, nx_node w, nx_node ij,
-                              nx_node e, void *user);
+typedef nx_node (*nx_edge_fn)(nx_graph *g, nx_node hi, nx_node hj, nx_node w, nx_node ij, nx_node e,
+                              void *user);
 typedef struct nx_edge_opts {
     nx_backend backend;
     const char *formula; /* F as text, or NULL with expr */
@@ -144,9 +144,8 @@ NX_API nx_node nx_ell_edge_aggregate_node(nx_graph *g, const nx_semiring *sr, nx
                                           nx_node indices, nx_node h, nx_node edge_attr,
                                           nx_edge_fn fn, void *user);
 /* edge_attr may be NULL. */
-NX_API nx_status nx_semiring_ell_edge_aggregate(nx_ctx *ctx, const nx_semiring *sr,
-                                                const nx_ell *a, const nx_tensor *h,
-                                                const nx_tensor *edge_attr,
+NX_API nx_status nx_semiring_ell_edge_aggregate(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
+                                                const nx_tensor *h, const nx_tensor *edge_attr,
                                                 const nx_edge_opts *opts, nx_tensor **out);
 
 /* ---- host construction -----------------------------------------------------------------------*/

@@ -254,8 +254,7 @@ static nx_status check(nx_ctx *ctx, const char *who, const edge_call *c)
 
 static nx_status run_edge(nx_ctx *ctx, const char *who, edge_call *c, nx_tensor **out)
 {
-    static const char *const names[4] = {"the ELL's values", "the ELL's indices", "h",
-                                         "edge_attr"};
+    static const char *const names[4] = {"the ELL's values", "the ELL's indices", "h", "edge_attr"};
     nx_rt_cache_blob key;
     nx_rt_cache_blob_init(&key, ctx);
     nx_rt_cache_blob_str(&key, "op", "ell_edge_aggregate");

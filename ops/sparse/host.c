@@ -123,9 +123,8 @@ nx_status nx_sparse_transpose(nx_ctx *ctx, const nx_ell *a, nx_ell *out)
 {
     memset(out, 0, sizeof *out);
     int nd = nx_tensor_ndim(a->values);
-    transpose_job j = {.a = a,
-                       .m = nx_tensor_shape(a->values)[nd - 2],
-                       .k = nx_tensor_shape(a->values)[nd - 1]};
+    transpose_job j = {
+        .a = a, .m = nx_tensor_shape(a->values)[nd - 2], .k = nx_tensor_shape(a->values)[nd - 1]};
     j.batch = j.m * j.k != 0 ? nx_tensor_numel(a->values) / (j.m * j.k) : 0;
     size_t fbytes = (size_t)(a->n_cols + 1) * sizeof(int64_t), kbytes = (size_t)(j.m * j.k + 1);
     nx_status st = nx_tensor_contiguous(a->values, &j.v);

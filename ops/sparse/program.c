@@ -43,8 +43,7 @@ nx_status nx_sparse_program(nx_ctx *ctx, nx_rt_cache_blob *key, const char *what
     return nx_rt_program_cached(ctx, key, what, compile, &c, out);
 }
 
-nx_status nx_sparse_check_float(nx_ctx *ctx, const char *who, const char *what,
-                                const nx_tensor *t)
+nx_status nx_sparse_check_float(nx_ctx *ctx, const char *who, const char *what, const nx_tensor *t)
 {
     if (!t)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, what);
@@ -95,8 +94,8 @@ static nx_status build_range(nx_graph *g, void *user, nx_node *outs, int *n)
     nx_node lo = nx_lt(g, q, nx_scalar(g, NX_DTYPE_I64, 0));
     nx_node hi = nx_ge(g, q, nx_scalar(g, NX_DTYPE_I64, (double)c->n_cols));
     int axes[2] = {0, 1};
-    outs[0] = nx_reduce(g, nx_cast(g, nx_or(g, lo, hi), NX_DTYPE_I32), 2, axes, NX_MONOID_MAX,
-                        false);
+    outs[0] =
+        nx_reduce(g, nx_cast(g, nx_or(g, lo, hi), NX_DTYPE_I32), 2, axes, NX_MONOID_MAX, false);
     *n = 1;
     return nx_graph_status(g);
 }

@@ -193,8 +193,7 @@ static void put_row(nx_tensor *dst, int64_t dst_row, const nx_tensor *src, int64
 }
 
 /* Rows rows[0..m) of x ([*, c], host) as a new [m, c] tensor. */
-static nx_status take_rows(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *rows,
-                           nx_tensor **out)
+static nx_status take_rows(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *rows, nx_tensor **out)
 {
     int64_t m = nx_tensor_shape(rows)[0], c = nx_tensor_shape(x)[1];
     const int64_t *r = nx_tensor_data(rows);
@@ -372,8 +371,8 @@ nx_status nx_sectioned_ell_matmul_vjp(nx_ctx *ctx, const nx_semiring *sr, const 
                                       const nx_semiring_opts *opts, nx_tensor **dvalues,
                                       nx_tensor **db)
 {
-    sec_vjp v = {.who = "nx_sectioned_ell_matmul_vjp", .sr = sr, .a = a, .x = b, .dy = dc,
-                 .opts = opts};
+    sec_vjp v = {
+        .who = "nx_sectioned_ell_matmul_vjp", .sr = sr, .a = a, .x = b, .dy = dc, .opts = opts};
     return run_sectioned_vjp(ctx, &v, dvalues, db);
 }
 
@@ -382,7 +381,12 @@ nx_status nx_sectioned_ell_rmatvec_vjp(nx_ctx *ctx, const nx_semiring *sr,
                                        const nx_tensor *dy, const nx_semiring_opts *opts,
                                        nx_tensor **dvalues, nx_tensor **dx)
 {
-    sec_vjp v = {.who = "nx_sectioned_ell_rmatvec_vjp", .sr = sr, .a = a, .x = x, .dy = dy,
-                 .rmatvec = true, .opts = opts};
+    sec_vjp v = {.who = "nx_sectioned_ell_rmatvec_vjp",
+                 .sr = sr,
+                 .a = a,
+                 .x = x,
+                 .dy = dy,
+                 .rmatvec = true,
+                 .opts = opts};
     return run_sectioned_vjp(ctx, &v, dvalues, dx);
 }

@@ -2,7 +2,8 @@
  * operands with matching or broadcast batch dims: forward results and VJPs of matmul (REAL, LOG,
  * max-plus) and rmatvec (both drivers) equal the float64 NumPy fixtures of gen-sparse-batch.py;
  * batches that do not broadcast are refused; and device tensors: on a machine without a GPU the
- * device copy fails with NX_ERR_BACKEND, with one the results on device tensors equal the host's. */
+ * device copy fails with NX_ERR_BACKEND, with one the results on device tensors equal the host's.
+ */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,9 +16,9 @@ typedef struct batch_case {
 } batch_case;
 
 static const batch_case CASES[] = {
-    {"batch_mm_real", "real", false},  {"batch_mm_real_both", "real", false},
-    {"batch_mm_log", "log", false},    {"batch_mm_max", "tropical_max_plus", false},
-    {"batch_rmv", "real", true},       {"batch_rmv_both", "real", true},
+    {"batch_mm_real", "real", false}, {"batch_mm_real_both", "real", false},
+    {"batch_mm_log", "log", false},   {"batch_mm_max", "tropical_max_plus", false},
+    {"batch_rmv", "real", true},      {"batch_rmv_both", "real", true},
 };
 
 static double identity_of(const char *sr)
