@@ -105,6 +105,10 @@ def main():
     sized_case(rng, versions, "k2_odd_f64", (15, 12), [2.0, 1.5], [5, 7])
     sized_case(rng, versions, "k2_even_f64", (15, 12), [2.0, 1.5], [4, 6], mode="nearest")
     sized_case(rng, versions, "k1_even_f32", (30,), [1.0], [2], dtype=np.float32)
+    # a zero constant border: the entry point's padded-once path (the other constant cases have
+    # cval != 0, which keeps the per-axis pads)
+    gauss_case(rng, versions, "g3_constant0_f32", (12, 13, 14), [1.5], dtype=np.float32,
+               mode="constant", cval=0.0)
 
 
 if __name__ == "__main__":

@@ -7,10 +7,15 @@
 #include "gaussian.h"
 #include "nitrix-graph.h"
 
+/* stage: the whole op in one program, or the two programs of the padded FIR (see run_padded). */
+typedef enum gauss_stage { STAGE_WHOLE, STAGE_PAD, STAGE_FOLD } gauss_stage;
+
 typedef struct gauss_call {
     const nx_tensor *x, *dy;
     nx_gaussian_opts o; /* driver replaced by the resolved one */
+    nx_gauss_plan plan; /* of the caller's x (STAGE_FOLD's x is the padded one) */
     bool want_dx, want_dsigma;
+    gauss_stage stage;
 } gauss_call;
 
 static void key_opts(nx_rt_cache_blob *b, const gauss_call *c)
@@ -18,7 +23,7 @@ static void key_opts(nx_rt_cache_blob *b, const gauss_call *c)
     const nx_gaussian_opts *o = &c->o;
     nx_rt_cache_blob_str(b, "op", c->dy ? "gaussian_filter_vjp" : "gaussian_filter");
     nx_rt_cache_blob_str(b, "driver", o->driver);
-    int64_t geo[5] = {o->nspatial, o->nsigma, o->mode, c->want_dx, c->want_dsigma};
+    int64_t geo[6] = {o->nspatial, o->nsigma, o->mode, c->want_dx, c->want_dsigma, c->stage};
     nx_rt_cache_blob_bytes(b, "geo", geo, sizeof geo);
     nx_rt_cache_blob_bytes(b, "sigma", o->sigma, sizeof o->sigma);
     nx_rt_cache_blob_bytes(b, "truncate", &o->truncate, sizeof o->truncate);
@@ -38,6 +43,12 @@ static nx_status build(nx_graph *g, const gauss_call *c, nx_node *outs, int *nou
     bool vjp = c->dy != NULL;
     nx_node x = vjp ? nx_parameter(g, "x", dt, nd, shape) : nx_input(g, "x", dt, nd, shape);
     nx_node xf = nx_dtype_is_float(dt) ? x : nx_cast(g, x, NX_DTYPE_F32);
+    if (c->stage != STAGE_WHOLE) {
+        outs[0] = c->stage == STAGE_PAD ? nx_gauss_pad_all(g, xf, &c->plan)
+                                        : nx_gauss_fir_valid(g, xf, &c->plan);
+        *nout = 1;
+        return nx_graph_status(g);
+    }
     int64_t ns = c->o.nsigma;
     nx_node sigma = c->want_dsigma ? nx_parameter(g, "sigma", dt, 1, &ns) : NX_NONE;
     nx_node y = nx_gaussian_node(g, xf, sigma, &c->o);
@@ -107,9 +118,9 @@ static nx_status check_x(nx_ctx *ctx, const char *who, const nx_tensor *x, const
 /* Checks the options against x, resolves the driver and fills c->o with the resolved name. */
 static nx_status prepare(nx_ctx *ctx, const char *who, const nx_gaussian_opts *opts, gauss_call *c)
 {
-    nx_gauss_plan plan;
+    nx_gauss_plan *plan = &c->plan;
     nx_status st = nx_gauss_plan_make(ctx, who, opts, nx_tensor_ndim(c->x), nx_tensor_shape(c->x),
-                                      &plan);
+                                      plan);
     bool recursive = false;
     if (st == NX_OK)
         st = nx_gauss_resolve(ctx, opts, c->want_dsigma, &recursive);
@@ -117,7 +128,48 @@ static nx_status prepare(nx_ctx *ctx, const char *who, const nx_gaussian_opts *o
         return st;
     c->o = *opts;
     c->o.driver = recursive ? "recursive" : "fir";
+    plan->recursive = recursive;
     return NX_OK;
+}
+
+/* Whether the forward FIR may run as run_padded does: every axis takes the FIR passes, and the
+ * padded image's border regions filter to what a per-axis pad would give (a constant border
+ * other than 0 would become cval * sum(w), an ulp away from cval). */
+static bool padded_fir(const gauss_call *c)
+{
+    const nx_gauss_plan *p = &c->plan;
+    return !c->dy && !p->recursive && (p->pad != NX_PAD_CONSTANT || p->cval == 0) &&
+           nx_tensor_device(c->x) == NX_DEVICE_HOST;
+}
+
+/* The same result as the whole program, in two: x padded on every spatial axis at once, then the
+ * passes over VALID windows of it. One fused program inlines the border rule into every tap's
+ * load, and along the contiguous axis that rule makes each load a gather on the CPU backend (an
+ * i64 mod and a select per tap and lane); padded first, the passes' loads are affine and
+ * vectorise. Padding commutes with filtering along another axis for every mode whose border is a
+ * copy of image samples (and for a zero constant). Only where the pad program runs on the CPU
+ * backend: elsewhere (*done false) the caller runs the whole program. */
+static nx_status run_padded(nx_ctx *ctx, const gauss_call *c, nx_tensor **out, bool *done)
+{
+    gauss_call pad = *c, fold = *c;
+    pad.stage = STAGE_PAD;
+    fold.stage = STAGE_FOLD;
+    nx_program *pp = NULL, *pf = NULL;
+    nx_tensor *xp = NULL;
+    *done = false;
+    nx_status st = program(ctx, &pad, &pp);
+    if (st != NX_OK || nx_program_backend(pp) != NX_BACKEND_CPU)
+        return st;
+    *done = true;
+    st = nx_program_run(pp, (const nx_tensor *const[]){c->x}, &xp);
+    if (st == NX_OK) {
+        fold.x = xp;
+        st = program(ctx, &fold, &pf);
+    }
+    if (st == NX_OK)
+        st = nx_program_run(pf, (const nx_tensor *const[]){xp}, out);
+    nx_tensor_free(xp);
+    return st;
 }
 
 static nx_status empty_like(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
@@ -144,6 +196,9 @@ nx_status nx_gaussian_filter(nx_ctx *ctx, const nx_tensor *x, const nx_gaussian_
         return st;
     if (nx_tensor_numel(x) == 0)
         return empty_like(ctx, x, out);
+    bool done = false;
+    if (padded_fir(&c) && ((st = run_padded(ctx, &c, out, &done)) != NX_OK || done))
+        return st;
     nx_program *p = NULL;
     if ((st = program(ctx, &c, &p)) != NX_OK)
         return st;

@@ -183,8 +183,10 @@ static nx_node weights_node(nx_graph *g, const nx_gauss_plan *p, int i, nx_node 
     return out;
 }
 
-/* y[i] = sum_t w[t] x[i + t] along absolute axis a (spatial axis i). */
-static nx_node fir_pass(nx_graph *g, nx_node x, const nx_gauss_plan *p, int i, nx_node sigma)
+/* y[i] = sum_t w[t] x[i + t] along absolute axis a (spatial axis i). x is padded along a here
+ * unless padded says it already holds the window's reach on both sides. */
+static nx_node fir_pass(nx_graph *g, nx_node x, const nx_gauss_plan *p, int i, nx_node sigma,
+                        bool padded)
 {
     int nd = p->nd, a = p->lead + i;
     int64_t k = p->lo[i] + p->hi[i] + 1;
@@ -196,7 +198,7 @@ static nx_node fir_pass(nx_graph *g, nx_node x, const nx_gauss_plan *p, int i, n
         wshape[d] = d == nd + a ? k : 1;
     lo[a] = p->lo[i];
     hi[a] = p->hi[i];
-    nx_node xp = nx_pad(g, x, lo, hi, p->pad, p->cval);
+    nx_node xp = padded ? x : nx_pad(g, x, lo, hi, p->pad, p->cval);
     nx_node v = nx_window(g, xp, win, NULL, NULL);
     nx_node w = nx_reshape(g, weights_node(g, p, i, sigma, nx_node_dtype(g, x)), 2 * nd, wshape);
     /* Folding every window axis (the others have extent 1) leaves x's shape as the kernel's
@@ -271,7 +273,25 @@ nx_node nx_gaussian_node(nx_graph *g, nx_node x, nx_node sigma_node, const nx_ga
         if (p.recursive && p.sigma[i] >= 0.5)
             y = nx_gauss_recursive_pass(g, y, p.lead + i, p.sigma[i], p.radius[i], p.pad, p.cval);
         else
-            y = fir_pass(g, y, &p, i, sigma_node);
+            y = fir_pass(g, y, &p, i, sigma_node, false);
     }
+    return y;
+}
+
+nx_node nx_gauss_pad_all(nx_graph *g, nx_node x, const nx_gauss_plan *p)
+{
+    int64_t lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0};
+    for (int i = 0; i < p->nsp; i++) {
+        lo[p->lead + i] = p->lo[i];
+        hi[p->lead + i] = p->hi[i];
+    }
+    return nx_pad(g, x, lo, hi, p->pad, p->cval);
+}
+
+nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_plan *p)
+{
+    nx_node y = xp;
+    for (int i = 0; i < p->nsp; i++)
+        y = fir_pass(g, y, p, i, NX_NONE, true);
     return y;
 }

@@ -29,6 +29,14 @@ NX_HIDDEN nx_status nx_gauss_plan_make(nx_ctx *ctx, const char *who, const nx_ga
 NX_HIDDEN nx_status nx_gauss_resolve(nx_ctx *ctx, const nx_gaussian_opts *o, bool sigma_grad,
                                      bool *recursive);
 
+/* x (float) padded on every spatial axis by the FIR windows' reach with the plan's mode. */
+NX_HIDDEN nx_node nx_gauss_pad_all(nx_graph *g, nx_node x, const nx_gauss_plan *p);
+
+/* The FIR passes (constant weights) over VALID windows of xp = nx_gauss_pad_all(x): the same
+ * values as the passes over x, since padding along one axis commutes with filtering along
+ * another. */
+NX_HIDDEN nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_plan *p);
+
 /* Young-van Vliet along absolute axis `axis` of x (float, nonempty). */
 NX_HIDDEN nx_node nx_gauss_recursive_pass(nx_graph *g, nx_node x, int axis, double sigma,
                                           int64_t pad, nx_pad_mode mode, double cval);

@@ -108,7 +108,7 @@ static const char *golden_cases[] = {
     "g2_mirror_f32",   "g2_nearest_f32",   "g2_constant_f32",   "g2_wrap_f32",
     "g2_truncate_f64", "g2_batch_f64",     "g1_wide_f64",       "g1_wide_wrap_f64",
     "g4_f32",          "g3_big_f32",       "k2_odd_f64",        "k2_even_f64",
-    "k1_even_f32",
+    "k1_even_f32",     "g3_constant0_f32",
 };
 
 static void replay(nx_ctx *ctx, const char *name, nx_backend be)
