@@ -4,8 +4,12 @@
  * compiles and caches the program), so the figure is the steady-state cost of a call. Peers are
  * run by hand in the same session:
  *     /usr/bin/python3 bench/peers-semiring.py
- * The backend is the context's: NITRIX_BACKEND=cuda runs the same rows on a GPU (the inputs stay
- * host tensors, so a CUDA figure includes the copies). Floors are compute floors of this machine:
+ * The backend is the context's. Under NITRIX_BACKEND=cuda the rows are the H200 ones (the six
+ * algebras at 4096^3, the 3-D conv 32^3 x 8 -> 16, the Gaussian sum at NX_BENCH_GAUSS_N): each
+ * uploads its inputs once with nx_tensor_to_device, warms up, and times the entry point on device
+ * tensors, whose outputs stay on the device; the plan run synchronises before it returns, so the
+ * figure is the device work plus the launch, without host<->device copies. Their GPU peers are
+ * `peers-semiring.py --gpu`. CPU floors are compute floors of this machine:
  * the arithmetic each workload cannot avoid at the clock /proc/cpuinfo reports, on every thread
  * of the context, 8 f32 lanes per pipe (Zen's 512-bit ops are double-pumped on 256-bit pipes) and
  * 2 FP pipes; the note of each row says what it counts. */
@@ -123,6 +127,74 @@ static nx_status call_gauss_grad(nx_ctx *ctx, nx_tensor *const *in, nx_tensor **
     return st;
 }
 
+/* ---- the H200 rows (NITRIX_BACKEND=cuda) ---------------------------------------------------*/
+
+#define GPU_N 4096
+
+static nx_status setup_gpu_matmul(nx_ctx *ctx, nx_tensor **in)
+{
+    int64_t s[2] = {GPU_N, GPU_N};
+    nx_status st = uniform(ctx, 2, s, -1, 1, 11, &in[0]);
+    return st == NX_OK ? uniform(ctx, 2, s, -1, 1, 12, &in[1]) : st;
+}
+
+static nx_status call_algebra(nx_ctx *ctx, nx_semiring_kind kind, nx_tensor *const *in,
+                              nx_tensor **out)
+{
+    return nx_semiring_matmul(ctx, nx_semiring_builtin(kind), in[0], in[1], NULL, out);
+}
+
+static nx_status call_real(nx_ctx *ctx, nx_tensor *const *in, nx_tensor **out)
+{
+    return call_algebra(ctx, NX_SEMIRING_REAL, in, out);
+}
+
+static nx_status call_log4k(nx_ctx *ctx, nx_tensor *const *in, nx_tensor **out)
+{
+    return call_algebra(ctx, NX_SEMIRING_LOG, in, out);
+}
+
+static nx_status call_maxplus4k(nx_ctx *ctx, nx_tensor *const *in, nx_tensor **out)
+{
+    return call_algebra(ctx, NX_SEMIRING_TROPICAL_MAX_PLUS, in, out);
+}
+
+static nx_status call_minplus(nx_ctx *ctx, nx_tensor *const *in, nx_tensor **out)
+{
+    return call_algebra(ctx, NX_SEMIRING_TROPICAL_MIN_PLUS, in, out);
+}
+
+static nx_status call_boolean(nx_ctx *ctx, nx_tensor *const *in, nx_tensor **out)
+{
+    return call_algebra(ctx, NX_SEMIRING_BOOLEAN, in, out);
+}
+
+static nx_status call_euclidean(nx_ctx *ctx, nx_tensor *const *in, nx_tensor **out)
+{
+    return call_algebra(ctx, NX_SEMIRING_EUCLIDEAN, in, out);
+}
+
+static nx_status setup_conv32(nx_ctx *ctx, nx_tensor **in)
+{
+    int64_t xs[4] = {32, 32, 32, 8}, ks[5] = {3, 3, 3, 8, 16};
+    nx_status st = uniform(ctx, 4, xs, 0, 1, 13, &in[0]);
+    return st == NX_OK ? uniform(ctx, 5, ks, -1, 1, 14, &in[1]) : st;
+}
+
+/* Each input once to the device; the host copies go. */
+static nx_status to_device(nx_tensor **in)
+{
+    for (int i = 0; i < 4 && in[i]; i++) {
+        nx_tensor *d = NULL;
+        nx_status st = nx_tensor_to_device(in[i], NX_DEVICE_CUDA, &d);
+        if (st != NX_OK)
+            return st;
+        nx_tensor_free(in[i]);
+        in[i] = d;
+    }
+    return NX_OK;
+}
+
 static double clock_hz(void)
 {
     double mhz = 0;
@@ -136,10 +208,13 @@ static double clock_hz(void)
     return (mhz > 0 ? mhz : 2500) * 1e6;
 }
 
-static nx_status time_row(nx_ctx *ctx, const sr_row *r, int runs, nx_bench_row *row)
+static nx_status time_row(nx_ctx *ctx, const sr_row *r, int runs, bool device,
+                          nx_bench_row *row)
 {
     nx_tensor *in[4] = {NULL}, *y = NULL;
     nx_status st = r->setup(ctx, in);
+    if (st == NX_OK && device)
+        st = to_device(in);
     if (st == NX_OK)
         st = r->call(ctx, in, &y); /* warm-up: compiles and caches */
     nx_tensor_free(y);
@@ -166,12 +241,32 @@ static nx_status time_row(nx_ctx *ctx, const sr_row *r, int runs, nx_bench_row *
     return st;
 }
 
+/* H200 floors: 132 SMs x 1.98 GHz (docs/perf/cuda.md); the row's floor_ops are already seconds
+ * there (see gpu_rows). */
+static nx_status run_gpu_row(nx_ctx *ctx, const sr_row *r, int runs, bool json, FILE *f)
+{
+    nx_bench_row row;
+    nx_bench_set_row(&row, r->name, r->shape);
+    snprintf(row.backend, sizeof row.backend, "cuda");
+    nx_status st = time_row(ctx, r, runs, true, &row);
+    if (st != NX_OK)
+        return st;
+    row.floor_s = r->floor_ops;
+    snprintf(row.peer, sizeof row.peer, "%s", r->peer);
+    snprintf(row.note, sizeof row.note,
+             "device tensors in and out, sync included, no copies; floor (H200, 132 SMs, "
+             "1.98 GHz): %s",
+             r->floor_note);
+    nx_bench_print_row(&row, json, f);
+    return NX_OK;
+}
+
 static nx_status run_row(nx_ctx *ctx, const sr_row *r, int runs, bool json, FILE *f)
 {
     nx_bench_row row;
     nx_bench_set_row(&row, r->name, r->shape);
     snprintf(row.backend, sizeof row.backend, "%s", nx_backend_name(nx_ctx_backend(ctx)));
-    nx_status st = time_row(ctx, r, runs, &row);
+    nx_status st = time_row(ctx, r, runs, false, &row);
     if (st != NX_OK)
         return st;
     int threads = nx_ctx_num_threads(ctx);
@@ -186,8 +281,48 @@ static nx_status run_row(nx_ctx *ctx, const sr_row *r, int runs, bool json, FILE
     return NX_OK;
 }
 
+/* The H200 rows. floor_ops holds the floor in seconds: 4096^3 = 6.87e10 terms; the FP32 pipe
+ * does 132 x 128 lanes x 1.98 GHz = 3.345e13 lane-instructions/s (an FMA counts once), the
+ * special-function unit 132 x 16 x 1.98 GHz = 4.18e12 ex2/s. */
+static nx_status gpu_rows(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
+{
+    const double terms = (double)GPU_N * GPU_N * GPU_N, lanes = 3.345e13, sfu = 4.18e12;
+    const double pairs = (double)gauss_n() * (double)gauss_n();
+    const double conv_fma = 32.0 * 32 * 32 * 16 * 27 * 8;
+    char gauss_shape[40];
+    snprintf(gauss_shape, sizeof gauss_shape, "M=N=%lld D=3", (long long)gauss_n());
+    const sr_row rows[] = {
+        {"semiring_real_4096", "[4096,4096]x[4096,4096]", "torch matmul (cuBLAS fp32, TF32 off)",
+         "1 FMA per term", setup_gpu_matmul, call_real, terms / lanes},
+        {"semiring_maxplus_4096", "[4096,4096]x[4096,4096]", "target 6 ms (CUDA issue)",
+         "add + max.NaN per term", setup_gpu_matmul, call_maxplus4k, 2 * terms / lanes},
+        {"semiring_minplus_4096", "[4096,4096]x[4096,4096]", "target 6 ms (as max-plus)",
+         "add + min.NaN per term", setup_gpu_matmul, call_minplus, 2 * terms / lanes},
+        {"semiring_boolean_4096", "[4096,4096]x[4096,4096]", "target 6 ms (as max-plus)",
+         "2 compares, and, max per term", setup_gpu_matmul, call_boolean, 4 * terms / lanes},
+        {"semiring_euclidean_4096", "[4096,4096]x[4096,4096]", "target 3.5 ms (as sum-product)",
+         "sub + FMA per term", setup_gpu_matmul, call_euclidean, 2 * terms / lanes},
+        {"semiring_log_4096", "[4096,4096]x[4096,4096]", "target 25 ms (CUDA issue)",
+         "one ex2 per term on the SFU", setup_gpu_matmul, call_log4k, terms / sfu},
+        {"semiring_conv3d_32", "[32^3,8]*[3^3,8,16]", "torch conv3d channels-last (cuDNN fp32)",
+         "1 FMA per tap (3.8 GFMA)", setup_conv32, call_conv, conv_fma / lanes},
+        {"semiring_gauss_sum", gauss_shape, "torch chunked (exp(-d2) @ b)",
+         "one ex2 per pair on the SFU", setup_gauss, call_gauss, pairs / sfu},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        if (!nx_bench_wanted(filter, rows[i].name))
+            continue;
+        nx_status st = run_gpu_row(ctx, &rows[i], runs, json, f);
+        if (st != NX_OK)
+            return st;
+    }
+    return NX_OK;
+}
+
 nx_status nx_bench_semiring(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
 {
+    if (nx_ctx_backend(ctx) == NX_BACKEND_CUDA)
+        return gpu_rows(ctx, filter, runs, json, f);
     const double k3 = 1024.0 * 1024 * 1024, vox = 128.0 * 128 * 128;
     char gauss_shape[40];
     snprintf(gauss_shape, sizeof gauss_shape, "M=N=%lld D=3", (long long)gauss_n());

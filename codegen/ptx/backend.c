@@ -46,13 +46,62 @@ static nx_status ptx_prepare(nx_ctx *ctx, const nx_kplan *p, void **state)
     return NX_OK;
 }
 
+static int plan_inputs(const nx_kplan *p)
+{
+    int n = 0;
+    for (int i = 0; i < p->nslots; i++)
+        if (p->slots[i].kind == NX_SLOT_INPUT && p->slots[i].arg + 1 > n)
+            n = p->slots[i].arg + 1;
+    return n;
+}
+
+/* A plan that fell back to the CPU given device inputs (the fallback already warned): they are
+ * copied to the host, and when every input was on the device the outputs go back there, so the
+ * caller sees the placement it would have had on the GPU. */
+static nx_status run_fallback(nx_ctx *ctx, const nx_kplan *p, ptx_state *s,
+                              const nx_tensor *const *inputs, nx_tensor **outputs)
+{
+    int n = plan_inputs(p), ndev = 0;
+    nx_tensor **host = n ? nx_rt_calloc(ctx, (size_t)n, sizeof *host) : NULL;
+    if (n && !host)
+        return nx_rt_nomem(ctx, "CUDA fallback inputs", (size_t)n * sizeof *host);
+    nx_status st = NX_OK;
+    for (int i = 0; i < n && st == NX_OK; i++) {
+        bool dev = inputs[i] && nx_tensor_device(inputs[i]) != NX_DEVICE_HOST;
+        ndev += dev;
+        if (dev)
+            st = nx_tensor_to_device(inputs[i], NX_DEVICE_HOST, &host[i]);
+    }
+    const nx_tensor **bound = n ? nx_rt_calloc(ctx, (size_t)n, sizeof *bound) : NULL;
+    if (n && !bound && st == NX_OK)
+        st = nx_rt_nomem(ctx, "CUDA fallback inputs", (size_t)n * sizeof *bound);
+    for (int i = 0; i < n && st == NX_OK; i++)
+        bound[i] = host[i] ? host[i] : inputs[i];
+    if (st == NX_OK)
+        st = nx_x86_backend.run(ctx, p, s->cpu, bound, outputs);
+    for (int o = 0; st == NX_OK && ndev == n && n > 0 && o < p->noutputs; o++) {
+        nx_tensor *d = NULL;
+        st = nx_tensor_to_device(outputs[o], NX_DEVICE_CUDA, &d);
+        nx_tensor_free(outputs[o]);
+        outputs[o] = d;
+    }
+    for (int i = 0; i < n; i++)
+        nx_tensor_free(host[i]);
+    nx_rt_free(ctx, host, (size_t)n * sizeof *host);
+    nx_rt_free(ctx, (void *)bound, (size_t)n * sizeof *bound);
+    return st;
+}
+
 static nx_status ptx_run(nx_ctx *ctx, const nx_kplan *p, void *state,
                          const nx_tensor *const *inputs, nx_tensor **outputs)
 {
     ptx_state *s = state;
-    if (!s->cp)
-        return nx_x86_backend.run(ctx, p, s->cpu, inputs, outputs);
-    return nx_ptx_plan_run(ctx, p, s->cp, inputs, outputs);
+    if (s->cp)
+        return nx_ptx_plan_run(ctx, p, s->cp, inputs, outputs);
+    for (int i = 0; i < plan_inputs(p); i++)
+        if (inputs[i] && nx_tensor_device(inputs[i]) != NX_DEVICE_HOST)
+            return run_fallback(ctx, p, s, inputs, outputs);
+    return nx_x86_backend.run(ctx, p, s->cpu, inputs, outputs);
 }
 
 static void ptx_release(nx_ctx *ctx, const nx_kplan *p, void *state)

@@ -8,10 +8,11 @@
 #include <time.h>
 
 #include "codegen/ptx/emit-lib.h"
+#include "codegen/ptx/emit-tile.h"
 #include "runtime/cache.h"
 
 /* Bumped whenever the emitted code changes for the same kernel IR. */
-#define NX_PTX_EMITTER_VERSION "ptx-emit-2"
+#define NX_PTX_EMITTER_VERSION "ptx-emit-3"
 
 static double now(void)
 {
@@ -43,6 +44,7 @@ static nx_status build_key(nx_ctx *ctx, const nx_kernel *k, bool reassoc, nx_ptx
     nx_rt_cache_blob_str(b, "emitter", NX_PTX_EMITTER_VERSION);
     nx_rt_cache_blob_bytes(b, "ir", ir, ir_len);
     nx_rt_cache_blob_i64(b, "reassoc", reassoc);
+    nx_rt_cache_blob_i64(b, "pair_rows", nx_ptx_pair_rows_override());
     nx_rt_cache_blob_str(b, "target", target);
     nx_rt_cache_blob_str(b, "toolchain", nx_ptx_toolchain_key(tc, sizeof tc));
     nx_rt_free(ctx, ir, ir_len);

@@ -52,6 +52,15 @@ NX_HIDDEN void nx_ptx_affine_all(const nx_kernel *k, nx_ptx_affine *aff);
 NX_HIDDEN bool nx_ptx_emit_tile(nx_ptx_gen *g, const nx_ptx_affine *aff, const char *name,
                                 nx_ptx_launch *launch);
 
+/* Likewise for a pairwise fold out_i = fold_j F(x_i, y_j) whose loop reads only loads indexed by
+ * j (emit-pair.c): y tiles staged in shared memory, several points per thread. reassoc (outside
+ * reproducible mode) lets exp run on the special-function unit (ex2.approx). */
+NX_HIDDEN bool nx_ptx_emit_pair(nx_ptx_gen *g, const nx_ptx_affine *aff, const char *name,
+                                bool reassoc, nx_ptx_launch *launch);
+/* NITRIX_PTX_PAIR_ROWS (1, 2, 4, 8 or 16): points per thread of the pairwise kernels, for
+ * measurements; 0 when unset (the emitter chooses). Part of the kernel cache key. */
+NX_HIDDEN int nx_ptx_pair_rows_override(void);
+
 /* Likewise for an elementwise kernel (no REDUCE) whose loads read the point's own element or one
  * fixed element: 16-byte vector loads and stores when the pointers are aligned (emit-vec.c). */
 NX_HIDDEN bool nx_ptx_emit_vec(nx_ptx_gen *g, const nx_ptx_affine *aff, const char *name,

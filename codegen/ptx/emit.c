@@ -5,8 +5,9 @@
  * loop its value depends on (nx_kernel_loop_masks). Scopes nest as REDUCEs nest, so loop
  * invariants sit outside the K-loop and a nested reduction's loops run inside its consumer's.
  *
- * Two specialised generators come first: register-tiled contractions (emit-tile.c) and
- * vectorised elementwise kernels (emit-vec.c); a kernel neither takes gets the general form below.
+ * Three specialised generators come first: register-tiled contractions (emit-tile.c), staged
+ * pairwise folds (emit-pair.c) and vectorised elementwise kernels (emit-vec.c); a kernel none
+ * takes gets the general form below.
  *
  * Two launch shapes:
  *   POINTS        one thread per iteration point, grid-stride; each fold runs serially in the
@@ -823,6 +824,7 @@ nx_status nx_ptx_emit(const nx_kernel *k, const char *name, bool reassoc, char *
     /* Contractions and plain elementwise kernels have faster shapes; everything else (and these,
      * when they do not fit the special generators) the general loop nest below. */
     if (!aff || (!nx_ptx_emit_tile(&g, aff, name, launch) &&
+                 !nx_ptx_emit_pair(&g, aff, name, reassoc, launch) &&
                  !nx_ptx_emit_vec(&g, aff, name, launch))) {
         choose_shape(&g, reassoc, launch);
         emit_signature(&g, name);

@@ -347,14 +347,14 @@ static nx_status check_common(nx_ctx *ctx, const char *who, const nx_semiring *s
     return st;
 }
 
-static nx_status run(nx_ctx *ctx, nx_rt_cache_blob *key, nx_backend backend, nx_sr_build_fn build,
-                     call *c, nx_tensor **out)
+static nx_status run(nx_ctx *ctx, nx_rt_cache_blob *key, const char *who, nx_backend backend,
+                     nx_sr_build_fn build, call *c, const char *an, const char *bn, nx_tensor **out)
 {
-    nx_program *p = NULL;
-    nx_status st = nx_sr_program(ctx, key, backend, build, c, &p);
-    if (st == NX_OK)
-        st = nx_program_run(p, (const nx_tensor *const[]){c->a, c->b}, out);
-    return st;
+    nx_sr_run_args a = {.who = who, .backend = backend, .build = build, .user = c,
+                        .ninputs = 2, .noutputs = 1,
+                        .inputs = (const nx_tensor *const[]){c->a, c->b},
+                        .names = (const char *const[]){an, bn}, .outputs = out};
+    return nx_sr_run(ctx, key, &a);
 }
 
 nx_status nx_semiring_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_tensor *a,
@@ -381,12 +381,10 @@ nx_status nx_semiring_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_tensor
     nx_rt_cache_blob_init(&key, ctx);
     nx_rt_cache_blob_str(&key, "op", "semiring_matmul");
     nx_sr_semiring_key(&key, sr);
-    nx_sr_key_tensor(&key, "a", a);
-    nx_sr_key_tensor(&key, "b", b);
+    nx_rt_cache_blob_tensor(&key, "a", a);
+    nx_rt_cache_blob_tensor(&key, "b", b);
     call c = {.sr = sr, .a = a, .b = b};
-    st = run(ctx, &key, backend, build_matmul, &c, out);
-    nx_rt_cache_blob_free(&key);
-    return st;
+    return run(ctx, &key, who, backend, build_matmul, &c, "A", "B", out);
 }
 
 nx_status nx_semiring_conv(nx_ctx *ctx, const nx_semiring *sr, const nx_tensor *x,
@@ -405,11 +403,9 @@ nx_status nx_semiring_conv(nx_ctx *ctx, const nx_semiring *sr, const nx_tensor *
     nx_rt_cache_blob_init(&key, ctx);
     nx_rt_cache_blob_str(&key, "op", "semiring_conv");
     nx_sr_semiring_key(&key, sr);
-    nx_sr_key_tensor(&key, "x", x);
-    nx_sr_key_tensor(&key, "k", k);
+    nx_rt_cache_blob_tensor(&key, "x", x);
+    nx_rt_cache_blob_tensor(&key, "k", k);
     nx_sr_key_conv(&key, &o);
     call c = {.sr = sr, .a = x, .b = k, .conv = &o};
-    st = run(ctx, &key, o.backend, build_conv, &c, out);
-    nx_rt_cache_blob_free(&key);
-    return st;
+    return run(ctx, &key, who, o.backend, build_conv, &c, "x", "kernel", out);
 }

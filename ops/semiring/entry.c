@@ -1,34 +1,178 @@
 /* Entry-point plumbing: compiled programs looked up in the context's cache by a key of
- * everything that determines them, and argument checks the entry points share. */
+ * everything that determines them (runtime/cache.h nx_rt_program_cached), the run on host or
+ * device tensors, and argument checks the entry points share.
+ *
+ * Device tensors. When an input is a CUDA device tensor the op's plan runs on the CUDA backend
+ * (explicitly asked for, or auto on a machine with a usable GPU): contiguous device inputs are
+ * read in place, and when every input is on the device the outputs stay there (no copies; the run
+ * synchronises before returning). nx_program_run takes host tensors only (ir/interp.c
+ * check_inputs; the change that lets a CUDA program take device tensors is requested in
+ * /work/notes/ir-requests.md), so until it does a device call runs the same graph's kernel plan
+ * on nx_ptx_backend directly, cached beside the host program under its own key. Asking a host
+ * backend (cpu, ref, or auto without a GPU) to take device tensors is NX_ERR_UNSUPPORTED naming
+ * the argument. */
 #include <string.h>
 
 #include "cache.h"
+#include "codegen/ptx/emit.h"
+#include "passes/fuse.h"
 #include "semiring.h"
 
-static void destroy_program(void *user, void *obj)
-{
-    (void)user;
-    nx_program_free(obj);
-}
+typedef struct sr_build {
+    nx_backend backend;
+    nx_sr_build_fn build;
+    void *user;
+} sr_build;
 
-static nx_status compile(nx_ctx *ctx, nx_backend backend, nx_sr_build_fn build, void *user,
-                         nx_program **out)
+/* The op's graph: *g is freed by the caller (also on failure). */
+static nx_status build_graph(nx_ctx *ctx, const sr_build *b, nx_graph **g, nx_node *outs, int *n)
 {
-    nx_graph *g = NULL;
-    nx_status st = nx_graph_new(ctx, &g);
+    nx_status st = nx_graph_new(ctx, g);
     if (st != NX_OK)
         return st;
+    /* A builder failure's message is already on the context (graphs mirror theirs there). */
+    st = b->build(*g, b->user, outs, n);
+    if (st == NX_OK && nx_graph_status(*g) != NX_OK)
+        st = nx_graph_status(*g);
+    return st;
+}
+
+static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
+{
+    const sr_build *b = user;
+    nx_graph *g = NULL;
     nx_node outs[4] = {0};
     int n = 0;
-    /* A builder failure's message is already on the context (graphs mirror theirs there). */
-    st = build(g, user, outs, &n);
-    if (st == NX_OK && nx_graph_status(g) != NX_OK)
-        st = nx_graph_status(g);
+    nx_status st = build_graph(ctx, b, &g, outs, &n);
     if (st == NX_OK) {
-        nx_compile_opts co = {.backend = backend, .n_outputs = n, .outputs = outs};
+        nx_compile_opts co = {.backend = b->backend, .n_outputs = n, .outputs = outs};
         st = nx_graph_compile(g, &co, out);
     }
     nx_graph_free(g);
+    return st;
+}
+
+/* ---- the device path ----------------------------------------------------------------------*/
+
+typedef struct sr_device {
+    nx_ctx *ctx;
+    nx_graph *g; /* owns the store the plan borrows */
+    nx_kplan *plan;
+    void *state; /* nx_ptx_backend's */
+} sr_device;
+
+static void device_free(void *user, void *obj)
+{
+    (void)user;
+    sr_device *d = obj;
+    if (!d)
+        return;
+    if (d->state)
+        nx_ptx_backend.release(d->ctx, d->plan, d->state);
+    nx_kplan_free(d->plan);
+    nx_graph_free(d->g);
+    nx_rt_free(d->ctx, d, sizeof *d);
+}
+
+static nx_status device_compile(nx_ctx *ctx, const sr_build *b, sr_device **out)
+{
+    sr_device *d = nx_rt_calloc(ctx, 1, sizeof *d);
+    if (!d)
+        return nx_rt_nomem(ctx, "semiring: device plan", sizeof *d);
+    d->ctx = ctx;
+    nx_node outs[4] = {0};
+    int n = 0;
+    nx_status st = build_graph(ctx, b, &d->g, outs, &n);
+    if (st == NX_OK)
+        st = nx_ir_verify_store(ctx, &d->g->s, "semiring (device)");
+    if (st == NX_OK)
+        st = nx_pass_pipeline(ctx, &d->g->s, n, outs, &d->plan);
+    if (st == NX_OK)
+        st = nx_ptx_backend.prepare(ctx, d->plan, &d->state);
+    if (st != NX_OK) {
+        device_free(NULL, d);
+        return st;
+    }
+    *out = d;
+    return NX_OK;
+}
+
+/* The cached device plan of key (b is freed). */
+static nx_status device_cached(nx_ctx *ctx, nx_rt_cache_blob *key, const sr_build *b,
+                              sr_device **out)
+{
+    *out = NULL;
+    nx_rt_cache_blob_str(key, "run", "cuda device plan");
+    nx_rt_cache_key k;
+    nx_rt_cache *cache = NULL;
+    nx_status st = nx_rt_cache_blob_key(key, &k);
+    if (st != NX_OK)
+        st = nx_rt_nomem(ctx, "semiring: cache key", key->len);
+    else
+        st = nx_rt_cache_of(ctx, &cache);
+    sr_device *d = st == NX_OK ? nx_rt_cache_find(cache, &k) : NULL;
+    if (st == NX_OK && !d && (st = device_compile(ctx, b, &d)) == NX_OK) {
+        void *winner = NULL;
+        st = nx_rt_cache_insert(cache, &k, d, device_free, NULL, &winner);
+        if (st != NX_OK)
+            device_free(NULL, d);
+        d = winner;
+    }
+    nx_rt_cache_blob_free(key);
+    *out = st == NX_OK ? d : NULL;
+    return st;
+}
+
+static int first_device(int n, const nx_tensor *const *ins)
+{
+    for (int i = 0; i < n; i++)
+        if (ins[i] && nx_tensor_device(ins[i]) == NX_DEVICE_CUDA)
+            return i;
+    return -1;
+}
+
+static nx_status run_device(nx_ctx *ctx, const nx_sr_run_args *a, int dev, nx_rt_cache_blob *key,
+                            const sr_build *b)
+{
+    nx_backend resolved = NX_BACKEND_AUTO;
+    nx_status st = nx_ptx_resolve_backend(ctx, a->backend, &resolved);
+    if (st != NX_OK) {
+        nx_rt_cache_blob_free(key);
+        return st;
+    }
+    if (resolved != NX_BACKEND_CUDA) {
+        nx_rt_cache_blob_free(key);
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                           "%s: %s is a CUDA device tensor but the op runs on the %s backend; "
+                           "expected host tensors, or the cuda backend",
+                           a->who, a->names[dev], nx_backend_name(resolved));
+    }
+    sr_device *d = NULL;
+    if ((st = device_cached(ctx, key, b, &d)) != NX_OK)
+        return st;
+    st = nx_ptx_backend.run(ctx, d->plan, d->state, a->inputs, a->outputs);
+    for (int i = 0; st != NX_OK && i < a->noutputs; i++) {
+        nx_tensor_free(a->outputs[i]);
+        a->outputs[i] = NULL;
+    }
+    return st;
+}
+
+/* ---- the entry -----------------------------------------------------------------------------*/
+
+nx_status nx_sr_run(nx_ctx *ctx, nx_rt_cache_blob *key, const nx_sr_run_args *a)
+{
+    for (int i = 0; i < a->noutputs; i++)
+        a->outputs[i] = NULL;
+    nx_rt_cache_blob_i64(key, "backend", a->backend);
+    sr_build b = {.backend = a->backend, .build = a->build, .user = a->user};
+    int dev = first_device(a->ninputs, a->inputs);
+    if (dev >= 0)
+        return run_device(ctx, a, dev, key, &b);
+    nx_program *p = NULL;
+    nx_status st = nx_rt_program_cached(ctx, key, "semiring: cache key", compile, &b, &p);
+    if (st == NX_OK)
+        st = nx_program_run(p, a->inputs, a->outputs);
     return st;
 }
 
@@ -36,37 +180,28 @@ nx_status nx_sr_program(nx_ctx *ctx, nx_rt_cache_blob *key, nx_backend backend,
                         nx_sr_build_fn build, void *user, nx_program **out)
 {
     nx_rt_cache_blob_i64(key, "backend", backend);
-    nx_rt_cache_key k;
-    nx_status st = nx_rt_cache_blob_key(key, &k);
-    if (st != NX_OK)
-        return nx_rt_nomem(ctx, "semiring: cache key", key->len);
-    nx_rt_cache *cache = NULL;
-    if ((st = nx_rt_cache_of(ctx, &cache)) != NX_OK)
-        return st;
-    nx_program *p = nx_rt_cache_find(cache, &k);
-    if (p) {
-        *out = p;
-        return NX_OK;
-    }
-    if ((st = compile(ctx, backend, build, user, &p)) != NX_OK)
-        return st;
-    void *winner = NULL;
-    st = nx_rt_cache_insert(cache, &k, p, destroy_program, NULL, &winner);
-    if (st != NX_OK) {
-        nx_program_free(p);
-        return st;
-    }
-    *out = winner;
-    return NX_OK;
+    sr_build b = {.backend = backend, .build = build, .user = user};
+    return nx_rt_program_cached(ctx, key, "semiring: cache key", compile, &b, out);
+}
+
+void nx_sr_key_tensor(nx_rt_cache_blob *b, const char *field, const nx_tensor *t)
+{
+    nx_rt_cache_blob_tensor(b, field, t);
 }
 
 nx_status nx_sr_check_float(nx_ctx *ctx, const char *who, const char *what, const nx_tensor *t)
 {
-    if (!t)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, what);
-    if (nx_tensor_device(t) != NX_DEVICE_HOST)
+    if (t && nx_tensor_device(t) != NX_DEVICE_HOST)
         return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: %s is a device tensor; expected host", who,
                            what);
+    return nx_sr_check_float_any(ctx, who, what, t);
+}
+
+nx_status nx_sr_check_float_any(nx_ctx *ctx, const char *who, const char *what,
+                                const nx_tensor *t)
+{
+    if (!t)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, what);
     nx_dtype d = nx_tensor_dtype(t);
     if (d != NX_DTYPE_F32 && d != NX_DTYPE_F64)
         return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s; expected f32 or f64", who, what,
@@ -75,27 +210,13 @@ nx_status nx_sr_check_float(nx_ctx *ctx, const char *who, const char *what, cons
 }
 
 nx_status nx_sr_check_operand(nx_ctx *ctx, const char *who, const char *what, const nx_tensor *t,
-                             const nx_semiring *sr)
+                              const nx_semiring *sr)
 {
-    if (t && sr && sr->kind == NX_SEMIRING_BOOLEAN && nx_tensor_dtype(t) == NX_DTYPE_BOOL &&
-        nx_tensor_device(t) == NX_DEVICE_HOST)
+    if (t && sr && sr->kind == NX_SEMIRING_BOOLEAN && nx_tensor_dtype(t) == NX_DTYPE_BOOL)
         return NX_OK;
-    nx_status st = nx_sr_check_float(ctx, who, what, t);
+    nx_status st = nx_sr_check_float_any(ctx, who, what, t);
     if (st == NX_ERR_DTYPE && sr && sr->kind == NX_SEMIRING_BOOLEAN)
         return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s; expected f32, f64 or bool", who, what,
                            nx_dtype_name(nx_tensor_dtype(t)));
     return st;
-}
-
-void nx_sr_key_tensor(nx_rt_cache_blob *b, const char *field, const nx_tensor *t)
-{
-    int64_t sig[NX_MAX_DIMS + 2] = {0};
-    if (t) {
-        sig[0] = nx_tensor_dtype(t);
-        sig[1] = nx_tensor_ndim(t);
-        memcpy(sig + 2, nx_tensor_shape(t), (size_t)sig[1] * sizeof(int64_t));
-    } else {
-        sig[0] = -1;
-    }
-    nx_rt_cache_blob_bytes(b, field, sig, sizeof sig);
 }

@@ -61,7 +61,7 @@ static nx_status run_vjp(nx_ctx *ctx, const char *who, vjp_call *c, nx_backend b
         *db = NULL;
     nx_status st = nx_semiring_check_differentiable(ctx, c->sr, who);
     if (st == NX_OK)
-        st = nx_sr_check_float(ctx, who, "the cotangent", c->dy);
+        st = nx_sr_check_float_any(ctx, who, "the cotangent", c->dy);
     if (st == NX_OK && nx_tensor_dtype(c->dy) != nx_tensor_dtype(c->a))
         st = nx_rt_error(ctx, NX_ERR_DTYPE, "%s: the cotangent is %s but the operands are %s", who,
                          nx_dtype_name(nx_tensor_dtype(c->dy)),
@@ -72,17 +72,19 @@ static nx_status run_vjp(nx_ctx *ctx, const char *who, vjp_call *c, nx_backend b
     nx_rt_cache_blob_init(&key, ctx);
     nx_rt_cache_blob_str(&key, "op", who);
     nx_sr_semiring_key(&key, c->sr);
-    nx_sr_key_tensor(&key, "a", c->a);
-    nx_sr_key_tensor(&key, "b", c->b);
-    nx_sr_key_tensor(&key, "dy", c->dy);
+    nx_rt_cache_blob_tensor(&key, "a", c->a);
+    nx_rt_cache_blob_tensor(&key, "b", c->b);
+    nx_rt_cache_blob_tensor(&key, "dy", c->dy);
     if (c->conv)
         nx_sr_key_conv(&key, c->conv);
-    nx_program *p = NULL;
-    st = nx_sr_program(ctx, &key, backend, build_vjp, c, &p);
-    nx_rt_cache_blob_free(&key);
     nx_tensor *res[2] = {NULL, NULL};
-    if (st == NX_OK)
-        st = nx_program_run(p, (const nx_tensor *const[]){c->a, c->b, c->dy}, res);
+    nx_sr_run_args ra = {.who = who, .backend = backend, .build = build_vjp, .user = c,
+                         .ninputs = 3, .noutputs = 2,
+                         .inputs = (const nx_tensor *const[]){c->a, c->b, c->dy},
+                         .names = (const char *const[]){"the first operand", "the second operand",
+                                                        "the cotangent"},
+                         .outputs = res};
+    st = nx_sr_run(ctx, &key, &ra);
     if (st != NX_OK)
         return st;
     if (da)
@@ -101,9 +103,9 @@ static nx_status check_operands(nx_ctx *ctx, const char *who, const nx_tensor *a
 {
     if (!ctx)
         return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
-    nx_status st = nx_sr_check_float(ctx, who, "the first operand", a);
+    nx_status st = nx_sr_check_float_any(ctx, who, "the first operand", a);
     if (st == NX_OK)
-        st = nx_sr_check_float(ctx, who, "the second operand", b);
+        st = nx_sr_check_float_any(ctx, who, "the second operand", b);
     if (st == NX_OK && nx_tensor_dtype(a) != nx_tensor_dtype(b))
         st = nx_rt_error(ctx, NX_ERR_DTYPE, "%s: the operands are %s and %s; expected one dtype",
                          who, nx_dtype_name(nx_tensor_dtype(a)), nx_dtype_name(nx_tensor_dtype(b)));

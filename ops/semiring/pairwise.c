@@ -311,9 +311,9 @@ static nx_status build_pairwise(nx_graph *g, void *user, nx_node *outs, int *nou
 static nx_status check_points(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
                               const nx_tensor *b, const nx_tensor *p)
 {
-    nx_status st = nx_sr_check_float(ctx, WHO, "x", x);
+    nx_status st = nx_sr_check_float_any(ctx, WHO, "x", x);
     if (st == NX_OK)
-        st = nx_sr_check_float(ctx, WHO, "y", y);
+        st = nx_sr_check_float_any(ctx, WHO, "y", y);
     if (st != NX_OK)
         return st;
     nx_dtype dt = nx_tensor_dtype(x);
@@ -332,7 +332,7 @@ static nx_status check_points(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *
     for (int i = 0; i < 2; i++) {
         if (!extra[i].t)
             continue;
-        if ((st = nx_sr_check_float(ctx, WHO, extra[i].name, extra[i].t)) != NX_OK)
+        if ((st = nx_sr_check_float_any(ctx, WHO, extra[i].name, extra[i].t)) != NX_OK)
             return st;
         if (nx_tensor_dtype(extra[i].t) != dt)
             return nx_rt_error(ctx, NX_ERR_DTYPE, WHO ": %s is %s but x is %s", extra[i].name,
@@ -350,22 +350,32 @@ static nx_status check_points(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *
     return NX_OK;
 }
 
-/* Parameters enter F as scale factors and bandwidths: a non-finite one poisons every output. */
+/* Parameters enter F as scale factors and bandwidths: a non-finite one poisons every output. A
+ * device p (at most 8 values) is copied to the host once for this check. */
 static nx_status check_params(nx_ctx *ctx, const nx_tensor *p)
 {
     if (!p)
         return NX_OK;
+    nx_tensor *h = NULL;
+    if (nx_tensor_device(p) != NX_DEVICE_HOST) {
+        nx_status st = nx_tensor_to_device(p, NX_DEVICE_HOST, &h);
+        if (st != NX_OK)
+            return st;
+        p = h;
+    }
     const char *base = nx_tensor_data(p);
     int64_t n = nx_tensor_shape(p)[0], s = nx_tensor_strides(p)[0];
-    for (int64_t i = 0; i < n; i++) {
+    nx_status st = NX_OK;
+    for (int64_t i = 0; i < n && st == NX_OK; i++) {
         double v = nx_tensor_dtype(p) == NX_DTYPE_F32 ? ((const float *)(const void *)base)[i * s]
                                                       : ((const double *)(const void *)base)[i * s];
         if (!isfinite(v))
-            return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                               WHO ": parameter p%lld is %g; parameters must be finite",
-                               (long long)i, v);
+            st = nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                             WHO ": parameter p%lld is %g; parameters must be finite",
+                             (long long)i, v);
     }
-    return NX_OK;
+    nx_tensor_free(h);
+    return st;
 }
 
 static nx_status check_opts(nx_ctx *ctx, const nx_pairwise_opts *o, const nx_tensor *y,
@@ -412,35 +422,35 @@ static nx_status run_pairwise(nx_ctx *ctx, pw_call *c, nx_tensor **out, nx_tenso
     nx_rt_cache_blob key;
     nx_rt_cache_blob_init(&key, ctx);
     nx_rt_cache_blob_str(&key, "op", c->dout ? "pairwise_reduce_vjp" : "pairwise_reduce");
-    nx_sr_key_tensor(&key, "dout", c->dout);
-    nx_sr_key_tensor(&key, "saved", c->saved);
+    nx_rt_cache_blob_tensor(&key, "dout", c->dout);
+    nx_rt_cache_blob_tensor(&key, "saved", c->saved);
     if (o->formula)
         nx_sr_key(&key, "formula", c->e, c->root);
     else
         nx_rt_cache_blob_str(&key, "expr", o->expr_key);
     nx_rt_cache_blob_i64(&key, "reduction", o->reduction);
     nx_rt_cache_blob_i64(&key, "k", o->reduction == NX_PAIRWISE_KMIN ? o->k : 0);
-    nx_sr_key_tensor(&key, "x", c->x);
-    nx_sr_key_tensor(&key, "y", c->y);
-    nx_sr_key_tensor(&key, "b", c->b);
-    nx_sr_key_tensor(&key, "p", c->p);
-    nx_program *prog = NULL;
-    nx_status st = nx_sr_program(ctx, &key, o->backend, build_pairwise, c, &prog);
-    nx_rt_cache_blob_free(&key);
-    if (st != NX_OK)
-        return st;
+    nx_rt_cache_blob_tensor(&key, "x", c->x);
+    nx_rt_cache_blob_tensor(&key, "y", c->y);
+    nx_rt_cache_blob_tensor(&key, "b", c->b);
+    nx_rt_cache_blob_tensor(&key, "p", c->p);
     const nx_tensor *ins[6] = {c->x, c->y};
+    const char *names[6] = {"x", "y"};
     int n = 2;
     if (c->b)
-        ins[n++] = c->b;
+        names[n] = "b", ins[n++] = c->b;
     if (c->p)
-        ins[n++] = c->p;
+        names[n] = "p", ins[n++] = c->p;
     if (c->dout)
-        ins[n++] = c->dout;
+        names[n] = "dout", ins[n++] = c->dout;
     if (c->saved)
-        ins[n++] = c->saved;
+        names[n] = "saved_out", ins[n++] = c->saved;
     nx_tensor *res[4] = {NULL, NULL, NULL, NULL};
-    if ((st = nx_program_run(prog, ins, res)) != NX_OK)
+    nx_sr_run_args a = {.who = c->dout ? WHO "_vjp" : WHO, .backend = o->backend,
+                        .build = build_pairwise, .user = c, .ninputs = n, .noutputs = 4,
+                        .inputs = ins, .names = names, .outputs = res};
+    nx_status st = nx_sr_run(ctx, &key, &a);
+    if (st != NX_OK)
         return st;
     out[0] = res[0];
     if (c->dout) {
@@ -470,7 +480,7 @@ static nx_status check_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
     if (st == NX_OK)
         st = check_opts(ctx, opts, y, NULL);
     if (st == NX_OK)
-        st = nx_sr_check_float(ctx, WHO "_vjp", "dout", dout);
+        st = nx_sr_check_float_any(ctx, WHO "_vjp", "dout", dout);
     if (st == NX_OK && nx_tensor_dtype(dout) != nx_tensor_dtype(x))
         st = nx_rt_error(ctx, NX_ERR_DTYPE, WHO "_vjp: dout is %s but x is %s",
                          nx_dtype_name(nx_tensor_dtype(dout)), nx_dtype_name(nx_tensor_dtype(x)));
@@ -481,7 +491,7 @@ static nx_status check_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
                            WHO "_vjp: saved_out is for LOGSUMEXP only (MAX and MIN route to the "
                                "first winner, which the values alone do not give)");
-    st = nx_sr_check_float(ctx, WHO "_vjp", "saved_out", s);
+    st = nx_sr_check_float_any(ctx, WHO "_vjp", "saved_out", s);
     if (st == NX_OK && (nx_tensor_dtype(s) != nx_tensor_dtype(x) ||
                         nx_tensor_ndim(s) != nx_tensor_ndim(dout) ||
                         memcmp(nx_tensor_shape(s), nx_tensor_shape(dout),
@@ -572,6 +582,32 @@ nx_status nx_sr_pairwise_vjp_graph(nx_ctx *ctx, const nx_tensor *x, const nx_ten
         st = nx_graph_new(ctx, g);
     if (st == NX_OK)
         st = build_vjp(*g, &c, outs, nouts);
+    nx_sr_expr_free(ctx, &e);
+    if (st != NX_OK) {
+        nx_graph_free(*g);
+        *g = NULL;
+    }
+    return st;
+}
+
+nx_status nx_sr_pairwise_graph(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
+                               const nx_tensor *b, const nx_tensor *p,
+                               const nx_pairwise_opts *opts, nx_graph **g, nx_node *outs,
+                               int *nouts)
+{
+    *g = NULL;
+    nx_status st = check_points(ctx, x, y, b, p);
+    if (st == NX_OK)
+        st = check_opts(ctx, opts, y, NULL);
+    if (st != NX_OK)
+        return st;
+    pw_call c = {.x = x, .y = y, .b = b, .p = p, .o = opts, .root = -1};
+    nx_sr_expr e = {0};
+    st = parse_formula(ctx, &c, &e);
+    if (st == NX_OK)
+        st = nx_graph_new(ctx, g);
+    if (st == NX_OK)
+        st = build_forward(*g, &c, outs, nouts);
     nx_sr_expr_free(ctx, &e);
     if (st != NX_OK) {
         nx_graph_free(*g);

@@ -1,0 +1,328 @@
+/* The semiring entry points and the CUDA emitter's pairwise kernels.
+ *
+ * Everywhere: the pairwise folds take the staged generator (codegen/ptx/emit-pair.c), with the
+ * special-function exp outside reproducible mode and expf inside it; NVRTC compiles them where
+ * NVRTC loads; the emitter handles every allocation failure; a device tensor request without a
+ * GPU fails with NX_ERR_BACKEND. On a GPU machine: the entry points on device tensors against the
+ * reference interpreter on host tensors (f32 tolerance of golden/tolerance.tsv's semiring rows:
+ * 1e-5 + 1e-5 |ref|), outputs on the device when every input is, a host backend refusing device
+ * tensors by name. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/ptx/emit.h"
+#include "nitrix-ops.h"
+#include "ops/semiring/semiring.h"
+#include "passes/fuse.h"
+#include "testutil.h"
+
+typedef struct pcase {
+    const char *formula;
+    nx_pairwise_reduction red;
+    bool with_b, with_p, has_exp;
+} pcase;
+
+static const pcase pcases[] = {
+    {"exp(-sqdist(x, y)) * b", NX_PAIRWISE_SUM, true, false, true},
+    {"-sqdist(x, y) / p0", NX_PAIRWISE_LOGSUMEXP, false, true, false},
+    {"sqdist(x, y)", NX_PAIRWISE_MIN, false, false, false},
+    {"exp(-sqdist(x, y) / p0) * b", NX_PAIRWISE_MAX, true, true, true},
+};
+
+static nx_status try_filled(nx_ctx *ctx, int nd, const int64_t *shape, uint64_t seed, double lo,
+                            double hi, nx_tensor **out)
+{
+    nx_status st = nx_tensor_new(ctx, NX_DTYPE_F32, nd, shape, out);
+    if (st != NX_OK)
+        return st;
+    float *d = nx_tensor_data(*out);
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (int64_t i = 0; i < nx_tensor_numel(*out); i++) {
+        s ^= s << 13, s ^= s >> 7, s ^= s << 17;
+        d[i] = (float)(lo + (hi - lo) * ((double)(s >> 11) / 9007199254740992.0));
+    }
+    return NX_OK;
+}
+
+static nx_tensor *filled(nx_ctx *ctx, int nd, const int64_t *shape, uint64_t seed, double lo,
+                         double hi)
+{
+    nx_tensor *t = NULL;
+    assert_int_equal(try_filled(ctx, nd, shape, seed, lo, hi, &t), NX_OK);
+    return t;
+}
+
+typedef struct pin {
+    nx_tensor *x, *y, *b, *p;
+} pin;
+
+static nx_status try_inputs(nx_ctx *ctx, const pcase *c, int64_t m, int64_t n, pin *in)
+{
+    int64_t xs[2] = {m, 3}, ys[2] = {n, 3}, one = 1;
+    *in = (pin){NULL, NULL, NULL, NULL};
+    nx_status st = try_filled(ctx, 2, xs, 1, 0, 1, &in->x);
+    if (st == NX_OK)
+        st = try_filled(ctx, 2, ys, 2, 0, 1, &in->y);
+    if (st == NX_OK && c->with_b)
+        st = try_filled(ctx, 1, &n, 3, 0, 1, &in->b);
+    if (st == NX_OK && c->with_p)
+        st = try_filled(ctx, 1, &one, 4, 0.2, 0.5, &in->p);
+    return st;
+}
+
+static pin make_inputs(nx_ctx *ctx, const pcase *c, int64_t m, int64_t n)
+{
+    pin in;
+    assert_int_equal(try_inputs(ctx, c, m, n, &in), NX_OK);
+    return in;
+}
+
+static void free_inputs(pin *in)
+{
+    nx_tensor_free(in->x);
+    nx_tensor_free(in->y);
+    nx_tensor_free(in->b);
+    nx_tensor_free(in->p);
+}
+
+/* The pairwise kernel of case c through the emitter: the staged generator, its exp. */
+static nx_status emit_case(nx_ctx *ctx, const pcase *c, bool reassoc, char **src, size_t *len)
+{
+    pin in;
+    nx_pairwise_opts o = {.formula = c->formula, .reduction = c->red};
+    nx_graph *g = NULL;
+    nx_node outs[4];
+    int nouts = 0;
+    nx_kplan *plan = NULL;
+    nx_status st = try_inputs(ctx, c, 300, 257, &in);
+    if (st == NX_OK)
+        st = nx_sr_pairwise_graph(ctx, in.x, in.y, in.b, in.p, &o, &g, outs, &nouts);
+    if (st == NX_OK)
+        st = nx_pass_pipeline(ctx, &g->s, nouts, outs, &plan);
+    if (st == NX_OK && plan->nkernels != 1)
+        st = NX_ERR_INTERNAL;
+    nx_ptx_launch l;
+    if (st == NX_OK)
+        st = nx_ptx_emit(plan->kernels[0], "nx_pair", reassoc, src, len, &l);
+    nx_kplan_free(plan);
+    nx_graph_free(g);
+    free_inputs(&in);
+    return st;
+}
+
+static void test_pair_generator(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    bool nvrtc = nx_ptx_available(ctx) == NX_OK;
+    static const char *const opts[] = {"-default-device", "--std=c++17"};
+    for (size_t i = 0; i < sizeof pcases / sizeof pcases[0]; i++) {
+        for (int fast = 0; fast < 2; fast++) {
+            char *src = NULL;
+            size_t len = 0;
+            assert_int_equal(emit_case(ctx, &pcases[i], fast, &src, &len), NX_OK);
+            if (getenv("NX_TEST_PRINT_SOURCE") && i == 0 && fast)
+                printf("%s\n", src);
+            if (!strstr(src, "__shared__ float4 sy"))
+                fail_msg("%s: not the staged pairwise kernel", pcases[i].formula);
+            bool ex2 = strstr(src, "nx_ex2f((") != NULL;
+            if (ex2 != (fast && (pcases[i].has_exp || pcases[i].red == NX_PAIRWISE_LOGSUMEXP)))
+                fail_msg("%s (reassoc %d): special-function exp %s", pcases[i].formula, fast,
+                         ex2 ? "used" : "missing");
+            if (nvrtc) {
+                nx_ptx_image img;
+                nx_ptx_target t = {90, NX_PTX_KIND_PTX};
+                if (nx_ptx_compile(ctx, src, "pair.cu", t, opts, 2, &img) != NX_OK)
+                    fail_msg("%s: NVRTC: %s", pcases[i].formula, nx_ctx_last_error(ctx));
+                nx_ptx_image_free(ctx, &img);
+            }
+            nx_rt_free(ctx, src, len);
+        }
+    }
+    if (!nvrtc)
+        printf("NVRTC not available: the pairwise kernels were emitted, not compiled\n");
+    nx_ctx_free(ctx);
+}
+
+static nx_status sweep_emit(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    char *src = NULL;
+    size_t len = 0;
+    nx_status st = emit_case(ctx, &pcases[0], true, &src, &len);
+    if (st == NX_OK)
+        nx_rt_free(ctx, src, len);
+    return st;
+}
+
+static void test_pair_generator_nomem(void **state)
+{
+    (void)state;
+    assert_true(nx_test_alloc_sweep(sweep_emit, NULL, 100000) > 0);
+}
+
+static nx_ctx *gpu_ctx(void)
+{
+    static nx_test_alloc ta;
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    int64_t one = 1;
+    nx_tensor *h = NULL, *d = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 1, &one, &h), NX_OK);
+    nx_status st = nx_tensor_to_device(h, NX_DEVICE_CUDA, &d);
+    nx_tensor_free(h);
+    nx_tensor_free(d);
+    if (st == NX_OK)
+        return ctx;
+    assert_int_equal(st, NX_ERR_BACKEND);
+    assert_true(strlen(nx_ctx_last_error(ctx)) > 0);
+    nx_ctx_free(ctx);
+    return NULL;
+}
+
+/* Without a GPU this is the whole test: the request fails cleanly. */
+static void test_device_request(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = gpu_ctx();
+    if (!ctx)
+        return;
+    nx_ctx_free(ctx);
+}
+
+static nx_tensor *dev(nx_tensor *h)
+{
+    nx_tensor *d = NULL;
+    if (!h)
+        return NULL;
+    assert_int_equal(nx_tensor_to_device(h, NX_DEVICE_CUDA, &d), NX_OK);
+    return d;
+}
+
+static nx_tensor *host(nx_tensor *d)
+{
+    nx_tensor *h = NULL;
+    assert_int_equal(nx_tensor_to_device(d, NX_DEVICE_HOST, &h), NX_OK);
+    return h;
+}
+
+static void expect_close(const char *what, const nx_tensor *got, const nx_tensor *ref)
+{
+    assert_int_equal(nx_tensor_numel(got), nx_tensor_numel(ref));
+    const float *g = nx_tensor_data(got), *r = nx_tensor_data(ref);
+    double worst = 0;
+    for (int64_t i = 0; i < nx_tensor_numel(ref); i++) {
+        double e = fabs((double)g[i] - r[i]) / (1e-5 + 1e-5 * fabs(r[i]));
+        if (!(e <= 1) && !(isnan(g[i]) && isnan(r[i])))
+            fail_msg("%s: [%lld] got %.9g want %.9g", what, (long long)i, g[i], r[i]);
+        worst = e > worst ? e : worst;
+    }
+    printf("%-40s %lld values, worst error %.3f of the tolerance\n", what,
+           (long long)nx_tensor_numel(ref), worst);
+}
+
+static void test_pairwise_on_device(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = gpu_ctx();
+    if (!ctx)
+        skip();
+    static const int64_t sizes[][2] = {{1000, 777}, {3001, 1025}, {5, 3}};
+    for (size_t i = 0; i < sizeof pcases / sizeof pcases[0]; i++) {
+        for (size_t s = 0; s < 3; s++) {
+            const pcase *c = &pcases[i];
+            pin in = make_inputs(ctx, c, sizes[s][0], sizes[s][1]);
+            nx_pairwise_opts ref_o = {.formula = c->formula, .reduction = c->red,
+                                      .backend = NX_BACKEND_REF};
+            nx_pairwise_opts o = ref_o;
+            o.backend = NX_BACKEND_CUDA;
+            nx_tensor *ref = NULL, *got = NULL, *h = NULL;
+            assert_int_equal(nx_pairwise_reduce(ctx, in.x, in.y, in.b, in.p, &ref_o, &ref, NULL),
+                             NX_OK);
+            pin d = {dev(in.x), dev(in.y), dev(in.b), dev(in.p)};
+            assert_int_equal(nx_pairwise_reduce(ctx, d.x, d.y, d.b, d.p, &o, &got, NULL), NX_OK);
+            assert_int_equal(nx_tensor_device(got), NX_DEVICE_CUDA);
+            h = host(got);
+            char what[96];
+            snprintf(what, sizeof what, "%s %lldx%lld", c->formula, (long long)sizes[s][0],
+                     (long long)sizes[s][1]);
+            expect_close(what, h, ref);
+            nx_tensor_free(got);
+            nx_tensor_free(h);
+            /* host x with device y: host output, same values */
+            assert_int_equal(nx_pairwise_reduce(ctx, in.x, d.y, d.b, d.p, &o, &got, NULL), NX_OK);
+            assert_int_equal(nx_tensor_device(got), NX_DEVICE_HOST);
+            expect_close(what, got, ref);
+            nx_tensor_free(got);
+            nx_tensor_free(ref);
+            free_inputs(&d);
+            free_inputs(&in);
+        }
+    }
+    nx_ctx_free(ctx);
+}
+
+static void test_contractions_on_device(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = gpu_ctx();
+    if (!ctx)
+        skip();
+    int64_t as[2] = {130, 67}, bs[2] = {67, 129}, xs[4] = {9, 10, 11, 8}, ks[5] = {3, 3, 3, 8, 16};
+    nx_tensor *a = filled(ctx, 2, as, 5, -1, 1), *b = filled(ctx, 2, bs, 6, -1, 1);
+    nx_tensor *x = filled(ctx, 4, xs, 7, 0, 1), *k = filled(ctx, 5, ks, 8, -1, 1);
+    nx_tensor *da = dev(a), *db = dev(b), *dx = dev(x), *dk = dev(k);
+    static const nx_semiring_kind kinds[] = {NX_SEMIRING_REAL, NX_SEMIRING_LOG,
+                                             NX_SEMIRING_TROPICAL_MAX_PLUS,
+                                             NX_SEMIRING_TROPICAL_MIN_PLUS, NX_SEMIRING_BOOLEAN,
+                                             NX_SEMIRING_EUCLIDEAN};
+    nx_semiring_opts ro = {.backend = NX_BACKEND_REF}, co = {.backend = NX_BACKEND_CUDA};
+    for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+        const nx_semiring *sr = nx_semiring_builtin(kinds[i]);
+        nx_tensor *ref = NULL, *got = NULL;
+        assert_int_equal(nx_semiring_matmul(ctx, sr, a, b, &ro, &ref), NX_OK);
+        assert_int_equal(nx_semiring_matmul(ctx, sr, da, db, &co, &got), NX_OK);
+        assert_int_equal(nx_tensor_device(got), NX_DEVICE_CUDA);
+        nx_tensor *h = host(got);
+        char what[64];
+        static const char *const names[] = {"REAL", "LOG", "MAX_PLUS", "MIN_PLUS", "BOOLEAN",
+                                            "EUCLIDEAN"};
+        snprintf(what, sizeof what, "matmul %s 130x67x129", names[i]);
+        expect_close(what, h, ref);
+        nx_tensor_free(h), nx_tensor_free(got), nx_tensor_free(ref);
+    }
+    const nx_semiring *real = nx_semiring_builtin(NX_SEMIRING_REAL);
+    nx_semiring_conv_opts cr = {.padding = NX_CONV_SAME, .backend = NX_BACKEND_REF};
+    nx_semiring_conv_opts cc = cr;
+    cc.backend = NX_BACKEND_CUDA;
+    nx_tensor *ref = NULL, *got = NULL;
+    assert_int_equal(nx_semiring_conv(ctx, real, x, k, &cr, &ref), NX_OK);
+    assert_int_equal(nx_semiring_conv(ctx, real, dx, dk, &cc, &got), NX_OK);
+    assert_int_equal(nx_tensor_device(got), NX_DEVICE_CUDA);
+    nx_tensor *h = host(got);
+    expect_close("conv REAL 9x10x11x8 * 3^3x8x16", h, ref);
+    nx_tensor_free(h), nx_tensor_free(got), nx_tensor_free(ref);
+    /* a host backend refuses device tensors, naming the argument */
+    nx_semiring_opts cpu = {.backend = NX_BACKEND_CPU};
+    assert_int_equal(nx_semiring_matmul(ctx, real, da, b, &cpu, &got), NX_ERR_UNSUPPORTED);
+    assert_null(got);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "A is a CUDA device tensor"));
+    nx_tensor *list[] = {a, b, x, k, da, db, dx, dk};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+        nx_tensor_free(list[i]);
+    nx_ctx_free(ctx);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_pair_generator),
+        cmocka_unit_test(test_pair_generator_nomem),
+        cmocka_unit_test(test_device_request),
+        cmocka_unit_test(test_pairwise_on_device),
+        cmocka_unit_test(test_contractions_on_device),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
