@@ -91,6 +91,33 @@ nx_status cli_run_sectioned_ell_matmul(nx_ctx *ctx, const cli_call *call, nx_ten
     return st;
 }
 
+/* The built-in edge functions, as the library's edge formulas (ops-sparse.def names them). */
+static const char *edge_formula(const char *name)
+{
+    static const char *const names[] = {"message", "diffusion", "gaussian", "relative"};
+    static const char *const formulas[] = {"w * hj", "w * (hj - hi)", "w * exp(-sqdist(hi, hj))",
+                                           "hj - hi"};
+    for (int i = 0; i < 4; i++)
+        if (!strcmp(name, names[i]))
+            return formulas[i];
+    return formulas[0];
+}
+
+nx_status cli_run_ell_edge_aggregate(nx_ctx *ctx, const cli_call *call, nx_tensor **outs)
+{
+    const cli_value *v = call->values;
+    const nx_semiring *sr = algebra(v[CLI_OPT_ell_edge_aggregate_semiring].choice);
+    const nx_tensor *idx = call->inputs[1];
+    /* Edges of a graph: the ELL is square, its column count the row count of the indices. */
+    nx_ell a = {.values = call->inputs[0],
+                .indices = call->inputs[1],
+                .n_cols = nx_tensor_ndim(idx) == 2 ? nx_tensor_shape(idx)[0] : 0,
+                .identity = identity_of(sr)};
+    nx_edge_opts o = {.backend = call->backend,
+                      .formula = edge_formula(v[CLI_OPT_ell_edge_aggregate_edge].choice)};
+    return nx_semiring_ell_edge_aggregate(ctx, sr, &a, call->inputs[2], NULL, &o, &outs[0]);
+}
+
 static nx_grid_boundary boundary_of(const char *mode)
 {
     return !strcmp(mode, "nearest") ? NX_GRID_REPLICATE

@@ -61,6 +61,32 @@ static void test_rows(void **state)
     compare("lap_2d_reflect", "real");
 }
 
+/* The edge-aggregation row with each built-in edge function (fixtures: gen-sparse-batch.py). */
+static void test_edge_rows(void **state)
+{
+    (void)state;
+    static const char *const rows[4][2] = {{"message", "--semiring=real"},
+                                           {"diffusion", "--semiring=real"},
+                                           {"gaussian", "--semiring=tropical_max_plus"},
+                                           {"relative", "--semiring=tropical_min_plus"}};
+    for (int i = 0; i < 4; i++) {
+        char name[64], extra[128];
+        snprintf(name, sizeof name, "edgecli_%s", rows[i][0]);
+        snprintf(extra, sizeof extra, "--edge=%s %s", rows[i][0], rows[i][1]);
+        assert_int_equal(run("ell_edge_aggregate", name, "values indices h", extra), 0);
+        compare(name, "real");
+    }
+    /* The default edge function is the message w * hj, folded by sum. */
+    assert_int_equal(run("ell_edge_aggregate", "edgecli_message", "values indices h", ""), 0);
+    compare("edgecli_message", "real");
+    assert_int_equal(
+        run("ell_edge_aggregate", "edgecli_message", "values indices h", "--edge=attention"), 2);
+    assert_int_equal(
+        run("ell_edge_aggregate", "edgecli_message", "values indices h", "--semiring=log"), 2);
+    /* Integer features: the library refuses them (exit 1). */
+    assert_int_equal(run("ell_edge_aggregate", "edgecli_message", "values indices indices", ""), 1);
+}
+
 static void test_bad_options(void **state)
 {
     (void)state;
@@ -93,6 +119,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rows),
+        cmocka_unit_test(test_edge_rows),
         cmocka_unit_test(test_bad_options),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
