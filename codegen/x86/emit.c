@@ -23,6 +23,7 @@
  * max-plus or log-sum-exp contraction). */
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/x86/emit.h"
@@ -149,6 +150,8 @@ typedef struct emitter {
     int *tile_vc;
     uint32_t math_used; /* bit 2 i + (f64): math_names[i] is called */
     int split;          /* nx_x86_kernel_split */
+    nx_x86_borders bd;  /* the border/interior split of the innermost space loop */
+    const nx_x86_alias *alias; /* bd.alias while emitting the interior, else NULL */
     bool nomem;         /* a scratch allocation failed (the text may be degraded: refuse it) */
     bool reassoc;
     bool failed;
@@ -271,6 +274,13 @@ static int constv(emitter *e, const char *t, const char *lit)
     int v = fresh(e);
     put(&e->body, "  %%v%d = select i1 true, %s %s, %s %s\n", v, t, lit, t, lit);
     return v;
+}
+
+static int i64c(emitter *e, int64_t v)
+{
+    char lit[32];
+    snprintf(lit, sizeof lit, "%lld", (long long)v);
+    return constv(e, "i64", lit);
 }
 
 static int fconst(emitter *e, int d, double f)
@@ -768,6 +778,11 @@ static void hoist(emitter *e, int32_t id, uint32_t loops, uint8_t *seen)
         V(id);
         return;
     }
+    if (e->alias && e->alias[id].kind != NX_X86_ALIAS_SELF) { /* only what the alias reads */
+        if (e->alias[id].kind == NX_X86_ALIAS_TO)
+            hoist(e, e->alias[id].to, loops, seen);
+        return;
+    }
     const nx_kinst *in = &e->k->inst[id];
     if (in->op == NX_KOP_LOAD)
         hoist(e, in->a[1], loops, seen);
@@ -832,12 +847,28 @@ static int emit_reduce(emitter *e, int32_t id)
     return carry_finish(e, &c);
 }
 
+/* An instruction's value in the interior of a border split (borders.c). */
+static int alias_value(emitter *e, int32_t id, const nx_x86_alias *al)
+{
+    if (al->kind == NX_X86_ALIAS_TO)
+        return al->c == 0 ? V(al->to) : op2(e, "add", "i64", V(al->to), i64c(e, al->c));
+    if (e->k->inst[id].dtype == NX_DTYPE_BOOL)
+        return constv(e, "i1", al->c ? "true" : "false");
+    return i64c(e, al->c);
+}
+
 static int value(emitter *e, int32_t id)
 {
     if (e->val[id] >= 0 && e->open[e->scope[id]])
         return e->val[id];
     const nx_kinst *in = &e->k->inst[id];
     int v;
+    if (e->alias && e->alias[id].kind != NX_X86_ALIAS_SELF) {
+        v = alias_value(e, id, &e->alias[id]);
+        e->val[id] = v;
+        e->scope[id] = e->cur;
+        return v;
+    }
     switch (in->op) {
     case NX_KOP_CONST:
         v = emit_const(e, in);
@@ -875,6 +906,73 @@ static void emit_store(emitter *e, const nx_kstore *s, int lin)
     put(&e->body, "  %%v%d = getelementptr inbounds %s, %s* %%b%d, i64 %%v%d\n", p, t, t, s->buf,
         lin);
     put(&e->body, "  store %s %%v%d, %s* %%v%d\n", t, v, t, p);
+}
+
+/* ---- border/interior split -----------------------------------------------------------------*/
+
+/* max(x, cut) (or min) of a loop bound: a number when x is one, else a select. */
+static void bound(emitter *e, const char *x, int64_t cut, bool max, char *out, size_t n)
+{
+    char *end;
+    long long v = strtoll(x, &end, 10);
+    if (cut == (max ? INT64_MIN : INT64_MAX)) {
+        snprintf(out, n, "%s", x);
+    } else if (*x != '%' && *end == '\0') {
+        snprintf(out, n, "%lld", max ? (v > cut ? v : (long long)cut)
+                                     : (v < cut ? v : (long long)cut));
+    } else {
+        int c = fresh(e), r = fresh(e);
+        put(&e->body, "  %%v%d = icmp %s i64 %s, %lld\n", c, max ? "sgt" : "slt", x,
+            (long long)cut);
+        put(&e->body, "  %%v%d = select i1 %%v%d, i64 %s, i64 %lld\n", r, c, x, (long long)cut);
+        snprintf(out, n, "%%v%d", r);
+    }
+}
+
+/* Whether region r of the split (0: [0, lo), 1: [lo, hi), 2: [hi, n)) has points. */
+static bool region_used(const emitter *e, int r)
+{
+    return r == 1 || (r == 0 ? e->bd.lo > 0 : e->bd.hi < e->k->extent[e->bd.loop]);
+}
+
+/* The split loop over region r intersected with [lo, hi); the interior runs with the aliases. */
+static loop region_open(emitter *e, int r, const char *lo, const char *hi)
+{
+    int64_t cut_lo = r == 0 ? INT64_MIN : r == 1 ? e->bd.lo : e->bd.hi;
+    int64_t cut_hi = r == 0 ? e->bd.lo : r == 1 ? e->bd.hi : INT64_MAX;
+    char slo[32], shi[32];
+    bound(e, lo, cut_lo, true, slo, sizeof slo);
+    bound(e, hi, cut_hi, false, shi, sizeof shi);
+    loop l = loop_open(e, slo, shi);
+    e->loopvar[e->bd.loop] = l.index;
+    e->alias = r == 1 ? e->bd.alias : NULL;
+    return l;
+}
+
+static void region_close(emitter *e, loop l)
+{
+    e->alias = NULL;
+    loop_close(e, l);
+}
+
+/* The innermost space loop split in three, the stores in each part. */
+static void emit_split_stores(emitter *e, int lin_outer)
+{
+    const nx_kernel *k = e->k;
+    int L = e->bd.loop;
+    char ext[32];
+    snprintf(ext, sizeof ext, "%lld", (long long)k->extent[L]);
+    for (int r = 0; r < 3; r++) {
+        if (!region_used(e, r))
+            continue;
+        loop l = region_open(e, r, L == 0 ? "%begin" : "0", L == 0 ? "%end" : ext);
+        e->live |= 1u << L;
+        int lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin_outer, constv(e, "i64", ext)),
+                      l.index);
+        for (int s = 0; s < k->nstores; s++)
+            emit_store(e, &k->stores[s], lin);
+        region_close(e, l);
+    }
 }
 
 /* ---- contraction rows ----------------------------------------------------------------------*/
@@ -930,28 +1028,68 @@ static void row_identity(emitter *e, const carry *c)
     st(e, "i64", constv(e, "i64", "0"), c->pos);
 }
 
-/* The innermost space loop over the row: [begin, end) when it is also the outermost. */
-static loop row_loop(emitter *e)
+/* Columns [lo, hi) of the row; the strings are the loop bounds ([begin, end) when the row's loop
+ * is also the outermost). Row arrays are indexed by j - lo. */
+typedef struct row_span {
+    int64_t lo, hi;
+    char slo[32], shi[32];
+} row_span;
+
+static row_span row_span_of(const emitter *e, int64_t lo, int64_t hi)
 {
     const nx_kernel *k = e->k;
-    char hi[32];
-    snprintf(hi, sizeof hi, "%lld", (long long)k->extent[k->ndim - 1]);
-    loop l = loop_open(e, k->ndim == 1 ? "%begin" : "0", k->ndim == 1 ? "%end" : hi);
-    e->loopvar[k->ndim - 1] = l.index;
+    row_span sp = {lo, hi, "", ""};
+    bool whole = k->ndim == 1 && lo == 0 && hi == k->extent[0];
+    snprintf(sp.slo, sizeof sp.slo, whole ? "%%begin" : "%lld", (long long)lo);
+    snprintf(sp.shi, sizeof sp.shi, whole ? "%%end" : "%lld", (long long)hi);
+    return sp;
+}
+
+static loop row_loop(emitter *e, const row_span *sp)
+{
+    loop l = loop_open(e, sp->slo, sp->shi);
+    e->loopvar[e->k->ndim - 1] = l.index;
     return l;
 }
 
-static void emit_rows(emitter *e, int r, int lin_outer)
+static int row_at(emitter *e, const row_span *sp, int j)
+{
+    return sp->lo == 0 ? j : op2(e, "sub", "i64", j, i64c(e, sp->lo));
+}
+
+/* The fold step over the row: one loop, or the three parts of a border split. */
+static void row_steps(emitter *e, const row_arrays *ra, const row_span *sp, int r, bool split)
+{
+    const nx_kinst *in = &e->k->inst[r];
+    int last = e->k->ndim - 1, d = e->k->inst[in->a[0]].dtype;
+    for (int part = 0; part < (split ? 3 : 1); part++) {
+        if (split && !region_used(e, part))
+            continue;
+        loop l = split ? region_open(e, part, sp->slo, sp->shi) : row_loop(e, sp);
+        e->live |= 1u << last;
+        carry c = row_carry(e, ra, in->prim, d, row_at(e, sp, l.index));
+        carry_step(e, &c, V(in->a[0]));
+        if (split)
+            region_close(e, l);
+        else
+            loop_close(e, l);
+    }
+}
+
+/* Columns [j_lo, j_hi) of the row strategy (see the top); split: the border split applies to
+ * the row's loop. */
+static void emit_rows(emitter *e, int r, int lin_outer, int64_t j_lo, int64_t j_hi, bool split)
 {
     const nx_kernel *k = e->k;
     const nx_kinst *in = &k->inst[r];
     int last = k->ndim - 1, d = k->inst[in->a[0]].dtype;
-    int len = (int)k->extent[last];
+    int len = (int)(j_hi - j_lo);
+    row_span sp = row_span_of(e, j_lo, j_hi);
     row_arrays ra = {row_array(e, len, rty(d)), row_array(e, len, rty(lse_sd(e, d))),
                      row_array(e, len, "i64"), row_array(e, len, "i8"),
                      row_array(e, len, "i64"), len};
-    loop l = row_loop(e); /* rows are indexed by j itself, which stays below len */
-    carry c = row_carry(e, &ra, in->prim, d, l.index);
+    loop l = row_loop(e, &sp);
+    carry c = row_carry(e, &ra, in->prim, d, row_at(e, &sp, l.index));
     row_identity(e, &c);
     loop_close(e, l);
     uint32_t loops = (uint32_t)in->i, outer = e->live;
@@ -973,18 +1111,14 @@ static void emit_rows(emitter *e, int r, int lin_outer)
         hoist(e, in->a[0], loops, seen);
         nx_rt_free(e->ctx, seen, (size_t)k->ninst);
     }
-    l = row_loop(e);
-    e->live |= 1u << last;
-    c = row_carry(e, &ra, in->prim, d, l.index);
-    carry_step(e, &c, V(in->a[0]));
-    loop_close(e, l);
+    row_steps(e, &ra, &sp, r, split);
     e->live = outer;
     while (n > 0)
         loop_close(e, ls[--n]);
-    l = row_loop(e);
-    c = row_carry(e, &ra, in->prim, d, l.index);
+    l = row_loop(e, &sp);
+    c = row_carry(e, &ra, in->prim, d, row_at(e, &sp, l.index));
     char ext[32];
-    snprintf(ext, sizeof ext, "%lld", (long long)len);
+    snprintf(ext, sizeof ext, "%lld", (long long)k->extent[last]);
     int lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin_outer, constv(e, "i64", ext)),
                   l.index);
     int v = carry_finish(e, &c);
@@ -1036,6 +1170,11 @@ static int classify_prim(const nx_kernel *k, const nx_kinst *in, const uint8_t *
     bool all_s = c0 == CLS_S && c1 == CLS_S && (ar < 3 || cls[in->a[2]] == CLS_S);
     if (all_s)
         return CLS_S;
+    if (in->prim == NX_PRIM_SELECT) { /* one condition for the whole vector: a select of rows */
+        int c2 = cls[in->a[2]];
+        bool arms = (c1 == CLS_S || c1 == CLS_V) && (c2 == CLS_S || c2 == CLS_V);
+        return c0 == CLS_S && arms && is_fl(in->dtype) ? CLS_V : CLS_BAD;
+    }
     if (c0 == CLS_BAD || c1 == CLS_BAD || ar == 3)
         return CLS_BAD;
     if (in->dtype == NX_DTYPE_I64 && (c0 == CLS_L || c1 == CLS_L) && c0 != CLS_V && c1 != CLS_V) {
@@ -1053,11 +1192,16 @@ static int classify_prim(const nx_kernel *k, const nx_kinst *in, const uint8_t *
     return CLS_BAD;
 }
 
-/* cls[id] for every instruction, relative to column loop jl. */
-static void classify(const nx_kernel *k, int jl, uint8_t *cls)
+/* cls[id] for every instruction, relative to column loop jl; al: the aliases of a border split's
+ * interior, or NULL. */
+static void classify(const nx_kernel *k, const nx_x86_alias *al, int jl, uint8_t *cls)
 {
     for (int id = 0; id < k->ninst; id++) {
         const nx_kinst *in = &k->inst[id];
+        if (al && al[id].kind != NX_X86_ALIAS_SELF) { /* j + lane + c is still j + lane */
+            cls[id] = al[id].kind == NX_X86_ALIAS_TO ? cls[al[id].to] : CLS_S;
+            continue;
+        }
         switch (in->op) {
         case NX_KOP_CONST:
             cls[id] = CLS_S;
@@ -1080,7 +1224,8 @@ static void classify(const nx_kernel *k, int jl, uint8_t *cls)
     }
 }
 
-static bool tree_ok(const nx_kernel *k, int32_t id, const uint8_t *cls, uint8_t *seen)
+static bool tree_ok(const nx_kernel *k, const nx_x86_alias *al, int32_t id, const uint8_t *cls,
+                    uint8_t *seen)
 {
     if (seen[id])
         return true;
@@ -1088,12 +1233,14 @@ static bool tree_ok(const nx_kernel *k, int32_t id, const uint8_t *cls, uint8_t 
     const nx_kinst *in = &k->inst[id];
     if (cls[id] == CLS_BAD)
         return false;
+    if (al && al[id].kind != NX_X86_ALIAS_SELF)
+        return al[id].kind == NX_X86_ALIAS_CONST || tree_ok(k, al, al[id].to, cls, seen);
     if (in->op == NX_KOP_LOAD)
-        return tree_ok(k, in->a[1], cls, seen);
+        return tree_ok(k, al, in->a[1], cls, seen);
     if (in->op != NX_KOP_PRIM)
         return true;
     for (int j = 0; j < nx_ir_prims[in->prim].arity; j++)
-        if (!tree_ok(k, in->a[j], cls, seen))
+        if (!tree_ok(k, al, in->a[j], cls, seen))
             return false;
     return true;
 }
@@ -1125,8 +1272,8 @@ static int tile_reduce(emitter *e, tile *t)
         e->nomem = true;
         return -1;
     }
-    classify(k, jl, t->cls);
-    bool ok = tree_ok(k, in->a[0], t->cls, seen);
+    classify(k, e->alias, jl, t->cls);
+    bool ok = tree_ok(k, e->alias, in->a[0], t->cls, seen);
     nx_rt_free(e->ctx, seen, (size_t)k->ninst);
     if (!ok)
         return -1;
@@ -1206,6 +1353,10 @@ static int vec_prim(emitter *e, tile *t, int w, int c, const nx_kinst *in)
 {
     char vt[32];
     vty(t, w, vt, sizeof vt);
+    if (in->prim == NX_PRIM_SELECT) {
+        int cond = V(in->a[0]), x = vec(e, t, w, c, in->a[1]), y = vec(e, t, w, c, in->a[2]);
+        return selv(e, vt, cond, x, y);
+    }
     int a = vec(e, t, w, c, in->a[0]);
     if (in->prim == NX_PRIM_NEG) {
         int v = fresh(e);
@@ -1237,6 +1388,8 @@ static int vec(emitter *e, tile *t, int w, int c, int32_t id)
     int v;
     if (t->cls[id] == CLS_S)
         v = splat(e, t, w, V(id));
+    else if (e->alias && e->alias[id].kind == NX_X86_ALIAS_TO)
+        v = vec(e, t, w, c, e->alias[id].to);
     else if (in->op == NX_KOP_LOAD)
         v = vec_load(e, t, w, in);
     else
@@ -1286,13 +1439,6 @@ static void tile_store(emitter *e, const tile *t, int w, int lin, int val)
         e->k->stores[0].buf, lin);
     put(&e->body, "  %%v%d = bitcast %s* %%v%d to %s*\n", q, s, p, vt);
     put(&e->body, "  store %s %%v%d, %s* %%v%d, align 4\n", vt, val, vt, q);
-}
-
-static int i64c(emitter *e, int64_t v)
-{
-    char lit[32];
-    snprintf(lit, sizeof lit, "%lld", (long long)v);
-    return constv(e, "i64", lit);
 }
 
 /* One tile: rows i0 .. i0+mr-1, columns j0 + c*w .. for c < nr, carries in allocas (SROA makes
@@ -1373,10 +1519,12 @@ static void tile_rows(emitter *e, tile *t, const char *lo, const char *hi, int j
     loop_close(e, one);
 }
 
-/* Column panels of nr*w, then single vectors, then single columns; rows inside each. */
-static void emit_tiles(emitter *e, tile *t, const char *lo, const char *hi, int lin_outer)
+/* Column panels of nr*w over [j_lo, j_hi), then single vectors, then single columns; rows inside
+ * each. */
+static void emit_tiles(emitter *e, tile *t, const char *lo, const char *hi, int64_t j_lo,
+                       int64_t j_hi, int lin_outer)
 {
-    int64_t nj = e->k->extent[t->jl], start = 0;
+    int64_t nj = j_hi, start = j_lo;
     const int nrs[3] = {TILE_NR, 1, 1}, ws[3] = {t->w, t->w, 1};
     for (int p = 0; p < 3; p++) {
         int64_t width = (int64_t)nrs[p] * ws[p], count = (nj - start) / width;
@@ -1393,15 +1541,43 @@ static void emit_tiles(emitter *e, tile *t, const char *lo, const char *hi, int 
     }
 }
 
+/* Tiles over the interior of a border split, the row strategy over the borders. */
+static void emit_split_tiles(emitter *e, tile *t, const char *lo, const char *hi, int lin_outer)
+{
+    int64_t n = e->k->extent[t->jl];
+    e->alias = e->bd.alias;
+    emit_tiles(e, t, lo, hi, e->bd.lo, e->bd.hi, lin_outer);
+    e->alias = NULL;
+    loop li = loop_open(e, lo, hi);
+    e->loopvar[t->il] = li.index;
+    uint32_t outer = e->live;
+    e->live |= 1u << t->il;
+    int lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin_outer,
+                                       i64c(e, e->k->extent[t->il])), li.index);
+    if (e->bd.lo > 0)
+        emit_rows(e, t->r, lin, 0, e->bd.lo, false);
+    if (e->bd.hi < n)
+        emit_rows(e, t->r, lin, e->bd.hi, n, false);
+    e->live = outer;
+    loop_close(e, li);
+}
+
 /* The space loops, outermost over [begin, end); the stores at the innermost point. */
 static void emit_space(emitter *e)
 {
     const nx_kernel *k = e->k;
     loop ls[NX_MAX_DIMS];
     tile t = {.cls = e->tile_cls, .vc = e->tile_vc};
+    bool split = e->bd.loop >= 0, split_tiles = false;
     int tr = tile_reduce(e, &t);
+    if (tr < 0 && split && !e->nomem) { /* the interior may tile where the whole does not */
+        e->alias = e->bd.alias;
+        tr = tile_reduce(e, &t);
+        e->alias = NULL;
+        split_tiles = tr >= 0;
+    }
     int r = tr >= 0 ? -1 : row_reduce(e);
-    int nd = tr >= 0 ? k->ndim - 2 : r >= 0 ? k->ndim - 1 : k->ndim;
+    int nd = tr >= 0 ? k->ndim - 2 : r >= 0 || split ? k->ndim - 1 : k->ndim;
     int lin = constv(e, "i64", "0");
     for (int d = 0; d < nd; d++) {
         char hi[32];
@@ -1414,9 +1590,15 @@ static void emit_space(emitter *e)
     if (tr >= 0) {
         char hi[32];
         snprintf(hi, sizeof hi, "%lld", (long long)k->extent[t.il]);
-        emit_tiles(e, &t, nd == 0 ? "%begin" : "0", nd == 0 ? "%end" : hi, lin);
+        if (split_tiles)
+            emit_split_tiles(e, &t, nd == 0 ? "%begin" : "0", nd == 0 ? "%end" : hi, lin);
+        else
+            emit_tiles(e, &t, nd == 0 ? "%begin" : "0", nd == 0 ? "%end" : hi, 0,
+                       k->extent[t.jl], lin);
     } else if (r >= 0) {
-        emit_rows(e, r, lin);
+        emit_rows(e, r, lin, 0, k->extent[k->ndim - 1], split);
+    } else if (split) {
+        emit_split_stores(e, lin);
     } else {
         for (int s = 0; s < k->nstores; s++)
             emit_store(e, &k->stores[s], lin);
@@ -1482,7 +1664,7 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
         return nx_rt_error(k->ctx, NX_ERR_UNSUPPORTED, "x86 emit: kernel %s is not supported",
                            k->name);
     size_t n = (size_t)k->ninst + 1;
-    emitter e = {.ctx = k->ctx, .k = k, .reassoc = reassoc};
+    emitter e = {.ctx = k->ctx, .k = k, .reassoc = reassoc, .bd = {.loop = -1}};
     e.body.ctx = e.allocas.ctx = k->ctx;
     e.val = nx_rt_alloc(k->ctx, n * sizeof *e.val);
     e.scope = nx_rt_calloc(k->ctx, n, sizeof *e.scope);
@@ -1495,6 +1677,7 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
             e.val[i] = -1;
         nx_kernel_loop_masks(k, e.mask);
         e.split = nx_x86_kernel_split(k, reassoc);
+        e.nomem = nx_x86_borders_find(k, e.mask, &e.bd) != NX_OK;
         e.open[0] = true;
         e.nscopes = 1;
         emit_space(&e);
@@ -1510,6 +1693,7 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
     nx_rt_free(k->ctx, e.tile_vc, n * TILE_NR * sizeof *e.tile_vc);
     text_free(&e.body);
     text_free(&e.allocas);
+    nx_x86_borders_free(k->ctx, &e.bd);
     if (failed || e.failed) {
         text_free(&t);
         return e.failed ? nx_rt_error(k->ctx, NX_ERR_UNSUPPORTED,

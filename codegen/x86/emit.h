@@ -31,6 +31,33 @@ NX_HIDDEN nx_status nx_x86_plan_run_ex(nx_ctx *ctx, const nx_kplan *p, const nx_
  * Unsupported: f16/bf16 values, atan2, integer pow. */
 NX_HIDDEN bool nx_x86_supports(const nx_kernel *k);
 
+/* Border/interior split of the innermost space loop (borders.c): the interval [lo, hi) of loop
+ * `loop` on which index rules (pads, clamps, concat selects) have one answer, and what every
+ * instruction is there. The emitter runs [0, lo) and [hi, n) as written and [lo, hi) with the
+ * aliases, whose load offsets are then affine (vector loads); values are the same either way. */
+#define NX_X86_BORDERS_MIN 8 /* the shortest interior worth a split */
+
+enum { NX_X86_ALIAS_SELF, NX_X86_ALIAS_TO, NX_X86_ALIAS_CONST };
+
+typedef struct nx_x86_alias {
+    uint8_t kind; /* SELF: itself; TO: instruction `to` plus c (i64; c = 0 otherwise); CONST: c */
+    int32_t to;
+    int64_t c;
+} nx_x86_alias;
+
+typedef struct nx_x86_borders {
+    int loop;            /* -1: no split */
+    int64_t lo, hi;      /* the interior */
+    int ninst;
+    nx_x86_alias *alias; /* ninst + 1 entries, valid in the interior; nx_x86_borders_free */
+} nx_x86_borders;
+
+/* Finds the split of k's innermost space loop (mask: nx_kernel_loop_masks); s->loop = -1 when
+ * there is none worth making. Fails only for lack of memory. */
+NX_HIDDEN nx_status nx_x86_borders_find(const nx_kernel *k, const uint32_t *mask,
+                                        nx_x86_borders *s);
+NX_HIDDEN void nx_x86_borders_free(nx_ctx *ctx, nx_x86_borders *s);
+
 /* The kernel as LLVM textual IR defining `void @name(i8** bufs, i64 begin, i64 end)` (emit.c).
  * reassoc: float sums and products may be reassociated (vectorised); otherwise every fold is in
  * the canonical order. *out is freed with nx_rt_free(ctx, *out, *len). */
