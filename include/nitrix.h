@@ -175,6 +175,8 @@ typedef struct nx_ctx_opts {
  *   NITRIX_REPRODUCIBLE      0|1|false|true|no|yes|off|on               (default 0)
  *   NITRIX_STRICT_BACKEND    same boolean spellings                     (default 0)
  *   NITRIX_SILENCE_FALLBACK  same boolean spellings                     (default 0)
+ *   NITRIX_DUMP              comma-separated graph, fuse, kernel, llvm: what compilation prints
+ *                            to stderr (default none)
  * A bad value fails creation with NX_ERR_INVALID_ARG and a message naming the variable and the values
  * it accepts. When creation fails, *out is NULL and nx_ctx_last_error(NULL) holds the message. */
 NX_API nx_status nx_ctx_new(const nx_ctx_opts *opts, nx_ctx **out);

@@ -322,7 +322,7 @@ nx_status nx_graph_compile(nx_graph *g, const nx_compile_opts *opts, nx_program 
         nx_program_free(p);
         return st;
     }
-    if (nx_pass_dump_requested("graph")) {
+    if (nx_rt_dump_requested(p->ctx, "graph")) {
         fprintf(stderr, "nitrix: dump graph: program of %u nodes, %d inputs, %d outputs\n",
                 (unsigned)p->s.n, p->ninputs, p->noutputs);
         nx_ir_print_store(&p->s, NX_NONE, stderr);

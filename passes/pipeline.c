@@ -105,7 +105,7 @@ nx_status nx_pass_pipeline(nx_ctx *ctx, const nx_ir_store *s, int noutputs,
     st = nx_pass_fuse(ctx, s, noutputs, outputs, role);
     if (st == NX_OK)
         st = check_roles(ctx, s, noutputs, outputs, role);
-    if (st == NX_OK && nx_pass_dump_requested("fuse"))
+    if (st == NX_OK && nx_rt_dump_requested(ctx, "fuse"))
         dump_roles(s, role);
     nx_kplan *plan = NULL;
     if (st == NX_OK)
@@ -117,7 +117,7 @@ nx_status nx_pass_pipeline(nx_ctx *ctx, const nx_ir_store *s, int noutputs,
         nx_kplan_free(plan);
         return st;
     }
-    if (nx_pass_dump_requested("kernel")) {
+    if (nx_rt_dump_requested(ctx, "kernel")) {
         fprintf(stderr, "nitrix: dump kernel\n");
         nx_kplan_print(plan, stderr);
     }

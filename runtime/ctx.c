@@ -24,6 +24,7 @@ struct nx_ctx {
     bool reproducible;
     bool strict_backend;
     bool silence_fallback;
+    unsigned dump; /* NITRIX_DUMP: bit i set when DUMP_WHAT[i] was named */
     char cache_dir[NX_PATH_LEN];
 
     pthread_mutex_t slot_lock;
@@ -249,6 +250,40 @@ static nx_status parse_bool_env(const char *var, bool *out)
                        v, BOOL_VALUES);
 }
 
+static const char *const DUMP_WHAT[] = {"graph", "fuse", "kernel", "llvm"};
+#define DUMP_COUNT (sizeof DUMP_WHAT / sizeof DUMP_WHAT[0])
+
+/* The bit of a NITRIX_DUMP word (len bytes at w), or 0 when it names nothing. */
+static unsigned dump_bit(const char *w, size_t len)
+{
+    for (size_t i = 0; i < DUMP_COUNT; i++)
+        if (strlen(DUMP_WHAT[i]) == len && strncmp(w, DUMP_WHAT[i], len) == 0)
+            return 1u << i;
+    return 0;
+}
+
+static nx_status parse_dump_env(unsigned *out)
+{
+    const char *v = getenv("NITRIX_DUMP");
+    for (const char *w = v; w && *w;) {
+        const char *end = strchr(w, ',');
+        size_t len = end ? (size_t)(end - w) : strlen(w);
+        unsigned bit = dump_bit(w, len);
+        if (!bit && len)
+            return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "NITRIX_DUMP='%.64s' names '%.*s'; "
+                               "expected a comma-separated list of graph, fuse, kernel and llvm",
+                               v, (int)(len > 32 ? 32 : len), w);
+        *out |= bit;
+        w = end ? end + 1 : NULL;
+    }
+    return NX_OK;
+}
+
+bool nx_rt_dump_requested(const nx_ctx *ctx, const char *what)
+{
+    return ctx && (ctx->dump & dump_bit(what, strlen(what))) != 0;
+}
+
 static nx_status parse_backend_env(nx_backend *out)
 {
     const char *v = getenv("NITRIX_BACKEND");
@@ -335,6 +370,8 @@ static nx_status read_env(nx_ctx *c)
     if ((st = parse_bool_env("NITRIX_REPRODUCIBLE", &c->reproducible)) != NX_OK)
         return st;
     if ((st = parse_bool_env("NITRIX_STRICT_BACKEND", &c->strict_backend)) != NX_OK)
+        return st;
+    if ((st = parse_dump_env(&c->dump)) != NX_OK)
         return st;
     return parse_bool_env("NITRIX_SILENCE_FALLBACK", &c->silence_fallback);
 }

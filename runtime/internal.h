@@ -37,6 +37,9 @@ NX_HIDDEN void nx_rt_free(nx_ctx *ctx, void *p, size_t size);
 /* Grows *p (holding *cap elements of elem bytes) to at least need elements, doubling. On failure
  * *p and *cap are unchanged and false is returned. */
 NX_HIDDEN bool nx_rt_grow(nx_ctx *ctx, void **p, size_t *cap, size_t need, size_t elem);
+/* Whether NITRIX_DUMP, read when ctx was created (not with nx_ctx_opts.ignore_env), names what:
+ * graph, fuse, kernel or llvm. The dumps go to stderr. */
+NX_HIDDEN bool nx_rt_dump_requested(const nx_ctx *ctx, const char *what);
 /* A growing text buffer from the context allocator (the emitters' output). put appends printf-
  * style; after a failed allocation or format, failed is set and further puts do nothing, so a
  * caller checks once at the end. Free p with nx_rt_free(ctx, p, cap). */

@@ -424,30 +424,50 @@ static void test_strict_backend(void **state)
     assert_int_equal(ta.live, 0);
 }
 
-static void test_dump_graph(void **state)
+/* A context reading the environment (nx_test_ctx ignores it), with the test allocator. */
+static nx_status env_ctx(nx_test_alloc *ta, bool ignore_env, nx_ctx **out)
 {
-    (void)state;
+    nx_allocator a = nx_test_allocator(ta);
+    nx_ctx_opts o = {.allocator = &a, .ignore_env = ignore_env};
+    return nx_ctx_new(&o, out);
+}
+
+/* The graph compiled under NITRIX_DUMP=dump in a context made after it was set, with what went
+ * to stderr in buf. */
+static void dump_run(const char *dump, bool ignore_env, char *buf, size_t len)
+{
     nx_test_alloc ta = {0};
-    nx_ctx *ctx = nx_test_ctx(&ta);
+    setenv("NITRIX_DUMP", dump, 1);
+    nx_ctx *ctx = NULL;
+    nx_status cst = env_ctx(&ta, ignore_env, &ctx);
+    unsetenv("NITRIX_DUMP");
+    assert_int_equal(cst, NX_OK);
     FILE *tmp = tmpfile();
     assert_non_null(tmp);
     fflush(stderr);
     int saved = dup(fileno(stderr));
     dup2(fileno(tmp), fileno(stderr));
-    setenv("NITRIX_DUMP", "jit,graph", 1);
     nx_program *p = NULL;
     nx_status st = compile_on(ctx, NX_BACKEND_REF, &p);
-    unsetenv("NITRIX_DUMP");
     fflush(stderr);
     dup2(saved, fileno(stderr));
     close(saved);
     assert_int_equal(st, NX_OK);
     nx_program_free(p);
-    char buf[2048] = {0};
+    memset(buf, 0, len);
     rewind(tmp);
-    size_t n = fread(buf, 1, sizeof buf - 1, tmp);
+    size_t n = fread(buf, 1, len - 1, tmp);
+    (void)n;
     fclose(tmp);
-    assert_true(n > 0);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+static void test_dump_graph(void **state)
+{
+    (void)state;
+    char buf[2048];
+    dump_run("kernel,graph", false, buf, sizeof buf);
     if (!strstr(buf, "nitrix: dump graph: program of 4 nodes, 1 inputs, 1 outputs\n"
                      "%1 = input[name=\"x\", index=0] : f64[2,3]\n"
                      "%2 = exp %1 : f64[2,3]\n"
@@ -455,7 +475,20 @@ static void test_dump_graph(void **state)
                      "%4 = add %2, %3 : f64[2,3]\n"
                      "output 0 = %4\n"))
         fail_msg("dump:\n%s", buf);
-    nx_ctx_free(ctx);
+    /* read when the context is made, so ignore_env turns it off */
+    dump_run("graph", true, buf, sizeof buf);
+    assert_null(strstr(buf, "dump graph"));
+    /* a word it does not know fails creation, naming the word and the known ones */
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = NULL;
+    setenv("NITRIX_DUMP", "graph,jit", 1);
+    nx_status st = env_ctx(&ta, false, &ctx);
+    unsetenv("NITRIX_DUMP");
+    assert_int_equal(st, NX_ERR_INVALID_ARG);
+    assert_null(ctx);
+    const char *msg = nx_ctx_last_error(NULL);
+    if (!strstr(msg, "'jit'") || !strstr(msg, "graph, fuse, kernel and llvm"))
+        fail_msg("message: %s", msg);
     assert_int_equal(ta.live, 0);
 }
 
