@@ -1,4 +1,5 @@
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,4 +105,14 @@ const char *nx_test_data_dir(void)
 #else
     return "tests/data";
 #endif
+}
+
+nx_tensor *nx_test_load_npy(nx_ctx *ctx, const char *family, const char *name, const char *key)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/%s_%s.npy", nx_test_data_dir(), family, name, key);
+    nx_tensor *t = NULL;
+    if (nx_npy_read(ctx, path, &t) != NX_OK)
+        fail_msg("cannot read %s: %s", path, nx_ctx_last_error(ctx));
+    return t;
 }

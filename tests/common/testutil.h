@@ -40,4 +40,8 @@ int nx_test_close(double a, double b, double rtol, double atol);
 /* Directory holding committed test fixtures (set by meson as NX_TEST_DATA_DIR). */
 const char *nx_test_data_dir(void);
 
+/* The fixture <data dir>/<family>/<name>_<key>.npy read into ctx (fails the test if it cannot be
+ * read). */
+nx_tensor *nx_test_load_npy(nx_ctx *ctx, const char *family, const char *name, const char *key);
+
 #endif
