@@ -44,8 +44,13 @@ typedef struct pair {
     int staged[MAX_STAGED]; /* instruction ids of the staged loads */
     int npoint;             /* point values the loop reads */
     bool fast_exp;
+    int sexp;    /* an exp of -c * sum_k (u_k - w_k)^2 evaluated on pre-scaled operands, or -1 */
     char *need;  /* per instruction: 1 = computed in the loop for the fold */
     char *point; /* per instruction: 1 = a point value the loop reads */
+    char *scaled; /* per instruction: bit 0: a point value or staged load carried times
+                   * sqrt(log2 e); bit 1: a square, sum or negation the exp's chain replaces */
+    int nsq, sq[MAX_STAGED]; /* the differences squared in that chain */
+    int *uses;   /* per instruction: readers among the loop's instructions */
 } pair;
 
 #define L(...) nx_ptx_line(g, __VA_ARGS__)
@@ -109,6 +114,106 @@ static bool mark(const nx_kernel *k, const nx_ptx_gen *g, const nx_ptx_affine *a
     }
 }
 
+/* ---- the Gaussian exponent on pre-scaled operands --------------------------------------------
+ *
+ * exp(-c * sum_k (u_k - w_k)^2), u_k values of the point and w_k staged loads (the Gaussian
+ * kernel), is ex2(-c * sum_k (u'_k - w'_k)^2) with u' = u sqrt(log2 e) and w' = w sqrt(log2 e):
+ * the scale moves to the point values (once per point) and the staging (once per tile entry), and
+ * the loop drops its one multiply per pair by log2 e, leaving 8 issue slots a pair of which one is
+ * the ex2 (emit-pair.c's file comment). Only when every value of the pattern has no other reader,
+ * so nothing else sees a scaled value. */
+
+static bool single(const pair *p, int id, int n)
+{
+    return p->uses[id] == n;
+}
+
+/* A square (u - w)^2 with one operand a point value and the other a staged load. */
+static bool scaled_square(const nx_kernel *k, pair *p, int id)
+{
+    const nx_kinst *sq = &k->inst[id];
+    if (!p->need[id] || sq->op != NX_KOP_PRIM || sq->prim != NX_PRIM_MUL ||
+        sq->a[0] != sq->a[1] || !single(p, id, 1))
+        return false;
+    int d = sq->a[0];
+    const nx_kinst *sub = &k->inst[d];
+    if (!p->need[d] || sub->op != NX_KOP_PRIM || sub->prim != NX_PRIM_SUB || !single(p, d, 2))
+        return false;
+    int u = sub->a[0], w = sub->a[1];
+    if (p->point[w])
+        u = sub->a[1], w = sub->a[0];
+    if (!p->point[u] || !single(p, u, 1) || !p->need[w] || k->inst[w].op != NX_KOP_LOAD ||
+        !single(p, w, 1) || p->nsq >= MAX_STAGED)
+        return false;
+    p->scaled[u] = p->scaled[w] = 1;
+    p->scaled[id] = 2;
+    p->sq[p->nsq++] = d;
+    return true;
+}
+
+static bool scaled_sum(const nx_kernel *k, pair *p, int id)
+{
+    const nx_kinst *in = &k->inst[id];
+    if (p->need[id] && in->op == NX_KOP_PRIM && in->prim == NX_PRIM_ADD && single(p, id, 1)) {
+        p->scaled[id] = 2;
+        return scaled_sum(k, p, in->a[0]) && scaled_sum(k, p, in->a[1]);
+    }
+    return scaled_square(k, p, id);
+}
+
+/* The operand of exp e: -s, or s times a constant. *s gets the sum. */
+static bool scaled_arg(const nx_kernel *k, const pair *p, int e, int *s)
+{
+    const nx_kinst *n = &k->inst[k->inst[e].a[0]];
+    if (!single(p, k->inst[e].a[0], 1) || n->op != NX_KOP_PRIM || n->dtype != NX_DTYPE_F32)
+        return false;
+    if (n->prim == NX_PRIM_NEG) {
+        *s = n->a[0];
+        return true;
+    }
+    if (n->prim != NX_PRIM_MUL)
+        return false;
+    bool c0 = k->inst[n->a[0]].op == NX_KOP_CONST, c1 = k->inst[n->a[1]].op == NX_KOP_CONST;
+    if (c0 == c1)
+        return false;
+    *s = c0 ? n->a[1] : n->a[0];
+    return true;
+}
+
+static void find_scaled_exp(const nx_kernel *k, pair *p)
+{
+    p->sexp = -1;
+    if (!p->fast_exp)
+        return;
+    for (int id = 0; id < p->r; id++)
+        if (p->need[id] || id == k->inst[p->r].a[0])
+            for (int a = 0; a < 3; a++) {
+                const nx_kinst *in = &k->inst[id];
+                int arity = in->op != NX_KOP_PRIM ? 0
+                            : in->prim == NX_PRIM_SELECT ? 3
+                                                         : nx_ir_prims[in->prim].arity;
+                if (a < arity)
+                    p->uses[in->a[a]]++;
+            }
+    for (int id = 0; id < p->r && p->sexp < 0; id++) {
+        const nx_kinst *in = &k->inst[id];
+        int s = -1;
+        if (!p->need[id] || in->op != NX_KOP_PRIM || in->prim != NX_PRIM_EXP ||
+            in->dtype != NX_DTYPE_F32 || !scaled_arg(k, p, id, &s))
+            continue;
+        memset(p->scaled, 0, (size_t)k->ninst);
+        p->nsq = 0;
+        if (single(p, s, 1) && scaled_sum(k, p, s))
+            p->sexp = id;
+    }
+    /* -(sum of squares) becomes one chain of multiply-adds with negated operands (free on the
+     * FMA pipe): exp(-0) = exp(+0), so the sign of a zero sum does not matter */
+    if (p->sexp >= 0 && k->inst[k->inst[p->sexp].a[0]].prim == NX_PRIM_NEG)
+        p->scaled[k->inst[p->sexp].a[0]] = 2;
+    if (p->sexp < 0)
+        memset(p->scaled, 0, (size_t)k->ninst);
+}
+
 /* Rows per thread: as many as keep two blocks per SM of a 132-SM part busy, at most 8, and no
  * more than the registers for the point values allow. NITRIX_PTX_PAIR_ROWS overrides it for
  * measurements (emit-run.c puts it in the cache key). */
@@ -153,6 +258,7 @@ static bool match(const nx_ptx_gen *g, const nx_ptx_affine *aff, bool reassoc, p
     if (!mark(k, g, aff, p, r->a[0]) || p->nstaged == 0)
         return false;
     p->fast_exp = reassoc;
+    find_scaled_exp(k, p);
     p->rows = choose_rows(p);
     return true;
 }
@@ -162,7 +268,8 @@ static bool match(const nx_ptx_gen *g, const nx_ptx_affine *aff, bool reassoc, p
 static const char pair_helpers[] =
     "static __device__ __forceinline__ float nx_ex2f(float x)\n"
     "{ float y; asm(\"ex2.approx.ftz.f32 %0, %1;\" : \"=f\"(y) : \"f\"(x)); return y; }\n"
-    "#define NX_LOG2E 1.4426950408889634f\n";
+    "#define NX_LOG2E 1.4426950408889634f\n"
+    "#define NX_SQRT_LOG2E 1.2011224087864498f\n";
 
 /* exp of v<x> as the fold's step uses it. */
 static void exp_text(const pair *p, const char *x, char *buf, size_t len)
@@ -176,6 +283,19 @@ static void exp_text(const pair *p, const char *x, char *buf, size_t len)
 static void emit_inst(nx_ptx_gen *g, const pair *p, int id)
 {
     const nx_kinst *in = &g->k->inst[id];
+    if (p->scaled[id] & 2)
+        return; /* in the chain below */
+    if (id == p->sexp && (p->scaled[in->a[0]] & 2)) { /* exp(-sum of squares) */
+        L("float t%d = (-v%d) * v%d;", id, p->sq[0], p->sq[0]);
+        for (int q = 1; q < p->nsq; q++)
+            L("t%d = fmaf(-v%d, v%d, t%d);", id, p->sq[q], p->sq[q], id);
+        L("const float v%d = nx_ex2f(t%d);", id, id);
+        return;
+    }
+    if (id == p->sexp) { /* its argument's multiply by log2 e went into the operands */
+        L("const float v%d = nx_ex2f(v%d);", id, in->a[0]);
+        return;
+    }
     if (p->fast_exp && in->op == NX_KOP_PRIM && in->prim == NX_PRIM_EXP &&
         in->dtype == NX_DTYPE_F32) {
         char x[32], e[96];
@@ -271,7 +391,7 @@ static void emit_points(nx_ptx_gen *g, const pair *p)
             emit_inst(g, p, id);
     for (int id = 0; id < k->ninst; id++)
         if (p->point[id])
-            L("X%d[r] = v%d;", id, id);
+            L("X%d[r] = v%d%s;", id, id, p->scaled[id] ? " * NX_SQRT_LOG2E" : "");
     g->ind--;
     L("}");
 }
@@ -293,8 +413,9 @@ static void emit_stage(nx_ptx_gen *g, const pair *p, const nx_ptx_affine *aff)
         for (int s = 4 * q; s < p->nstaged && s < 4 * q + 4; s++) {
             const nx_kinst *ld = &k->inst[p->staged[s]];
             const nx_ptx_affine *o = &aff[ld->a[1]];
-            L("w%d.%c = b%d[%lldLL + %lldLL * j];", q, lane[s - 4 * q], ld->a[0], (long long)o->c,
-              (long long)o->coef[p->lk]);
+            L("w%d.%c = b%d[%lldLL + %lldLL * j]%s;", q, lane[s - 4 * q], ld->a[0],
+              (long long)o->c, (long long)o->coef[p->lk],
+              p->scaled[p->staged[s]] ? " * NX_SQRT_LOG2E" : "");
         }
         L("sy[%d][threadIdx.x] = w%d;", q, q);
     }
@@ -386,7 +507,9 @@ bool nx_ptx_emit_pair(nx_ptx_gen *g, const nx_ptx_affine *aff, const char *name,
     pair p = {0};
     p.need = nx_rt_calloc(k->ctx, (size_t)k->ninst, 1);
     p.point = nx_rt_calloc(k->ctx, (size_t)k->ninst, 1);
-    bool ok = p.need && p.point;
+    p.scaled = nx_rt_calloc(k->ctx, (size_t)k->ninst, 1);
+    p.uses = nx_rt_calloc(k->ctx, (size_t)k->ninst, sizeof *p.uses);
+    bool ok = p.need && p.point && p.scaled && p.uses;
     if (!ok)
         g->t.failed = true; /* reported as out of memory by the caller */
     else
@@ -402,5 +525,7 @@ bool nx_ptx_emit_pair(nx_ptx_gen *g, const nx_ptx_affine *aff, const char *name,
     }
     nx_rt_free(k->ctx, p.need, (size_t)k->ninst);
     nx_rt_free(k->ctx, p.point, (size_t)k->ninst);
+    nx_rt_free(k->ctx, p.scaled, (size_t)k->ninst);
+    nx_rt_free(k->ctx, p.uses, (size_t)k->ninst * sizeof *p.uses);
     return ok || g->t.failed;
 }

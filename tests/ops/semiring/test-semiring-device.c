@@ -128,7 +128,13 @@ static void test_pair_generator(void **state)
                 printf("%s\n", src);
             if (!strstr(src, "__shared__ float4 sy"))
                 fail_msg("%s: not the staged pairwise kernel", pcases[i].formula);
-            bool ex2 = strstr(src, "nx_ex2f((") != NULL;
+            const char *def = strstr(src, "nx_ex2f(float");
+            bool ex2 = def && strstr(def + 1, "nx_ex2f(") != NULL;
+            /* the Gaussian exponent takes the pre-scaled form: no multiply by log2 e per pair */
+            bool scaled = strstr(src, "* NX_SQRT_LOG2E;") != NULL;
+            if (scaled != (fast && i == 0))
+                fail_msg("%s (reassoc %d): pre-scaled exponent %s", pcases[i].formula, fast,
+                         scaled ? "used" : "missing");
             if (ex2 != (fast && (pcases[i].has_exp || pcases[i].red == NX_PAIRWISE_LOGSUMEXP)))
                 fail_msg("%s (reassoc %d): special-function exp %s", pcases[i].formula, fast,
                          ex2 ? "used" : "missing");
