@@ -10,6 +10,7 @@
 
 #include "ir.h"
 #include "passes/autodiff.h"
+#include "pool.h"
 
 nx_status nx_ir_shape_scan(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_proto *p,
                            nx_ir_sig *out)
@@ -153,45 +154,178 @@ static int inner_step(int nd, const int64_t *shape, const int64_t *st, int axis)
     return dense ? 1 : zero ? 0 : -1;
 }
 
-/* scan_linear over whole planes: for each outer index and each step t along the axis, the
- * recurrence advances every line of the inner block at once, walking memory contiguously (a
- * line-at-a-time walk strides by the block size on every step). Same arithmetic, per line, as
- * the generic loop: the product rounded, then the sum. */
-#define SCAN_LINEAR_PLANES(T)                                                                      \
-    static void scan_linear_planes_##T(const T *a, const T *b, T *y, int nd,                       \
-                                       const int64_t *shape, int axis, bool rev,                   \
-                                       const int64_t *sa, const int64_t *sb, const int64_t *sy,    \
-                                       int64_t ia, int64_t ib)                                     \
+/* The typed scan_linear over contiguous (or broadcast) inner blocks, split into independent tasks
+ * on the context's pool. Every line runs the same arithmetic as the generic loop, in the same
+ * order: y_t = a_t * y_{t-1} rounded, then + b_t rounded (y_{-1} = 0, so the first step is
+ * a * 0 + b, which keeps -0 and NaN as the sequential loop has them). The library is built as ISO
+ * C without FMA instructions, so neither step is contracted; the result is bit-identical to the
+ * sequential recurrence whatever the partition.
+ *
+ *   inner > 1   (the axis is not the last one): a task is a block of up to SL_COLS adjacent lines
+ *               of one outer index; each step along the axis advances the whole block, walking
+ *               memory contiguously, and the loop over the block vectorises.
+ *   inner == 1  (lines contiguous along the axis): a task is a group of SL_LANES adjacent lines,
+ *               stepped together SL_STEPS samples at a time through a transposed scratch tile, so
+ *               the recurrence runs SL_LANES lines per vector operation instead of one latency
+ *               chain per line. */
+#define SL_COLS 1024
+#define SL_LANES 16
+#define SL_STEPS 64
+
+typedef struct sl_job {
+    const void *a, *b;
+    void *y;
+    const int64_t *shape, *sa, *sb, *sy;
+    int nd, axis, ia, ib;
+    bool rev, f64, a_scalar; /* a_scalar: every stride of a is 0 */
+    int64_t len, inner, outer, tasks_per_outer;
+} sl_job;
+
+/* Offsets of a, b and y at outer index o (the multi-index over the axes before axis). */
+static void sl_outer(const sl_job *j, int64_t o, int64_t *oa, int64_t *ob, int64_t *oy)
+{
+    *oa = *ob = *oy = 0;
+    for (int k = j->axis - 1; k >= 0; k--) {
+        int64_t i = o % j->shape[k];
+        o /= j->shape[k];
+        *oa += i * j->sa[k];
+        *ob += i * j->sb[k];
+        *oy += i * j->sy[k];
+    }
+}
+
+/* A block of n lines advanced together: inner offsets j of a (times ia), b (times ib) and y. IA
+ * and IB are literal 0 or 1 at each call site, so each copy's loop has fixed strides. */
+#define SL_BLOCK(T)                                                                                \
+    static inline void sl_block_##T(const sl_job *jb, const T *a, const T *b, T *y, int64_t n,     \
+                                    int ia, int ib)                                                \
     {                                                                                              \
-        int64_t inner = 1, len = shape[axis], oshape[NX_MAX_DIMS], idx[NX_MAX_DIMS] = {0};         \
-        for (int k = axis + 1; k < nd; k++)                                                        \
-            inner *= shape[k];                                                                     \
-        for (int k = 0; k < axis; k++)                                                             \
-            oshape[k] = shape[k];                                                                  \
-        int64_t outer = nx_ir_numel(axis, oshape);                                                 \
-        for (int64_t o = 0; o < outer; o++) {                                                      \
-            int64_t oa = 0, ob = 0, oy = 0;                                                        \
-            for (int k = 0; k < axis; k++) {                                                       \
-                oa += idx[k] * sa[k];                                                              \
-                ob += idx[k] * sb[k];                                                              \
-                oy += idx[k] * sy[k];                                                              \
-            }                                                                                      \
-            const T *prev = NULL;                                                                  \
-            for (int64_t k = 0; k < len; k++) {                                                    \
-                int64_t t = rev ? len - 1 - k : k;                                                 \
-                const T *pa = a + oa + t * sa[axis], *pb = b + ob + t * sb[axis];                  \
-                T *py = y + oy + t * sy[axis];                                                     \
-                for (int64_t j = 0; j < inner; j++) {                                              \
-                    T p = pa[j * ia] * (prev ? prev[j] : (T)0);                                    \
+        int64_t len = jb->len, sa = jb->sa[jb->axis], sb = jb->sb[jb->axis];                      \
+        int64_t sy = jb->sy[jb->axis];                                                             \
+        const T *prev = NULL;                                                                      \
+        for (int64_t k = 0; k < len; k++) {                                                        \
+            int64_t t = jb->rev ? len - 1 - k : k;                                                 \
+            const T *pa = a + t * sa, *pb = b + t * sb;                                            \
+            T *py = y + t * sy;                                                                    \
+            if (prev)                                                                              \
+                for (int64_t j = 0; j < n; j++) {                                                  \
+                    T p = pa[j * ia] * prev[j];                                                    \
                     py[j] = p + pb[j * ib];                                                        \
                 }                                                                                  \
-                prev = py;                                                                         \
+            else                                                                                   \
+                for (int64_t j = 0; j < n; j++) {                                                  \
+                    T p = pa[j * ia] * (T)0;                                                       \
+                    py[j] = p + pb[j * ib];                                                        \
+                }                                                                                  \
+            prev = py;                                                                             \
+        }                                                                                          \
+    }                                                                                              \
+    static void sl_cols_##T(const sl_job *jb, int64_t task)                                        \
+    {                                                                                              \
+        int64_t o = task / jb->tasks_per_outer, j0 = (task % jb->tasks_per_outer) * SL_COLS;       \
+        int64_t n = jb->inner - j0 < SL_COLS ? jb->inner - j0 : SL_COLS, oa, ob, oy;               \
+        sl_outer(jb, o, &oa, &ob, &oy);                                                            \
+        const T *a = (const T *)jb->a + oa + j0 * jb->ia;                                          \
+        const T *b = (const T *)jb->b + ob + j0 * jb->ib;                                          \
+        T *y = (T *)jb->y + oy + j0;                                                               \
+        if (jb->ia && jb->ib)                                                                      \
+            sl_block_##T(jb, a, b, y, n, 1, 1);                                                    \
+        else if (jb->ib)                                                                           \
+            sl_block_##T(jb, a, b, y, n, 0, 1);                                                    \
+        else if (jb->ia)                                                                           \
+            sl_block_##T(jb, a, b, y, n, 1, 0);                                                    \
+        else                                                                                       \
+            sl_block_##T(jb, a, b, y, n, 0, 0);                                                    \
+    }
+
+/* A group of up to SL_LANES contiguous lines: SL_STEPS samples of each are copied into a tile
+ * with the lines side by side, the recurrence steps all lanes at once, and the tile goes back. */
+#define SL_LINES(T)                                                                                \
+    static void sl_lines_##T(const sl_job *jb, int64_t task)                                       \
+    {                                                                                              \
+        int64_t l0 = task * SL_LANES, nl = jb->outer - l0 < SL_LANES ? jb->outer - l0 : SL_LANES;  \
+        int64_t offa[SL_LANES], offb[SL_LANES], offy[SL_LANES];                                    \
+        for (int64_t l = 0; l < nl; l++)                                                           \
+            sl_outer(jb, l0 + l, &offa[l], &offb[l], &offy[l]);                                    \
+        const T *a = jb->a, *b = jb->b;                                                            \
+        T *y = jb->y;                                                                              \
+        int64_t len = jb->len, sa = jb->sa[jb->axis], sb = jb->sb[jb->axis];                       \
+        int64_t sy = jb->sy[jb->axis];                                                             \
+        T ta[SL_STEPS][SL_LANES], tb[SL_STEPS][SL_LANES], acc[SL_LANES];                           \
+        memset(ta, 0, sizeof ta);                                                                  \
+        memset(tb, 0, sizeof tb);                                                                  \
+        for (int l = 0; l < SL_LANES; l++)                                                         \
+            acc[l] = (T)0;                                                                         \
+        for (int64_t k0 = 0; k0 < len; k0 += SL_STEPS) {                                           \
+            int64_t ns = len - k0 < SL_STEPS ? len - k0 : SL_STEPS;                                \
+            for (int64_t l = 0; l < nl; l++)                                                       \
+                for (int64_t s = 0; s < ns; s++) {                                                 \
+                    int64_t t = jb->rev ? len - 1 - (k0 + s) : k0 + s;                             \
+                    if (!jb->a_scalar)                                                             \
+                        ta[s][l] = a[offa[l] + t * sa];                                            \
+                    tb[s][l] = b[offb[l] + t * sb];                                                \
+                }                                                                                  \
+            if (jb->a_scalar) {                                                                    \
+                T c = a[0];                                                                        \
+                for (int64_t s = 0; s < ns; s++)                                                   \
+                    for (int l = 0; l < SL_LANES; l++) {                                           \
+                        T p = c * acc[l];                                                          \
+                        acc[l] = p + tb[s][l];                                                     \
+                        tb[s][l] = acc[l];                                                         \
+                    }                                                                              \
+            } else {                                                                               \
+                for (int64_t s = 0; s < ns; s++)                                                   \
+                    for (int l = 0; l < SL_LANES; l++) {                                           \
+                        T p = ta[s][l] * acc[l];                                                   \
+                        acc[l] = p + tb[s][l];                                                     \
+                        tb[s][l] = acc[l];                                                         \
+                    }                                                                              \
             }                                                                                      \
-            nx_ir_next(axis, oshape, idx);                                                         \
+            for (int64_t l = 0; l < nl; l++)                                                       \
+                for (int64_t s = 0; s < ns; s++) {                                                 \
+                    int64_t t = jb->rev ? len - 1 - (k0 + s) : k0 + s;                             \
+                    y[offy[l] + t * sy] = tb[s][l];                                                \
+                }                                                                                  \
         }                                                                                          \
     }
-SCAN_LINEAR_PLANES(float)
-SCAN_LINEAR_PLANES(double)
+
+SL_BLOCK(float)
+SL_BLOCK(double)
+SL_LINES(float)
+SL_LINES(double)
+
+static void sl_chunk(void *user, int64_t begin, int64_t end, int chunk)
+{
+    (void)chunk;
+    const sl_job *jb = user;
+    for (int64_t task = begin; task < end; task++) {
+        if (jb->inner > 1 && jb->f64)
+            sl_cols_double(jb, task);
+        else if (jb->inner > 1)
+            sl_cols_float(jb, task);
+        else if (jb->f64)
+            sl_lines_double(jb, task);
+        else
+            sl_lines_float(jb, task);
+    }
+}
+
+/* Runs the typed scan over the pool: tasks of about SL_COLS or SL_LANES lines each, grouped into
+ * chunks of at least ~64K elements so the fork costs little. */
+static nx_status scan_linear_fast(nx_ctx *ctx, sl_job *jb)
+{
+    int64_t tasks, per_task;
+    if (jb->inner > 1) {
+        jb->tasks_per_outer = (jb->inner + SL_COLS - 1) / SL_COLS;
+        tasks = jb->outer * jb->tasks_per_outer;
+        per_task = jb->len * (jb->inner < SL_COLS ? jb->inner : SL_COLS);
+    } else {
+        tasks = (jb->outer + SL_LANES - 1) / SL_LANES;
+        per_task = jb->len * SL_LANES;
+    }
+    int64_t grain = per_task >= 65536 ? 1 : 65536 / per_task;
+    return nx_rt_parallel_for(ctx, tasks, grain, sl_chunk, jb);
+}
 
 nx_status nx_ir_ref_scan_linear(const nx_ir_eval *ev, const nx_ir_node *n,
                                 const nx_tensor *const *ins, nx_tensor *out)
@@ -205,16 +339,17 @@ nx_status nx_ir_ref_scan_linear(const nx_ir_eval *ev, const nx_ir_node *n,
     nx_ir_bcast_strides(ins[1], nd, n->shape, sb);
     int ia = inner_step(nd, n->shape, sa, axis), ib = inner_step(nd, n->shape, sb, axis);
     if (ia >= 0 && ib >= 0 && inner_step(nd, n->shape, out->strides, axis) == 1 &&
-        nx_ir_numel(nd, n->shape) > 0) {
-        if (d == NX_DTYPE_F32)
-            scan_linear_planes_float(nx_tensor_data(ins[0]), nx_tensor_data(ins[1]),
-                                     nx_tensor_data(out), nd, n->shape, axis, rev, sa, sb,
-                                     out->strides, ia, ib);
-        else
-            scan_linear_planes_double(nx_tensor_data(ins[0]), nx_tensor_data(ins[1]),
-                                      nx_tensor_data(out), nd, n->shape, axis, rev, sa, sb,
-                                      out->strides, ia, ib);
-        return NX_OK;
+        nx_ir_numel(nd, n->shape) > 0 && ev->ctx) {
+        sl_job jb = {.a = nx_tensor_data(ins[0]), .b = nx_tensor_data(ins[1]),
+                     .y = nx_tensor_data(out), .shape = n->shape, .sa = sa, .sb = sb,
+                     .sy = out->strides, .nd = nd, .axis = axis, .ia = ia, .ib = ib, .rev = rev,
+                     .f64 = d == NX_DTYPE_F64, .len = n->shape[axis],
+                     .inner = nx_ir_numel(nd - axis - 1, n->shape + axis + 1),
+                     .outer = nx_ir_numel(axis, n->shape)};
+        jb.a_scalar = true;
+        for (int k = 0; k < nd; k++)
+            jb.a_scalar = jb.a_scalar && (sa[k] == 0 || n->shape[k] == 1);
+        return scan_linear_fast(ev->ctx, &jb);
     }
     int64_t lines = line_count(nd, n->shape, axis, lshape), len = n->shape[axis];
     const void *ad = nx_tensor_data(ins[0]), *bd = nx_tensor_data(ins[1]);
