@@ -113,6 +113,33 @@ static void test_gather_driver(void **state)
     nx_ctx_free(ctx);
 }
 
+/* A^T X by gather on an ELL whose pad identity is NaN (a stencil: nothing is a pad) and whose
+ * columns have unequal counts (replicate borders), so A^T has pads: they must add nothing, as in
+ * the scatter driver, whatever the identity. */
+static void test_gather_nan_identity(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = st_ctx();
+    int64_t shape[1] = {6};
+    nx_ell a;
+    assert_int_equal(nx_grid_laplacian(ctx, 1, shape, NX_GRID_REPLICATE, 1.0, true, &a), NX_OK);
+    nx_tensor *x = st_mat(ctx, 6, 1, (double[]){1, -2, 3, 0.5, 4, -1});
+    nx_semiring_opts og = {.backend = st_backend(), .driver = "gather"};
+    nx_semiring_opts os = {.backend = st_backend(), .driver = "scatter"};
+    const nx_semiring *real = nx_semiring_builtin(NX_SEMIRING_REAL);
+    nx_tensor *yg = NULL, *ys = NULL;
+    assert_int_equal(nx_semiring_ell_rmatvec(ctx, real, &a, x, &og, &yg), NX_OK);
+    assert_int_equal(nx_semiring_ell_rmatvec(ctx, real, &a, x, &os, &ys), NX_OK);
+    /* The replicate Laplacian's transpose by hand: row 0 of A is x1 - x0 (the centre -2 and the
+     * clamped left neighbour +1 on column 0), so column 0 of A holds -1 (row 0) and 1 (row 1). */
+    double want0 = -1 * 1 + 1 * -2;
+    assert_true(nx_test_close(st_at(yg, 0), want0, 1e-12, 1e-12));
+    st_expect_close("gather vs scatter", st_backend(), yg, ys, "real");
+    nx_tensor_free(yg), nx_tensor_free(ys), nx_tensor_free(x);
+    nx_ell_free(&a);
+    nx_ctx_free(ctx);
+}
+
 static nx_tensor *zeros(nx_ctx *ctx, int nd, const int64_t *shape)
 {
     nx_tensor *t = NULL;
@@ -235,6 +262,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_batches),
         cmocka_unit_test(test_gather_driver),
+        cmocka_unit_test(test_gather_nan_identity),
         cmocka_unit_test(test_batch_errors),
         cmocka_unit_test(test_device),
     };
