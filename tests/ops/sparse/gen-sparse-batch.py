@@ -8,7 +8,8 @@ of each row (scipy.special.logsumexp for LOG); cotangents of broadcast operands 
 over the dims they were broadcast along. Also `nitrix run ell_edge_aggregate` cases: each
 built-in edge function (message, diffusion, gaussian, relative) folded by sum/max/min.
 
-Writes tests/ops/sparse/data/batch_*.npy and edgecli_*.npy. Run from the repository root:
+Writes tests/ops/sparse/data/batch_*.npy and edgecli_*.npy, and golden/sparse/ cases for the
+fidelity runner (batched ELL matmul, edge aggregation). Run from the repository root:
 
     /usr/bin/python3 tests/ops/sparse/gen-sparse-batch.py
 """
@@ -141,9 +142,65 @@ def edge_cli_cases():
         save(f"edgecli_{fn}", values=v, indices=idx, h=h, out=red(f, axis=1))
 
 
+GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "golden",
+                      "sparse")
+
+
+def golden_case(case, op, dtype, inputs, out, options, generator):
+    """golden/sparse/<case>/: the fidelity runner's layout (docs/fidelity.md)."""
+    d = os.path.join(GOLDEN, case)
+    os.makedirs(d, exist_ok=True)
+    for k, v in inputs.items():
+        np.save(os.path.join(d, f"{k}.npy"), np.ascontiguousarray(v))
+    np.save(os.path.join(d, "out.npy"), np.ascontiguousarray(out))
+    with open(os.path.join(d, "manifest.txt"), "w") as f:
+        f.write(f"op = {op}\ndtype = {dtype}\n")
+        f.write("inputs = " + " ".join(f"{k}.npy" for k in inputs) + "\noutput = out.npy\n")
+        f.write(f"options = {options}\ngenerator = {generator}\n")
+        f.write(f"numpy = {np.__version__}\nscipy = {scipy.__version__}\nseed = 20261132\n")
+
+
+def golden_cases():
+    g = np.random.RandomState(20261132)
+    m, k, n, c = 9, 5, 11, 4
+    for sr, vb, bb, dt in (("real", (2,), (), np.float64), ("log", (2, 1), (3,), np.float32),
+                           ("tropical_max_plus", (3,), (3,), np.float64)):
+        ident = 0.0 if sr == "real" else -np.inf
+        v = g.uniform(-1.5, 1.5, size=vb + (m, k))
+        idx = g.randint(0, n, size=(m, k)).astype(np.int32)
+        for i in range(m):
+            deg = g.randint(1, k + 1)
+            v[..., i, deg:] = ident
+            idx[i, deg:] = 0
+        b = g.uniform(-2, 2, size=bb + (n, c))
+        v, b = v.astype(dt), b.astype(dt)
+        out, _, _ = matmul_fwd_vjp(sr, v.astype(np.float64), idx, b.astype(np.float64),
+                                   np.zeros(np.broadcast_shapes(vb, bb) + (m, c)))
+        name = np.dtype(dt).name
+        golden_case(f"ell_matmul_batch_{sr}_{name}", "ell_matmul", name,
+                    {"values": v, "indices": idx, "b": b}, out.astype(dt), f"semiring={sr}",
+                    "numpy float64 brute force over each row's slots, values and b batched "
+                    "(broadcast); scipy.special.logsumexp for log")
+    for fn, sr, red, dt in (("diffusion", "real", np.sum, np.float64),
+                            ("gaussian", "tropical_max_plus", np.max, np.float64),
+                            ("relative", "tropical_min_plus", np.min, np.float32)):
+        v = g.uniform(0.1, 1.5, size=(m, k))
+        idx = g.randint(0, m, size=(m, k)).astype(np.int32)
+        h = g.uniform(-1, 1, size=(2, m, 3))
+        f = EDGE_FNS[fn](h[:, :, None, :], h[:, idx], v[:, :, None])
+        v, h = v.astype(dt), h.astype(dt)
+        name = np.dtype(dt).name
+        golden_case(f"ell_edge_aggregate_{fn}_{name}", "ell_edge_aggregate", name,
+                    {"values": v, "indices": idx, "h": h}, red(f, axis=2).astype(dt),
+                    f"semiring={sr} edge={fn}",
+                    "numpy float64: the edge function over (h_i, gathered h_j, w) per slot, "
+                    "folded by sum/max/min over the slots")
+
+
 def main():
     batch_cases()
     edge_cli_cases()
+    golden_cases()
     with open(os.path.join(OUT, "batch-versions.txt"), "w") as f:
         f.write(f"gen-sparse-batch.py: {VERSIONS}\n")
 
