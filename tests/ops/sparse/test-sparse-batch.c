@@ -183,9 +183,9 @@ static void test_batch_errors(void **state)
 }
 
 /* Device tensors: without a GPU the copy to the device is refused (NX_ERR_BACKEND), so no device
- * tensor can reach the entry points; with one, matmul, rmatvec (scatter), row softmax and edge
- * aggregation on device inputs equal the host results, the outputs stay on the device, and an out
- * of range device index is named by row and slot. */
+ * tensor can reach the entry points; with one, matmul, its VJP, rmatvec (scatter), row softmax and
+ * edge aggregation on device inputs equal the host results (batched values), the outputs stay on
+ * the device, and an out-of-range device index is named by row and slot. */
 static nx_tensor *to_dev(const nx_tensor *t)
 {
     nx_tensor *d = NULL;
@@ -227,6 +227,26 @@ static void device_run(nx_ctx *ctx)
     expect_device_equal("device rmatvec", y, yh);
     nx_semiring_opts og = {.backend = NX_BACKEND_CUDA, .driver = "gather"};
     assert_int_equal(nx_semiring_ell_rmatvec(ctx, real, &ad, outd, &og, &y), NX_ERR_UNSUPPORTED);
+    nx_tensor_free(yh);
+    /* The matmul VJP, row softmax and edge aggregation on device inputs equal the host's. */
+    nx_tensor *g[2] = {NULL, NULL}, *gd[2] = {NULL, NULL};
+    assert_int_equal(nx_semiring_ell_matmul_vjp(ctx, real, &a, b, out, &o, &g[0], &g[1]), NX_OK);
+    assert_int_equal(nx_semiring_ell_matmul_vjp(ctx, real, &ad, bd, outd, &o, &gd[0], &gd[1]),
+                     NX_OK);
+    expect_device_equal("device dvalues", gd[0], g[0]);
+    expect_device_equal("device db", gd[1], g[1]);
+    nx_tensor_free(g[0]), nx_tensor_free(g[1]);
+    nx_tensor *vd = to_dev(a.values);
+    assert_int_equal(nx_ell_row_softmax(ctx, &a, a.values, &o, &yh), NX_OK);
+    assert_int_equal(nx_ell_row_softmax(ctx, &ad, vd, &o, &y), NX_OK);
+    expect_device_equal("device row softmax", y, yh);
+    nx_tensor_free(yh), nx_tensor_free(vd);
+    nx_ell sq = {.values = a.values, .indices = a.indices, .n_cols = 5};
+    nx_ell sqd = {.values = ad.values, .indices = ad.indices, .n_cols = 5};
+    nx_edge_opts eo = {.backend = NX_BACKEND_CUDA, .formula = "w * (hj - hi)"};
+    assert_int_equal(nx_semiring_ell_edge_aggregate(ctx, real, &sq, out, NULL, &eo, &yh), NX_OK);
+    assert_int_equal(nx_semiring_ell_edge_aggregate(ctx, real, &sqd, outd, NULL, &eo, &y), NX_OK);
+    expect_device_equal("device edge aggregation", y, yh);
     nx_tensor_free(yh);
     /* An out-of-range device index: found on the device, named from the host copy. */
     ((int64_t *)nx_tensor_data(a.indices))[4] = -3;
