@@ -31,13 +31,15 @@ GPU_ROWS = [  # name, algebra, m, k, c (bench/bench-sparse.c gpu_rows)
 
 
 def median_spread(fn, runs):
+    """Wall median, min, max and the median process CPU time of fn() over runs, after a warm-up."""
     fn()
-    times = []
+    times, cpu = [], []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         fn()
         times.append(time.perf_counter() - t0)
-    return float(np.median(times)), float(min(times)), float(max(times))
+        cpu.append(time.process_time() - c0)
+    return float(np.median(times)), float(min(times)), float(max(times)), float(np.median(cpu))
 
 
 def real(v, idx, b):
@@ -126,10 +128,10 @@ def main():
     for name, fn in rows:
         if want and not any(w in name for w in want):
             continue
-        med, lo, hi = median_spread(lambda: fn(v, idx, b), args.runs)
+        med, lo, hi, cpu = median_spread(lambda: fn(v, idx, b), args.runs)
         print(json.dumps({"name": name, "backend": "numpy", "dtype": "f32",
                           "shape": "m=65536 k=32 c=32", "median_s": med, "min_s": lo,
-                          "max_s": hi, "runs": args.runs,
+                          "max_s": hi, "cpu_s": cpu, "runs": args.runs,
                           "peer": f"numpy {np.__version__}",
                           "g_events_per_s": M * K * C / med / 1e9}))
 
