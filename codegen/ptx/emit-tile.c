@@ -27,10 +27,13 @@
  *            any f and is the only step for other f. Results equal the interpreter bit for bit.
  *   SUM      the same order; products feeding the sum are contracted into FMA (as in the plain
  *            kernel), so within the float tolerance, not bitwise.
+ *   BOOLEAN  (MAX of select((x != 0) & (y != 0), 1, 0)) stages [x != 0] and [y != 0] as 0/1 and
+ *            folds max(acc, x' y'): bit for bit the interpreter's, at max-plus cost (is_boolean).
  *   LOGSUMEXP  the online (m, s) carry: s is rescaled only when the max grows, each term costs
  *            one exp2 on the special-function unit (ex2.approx: 2 ulp), m is NaN-sticky, and m
  *            starts at -FLT_MAX so that -inf terms never form inf - inf; the result is
  *            m + log(s) in double as the plain kernel does. Within the CPU tolerance. */
+#include <math.h>
 #include <string.h>
 
 #include "codegen/ptx/emit-tile.h"
@@ -177,6 +180,7 @@ typedef struct tile {
     const nx_ptx_affine *off[2];
     int64_t out_stride[NX_KERNEL_MAX_LOOPS];
     bool fast_add;         /* f is x + y: the max.NaN step with the -0 check */
+    bool boolean;          /* f is select((x != 0) & (y != 0), 1, 0) under MAX: see is_boolean */
     int tm, bm;            /* rows per thread, rows per block */
     int la, lb;            /* elements of A's and B's slice each thread loads */
     bool va, vb;           /* vector loads possible for A, B (layout and offsets) */
@@ -267,6 +271,42 @@ static void plan_layout(const nx_kernel *k, tile *t)
     }
 }
 
+static bool is_const_f(const nx_kernel *k, int id, double v)
+{
+    const nx_kinst *in = &k->inst[id];
+    return in->op == NX_KOP_CONST && in->dtype == NX_DTYPE_F32 && in->f == v &&
+           !(v == 0 && signbit(in->f));
+}
+
+/* x != 0 (either order, a zero of either sign) for the load ld. */
+static bool nonzero_of(const nx_kernel *k, int id, int ld)
+{
+    const nx_kinst *in = &k->inst[id];
+    if (in->op != NX_KOP_PRIM || in->prim != NX_PRIM_NE)
+        return false;
+    const nx_kinst *z0 = &k->inst[in->a[0]], *z1 = &k->inst[in->a[1]];
+    return (in->a[0] == ld && z1->op == NX_KOP_CONST && z1->f == 0) ||
+           (in->a[1] == ld && z0->op == NX_KOP_CONST && z0->f == 0);
+}
+
+/* The BOOLEAN semiring on floats: f = select((x != 0) & (y != 0), 1, 0) folded by MAX. Its
+ * terms are 0 or 1, so the kernel stages [x != 0] and [y != 0] as 0/1 (NaN counts as nonzero, as
+ * in the interpreter) and folds max(acc, x' * y') with the one-instruction max: no term is NaN or
+ * -0, so that is the canonical fold's value bit for bit, at max-plus cost instead of the
+ * compare-and-select step over two compares, an and and a select. */
+static bool is_boolean(const nx_kernel *k, const tile *t, int f)
+{
+    const nx_kinst *sel = &k->inst[f];
+    if (t->monoid != NX_MONOID_MAX || sel->op != NX_KOP_PRIM || sel->prim != NX_PRIM_SELECT ||
+        !is_const_f(k, sel->a[1], 1.0) || !is_const_f(k, sel->a[2], 0.0))
+        return false;
+    const nx_kinst *c = &k->inst[sel->a[0]];
+    if (c->op != NX_KOP_PRIM || c->prim != NX_PRIM_AND)
+        return false;
+    return (nonzero_of(k, c->a[0], t->load[0]) && nonzero_of(k, c->a[1], t->load[1])) ||
+           (nonzero_of(k, c->a[0], t->load[1]) && nonzero_of(k, c->a[1], t->load[0]));
+}
+
 static bool match(const nx_kernel *k, const nx_ptx_affine *aff, tile *t)
 {
     if (k->kind != NX_KERNEL_LOOP || k->nloops != k->ndim + 1 || k->extent[k->ndim] < 1)
@@ -321,6 +361,7 @@ static bool match(const nx_kernel *k, const nx_ptx_affine *aff, tile *t)
     t->fast_add = f->op == NX_KOP_PRIM && f->prim == NX_PRIM_ADD &&
                   ((f->a[0] == t->load[0] && f->a[1] == t->load[1]) ||
                    (f->a[0] == t->load[1] && f->a[1] == t->load[0]));
+    t->boolean = is_boolean(k, t, r->a[0]);
     plan_layout(k, t);
     return true;
 }
@@ -343,6 +384,11 @@ static void emit_body_fn(nx_ptx_gen *g, const tile *t)
     const nx_kernel *k = g->k;
     nx_ptx_put(&g->t, "static __device__ __forceinline__ float nx_f(float x, float y)\n{\n");
     g->ind = 1;
+    if (t->boolean) { /* x and y were staged as [x != 0], [y != 0] */
+        L("return x * y;");
+        nx_ptx_put(&g->t, "}\n\n");
+        return;
+    }
     for (int id = 0; id < k->ninst; id++) {
         if (!t->in_closure[id])
             continue;
@@ -519,6 +565,8 @@ static void emit_gload(nx_ptx_gen *g, const tile *t)
 /* nx_sstore: the registers of nx_gload into one shared buffer, A transposed (k-major). */
 static void emit_sstore(nx_ptx_gen *g, const tile *t)
 {
+    nx_ptx_put(&g->t, "#define NX_STAGE(x) %s\n",
+               t->boolean ? "((x) != 0.0f ? 1.0f : 0.0f)" : "(x)");
     nx_ptx_put(&g->t, "static __device__ __forceinline__ void nx_sstore("
                       "float (*As)[NX_BM + 4], float (*Bs)[NX_BN], const float (&ra)[NX_LA], "
                       "const float (&rb)[NX_LB])\n{\n");
@@ -533,12 +581,13 @@ static void emit_sstore(nx_ptx_gen *g, const tile *t)
         L("const int e = tid + %d * l;", THREADS);
         scalar_map(g, t->kfast_a, t->bm, "m");
     }
-    L("As[kk][m] = ra[l];");
+    L("As[kk][m] = NX_STAGE(ra[l]);");
     g->ind--;
     L("}");
     if (t->vb) {
         L("const int e = tid * NX_LB, n = e %% NX_BN, kk = e / NX_BN;");
-        L("*(float4 *)&Bs[kk][n] = make_float4(rb[0], rb[1], rb[2], rb[3]);");
+        L("*(float4 *)&Bs[kk][n] = make_float4(NX_STAGE(rb[0]), NX_STAGE(rb[1]), NX_STAGE(rb[2]), "
+          "NX_STAGE(rb[3]));");
     } else {
         L("#pragma unroll");
         L("for (int l = 0; l < NX_LB; l++) {");
@@ -548,7 +597,7 @@ static void emit_sstore(nx_ptx_gen *g, const tile *t)
             L("const int n = e %% NX_BN, kk = e / NX_BN;");
         else
             L("const int kk = e %% NX_BK, n = e / NX_BK;");
-        L("Bs[kk][n] = rb[l];");
+        L("Bs[kk][n] = NX_STAGE(rb[l]);");
         g->ind--;
         L("}");
     }
@@ -839,7 +888,7 @@ bool nx_ptx_emit_tile(nx_ptx_gen *g, const nx_ptx_affine *aff, const char *name,
         emit_gload(g, &t);
         emit_sstore(g, &t);
         bool minmax = t.monoid == NX_MONOID_MAX || t.monoid == NX_MONOID_MIN;
-        emit_main(g, &t, "fold", minmax && !t.fast_add, false);
+        emit_main(g, &t, "fold", minmax && !t.fast_add && !t.boolean, false);
         if (two_pass(&t)) {
             emit_zero_scan(g, &t);
             emit_main(g, &t, "exact", true, true);

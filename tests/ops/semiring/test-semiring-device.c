@@ -153,6 +153,50 @@ static void test_pair_generator(void **state)
     nx_ctx_free(ctx);
 }
 
+/* BOOLEAN on f32 takes the tiled kernel's 0/1 staging (emit-tile.c is_boolean), max-plus takes
+ * the plain tiled step. */
+static void test_boolean_tile(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    static const nx_semiring_kind kinds[2] = {NX_SEMIRING_BOOLEAN, NX_SEMIRING_TROPICAL_MAX_PLUS};
+    for (int i = 0; i < 2; i++) {
+        nx_graph *g = NULL;
+        assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+        int64_t as[2] = {130, 67}, bs[2] = {67, 129};
+        nx_node a = nx_input(g, "a", NX_DTYPE_F32, 2, as), b = nx_input(g, "b", NX_DTYPE_F32, 2, bs);
+        nx_node c = nx_semiring_matmul_node(g, nx_semiring_builtin(kinds[i]), a, b);
+        nx_kplan *plan = NULL;
+        assert_int_equal(nx_pass_pipeline(ctx, &g->s, 1, &c, &plan), NX_OK);
+        /* the fold's kernel (a plan may keep the finalize apart) */
+        int tiled = 0, staged = 0;
+        for (int kk = 0; kk < plan->nkernels; kk++) {
+            char *src = NULL;
+            size_t len = 0;
+            nx_ptx_launch l;
+            assert_int_equal(nx_ptx_emit(plan->kernels[kk], "nx_bool", true, &src, &len, &l),
+                             NX_OK);
+            tiled += strstr(src, "nx_main_fold") != NULL;
+            staged += strstr(src, "#define NX_STAGE(x) ((x) != 0.0f ? 1.0f : 0.0f)") != NULL;
+            if (nx_ptx_available(ctx) == NX_OK) {
+                static const char *const opts[] = {"-default-device", "--std=c++17"};
+                nx_ptx_image img;
+                nx_ptx_target t = {90, NX_PTX_KIND_PTX};
+                if (nx_ptx_compile(ctx, src, "bool.cu", t, opts, 2, &img) != NX_OK)
+                    fail_msg("NVRTC: %s", nx_ctx_last_error(ctx));
+                nx_ptx_image_free(ctx, &img);
+            }
+            nx_rt_free(ctx, src, len);
+        }
+        assert_int_equal(tiled, 1);
+        assert_int_equal(staged, i == 0);
+        nx_kplan_free(plan);
+        nx_graph_free(g);
+    }
+    nx_ctx_free(ctx);
+}
+
 static nx_status sweep_emit(nx_ctx *ctx, void *user)
 {
     (void)user;
@@ -285,11 +329,24 @@ static void test_contractions_on_device(void **state)
                                              NX_SEMIRING_TROPICAL_MIN_PLUS, NX_SEMIRING_BOOLEAN,
                                              NX_SEMIRING_EUCLIDEAN};
     nx_semiring_opts ro = {.backend = NX_BACKEND_REF}, co = {.backend = NX_BACKEND_CUDA};
+    /* BOOLEAN: mostly exact zeros (so about half the outputs are 0), and among the rest NaN, -0.0
+     * and infinities, which the staging must classify as the interpreter does */
+    nx_tensor *za = filled(ctx, 2, as, 9, 0, 1), *zb = filled(ctx, 2, bs, 10, 0, 1);
+    static const float odd[] = {NAN, -0.0f, INFINITY, -INFINITY, 0.5f, -2.0f};
+    nx_tensor *zs[2] = {za, zb};
+    for (int t = 0; t < 2; t++) {
+        float *v = nx_tensor_data(zs[t]);
+        for (int64_t i = 0; i < nx_tensor_numel(zs[t]); i++)
+            v[i] = v[i] < 0.9f ? 0.0f : odd[(i * 7) % 6];
+    }
+    nx_tensor *dza = dev(za), *dzb = dev(zb);
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
         const nx_semiring *sr = nx_semiring_builtin(kinds[i]);
+        bool bl = kinds[i] == NX_SEMIRING_BOOLEAN;
         nx_tensor *ref = NULL, *got = NULL;
-        assert_int_equal(nx_semiring_matmul(ctx, sr, a, b, &ro, &ref), NX_OK);
-        assert_int_equal(nx_semiring_matmul(ctx, sr, da, db, &co, &got), NX_OK);
+        assert_int_equal(nx_semiring_matmul(ctx, sr, bl ? za : a, bl ? zb : b, &ro, &ref), NX_OK);
+        assert_int_equal(nx_semiring_matmul(ctx, sr, bl ? dza : da, bl ? dzb : db, &co, &got),
+                         NX_OK);
         assert_int_equal(nx_tensor_device(got), NX_DEVICE_CUDA);
         nx_tensor *h = host(got);
         char what[64];
@@ -297,6 +354,17 @@ static void test_contractions_on_device(void **state)
                                             "EUCLIDEAN"};
         snprintf(what, sizeof what, "matmul %s 130x67x129", names[i]);
         expect_close(what, h, ref);
+        if (bl) { /* bit for bit, and both values present */
+            int64_t ones = 0;
+            for (int64_t e = 0; e < nx_tensor_numel(ref); e++) {
+                float x = ((float *)nx_tensor_data(h))[e], y = ((float *)nx_tensor_data(ref))[e];
+                assert_memory_equal(&x, &y, sizeof x);
+                ones += y == 1.0f;
+            }
+            printf("BOOLEAN: %lld of %lld outputs are 1\n", (long long)ones,
+                   (long long)nx_tensor_numel(ref));
+            assert_true(ones > 0 && ones < nx_tensor_numel(ref));
+        }
         nx_tensor_free(h), nx_tensor_free(got), nx_tensor_free(ref);
     }
     const nx_semiring *real = nx_semiring_builtin(NX_SEMIRING_REAL);
@@ -315,7 +383,7 @@ static void test_contractions_on_device(void **state)
     assert_int_equal(nx_semiring_matmul(ctx, real, da, b, &cpu, &got), NX_ERR_UNSUPPORTED);
     assert_null(got);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "A is a CUDA device tensor"));
-    nx_tensor *list[] = {a, b, x, k, da, db, dx, dk};
+    nx_tensor *list[] = {a, b, x, k, da, db, dx, dk, za, zb, dza, dzb};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
         nx_tensor_free(list[i]);
     nx_ctx_free(ctx);
@@ -326,6 +394,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pair_generator),
         cmocka_unit_test(test_pair_generator_nomem),
+        cmocka_unit_test(test_boolean_tile),
         cmocka_unit_test(test_device_request),
         cmocka_unit_test(test_pairwise_on_device),
         cmocka_unit_test(test_contractions_on_device),
