@@ -101,9 +101,6 @@ static nx_status check_x(nx_ctx *ctx, const char *who, const nx_tensor *x, const
 {
     if (!x)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, what);
-    if (nx_tensor_device(x) != NX_DEVICE_HOST)
-        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: %s is a device tensor; expected host", who,
-                           what);
     nx_dtype d = nx_tensor_dtype(x);
     if (float_only && d != NX_DTYPE_F32 && d != NX_DTYPE_F64)
         return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s; expected f32 or f64", who, what,
@@ -113,6 +110,18 @@ static nx_status check_x(nx_ctx *ctx, const char *who, const nx_tensor *x, const
                            "%s: %s is %s; expected f32, f64, an integer or bool (cast first)", who,
                            what, nx_dtype_name(d));
     return NX_OK;
+}
+
+/* *t moved to x's device (a host x leaves it where it is). */
+static nx_status on_device_of(const nx_tensor *x, nx_tensor **t)
+{
+    if (nx_tensor_device(x) == NX_DEVICE_HOST)
+        return NX_OK;
+    nx_tensor *d = NULL;
+    nx_status st = nx_tensor_to_device(*t, nx_tensor_device(x), &d);
+    nx_tensor_free(*t);
+    *t = d;
+    return st;
 }
 
 /* Checks the options against x, resolves the driver and fills c->o with the resolved name. */
@@ -172,11 +181,29 @@ static nx_status run_padded(nx_ctx *ctx, const gauss_call *c, nx_tensor **out, b
     return st;
 }
 
+/* An empty result of x's float dtype and shape, on x's device. */
 static nx_status empty_like(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
 {
     nx_dtype d = nx_tensor_dtype(x);
-    return nx_tensor_new(ctx, nx_dtype_is_float(d) ? d : NX_DTYPE_F32, nx_tensor_ndim(x),
-                         nx_tensor_shape(x), out);
+    nx_status st = nx_tensor_new(ctx, nx_dtype_is_float(d) ? d : NX_DTYPE_F32, nx_tensor_ndim(x),
+                                 nx_tensor_shape(x), out);
+    return st == NX_OK ? on_device_of(x, out) : st;
+}
+
+/* Device tensors go in place to a program that runs whole on the CUDA backend (its outputs then
+ * stay on the device); a program on any other backend reads host memory only. */
+static nx_status check_device(nx_ctx *ctx, const char *who, const gauss_call *c, nx_program *p)
+{
+    bool dev = nx_tensor_device(c->x) != NX_DEVICE_HOST ||
+               (c->dy && nx_tensor_device(c->dy) != NX_DEVICE_HOST);
+    if (!dev || nx_program_backend(p) == NX_BACKEND_CUDA)
+        return NX_OK;
+    return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                       "%s: %s is a device tensor but the program runs on the %s backend; "
+                       "expected host tensors, or the cuda backend (opts.backend or "
+                       "NITRIX_BACKEND)",
+                       who, nx_tensor_device(c->x) != NX_DEVICE_HOST ? "x" : "dy",
+                       nx_backend_name(nx_program_backend(p)));
 }
 
 nx_status nx_gaussian_filter(nx_ctx *ctx, const nx_tensor *x, const nx_gaussian_opts *opts,
@@ -200,7 +227,7 @@ nx_status nx_gaussian_filter(nx_ctx *ctx, const nx_tensor *x, const nx_gaussian_
     if (padded_fir(&c) && ((st = run_padded(ctx, &c, out, &done)) != NX_OK || done))
         return st;
     nx_program *p = NULL;
-    if ((st = program(ctx, &c, &p)) != NX_OK)
+    if ((st = program(ctx, &c, &p)) != NX_OK || (st = check_device(ctx, who, &c, p)) != NX_OK)
         return st;
     return nx_program_run(p, (const nx_tensor *const[]){x}, out);
 }
@@ -230,8 +257,9 @@ static nx_status vjp_empty(nx_ctx *ctx, const gauss_call *c, nx_tensor **dx, nx_
     if (dx)
         st = empty_like(ctx, c->x, dx);
     int64_t ns = c->o.nsigma;
-    if (st == NX_OK && dsigma)
-        st = nx_tensor_new(ctx, nx_tensor_dtype(c->x), 1, &ns, dsigma);
+    if (st == NX_OK && dsigma &&
+        (st = nx_tensor_new(ctx, nx_tensor_dtype(c->x), 1, &ns, dsigma)) == NX_OK)
+        st = on_device_of(c->x, dsigma);
     return st;
 }
 
@@ -239,6 +267,8 @@ static nx_status vjp_run(nx_ctx *ctx, const gauss_call *c, nx_tensor **dx, nx_te
 {
     nx_program *p = NULL;
     nx_status st = program(ctx, c, &p);
+    if (st == NX_OK)
+        st = check_device(ctx, "nx_gaussian_filter_vjp", c, p);
     nx_tensor *sig = NULL, *outs[2] = {NULL, NULL};
     int64_t ns = c->o.nsigma;
     if (st == NX_OK && c->want_dsigma &&
@@ -248,6 +278,8 @@ static nx_status vjp_run(nx_ctx *ctx, const gauss_call *c, nx_tensor **dx, nx_te
         st = nx_tensor_cast(sig, nx_tensor_dtype(c->x), &cast);
         nx_tensor_free(sig);
         sig = cast;
+        if (st == NX_OK)
+            st = on_device_of(c->x, &sig);
     }
     if (st == NX_OK) {
         const nx_tensor *ins[3] = {c->x, c->want_dsigma ? sig : c->dy, c->dy};

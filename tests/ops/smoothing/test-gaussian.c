@@ -611,6 +611,60 @@ static void test_empty_and_int(void **state)
     nx_ctx_free(ctx);
 }
 
+/* Device tensors: where nx_tensor_to_device works (a usable GPU), both drivers and the vjp take
+ * device tensors on the cuda backend and leave their results on the device, equal to the cpu
+ * backend's within the f64 golden tolerance, and a cpu program refuses a device x with
+ * NX_ERR_UNSUPPORTED; without one the upload itself fails cleanly with NX_ERR_BACKEND. */
+static void device_driver(nx_ctx *ctx, nx_tensor *x, nx_tensor *xd, const char *driver)
+{
+    nx_gaussian_opts o = {.backend = NX_BACKEND_CPU, .nspatial = 2, .nsigma = 2,
+                          .sigma = {1.5, 2.5}, .driver = driver};
+    nx_tensor *want = NULL, *yd = NULL, *got = NULL, *dxd = NULL, *dx = NULL, *dxh = NULL;
+    assert_int_equal(nx_gaussian_filter(ctx, x, &o, &want), NX_OK);
+    assert_int_equal(nx_gaussian_filter(ctx, xd, &o, &yd), NX_ERR_UNSUPPORTED);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "device tensor"));
+    o.backend = NX_BACKEND_CUDA;
+    if (nx_gaussian_filter(ctx, xd, &o, &yd) != NX_OK)
+        fail_msg("%s on the device: %s", driver, nx_ctx_last_error(ctx));
+    assert_int_equal(nx_tensor_device(yd), NX_DEVICE_CUDA);
+    assert_int_equal(nx_tensor_to_device(yd, NX_DEVICE_HOST, &got), NX_OK);
+    for (int64_t i = 0; i < nx_tensor_numel(want); i++)
+        if (!nx_test_close(at(got, i), at(want, i), 1e-12, 1e-12))
+            fail_msg("%s: device element %lld is %.17g; cpu gives %.17g", driver, (long long)i,
+                     at(got, i), at(want, i));
+    assert_int_equal(nx_gaussian_filter_vjp(ctx, xd, xd, &o, &dxd, NULL), NX_OK);
+    assert_int_equal(nx_tensor_device(dxd), NX_DEVICE_CUDA);
+    o.backend = NX_BACKEND_CPU;
+    assert_int_equal(nx_gaussian_filter_vjp(ctx, x, x, &o, &dx, NULL), NX_OK);
+    assert_int_equal(nx_tensor_to_device(dxd, NX_DEVICE_HOST, &dxh), NX_OK);
+    for (int64_t i = 0; i < nx_tensor_numel(dx); i++)
+        assert_true(nx_test_close(at(dxh, i), at(dx, i), 1e-12, 1e-12));
+    nx_tensor *all[] = {want, yd, got, dxd, dx, dxh};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        nx_tensor_free(all[i]);
+}
+
+static void test_device(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    int64_t shape[3] = {2, 19, 23};
+    nx_tensor *x = new_f64(ctx, 3, shape, 0, 1), *xd = NULL;
+    nx_status st = nx_tensor_to_device(x, NX_DEVICE_CUDA, &xd);
+    if (st != NX_OK) {
+        assert_int_equal(st, NX_ERR_BACKEND);
+        assert_null(xd);
+        assert_true(strlen(nx_ctx_last_error(ctx)) > 0);
+    } else {
+        device_driver(ctx, x, xd, "fir");
+        device_driver(ctx, x, xd, "recursive");
+    }
+    nx_tensor_free(xd);
+    nx_tensor_free(x);
+    nx_ctx_free(ctx);
+}
+
 /* The program is compiled once per key: a second equal call allocates under a quarter of the
  * first (no graph, no compilation), and a different sigma compiles a new program with a different
  * result. */
@@ -685,6 +739,7 @@ int main(void)
         cmocka_unit_test(test_small_sigma_recursive),
         cmocka_unit_test(test_empty_and_int),
         cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_device),
         cmocka_unit_test(test_alloc_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
