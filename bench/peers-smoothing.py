@@ -5,31 +5,95 @@ the fields of `nitrix bench --json` (backend "scipy"). Run by hand in the same s
 bench:
 
     /usr/bin/python3 bench/peers-smoothing.py [--runs N] [--rows smoothing_gaussian_s2]
+
+On the GPU machine (python3 there has torch with CUDA), the device rows' peers
+(`NITRIX_BACKEND=cuda nitrix bench smoothing`): the same separable FIR as three conv3d passes
+with (k,1,1), (1,k,1), (1,1,k) kernels of scipy's weights on the device, fp32 with TF32 off,
+reflect borders by F.pad per pass, timed with CUDA events (median of >= 10 after warm-up):
+
+    python3 bench/peers-smoothing.py --gpu [--runs N]
 """
 import argparse
 import json
 import time
 
 import numpy as np
-import scipy
-import scipy.ndimage as ndi
 
 
 def median_spread(fn, runs):
+    """Wall median, min, max and the median process CPU time (scipy runs on one thread)."""
     fn()
-    times = []
+    times, cpu = [], []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return float(np.median(times)), float(min(times)), float(max(times))
+        cpu.append(time.process_time() - c0)
+    return float(np.median(times)), float(min(times)), float(max(times)), float(np.median(cpu))
+
+
+def weights(sigma, truncate=4.0):
+    """scipy.ndimage's _gaussian_kernel1d: exp(-t^2 / (2 sigma^2)) normalised, t = -r..r."""
+    r = int(truncate * sigma + 0.5)
+    t = np.arange(-r, r + 1, dtype=np.float64)
+    w = np.exp(-0.5 / (sigma * sigma) * t * t)
+    return w / w.sum()
+
+
+def gpu_main(args):
+    import torch
+    import torch.nn.functional as F
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    dev = torch.device("cuda")
+    print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda,
+                      "cudnn": torch.backends.cudnn.version(),
+                      "device": torch.cuda.get_device_name(0)}), flush=True)
+    g = torch.Generator(device=dev).manual_seed(20261129)
+    x = torch.rand((1, 1, 256, 256, 256), generator=g, device=dev, dtype=torch.float32)
+    runs = max(args.runs, 10)
+    for name, sigma in (("smoothing_gaussian_s2", 2.0), ("smoothing_gaussian_recursive_s8", 8.0)):
+        w = torch.tensor(weights(sigma), dtype=torch.float32, device=dev)
+        k, r = w.numel(), w.numel() // 2
+        ks = [w.view(1, 1, k, 1, 1), w.view(1, 1, 1, k, 1), w.view(1, 1, 1, 1, k)]
+        pads = [(0, 0, 0, 0, r, r), (0, 0, r, r, 0, 0), (r, r, 0, 0, 0, 0)]
+
+        def fir():
+            y = x
+            for kern, p in zip(ks, pads):
+                y = F.conv3d(F.pad(y, p, mode="reflect"), kern)
+            return y
+        fir()
+        fir()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(runs):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            fir()
+            e1.record()
+            e1.synchronize()
+            ts.append(e0.elapsed_time(e1) / 1e3)
+        # torch's "reflect" is scipy's "mirror"; timing only, the values are not compared
+        print(json.dumps({"name": name, "backend": "torch-cuda", "dtype": "f32",
+                          "shape": "[256,256,256]", "median_s": float(np.median(ts)),
+                          "min_s": min(ts), "max_s": max(ts), "runs": runs,
+                          "peer": f"torch {torch.__version__} conv3d x3 ({k} taps), TF32 off"}),
+              flush=True)
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--rows", default="", help="comma-separated name substrings")
+    ap.add_argument("--gpu", action="store_true", help="the device rows' PyTorch peers")
     args = ap.parse_args()
+    if args.gpu:
+        gpu_main(args)
+        return
+    import scipy
+    import scipy.ndimage as ndi
     rng = np.random.default_rng(20261129)
     u256 = rng.random((256, 256, 256), dtype=np.float32)
     rows = [
@@ -40,10 +104,10 @@ def main():
     for name, fn in rows:
         if want and not any(w in name for w in want):
             continue
-        med, lo, hi = median_spread(fn, args.runs)
+        med, lo, hi, cpu = median_spread(fn, args.runs)
         print(json.dumps({"name": name, "backend": "scipy", "dtype": "f32",
                           "shape": "[256,256,256]", "median_s": med, "min_s": lo, "max_s": hi,
-                          "runs": args.runs,
+                          "cpu_s": cpu, "runs": args.runs,
                           "peer": f"scipy {scipy.__version__}, numpy {np.__version__}"}))
 
 
