@@ -213,8 +213,9 @@ NX_API nx_status nx_sectioned_ell_from_ragged(nx_ctx *ctx, const nx_tensor *offs
                                               int64_t n_cols, double identity,
                                               nx_sectioned_ell *out);
 NX_API void nx_sectioned_ell_free(nx_sectioned_ell *s);
-/* As the flat forms on the same matrix: matmul b [n_cols, c] -> [n_rows, c] under any semiring;
- * rmatvec (REAL) x [n_rows, c] -> [n_cols, c]. One flat call per section. */
+/* As the flat forms on the same matrix: matmul b [..., n_cols, c] -> [..., n_rows, c] under any
+ * semiring; rmatvec (REAL) x [..., n_rows, c] -> [..., n_cols, c] (leading dims: a batch). One flat
+ * call per section. */
 NX_API nx_status nx_sectioned_ell_matmul(nx_ctx *ctx, const nx_semiring *sr,
                                          const nx_sectioned_ell *a, const nx_tensor *b,
                                          const nx_semiring_opts *opts, nx_tensor **out);

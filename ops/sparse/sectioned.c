@@ -172,8 +172,9 @@ static nx_status check_sectioned(nx_ctx *ctx, const char *who, const nx_semiring
         st = nx_sparse_check_host(ctx, who, "the dense operand", x);
     if (st != NX_OK)
         return st;
-    if (nx_tensor_ndim(x) != 2 || nx_tensor_shape(x)[0] != rows)
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: the dense operand must be [%lld, c]", who,
+    int nd = nx_tensor_ndim(x);
+    if (nd < 2 || nx_tensor_shape(x)[nd - 2] != rows)
+        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: the dense operand must be [..., %lld, c]", who,
                            (long long)rows);
     if (a->n_sections > 0 && nx_tensor_dtype(x) != nx_tensor_dtype(a->sections[0].values))
         return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: the dense operand is %s but the values are %s",
@@ -182,25 +183,67 @@ static nx_status check_sectioned(nx_ctx *ctx, const char *who, const nx_semiring
     return NX_OK;
 }
 
-/* Row r of src (contiguous [*, c]) to row dst_row of dst, added or stored. */
-static void put_row(nx_tensor *dst, int64_t dst_row, const nx_tensor *src, int64_t r, bool add)
+/* Element o of a contiguous f32/f64 tensor. */
+static double flat_get(const nx_tensor *t, int64_t o)
 {
-    int64_t c = nx_tensor_shape(src)[1];
-    for (int64_t j = 0; j < c; j++) {
-        double v = nx_sparse_get(src, r, j);
-        nx_sparse_set(dst, dst_row, j, add ? nx_sparse_get(dst, dst_row, j) + v : v);
-    }
+    if (nx_tensor_dtype(t) == NX_DTYPE_F32)
+        return ((const float *)nx_tensor_data(t))[o];
+    return ((const double *)nx_tensor_data(t))[o];
 }
 
-/* Rows rows[0..m) of x ([*, c], host) as a new [m, c] tensor. */
+static void flat_set(nx_tensor *t, int64_t o, double v)
+{
+    if (nx_tensor_dtype(t) == NX_DTYPE_F32)
+        ((float *)nx_tensor_data(t))[o] = (float)v;
+    else
+        ((double *)nx_tensor_data(t))[o] = v;
+}
+
+/* A new tensor of x's dtype and shape with rows (axis -2) rows. */
+static nx_status new_rows(nx_ctx *ctx, const nx_tensor *x, int64_t rows, nx_tensor **out)
+{
+    int nd = nx_tensor_ndim(x);
+    int64_t shape[NX_MAX_DIMS];
+    memcpy(shape, nx_tensor_shape(x), (size_t)nd * sizeof *shape);
+    shape[nd - 2] = rows;
+    return nx_tensor_new(ctx, nx_tensor_dtype(x), nd, shape, out);
+}
+
+/* Row r of every batch of src (contiguous [..., m, c]) to row rows[r] (rows NULL: r) of dst
+ * (contiguous [..., R, c], the same batch), stored or added. */
+static void place_rows(nx_tensor *dst, const nx_tensor *src, const nx_tensor *rows, bool add)
+{
+    int nd = nx_tensor_ndim(src);
+    int64_t m = nx_tensor_shape(src)[nd - 2], c = nx_tensor_shape(src)[nd - 1];
+    int64_t big = nx_tensor_shape(dst)[nd - 2],
+            batch = m * c != 0 ? nx_tensor_numel(src) / (m * c) : 0;
+    const int64_t *to = rows ? nx_tensor_data(rows) : NULL;
+    for (int64_t b = 0; b < batch; b++)
+        for (int64_t r = 0; r < m; r++)
+            for (int64_t j = 0; j < c; j++) {
+                int64_t o = (b * big + (to ? to[r] : r)) * c + j;
+                double v = flat_get(src, (b * m + r) * c + j);
+                flat_set(dst, o, add ? flat_get(dst, o) + v : v);
+            }
+}
+
+/* Rows rows[0..m) (axis -2) of every batch of x (host, any strides) as a new [..., m, c]. */
 static nx_status take_rows(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *rows, nx_tensor **out)
 {
-    int64_t m = nx_tensor_shape(rows)[0], c = nx_tensor_shape(x)[1];
+    int nd = nx_tensor_ndim(x);
+    int64_t m = nx_tensor_shape(rows)[0], big = nx_tensor_shape(x)[nd - 2];
+    int64_t c = nx_tensor_shape(x)[nd - 1],
+            batch = big * c != 0 ? nx_tensor_numel(x) / (big * c) : 0;
     const int64_t *r = nx_tensor_data(rows);
-    nx_status st = nx_sparse_new2(ctx, nx_tensor_dtype(x), m, c, out);
-    for (int64_t i = 0; st == NX_OK && i < m; i++)
-        for (int64_t j = 0; j < c; j++)
-            nx_sparse_set(*out, i, j, nx_sparse_get(x, r[i], j));
+    nx_tensor *xc = NULL;
+    nx_status st = nx_tensor_contiguous(x, &xc);
+    if (st == NX_OK)
+        st = new_rows(ctx, x, m, out);
+    for (int64_t b = 0; st == NX_OK && b < batch; b++)
+        for (int64_t i = 0; i < m; i++)
+            for (int64_t j = 0; j < c; j++)
+                flat_set(*out, (b * m + i) * c + j, flat_get(xc, (b * big + r[i]) * c + j));
+    nx_tensor_free(xc);
     return st;
 }
 
@@ -212,14 +255,13 @@ nx_status nx_sectioned_ell_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_s
     if (st != NX_OK)
         return st;
     nx_tensor *y = NULL;
-    if ((st = nx_sparse_new2(ctx, nx_tensor_dtype(b), a->n_rows, nx_tensor_shape(b)[1], &y)))
+    if ((st = new_rows(ctx, b, a->n_rows, &y)) != NX_OK)
         return st;
     for (int s = 0; s < a->n_sections && st == NX_OK; s++) {
         nx_tensor *ys = NULL;
         st = nx_semiring_ell_matmul(ctx, sr, &a->sections[s], b, opts, &ys);
-        const int64_t *rows = st == NX_OK ? nx_tensor_data(a->rows[s]) : NULL;
-        for (int64_t r = 0; st == NX_OK && r < nx_tensor_shape(ys)[0]; r++)
-            put_row(y, rows[r], ys, r, false);
+        if (st == NX_OK)
+            place_rows(y, ys, a->rows[s], false);
         nx_tensor_free(ys);
     }
     if (st != NX_OK) {
@@ -238,17 +280,16 @@ nx_status nx_sectioned_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr, const nx_
     nx_status st = check_sectioned(ctx, who, sr, a, x, a ? a->n_rows : 0, out);
     if (st != NX_OK)
         return st;
-    int64_t c = nx_tensor_shape(x)[1];
     nx_tensor *y = NULL;
-    if ((st = nx_sparse_new2(ctx, nx_tensor_dtype(x), a->n_cols, c, &y)))
+    if ((st = new_rows(ctx, x, a->n_cols, &y)) != NX_OK)
         return st;
     for (int s = 0; s < a->n_sections && st == NX_OK; s++) {
         nx_tensor *xs = NULL, *ys = NULL;
         st = take_rows(ctx, x, a->rows[s], &xs);
         if (st == NX_OK)
             st = nx_semiring_ell_rmatvec(ctx, sr, &a->sections[s], xs, opts, &ys);
-        for (int64_t q = 0; st == NX_OK && q < a->n_cols; q++)
-            put_row(y, q, ys, q, true);
+        if (st == NX_OK)
+            place_rows(y, ys, NULL, true);
         nx_tensor_free(xs), nx_tensor_free(ys);
     }
     if (st != NX_OK) {
@@ -303,10 +344,7 @@ static nx_status section_vjp(nx_ctx *ctx, sec_vjp *v, int s)
         st = nx_semiring_ell_matmul_vjp(ctx, v->sr, e, v->x, part, v->opts, &dvs, &dxs);
     if (st == NX_OK) {
         place_values(v, s, dvs);
-        const int64_t *rows = nx_tensor_data(v->a->rows[s]);
-        int64_t n = nx_tensor_shape(dxs)[0];
-        for (int64_t r = 0; r < n; r++)
-            put_row(v->dx, v->rmatvec ? rows[r] : r, dxs, r, !v->rmatvec);
+        place_rows(v->dx, dxs, v->rmatvec ? v->a->rows[s] : NULL, !v->rmatvec);
     }
     nx_tensor_free(part), nx_tensor_free(dvs), nx_tensor_free(dxs);
     return st;
@@ -324,14 +362,18 @@ static nx_status check_vjp(nx_ctx *ctx, sec_vjp *v)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: the cotangent is NULL", v->who);
     if ((st = nx_sparse_check_host(ctx, v->who, "the cotangent", v->dy)) != NX_OK)
         return st;
-    const int64_t *ds = nx_tensor_shape(v->dy);
-    if (nx_tensor_dtype(v->dy) != nx_tensor_dtype(v->x) || nx_tensor_ndim(v->dy) != 2 ||
-        ds[0] != rows_out || ds[1] != nx_tensor_shape(v->x)[1])
+    int nd = nx_tensor_ndim(v->x);
+    int64_t want[NX_MAX_DIMS];
+    memcpy(want, nx_tensor_shape(v->x), (size_t)nd * sizeof *want);
+    want[nd - 2] = rows_out;
+    if (nx_tensor_dtype(v->dy) != nx_tensor_dtype(v->x) || nx_tensor_ndim(v->dy) != nd ||
+        memcmp(nx_tensor_shape(v->dy), want, (size_t)nd * sizeof *want)) {
+        char w[96];
+        nx_shape_str(w, sizeof w, nd, want);
         return nx_rt_error(ctx, NX_ERR_SHAPE,
-                           "%s: the cotangent must be %s [%lld, %lld] (the result's dtype and "
-                           "shape)",
-                           v->who, nx_dtype_name(nx_tensor_dtype(v->x)), (long long)rows_out,
-                           (long long)nx_tensor_shape(v->x)[1]);
+                           "%s: the cotangent must be %s %s (the result's dtype and shape)", v->who,
+                           nx_dtype_name(nx_tensor_dtype(v->x)), w);
+    }
     if (v->rmatvec && v->sr->kind != NX_SEMIRING_REAL)
         return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
                            "%s: semiring '%s'; A^T X is defined under 'real' only", v->who,
@@ -351,8 +393,7 @@ static nx_status run_sectioned_vjp(nx_ctx *ctx, sec_vjp *v, nx_tensor **dvalues,
     int64_t nnz = v->a->nnz;
     st = nx_tensor_new(ctx, nx_tensor_dtype(v->x), 1, &nnz, &v->dv);
     if (st == NX_OK)
-        st = nx_sparse_new2(ctx, nx_tensor_dtype(v->x), nx_tensor_shape(v->x)[0],
-                            nx_tensor_shape(v->x)[1], &v->dx);
+        st = new_rows(ctx, v->x, nx_tensor_shape(v->x)[nx_tensor_ndim(v->x) - 2], &v->dx);
     for (int s = 0; st == NX_OK && s < v->a->n_sections; s++)
         st = section_vjp(ctx, v, s);
     if (st != NX_OK || !dvalues)

@@ -331,7 +331,7 @@ static const int64_t SDEG0[SN] = {1, 3, 8, 0, 1, 5, 0, 2, 7, 3}; /* with empty r
 typedef struct sec_problem {
     const nx_semiring *sr;
     double identity;
-    bool rmatvec;
+    bool rmatvec, batch; /* batch: the dense operand and the result are [2, rows, cols] */
     const int64_t *deg;
     nx_tensor *off, *idx, *val, *x, *w;
     nx_semiring_opts o;
@@ -350,9 +350,10 @@ static void sec_setup(nx_ctx *ctx, sec_problem *p, unsigned seed)
     for (int64_t e = 0; e < nnz; e++)
         ((int32_t *)nx_tensor_data(p->idx))[e] = (int32_t)((e * 5 + e / 3) % SC);
     p->val = randn(ctx, 1, &nnz, &seed);
-    int64_t xs[2] = {p->rmatvec ? SN : SC, SJ}, ws[2] = {p->rmatvec ? SC : SN, SJ};
-    p->x = randn(ctx, 2, xs, &seed);
-    p->w = randn(ctx, 2, ws, &seed);
+    int64_t xs[3] = {2, p->rmatvec ? SN : SC, SJ}, ws[3] = {2, p->rmatvec ? SC : SN, SJ};
+    int nd = p->batch ? 3 : 2;
+    p->x = randn(ctx, nd, xs + 3 - nd, &seed);
+    p->w = randn(ctx, nd, ws + 3 - nd, &seed);
 }
 
 static void sec_free(sec_problem *p)
@@ -424,19 +425,36 @@ static void sec_vjps(nx_ctx *ctx, const sec_problem *p, bool sectioned, nx_tenso
         fail_msg("%s vjp: %s", sectioned ? "sectioned" : "flat", nx_ctx_last_error(ctx));
 }
 
-static void sec_check(const char *name, const nx_semiring *sr, double identity, bool rmatvec,
-                      const int64_t *deg)
+static void sec_check_batch(const char *name, const nx_semiring *sr, double identity, bool rmatvec,
+                            const int64_t *deg, bool batch)
 {
     nx_ctx *ctx = st_ctx();
     sec_problem p = {.sr = sr,
                      .identity = identity,
                      .rmatvec = rmatvec,
+                     .batch = batch,
                      .deg = deg,
                      .o = {.backend = st_backend()}};
     sec_setup(ctx, &p, 23);
     nx_tensor *gs[2] = {NULL, NULL}, *gf[2] = {NULL, NULL};
     sec_vjps(ctx, &p, true, gs);
     sec_vjps(ctx, &p, false, gf);
+    /* Forward both ways first (batched operands included). */
+    {
+        nx_sectioned_ell sa = sec_build(ctx, &p);
+        int64_t kmax;
+        nx_ell fa = sec_flat(ctx, &p, &kmax);
+        nx_tensor *ys = NULL, *yf = NULL;
+        nx_status s1 = rmatvec ? nx_sectioned_ell_rmatvec(ctx, sr, &sa, p.x, &p.o, &ys)
+                               : nx_sectioned_ell_matmul(ctx, sr, &sa, p.x, &p.o, &ys);
+        nx_status s2 = rmatvec ? nx_semiring_ell_rmatvec(ctx, sr, &fa, p.x, &p.o, &yf)
+                               : nx_semiring_ell_matmul(ctx, sr, &fa, p.x, &p.o, &yf);
+        assert_int_equal(s1, NX_OK), assert_int_equal(s2, NX_OK);
+        st_expect_close(name, p.o.backend, ys, yf, NULL);
+        nx_tensor_free(ys), nx_tensor_free(yf);
+        nx_ell_free(&fa);
+        nx_sectioned_ell_free(&sa);
+    }
     /* Both ways: dvalues in CSR order against the flat [m, k_max] slots, then the operand. */
     int64_t kmax = nx_tensor_shape(gf[0])[1];
     const int64_t *o = nx_tensor_data(p.off);
@@ -470,6 +488,12 @@ static void sec_check(const char *name, const nx_semiring *sr, double identity, 
     nx_ctx_free(ctx);
 }
 
+static void sec_check(const char *name, const nx_semiring *sr, double identity, bool rmatvec,
+                      const int64_t *deg)
+{
+    sec_check_batch(name, sr, identity, rmatvec, deg, false);
+}
+
 static void test_sectioned_vjp(void **state)
 {
     (void)state;
@@ -488,6 +512,13 @@ static void test_sectioned_vjp(void **state)
         nx_semiring_parse(ctx, "usermaxplus", "plus = max(a, b); times = a + b; zero = -inf", &mt),
         NX_OK);
     sec_check("sectioned user max-plus", mt, -INFINITY, false, SDEG);
+    /* A batch over the dense operand's leading dim: the value cotangents sum over it. */
+    sec_check_batch("sectioned batched real", nx_semiring_builtin(NX_SEMIRING_REAL), 0.0, false,
+                    SDEG0, true);
+    sec_check_batch("sectioned batched log", nx_semiring_builtin(NX_SEMIRING_LOG), -INFINITY, false,
+                    SDEG, true);
+    sec_check_batch("sectioned batched rmatvec", nx_semiring_builtin(NX_SEMIRING_REAL), 0.0, true,
+                    SDEG0, true);
     nx_semiring_free(mt);
     nx_ctx_free(ctx);
 }
