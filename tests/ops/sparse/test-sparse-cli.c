@@ -55,6 +55,9 @@ static void test_rows(void **state)
     assert_int_equal(
         run("sectioned_ell_matmul", "sec_log", "offsets indices values b", "--semiring=log"), 0);
     compare("sec_log", "log");
+    /* Batched values [2, 1, m, k] against b [3, n, c] (gen-sparse-batch.py). */
+    assert_int_equal(run("ell_matmul", "batch_mm_log", "values indices b", "--semiring=log"), 0);
+    compare("batch_mm_log", "log");
     assert_int_equal(run("grid_laplacian", "lap_3d_wrap", "x", "--mode=wrap"), 0);
     compare("lap_3d_wrap", "real");
     assert_int_equal(run("grid_laplacian", "lap_2d_reflect", "x", ""), 0);
