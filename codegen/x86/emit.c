@@ -149,6 +149,7 @@ typedef struct emitter {
     uint8_t *tile_cls; /* register tiles: class of each instruction, vector value cache */
     int *tile_vc;
     uint32_t math_used; /* bit 2 i + (f64): math_names[i] is called */
+    uint32_t vmath_used; /* vector exp/log of the tiles: bit vmath_bit(fn, d, w) */
     int split;          /* nx_x86_kernel_split */
     nx_x86_borders bd;  /* the border/interior split of the innermost space loop */
     const nx_x86_alias *alias; /* bd.alias while emitting the interior, else NULL */
@@ -1247,6 +1248,7 @@ static bool tree_ok(const nx_kernel *k, const nx_x86_alias *al, int32_t id, cons
 
 typedef struct tile {
     int r, il, jl, d, w; /* the REDUCE, row and column loops, operand dtype, lanes */
+    int mr, nr;          /* rows and vectors of a full tile */
     uint8_t *cls;
     int *vc;       /* vector value of (instruction, column) in the current row, -1: none */
     int irow[TILE_MR], jcol[TILE_NR]; /* SSA of each row's i and column's first j */
@@ -1264,7 +1266,8 @@ static int tile_reduce(emitter *e, tile *t)
         return -1;
     int jl = k->ndim - 1, d = k->inst[in->a[0]].dtype;
     bool monoid = in->prim == NX_MONOID_SUM || in->prim == NX_MONOID_PROD ||
-                  in->prim == NX_MONOID_MAX || in->prim == NX_MONOID_MIN;
+                  in->prim == NX_MONOID_MAX || in->prim == NX_MONOID_MIN ||
+                  in->prim == NX_MONOID_LOGSUMEXP;
     if (!monoid || !is_fl(d) || !(e->mask[in->a[0]] >> jl & 1))
         return -1;
     uint8_t *seen = nx_rt_calloc(e->ctx, (size_t)k->ninst, 1);
@@ -1286,6 +1289,14 @@ static int tile_reduce(emitter *e, tile *t)
     t->w = d == NX_DTYPE_F32 ? 16 : 8;
     while (t->w > 4 && k->extent[jl] < t->w)
         t->w /= 2;
+    t->mr = TILE_MR;
+    t->nr = TILE_NR;
+    if (in->prim == NX_MONOID_LOGSUMEXP) {
+        /* a carry is (m, s, nan) and the step an exp: 4 x 2 chains fill the registers, 2 x 2
+         * when s is f64 beside f32 data (each s two registers) */
+        t->mr = lse_sd(e, d) == d ? 4 : 2;
+        t->nr = 2;
+    }
     return r;
 }
 
@@ -1297,17 +1308,76 @@ static void vty(const tile *t, int w, char *buf, size_t n)
         snprintf(buf, n, "<%d x %s>", w, rty(t->d));
 }
 
-static int splat(emitter *e, const tile *t, int w, int s)
+/* w lanes of dtype d (w = 1: the scalar type); bool lanes are i1. */
+static void vty_of(int d, int w, char *buf, size_t n)
+{
+    if (w == 1)
+        snprintf(buf, n, "%s", rty(d));
+    else
+        snprintf(buf, n, "<%d x %s>", w, rty(d));
+}
+
+static int splat_of(emitter *e, int d, int w, int s)
 {
     if (w == 1)
         return s;
     char vt[32];
-    vty(t, w, vt, sizeof vt);
+    vty_of(d, w, vt, sizeof vt);
     int a = fresh(e), b = fresh(e);
-    put(&e->body, "  %%v%d = insertelement %s undef, %s %%v%d, i32 0\n", a, vt, rty(t->d), s);
+    put(&e->body, "  %%v%d = insertelement %s undef, %s %%v%d, i32 0\n", a, vt, rty(d), s);
     put(&e->body, "  %%v%d = shufflevector %s %%v%d, %s undef, <%d x i32> zeroinitializer\n", b,
         vt, a, vt, w);
     return b;
+}
+
+static int splat(emitter *e, const tile *t, int w, int s)
+{
+    return splat_of(e, t->d, w, s);
+}
+
+/* select on w lanes of type ty (a scalar condition when w = 1) */
+static int vselt(emitter *e, const char *ty, int w, int c, int a, int b)
+{
+    int v = fresh(e);
+    if (w == 1)
+        put(&e->body, "  %%v%d = select i1 %%v%d, %s %%v%d, %s %%v%d\n", v, c, ty, a, ty, b);
+    else
+        put(&e->body, "  %%v%d = select <%d x i1> %%v%d, %s %%v%d, %s %%v%d\n", v, w, c, ty, a,
+            ty, b);
+    return v;
+}
+
+static int vcast(emitter *e, int from, int to, int w, int x)
+{
+    if (from == to)
+        return x;
+    char ft[32], tt[32];
+    vty_of(from, w, ft, sizeof ft);
+    vty_of(to, w, tt, sizeof tt);
+    int v = fresh(e);
+    put(&e->body, "  %%v%d = %s %s %%v%d to %s\n", v, from == NX_DTYPE_F32 ? "fpext" : "fptrunc",
+        ft, x, tt);
+    return v;
+}
+
+static int vmath_bit(int fn, int d, int w)
+{
+    return (fn * 2 + (d == NX_DTYPE_F64)) * 3 + (w == 4 ? 0 : w == 8 ? 1 : 2);
+}
+
+/* exp (fn 0) or log (fn 1) of w lanes: the math library's vector function, declared on use. */
+static int vmath(emitter *e, int fn, int d, int w, int x)
+{
+    const char *name = fn ? "log" : "exp";
+    if (w == 1)
+        return mathcall(e, name, d, x, -1);
+    e->vmath_used |= 1u << vmath_bit(fn, d, w);
+    char vt[32];
+    vty_of(d, w, vt, sizeof vt);
+    int v = fresh(e);
+    put(&e->body, "  %%v%d = call %s @nx.math.%s.v%d%s(%s %%v%d)\n", v, vt, name, w,
+        mathsuffix(d), vt, x);
+    return v;
 }
 
 static int vsel(emitter *e, const tile *t, int w, int c, int a, int b)
@@ -1410,22 +1480,136 @@ static void tile_forget(emitter *e, tile *t, uint32_t loops, bool vectors)
     }
 }
 
-static void tile_step(emitter *e, const tile *t, int w, int acc, int x)
+/* x > v ? x : v is one maxps (a NaN carry sticks); then a NaN x is taken, which makes the
+ * canonical fold. freeze keeps LLVM from merging the two selects into two compares and an or. */
+static void tile_max_step(emitter *e, const tile *t, int w, int acc, int m, int x)
 {
     char vt[32];
     vty(t, w, vt, sizeof vt);
-    int m = e->k->inst[t->r].prim, v = ld(e, vt, acc), r;
-    if (m == NX_MONOID_SUM || m == NX_MONOID_PROD) {
-        r = op2(e, m == NX_MONOID_SUM ? "fadd" : "fmul", vt, v, x);
-    } else {
-        /* x > v ? x : v is one maxps (a NaN carry sticks); then a NaN x is taken, which makes
-         * the canonical fold. freeze keeps LLVM from merging the two selects into two compares
-         * and an or. */
-        int pick = op2(e, m == NX_MONOID_MAX ? "fcmp ogt" : "fcmp olt", vt, x, v);
-        int mm = vsel(e, t, w, pick, x, v), fx = fresh(e);
-        put(&e->body, "  %%v%d = freeze %s %%v%d\n", fx, vt, x);
-        r = vsel(e, t, w, op2(e, "fcmp uno", vt, x, x), fx, mm);
+    int v = ld(e, vt, acc);
+    int pick = op2(e, m == NX_MONOID_MAX ? "fcmp ogt" : "fcmp olt", vt, x, v);
+    int mm = vsel(e, t, w, pick, x, v), fx = fresh(e);
+    put(&e->body, "  %%v%d = freeze %s %%v%d\n", fx, vt, x);
+    st(e, vt, vsel(e, t, w, op2(e, "fcmp uno", vt, x, x), fx, mm), acc);
+}
+
+/* A tile's carry: the value (or the log-sum-exp's m), and for log-sum-exp s and the NaN flag. */
+typedef struct tacc {
+    int v, s, nan;
+} tacc;
+
+static tacc tile_acc(emitter *e, const tile *t, int w)
+{
+    const nx_kinst *in = &e->k->inst[t->r];
+    char vt[32], ut[32], bt[32];
+    int sd = lse_sd(e, t->d);
+    vty(t, w, vt, sizeof vt);
+    tacc a = {alloca_of(e, vt), -1, -1};
+    st(e, vt, splat(e, t, w, identity(e, in->prim, t->d)), a.v);
+    if (in->prim != NX_MONOID_LOGSUMEXP)
+        return a;
+    vty_of(sd, w, ut, sizeof ut);
+    vty_of(NX_DTYPE_BOOL, w, bt, sizeof bt);
+    a.s = alloca_of(e, ut);
+    a.nan = alloca_of(e, bt);
+    st(e, ut, splat_of(e, sd, w, fconst(e, sd, 0.0)), a.s);
+    st(e, bt, splat_of(e, NX_DTYPE_BOOL, w, constv(e, "i1", "false")), a.nan);
+    return a;
+}
+
+/* lse_step on w lanes: the same operations in the same order, so the same values. */
+static void tile_lse_step(emitter *e, const tile *t, int w, const tacc *a, int x)
+{
+    int d = t->d, sd = lse_sd(e, d);
+    char vt[32], ut[32], bt[32];
+    vty(t, w, vt, sizeof vt);
+    vty_of(sd, w, ut, sizeof ut);
+    vty_of(NX_DTYPE_BOOL, w, bt, sizeof bt);
+    int m = ld(e, vt, a->v), s = ld(e, ut, a->s);
+    int xd = vcast(e, d, sd, w, x), md = vcast(e, d, sd, w, m);
+    int isn = op2(e, "fcmp uno", vt, x, x);
+    int ninf = op2(e, "fcmp oeq", vt, x, splat(e, t, w, fconst(e, d, -INFINITY)));
+    int skip = op2(e, "or", bt, isn, ninf);
+    int gt = op2(e, "fcmp ogt", vt, x, m), eq = op2(e, "fcmp oeq", vt, x, m);
+    int arg = vselt(e, ut, w, gt, op2(e, "fsub", ut, md, xd), op2(e, "fsub", ut, xd, md));
+    int ex = vmath(e, 0, sd, w, arg);
+    int one = splat_of(e, sd, w, fconst(e, sd, 1.0));
+    int sgt = op2(e, "fadd", ut, op2(e, "fmul", ut, s, ex), one);
+    int seq = op2(e, "fadd", ut, s, one), slt = op2(e, "fadd", ut, s, ex);
+    int sn = vselt(e, ut, w, gt, sgt, vselt(e, ut, w, eq, seq, slt));
+    if (d == NX_DTYPE_F32 && sd == NX_DTYPE_F64)
+        sn = vcast(e, NX_DTYPE_F32, NX_DTYPE_F64, w, vcast(e, NX_DTYPE_F64, NX_DTYPE_F32, w, sn));
+    st(e, ut, vselt(e, ut, w, skip, s, sn), a->s);
+    int keep = op2(e, "or", bt, skip, op2(e, "fcmp ule", vt, x, m)); /* ule: not ogt */
+    st(e, vt, vselt(e, vt, w, keep, m, x), a->v);
+    st(e, bt, op2(e, "or", bt, ld(e, bt, a->nan), isn), a->nan);
+}
+
+/* Whether a tile folds log-sum-exp in two passes over k: the max m, then the sum of exp(x - m).
+ * The online step's exp sits on the carry's dependence chain (about 70 cycles a step, and the
+ * loads of the next steps wait behind it: 6x the max-plus time on a gather-fold); in two passes
+ * every exp is independent. Reassociation only: the sum is a different rounding of the same
+ * value (within the tolerance of a reassociated fold); reproducible mode keeps the online step. */
+static bool lse_two_pass(const emitter *e, const tile *t)
+{
+    return e->reassoc && e->k->inst[t->r].prim == NX_MONOID_LOGSUMEXP;
+}
+
+/* Pass 1: m = max(m, x), a NaN x taken and kept (the MAX monoid's step): m is then NaN, and so
+ * are s and the result, as the online fold's NaN flag makes it; no flag (no mask registers). */
+
+/* Pass 2: s += exp(x - m). Where m is infinite, s is not read (tile_lse_finish). */
+static void tile_lse_sum(emitter *e, const tile *t, int w, const tacc *a, int x)
+{
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    int ex = vmath(e, 0, t->d, w, op2(e, "fsub", vt, x, ld(e, vt, a->v)));
+    int r = fresh(e);
+    put(&e->body, "  %%v%d = fadd reassoc %s %%v%d, %%v%d\n", r, vt, ld(e, vt, a->s), ex);
+    st(e, vt, r, a->s);
+}
+
+/* carry_finish of log-sum-exp on w lanes. */
+static int tile_lse_finish(emitter *e, const tile *t, int w, const tacc *a)
+{
+    int d = t->d, sd = lse_sd(e, d);
+    char vt[32], ut[32], bt[32];
+    vty(t, w, vt, sizeof vt);
+    vty_of(sd, w, ut, sizeof ut);
+    vty_of(NX_DTYPE_BOOL, w, bt, sizeof bt);
+    int m = ld(e, vt, a->v);
+    int lg = vmath(e, 1, sd, w, ld(e, ut, a->s));
+    int r = vcast(e, sd, d, w, op2(e, "fadd", ut, vcast(e, d, sd, w, m), lg));
+    int pinf = op2(e, "fcmp oeq", vt, m, splat(e, t, w, fconst(e, d, INFINITY)));
+    int ninf = op2(e, "fcmp oeq", vt, m, splat(e, t, w, fconst(e, d, -INFINITY)));
+    int v = vselt(e, vt, w, op2(e, "or", bt, pinf, ninf), m, r);
+    return vselt(e, vt, w, ld(e, bt, a->nan), splat(e, t, w, fconst(e, d, NAN)), v);
+}
+
+static int tile_value(emitter *e, const tile *t, int w, const tacc *a)
+{
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    if (e->k->inst[t->r].prim == NX_MONOID_LOGSUMEXP)
+        return tile_lse_finish(e, t, w, a);
+    return ld(e, vt, a->v);
+}
+
+static void tile_step(emitter *e, const tile *t, int w, const tacc *a, int x)
+{
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    int acc = a->v;
+    if (e->k->inst[t->r].prim == NX_MONOID_LOGSUMEXP) {
+        tile_lse_step(e, t, w, a, x);
+        return;
     }
+    int m = e->k->inst[t->r].prim;
+    if (m == NX_MONOID_MAX || m == NX_MONOID_MIN) {
+        tile_max_step(e, t, w, acc, m, x);
+        return;
+    }
+    int r = op2(e, m == NX_MONOID_SUM ? "fadd" : "fmul", vt, ld(e, vt, acc), x);
     st(e, vt, r, acc);
 }
 
@@ -1447,53 +1631,58 @@ static void emit_tile(emitter *e, tile *t, int i0, int mr, int j0, int nr, int w
 {
     const nx_kernel *k = e->k;
     const nx_kinst *in = &k->inst[t->r];
-    char vt[32];
-    vty(t, w, vt, sizeof vt);
-    int acc[TILE_MR][TILE_NR];
-    int id0 = splat(e, t, w, identity(e, in->prim, t->d));
+    tacc acc[TILE_MR][TILE_NR];
     for (int r = 0; r < mr; r++)
-        for (int c = 0; c < nr; c++) {
-            acc[r][c] = alloca_of(e, vt);
-            st(e, vt, id0, acc[r][c]);
-        }
+        for (int c = 0; c < nr; c++)
+            acc[r][c] = tile_acc(e, t, w);
     for (int r = 0; r < mr; r++)
         t->irow[r] = r ? op2(e, "add", "i64", i0, i64c(e, r)) : i0;
     for (int c = 0; c < nr; c++)
         t->jcol[c] = c ? op2(e, "add", "i64", j0, i64c(e, (int64_t)c * w)) : j0;
     uint32_t loops = (uint32_t)in->i, outer = e->live;
-    loop ls[NX_KERNEL_MAX_LOOPS];
-    int n = 0;
-    for (int q = 0; q < k->nloops; q++) {
-        if (!(loops >> q & 1))
-            continue;
-        char hi[32];
-        snprintf(hi, sizeof hi, "%lld", (long long)k->extent[q]);
-        ls[n] = loop_open(e, "0", hi);
-        e->loopvar[q] = ls[n].index;
-        n++;
-    }
-    e->live |= loops | 1u << t->il | 1u << t->jl;
-    tile_forget(e, t, loops | 1u << t->il | 1u << t->jl, false);
-    for (int i = 0; i < k->ninst * TILE_NR; i++) /* vectors of earlier tiles do not dominate */
-        t->vc[i] = -1;
-    for (int r = 0; r < mr; r++) {
-        e->loopvar[t->il] = t->irow[r];
-        tile_forget(e, t, 1u << t->il, true);
-        for (int c = 0; c < nr; c++) {
-            e->loopvar[t->jl] = t->jcol[c];
-            tile_forget(e, t, 1u << t->jl, false);
-            tile_step(e, t, w, acc[r][c], vec(e, t, w, c, in->a[0]));
+    bool two = lse_two_pass(e, t);
+    for (int pass = 0; pass < (two ? 2 : 1); pass++) {
+        loop ls[NX_KERNEL_MAX_LOOPS];
+        int n = 0;
+        for (int q = 0; q < k->nloops; q++) {
+            if (!(loops >> q & 1))
+                continue;
+            char hi[32];
+            snprintf(hi, sizeof hi, "%lld", (long long)k->extent[q]);
+            ls[n] = loop_open(e, "0", hi);
+            e->loopvar[q] = ls[n].index;
+            n++;
         }
+        e->live |= loops | 1u << t->il | 1u << t->jl;
+        tile_forget(e, t, loops | 1u << t->il | 1u << t->jl, false);
+        for (int i = 0; i < k->ninst * TILE_NR; i++) /* vectors of earlier loops do not dominate */
+            t->vc[i] = -1;
+        for (int r = 0; r < mr; r++) {
+            e->loopvar[t->il] = t->irow[r];
+            tile_forget(e, t, 1u << t->il, true);
+            for (int c = 0; c < nr; c++) {
+                e->loopvar[t->jl] = t->jcol[c];
+                tile_forget(e, t, 1u << t->jl, false);
+                int x = vec(e, t, w, c, in->a[0]);
+                if (!two)
+                    tile_step(e, t, w, &acc[r][c], x);
+                else if (pass == 0)
+                    tile_max_step(e, t, w, acc[r][c].v, NX_MONOID_MAX, x);
+                else
+                    tile_lse_sum(e, t, w, &acc[r][c], x);
+            }
+        }
+        e->live = outer;
+        while (n > 0)
+            loop_close(e, ls[--n]);
     }
-    e->live = outer;
-    while (n > 0)
-        loop_close(e, ls[--n]);
     int ni = i64c(e, k->extent[t->il]), nj = i64c(e, k->extent[t->jl]);
     for (int r = 0; r < mr; r++) {
         int row = op2(e, "add", "i64", op2(e, "mul", "i64", lin_outer, ni), t->irow[r]);
         int base = op2(e, "mul", "i64", row, nj);
         for (int c = 0; c < nr; c++)
-            tile_store(e, t, w, op2(e, "add", "i64", base, t->jcol[c]), ld(e, vt, acc[r][c]));
+            tile_store(e, t, w, op2(e, "add", "i64", base, t->jcol[c]),
+                       tile_value(e, t, w, &acc[r][c]));
     }
     tile_forget(e, t, loops | 1u << t->il | 1u << t->jl, true);
 }
@@ -1505,12 +1694,12 @@ static void tile_rows(emitter *e, tile *t, const char *lo, const char *hi, int j
     char slo[24], shi[24], snb[24];
     int lov = fresh(e), hiv = fresh(e);
     put(&e->body, "  %%v%d = add i64 %s, 0\n  %%v%d = add i64 %s, 0\n", lov, lo, hiv, hi);
-    int nb = op2(e, "sdiv", "i64", op2(e, "sub", "i64", hiv, lov), i64c(e, TILE_MR));
-    int rest = op2(e, "add", "i64", lov, op2(e, "mul", "i64", nb, i64c(e, TILE_MR)));
+    int nb = op2(e, "sdiv", "i64", op2(e, "sub", "i64", hiv, lov), i64c(e, t->mr));
+    int rest = op2(e, "add", "i64", lov, op2(e, "mul", "i64", nb, i64c(e, t->mr)));
     snprintf(snb, sizeof snb, "%%v%d", nb);
     loop b = loop_open(e, "0", snb);
-    int i0 = op2(e, "add", "i64", lov, op2(e, "mul", "i64", b.index, i64c(e, TILE_MR)));
-    emit_tile(e, t, i0, TILE_MR, j0, nr, w, lin_outer);
+    int i0 = op2(e, "add", "i64", lov, op2(e, "mul", "i64", b.index, i64c(e, t->mr)));
+    emit_tile(e, t, i0, t->mr, j0, nr, w, lin_outer);
     loop_close(e, b);
     snprintf(slo, sizeof slo, "%%v%d", rest);
     snprintf(shi, sizeof shi, "%%v%d", hiv);
@@ -1525,7 +1714,7 @@ static void emit_tiles(emitter *e, tile *t, const char *lo, const char *hi, int6
                        int64_t j_hi, int lin_outer)
 {
     int64_t nj = j_hi, start = j_lo;
-    const int nrs[3] = {TILE_NR, 1, 1}, ws[3] = {t->w, t->w, 1};
+    const int nrs[3] = {t->nr, 1, 1}, ws[3] = {t->w, t->w, 1};
     for (int p = 0; p < 3; p++) {
         int64_t width = (int64_t)nrs[p] * ws[p], count = (nj - start) / width;
         if (count <= 0)
@@ -1617,6 +1806,15 @@ static void emit_declarations(const emitter *e, text *t)
             put(t, "declare %s @nx.math.%s.%s(%s", ty, math_names[i], f ? "f64" : "f32", ty);
             put(t, strcmp(math_names[i], "pow") == 0 ? ", %s)\n" : ")\n", ty);
         }
+    for (int fn = 0; fn < 2; fn++)
+        for (int f = 0; f < 2; f++)
+            for (int w = 4; w <= 16; w *= 2) {
+                if (!(e->vmath_used >> vmath_bit(fn, f ? NX_DTYPE_F64 : NX_DTYPE_F32, w) & 1))
+                    continue;
+                const char *ty = f ? "double" : "float";
+                put(t, "declare <%d x %s> @nx.math.%s.v%d%s(<%d x %s>)\n", w, ty,
+                    fn ? "log" : "exp", w, f ? "f64" : "f32", w, ty);
+            }
     static const char *const intr[] = {"fabs", "floor", "ceil", "nearbyint"};
     for (size_t i = 0; i < sizeof intr / sizeof *intr; i++) {
         put(t, "declare float @llvm.%s.f32(float)\n", intr[i]);

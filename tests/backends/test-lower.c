@@ -393,6 +393,38 @@ static void test_tiles(void **state)
     }
 }
 
+/* Log-sum-exp contractions as register tiles (online step in canonical order; two passes, max
+ * then the sum of exp(x - max), when reassociation is allowed): full and partial tiles, f32 and
+ * f64, with NaN, -inf and +inf in the data and a row that is all -inf (its result is -inf). The
+ * log-sum-exp is within the tolerance of the mode (the exp and log are the inline library's). */
+static void test_lse_tiles(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t sa[2] = {11, 37}, sb[2] = {37, 40}, da[2] = {7, 20}, db[2] = {20, 13};
+    nx_node a = input(f, NX_DTYPE_F32, 2, sa), b = input(f, NX_DTYPE_F32, 2, sb);
+    nx_node x = input(f, NX_DTYPE_F64, 2, da), y = input(f, NX_DTYPE_F64, 2, db);
+    float *pa = nx_tensor_data(f->in[0]);
+    for (int k = 0; k < 37; k++)
+        pa[3 * 37 + k] = -INFINITY; /* row 3: every term -inf */
+    pa[5 * 37 + 2] = INFINITY;
+    pa[6 * 37 + 9] = NAN;
+    ((float *)nx_tensor_data(f->in[1]))[17 * 40 + 33] = -INFINITY;
+    ((double *)nx_tensor_data(f->in[2]))[2 * 20 + 19] = NAN;
+    ((double *)nx_tensor_data(f->in[3]))[4 * 13 + 1] = INFINITY;
+    nx_node outs[2] = {
+        nx_einsum(g, "ik,kj->ij", a, b, NX_MONOID_LOGSUMEXP, nx_add),
+        nx_einsum(g, "ik,kj->ij", x, y, NX_MONOID_LOGSUMEXP, nx_sub),
+    };
+    for (int i = 0; i < 2; i++) {
+        nx_kplan *plan = check_graph_ex(f->ctx, g, 1, outs + i, f->in, "lse tiles", false);
+        assert_int_equal(plan->nkernels, 1);
+        if (!emits_tiles(plan->kernels[0]))
+            fail_msg("lse tiles: contraction %d is not register-tiled", i);
+        nx_kplan_free(plan);
+    }
+}
+
 /* 0-d reductions large enough to be split across threads (per-chunk partials combined in chunk
  * order). Max, min and integer sums are exact whatever the split; the float sums add small
  * integers, whose partial sums are exact in any order, so they are exact too: a lost, doubled or
@@ -612,6 +644,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_split_reductions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_contractions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tiles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lse_tiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_empty_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
         cmocka_unit_test_setup_teardown(test_library, setup, teardown),
