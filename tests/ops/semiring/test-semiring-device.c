@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen/ptx/emit.h"
+#include "codegen/ptx/emit-lib.h"
 #include "nitrix-ops.h"
 #include "ops/semiring/semiring.h"
 #include "passes/fuse.h"
@@ -214,6 +214,14 @@ static void test_pair_generator_nomem(void **state)
     assert_true(nx_test_alloc_sweep(sweep_emit, NULL, 100000) > 0);
 }
 
+/* Under the fake driver (tests/cuda/fake-libcuda.c) device tensors are host memory and no kernel
+ * loads: the entry points' device paths run up to the module load, and their errors are tested. */
+static bool fake_driver(void)
+{
+    const char *e = getenv("NX_TEST_FAKE_DRIVER");
+    return e && strcmp(e, "1") == 0;
+}
+
 static nx_ctx *gpu_ctx(void)
 {
     static nx_test_alloc ta;
@@ -276,7 +284,7 @@ static void expect_close(const char *what, const nx_tensor *got, const nx_tensor
 static void test_pairwise_on_device(void **state)
 {
     (void)state;
-    nx_ctx *ctx = gpu_ctx();
+    nx_ctx *ctx = fake_driver() ? NULL : gpu_ctx();
     if (!ctx)
         skip();
     static const int64_t sizes[][2] = {{1000, 777}, {3001, 1025}, {5, 3}};
@@ -317,7 +325,7 @@ static void test_pairwise_on_device(void **state)
 static void test_contractions_on_device(void **state)
 {
     (void)state;
-    nx_ctx *ctx = gpu_ctx();
+    nx_ctx *ctx = fake_driver() ? NULL : gpu_ctx();
     if (!ctx)
         skip();
     int64_t as[2] = {130, 67}, bs[2] = {67, 129}, xs[4] = {9, 10, 11, 8}, ks[5] = {3, 3, 3, 8, 16};
@@ -389,6 +397,103 @@ static void test_contractions_on_device(void **state)
     nx_ctx_free(ctx);
 }
 
+/* Device tensors where they cannot run: a host backend refuses them by name, a device p is read
+ * on the host for the finiteness check, a CUDA run that cannot load its module fails cleanly. */
+static void test_device_errors(void **state)
+{
+    (void)state;
+    if (!fake_driver())
+        skip();
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    int64_t as[2] = {16, 8}, bs[2] = {8, 12}, xs[2] = {10, 3}, one = 1;
+    nx_tensor *a = filled(ctx, 2, as, 1, -1, 1), *b = filled(ctx, 2, bs, 2, -1, 1);
+    nx_tensor *x = filled(ctx, 2, xs, 3, 0, 1), *p = filled(ctx, 1, &one, 4, 1, 2);
+    nx_tensor *da = dev(a), *db = dev(b), *dx = dev(x);
+    const nx_semiring *real = nx_semiring_builtin(NX_SEMIRING_REAL);
+    nx_tensor *out = NULL;
+    static const nx_backend host[2] = {NX_BACKEND_CPU, NX_BACKEND_REF};
+    for (int i = 0; i < 2; i++) {
+        nx_semiring_opts o = {.backend = host[i]};
+        assert_int_equal(nx_semiring_matmul(ctx, real, da, b, &o, &out), NX_ERR_UNSUPPORTED);
+        assert_null(out);
+        assert_non_null(strstr(nx_ctx_last_error(ctx), "A is a CUDA device tensor"));
+        assert_int_equal(nx_semiring_matmul(ctx, real, a, db, &o, &out), NX_ERR_UNSUPPORTED);
+        assert_non_null(strstr(nx_ctx_last_error(ctx), "B is a CUDA device tensor"));
+    }
+    /* a non-finite device parameter is found on the host copy */
+    float nanv = NAN;
+    ((float *)nx_tensor_data(p))[0] = nanv;
+    nx_tensor *dp = dev(p);
+    nx_pairwise_opts po = {.formula = "-sqdist(x, y) / p0", .reduction = NX_PAIRWISE_LOGSUMEXP,
+                           .backend = NX_BACKEND_CPU};
+    assert_int_equal(nx_pairwise_reduce(ctx, x, x, NULL, dp, &po, &out, NULL), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "parameter p0"));
+    assert_int_equal(nx_pairwise_reduce(ctx, dx, x, NULL, NULL,
+                                        &(nx_pairwise_opts){.formula = "sqdist(x, y)",
+                                                            .reduction = NX_PAIRWISE_MIN,
+                                                            .backend = NX_BACKEND_CPU},
+                                        &out, NULL),
+                     NX_ERR_UNSUPPORTED);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "x is a CUDA device tensor"));
+    /* the cuda backend compiles (where NVRTC loads), and the fake driver's module load fails:
+     * a status and a message, no output, nothing leaked */
+    nx_semiring_opts co = {.backend = NX_BACKEND_CUDA};
+    nx_status st = nx_semiring_matmul(ctx, real, da, db, &co, &out);
+    assert_int_not_equal(st, NX_OK);
+    assert_null(out);
+    assert_true(strlen(nx_ctx_last_error(ctx)) > 0);
+    printf("cuda under the fake driver: %s: %s\n", nx_status_str(st), nx_ctx_last_error(ctx));
+    nx_tensor *list[] = {a, b, x, p, da, db, dx, dp};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+        nx_tensor_free(list[i]);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+/* A CUDA plan that falls back to the CPU (an f16 loop kernel) given device inputs: they go to the
+ * host, the outputs come back to the device (codegen/ptx/backend.c run_fallback). */
+static void test_fallback_device_inputs(void **state)
+{
+    (void)state;
+    if (!fake_driver())
+        skip();
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    int64_t n = 37;
+    nx_node xin = nx_input(g, "x", NX_DTYPE_F16, 1, &n);
+    nx_node xf = nx_cast(g, xin, NX_DTYPE_F32);
+    nx_node y = nx_add(g, xf, xf); /* f16 in: a loop kernel the CUDA emitter refuses */
+    assert_int_equal(nx_graph_status(g), NX_OK);
+    nx_kplan *plan = NULL;
+    assert_int_equal(nx_pass_pipeline(ctx, &g->s, 1, &y, &plan), NX_OK);
+    void *st = NULL;
+    assert_int_equal(plan->nkernels, 1);
+    assert_non_null(nx_ptx_kernel_unsupported(plan->kernels[0]));
+    assert_int_equal(nx_ptx_backend.prepare(ctx, plan, &st), NX_OK);
+    nx_tensor *h = NULL, *hf = filled(ctx, 1, &n, 5, -4, 4), *d = NULL, *out = NULL, *back = NULL;
+    assert_int_equal(nx_tensor_cast(hf, NX_DTYPE_F16, &h), NX_OK);
+    assert_int_equal(nx_tensor_to_device(h, NX_DEVICE_CUDA, &d), NX_OK);
+    assert_int_equal(nx_ptx_backend.run(ctx, plan, st, (const nx_tensor *const *)&d, &out), NX_OK);
+    assert_int_equal(nx_tensor_device(out), NX_DEVICE_CUDA);
+    assert_int_equal(nx_tensor_to_device(out, NX_DEVICE_HOST, &back), NX_OK);
+    nx_tensor *want = NULL;
+    assert_int_equal(nx_tensor_cast(h, NX_DTYPE_F32, &want), NX_OK);
+    assert_int_equal(nx_tensor_dtype(back), NX_DTYPE_F32);
+    for (int64_t i = 0; i < n; i++) /* x + x is exact */
+        assert_true(((float *)nx_tensor_data(back))[i] == 2 * ((float *)nx_tensor_data(want))[i]);
+    nx_tensor *list[] = {h, hf, d, out, back, want};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+        nx_tensor_free(list[i]);
+    nx_ptx_backend.release(ctx, plan, st);
+    nx_kplan_free(plan);
+    nx_graph_free(g);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -398,6 +503,8 @@ int main(void)
         cmocka_unit_test(test_device_request),
         cmocka_unit_test(test_pairwise_on_device),
         cmocka_unit_test(test_contractions_on_device),
+        cmocka_unit_test(test_device_errors),
+        cmocka_unit_test(test_fallback_device_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
