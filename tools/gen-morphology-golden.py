@@ -68,8 +68,8 @@ cdt_lines = []
 edt_lines = []
 
 
-def edt(name, shape, p_zero, sampling):
-    mask = (rng.rand(*shape) > p_zero).astype(np.float64)
+def edt(name, shape, p_zero, sampling, gen=None):
+    mask = ((gen or rng).rand(*shape) > p_zero).astype(np.uint8 if gen else np.float64)
     d = ndi.distance_transform_edt(mask, sampling=sampling)
     save(name, mask=mask, out=d)
     edt_lines.append(f'{name} {",".join(repr(float(s)) for s in sampling)}')
@@ -227,6 +227,27 @@ def main():
         f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; '
                 'name op element mode cval size\n')
         f.write('\n'.join(lines) + '\n')
+    # Larger volumes for the tiled EDT passes and the slab-parallel label (own seed, appended
+    # last so earlier fixtures keep their data): partial tiles, lines without a zero, components
+    # crossing slab borders at densities near percolation.
+    big = np.random.RandomState(20261130)
+    edt('edt3_tiles', (37, 45, 40), 0.97, (1.0, 1.0, 1.0), big)
+    edt('edt3_tiles_aniso', (21, 38, 33), 0.995, (0.7, 1.3, 1.1), big)
+    with open(os.path.join(OUT, 'edt.txt'), 'w') as f:
+        f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; name sampling\n')
+        f.write('\n'.join(edt_lines) + '\n')
+    for name, shape, conn, p_one in [('cc3_slabs_c1', (70, 33, 29), 1, 0.65),
+                                     ('cc3_slabs_c3', (64, 31, 27), 3, 0.25),
+                                     ('cc3_slabs_c2', (41, 40, 21), 2, 0.4),
+                                     ('cc2_slabs_c1', (300, 77), 1, 0.6),
+                                     ('cc4_slabs_c4', (12, 9, 10, 11), 4, 0.2)]:
+        mask = (big.rand(*shape) < p_one).astype(np.uint8)
+        out, k = ndi.label(mask, ndi.generate_binary_structure(len(shape), conn))
+        save(name, mask=mask, out=out.astype(np.int32))
+        lab.append(f'{name} {conn} {k}')
+    with open(os.path.join(OUT, 'label.txt'), 'w') as f:
+        f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; name connectivity count\n')
+        f.write('\n'.join(lab) + '\n')
 
 
 if __name__ == '__main__':

@@ -25,51 +25,116 @@
 
 /* ---- the lower envelope -------------------------------------------------------------------*/
 
-/* Lines of one axis, processed in blocks of up to BLOCK neighbouring lines so that strided axes
- * read whole cache lines: line (o, i) starts at o * n * inner + i, with stride inner. */
-#define BLOCK 64
+/* Lines of one axis, processed in tiles of up to TILE neighbouring lines: line (o, i) starts at
+ * o * n * inner + i, with stride inner. A tile copies its lines into contiguous rows (one cache
+ * line of f32 per step along the axis for the strided axes), runs the envelope on each row in
+ * cache and writes the rows back, so no pass walks memory with a stride inside its scan. */
+#define TILE 16
+#define PREFETCH 8
 
 typedef struct envelope_job {
     void *data; /* f32 or f64, squared distances in place */
     bool f64;
-    int64_t outer, n, inner, nblocks_inner;
-    double s2; /* squared sampling of the axis */
-    double *scratch; /* per chunk: BLOCK * n line values + n + (n + 1) + n ints */
+    bool root; /* the last pass: write square roots */
+    int64_t outer, n, inner, ntiles_inner;
+    double s2;       /* squared sampling of the axis */
+    double *scratch; /* per chunk: TILE rows of n, then h, fv, zn, zd and v (n + 1 each) */
     size_t scratch_per_chunk;
 } envelope_job;
 
-/* d[q] = min_p f[p] + s2 (q - p)^2 over the finite f[p]; +inf where every f[p] is +inf. */
-static void envelope_line(const double *f, double *d, int64_t n, double s2, int64_t *v, double *z)
+/* The envelope's breakpoints are kept as fractions zn / zd (zd > 0) and compared by cross
+ * multiplication, so no division sits on the scan's dependency chain; with integer squared
+ * distances (unit sampling) every product is an exact integer below 2^53 and the comparisons are
+ * exact. The stack holds each kept parabola's place v, value fv and h in entries 1..k. */
+typedef struct envelope_scratch {
+    double *h, *fv, *zn, *zd; /* n + 1 each */
+    int32_t *v;
+} envelope_scratch;
+
+/* f[q] <- min_p f[p] + s2 (q - p)^2 over the finite f[p] (in place); +inf where every f[p] is
+ * +inf. Parabola p is s2 x^2 - 2 s2 p x + h[p] with h[p] = f[p] + s2 p^2; parabolas p < q meet
+ * at x = (h[q] - h[p]) / (2 s2 (q - p)). Entry 1 of the stack, the first parabola, has
+ * zn = -inf and is never popped. */
+static void envelope_line(double *f, int64_t n, double s2, const envelope_scratch *w)
 {
-    int64_t k = -1;
+    double *h = w->h, *fv = w->fv, *zn = w->zn, *zd = w->zd, two_s2 = 2.0 * s2;
+    int32_t *v = w->v;
+    int64_t k = 0;
     for (int64_t q = 0; q < n; q++) {
-        if (isinf(f[q]))
+        double fq = f[q];
+        if (isinf(fq))
             continue;
-        double fq = f[q] + s2 * (double)q * (double)q;
-        double s = 0;
-        while (k >= 0) {
-            int64_t p = v[k];
-            double fp = f[p] + s2 * (double)p * (double)p;
-            s = (fq - fp) / (2.0 * s2 * (double)(q - p));
-            if (s > z[k])
+        double hq = fq + s2 * (double)q * (double)q, num = -INFINITY, den = 1;
+        for (; k > 0; k--) {
+            num = hq - h[k];
+            den = two_s2 * (double)(q - v[k]);
+            if (num * zd[k] > zn[k] * den) /* q takes over after v[k] does: keep v[k] */
                 break;
-            k--;
         }
         k++;
-        v[k] = q;
-        z[k] = k == 0 ? -INFINITY : s;
+        v[k] = (int32_t)q;
+        fv[k] = fq;
+        h[k] = hq;
+        zn[k] = num;
+        zd[k] = den;
     }
-    if (k < 0) {
-        for (int64_t q = 0; q < n; q++)
-            d[q] = INFINITY;
-        return;
+    if (k == 0)
+        return; /* no source on the line: it stays +inf */
+    /* Parabola j holds the places q with z[j] < q <= z[j + 1]: fill each run of places up to
+     * floor(z[j + 1]) (exact for integer fractions: a quotient m - 1/zd never rounds up to m),
+     * with no data-dependent step per place. */
+    int64_t q = 0;
+    for (int64_t j = 1; j <= k && q < n; j++) {
+        int64_t end = n;
+        if (j < k) {
+            double z = w->zn[j + 1] / w->zd[j + 1];
+            end = z < 0 ? 0 : z >= (double)n ? n : (int64_t)z + 1;
+        }
+        double vj = w->v[j], fj = w->fv[j];
+        for (; q < end; q++) {
+            double dq = (double)q - vj;
+            f[q] = s2 * dq * dq + fj;
+        }
     }
-    int64_t j = 0;
+}
+
+static void tile_load(const envelope_job *j, int64_t base, int64_t m, double *rows)
+{
+    int64_t n = j->n, inner = j->inner;
     for (int64_t q = 0; q < n; q++) {
-        while (j < k && z[j + 1] < (double)q)
-            j++;
-        double dq = (double)(q - v[j]);
-        d[q] = s2 * dq * dq + f[v[j]];
+        int64_t at = base + q * inner;
+        /* strided rows: ask for a row a few steps ahead (hardware prefetchers do not follow
+         * strides of a page or more) */
+        if (inner > TILE && q + PREFETCH < n)
+            __builtin_prefetch((const char *)j->data + (at + PREFETCH * inner) * (j->f64 ? 8 : 4));
+        if (j->f64) {
+            const double *src = (const double *)j->data + at;
+            for (int64_t l = 0; l < m; l++)
+                rows[l * n + q] = src[l];
+        } else {
+            const float *src = (const float *)j->data + at;
+            for (int64_t l = 0; l < m; l++)
+                rows[l * n + q] = (double)src[l];
+        }
+    }
+}
+
+static void tile_store(const envelope_job *j, int64_t base, int64_t m, const double *rows)
+{
+    int64_t n = j->n, inner = j->inner;
+    for (int64_t q = 0; q < n; q++) {
+        int64_t at = base + q * inner;
+        if (inner > TILE && q + PREFETCH < n)
+            __builtin_prefetch((char *)j->data + (at + PREFETCH * inner) * (j->f64 ? 8 : 4), 1);
+        if (j->f64) {
+            double *dst = (double *)j->data + at;
+            for (int64_t l = 0; l < m; l++)
+                dst[l] = j->root ? sqrt(rows[l * n + q]) : rows[l * n + q];
+        } else {
+            float *dst = (float *)j->data + at;
+            for (int64_t l = 0; l < m; l++)
+                dst[l] = j->root ? sqrtf((float)rows[l * n + q]) : (float)rows[l * n + q];
+        }
     }
 }
 
@@ -77,54 +142,41 @@ static void envelope_chunk(void *user, int64_t begin, int64_t end, int chunk)
 {
     const envelope_job *j = user;
     int64_t n = j->n;
-    double *lines = j->scratch + (size_t)chunk * j->scratch_per_chunk;
-    double *out = lines + BLOCK * n, *z = out + n;
-    int64_t *v = (int64_t *)(z + n + 1);
+    double *rows = j->scratch + (size_t)chunk * j->scratch_per_chunk;
+    envelope_scratch w = {.h = rows + TILE * n};
+    w.fv = w.h + n + 1;
+    w.zn = w.fv + n + 1;
+    w.zd = w.zn + n + 1;
+    w.v = (int32_t *)(w.zd + n + 1);
     for (int64_t b = begin; b < end; b++) {
-        int64_t o = b / j->nblocks_inner, i0 = (b % j->nblocks_inner) * BLOCK;
-        int64_t m = j->inner - i0 < BLOCK ? j->inner - i0 : BLOCK;
+        int64_t o = b / j->ntiles_inner, i0 = (b % j->ntiles_inner) * TILE;
+        int64_t m = j->inner - i0 < TILE ? j->inner - i0 : TILE;
         int64_t base = o * n * j->inner + i0;
-        /* gather m lines, [line][q] */
-        for (int64_t q = 0; q < n; q++) {
-            int64_t at = base + q * j->inner;
-            for (int64_t l = 0; l < m; l++)
-                lines[l * n + q] = j->f64 ? ((const double *)j->data)[at + l]
-                                          : (double)((const float *)j->data)[at + l];
-        }
-        for (int64_t l = 0; l < m; l++) {
-            envelope_line(lines + l * n, out, n, j->s2, v, z);
-            memcpy(lines + l * n, out, (size_t)n * sizeof(double));
-        }
-        for (int64_t q = 0; q < n; q++) {
-            int64_t at = base + q * j->inner;
-            for (int64_t l = 0; l < m; l++) {
-                if (j->f64)
-                    ((double *)j->data)[at + l] = lines[l * n + q];
-                else
-                    ((float *)j->data)[at + l] = (float)lines[l * n + q];
-            }
-        }
+        tile_load(j, base, m, rows);
+        for (int64_t l = 0; l < m; l++)
+            envelope_line(rows + l * n, n, j->s2, &w);
+        tile_store(j, base, m, rows);
     }
 }
 
 static nx_status envelope_axis(nx_ctx *ctx, void *data, bool f64, int nd, const int64_t *shape,
-                               int axis, double spacing)
+                               int axis, double spacing, bool root)
 {
-    envelope_job j = {.data = data, .f64 = f64, .outer = 1, .n = shape[axis], .inner = 1,
-                      .s2 = spacing * spacing};
+    envelope_job j = {.data = data, .f64 = f64, .root = root, .outer = 1, .n = shape[axis],
+                      .inner = 1, .s2 = spacing * spacing};
     for (int i = 0; i < axis; i++)
         j.outer *= shape[i];
     for (int i = axis + 1; i < nd; i++)
         j.inner *= shape[i];
-    j.nblocks_inner = (j.inner + BLOCK - 1) / BLOCK;
-    int64_t items = j.outer * j.nblocks_inner;
+    j.ntiles_inner = (j.inner + TILE - 1) / TILE;
+    int64_t items = j.outer * j.ntiles_inner;
     int threads = 1;
     nx_status st = nx_rt_pool_threads(ctx, &threads);
     if (st != NX_OK)
         return st;
     int nchunks = nx_rt_pool_chunks(items, 1, threads);
-    /* BLOCK lines, one output line, z (n + 1) and v (n, int64 = double-sized) */
-    j.scratch_per_chunk = (size_t)(BLOCK * j.n + j.n + j.n + 1 + j.n);
+    /* TILE rows, h, fv, zn, zd, and v (int32, counted as a double each), n + 1 each */
+    j.scratch_per_chunk = (size_t)(TILE * j.n + 5 * (j.n + 1));
     size_t bytes = (size_t)nchunks * j.scratch_per_chunk * sizeof(double);
     j.scratch = nx_rt_alloc(ctx, bytes);
     if (!j.scratch)
@@ -141,6 +193,7 @@ typedef struct first_job {
     const void *in;
     void *out;
     bool f64;
+    bool root; /* a 1-D field: this is the last pass */
     int64_t n;
     double s2;
 } first_job;
@@ -173,9 +226,9 @@ static void first_chunk(void *user, int64_t begin, int64_t end, int chunk)
                 d = (double)(next - q);
             d = j->s2 * d * d;
             if (j->f64)
-                ((double *)j->out)[base + q] = d;
+                ((double *)j->out)[base + q] = j->root ? sqrt(d) : d;
             else
-                ((float *)j->out)[base + q] = (float)d;
+                ((float *)j->out)[base + q] = j->root ? sqrtf((float)d) : (float)d;
         }
     }
 }
@@ -207,28 +260,17 @@ static nx_status fz_reference(void *user, nx_ctx *ctx, int n_in, const nx_tensor
     memcpy(s, nx_tensor_data(ins[1]), (size_t)nd * sizeof(double));
     bool f64 = nx_tensor_dtype(f) == NX_DTYPE_F64;
     int64_t n = nx_tensor_numel(f);
-    /* The last axis first: its lines are contiguous, and the first pass sees the binary field. */
+    if (n == 0)
+        return NX_OK;
+    /* The last axis first: its lines are contiguous, and the first pass sees the binary field.
+     * The square root rides on the last pass's store. */
     int64_t nl = nx_tensor_shape(f)[nd - 1];
     first_job fj = {.in = nx_tensor_data(f), .out = nx_tensor_data(out), .f64 = f64, .n = nl,
-                    .s2 = s[nd - 1] * s[nd - 1]};
+                    .s2 = s[nd - 1] * s[nd - 1], .root = nd == 1};
     nx_status st = nx_rt_parallel_for(ctx, n / nl, 64, first_chunk, &fj);
-    if (st != NX_OK)
-        return st;
-    for (int a = nd - 2; a >= 0; a--) {
-        st = envelope_axis(ctx, nx_tensor_data(out), f64, nd, nx_tensor_shape(f), a, s[a]);
-        if (st != NX_OK)
-            return st;
-    }
-    if (f64) {
-        double *d = nx_tensor_data(out);
-        for (int64_t i = 0; i < n; i++)
-            d[i] = sqrt(d[i]);
-    } else {
-        float *d = nx_tensor_data(out);
-        for (int64_t i = 0; i < n; i++)
-            d[i] = sqrtf(d[i]);
-    }
-    return NX_OK;
+    for (int a = nd - 2; a >= 0 && st == NX_OK; a--)
+        st = envelope_axis(ctx, nx_tensor_data(out), f64, nd, nx_tensor_shape(f), a, s[a], a == 0);
+    return st;
 }
 
 static const nx_extern_def felzenszwalb_def = {
