@@ -256,15 +256,14 @@ static void sl_outer(const sl_job *j, int64_t o, int64_t *oa, int64_t *ob, int64
         memset(tb, 0, sizeof tb);                                                                  \
         for (int l = 0; l < SL_LANES; l++)                                                         \
             acc[l] = (T)0;                                                                         \
+        int64_t dir = jb->rev ? -1 : 1, first = jb->rev ? len - 1 : 0;                             \
         for (int64_t k0 = 0; k0 < len; k0 += SL_STEPS) {                                           \
-            int64_t ns = len - k0 < SL_STEPS ? len - k0 : SL_STEPS;                                \
-            for (int64_t l = 0; l < nl; l++)                                                       \
-                for (int64_t s = 0; s < ns; s++) {                                                 \
-                    int64_t t = jb->rev ? len - 1 - (k0 + s) : k0 + s;                             \
-                    if (!jb->a_scalar)                                                             \
-                        ta[s][l] = a[offa[l] + t * sa];                                            \
-                    tb[s][l] = b[offb[l] + t * sb];                                                \
-                }                                                                                  \
+            int64_t ns = len - k0 < SL_STEPS ? len - k0 : SL_STEPS, t0 = first + dir * k0;         \
+            for (int64_t l = 0; l < nl; l++) {                                                     \
+                const T *pb = b + offb[l] + t0 * sb;                                               \
+                for (int64_t s = 0; s < ns; s++)                                                   \
+                    tb[s][l] = pb[s * dir * sb];                                                   \
+            }                                                                                      \
             if (jb->a_scalar) {                                                                    \
                 T c = a[0];                                                                        \
                 for (int64_t s = 0; s < ns; s++)                                                   \
@@ -274,6 +273,11 @@ static void sl_outer(const sl_job *j, int64_t o, int64_t *oa, int64_t *ob, int64
                         tb[s][l] = acc[l];                                                         \
                     }                                                                              \
             } else {                                                                               \
+                for (int64_t l = 0; l < nl; l++) {                                                 \
+                    const T *pa = a + offa[l] + t0 * sa;                                           \
+                    for (int64_t s = 0; s < ns; s++)                                               \
+                        ta[s][l] = pa[s * dir * sa];                                               \
+                }                                                                                  \
                 for (int64_t s = 0; s < ns; s++)                                                   \
                     for (int l = 0; l < SL_LANES; l++) {                                           \
                         T p = ta[s][l] * acc[l];                                                   \
@@ -281,11 +285,11 @@ static void sl_outer(const sl_job *j, int64_t o, int64_t *oa, int64_t *ob, int64
                         tb[s][l] = acc[l];                                                         \
                     }                                                                              \
             }                                                                                      \
-            for (int64_t l = 0; l < nl; l++)                                                       \
-                for (int64_t s = 0; s < ns; s++) {                                                 \
-                    int64_t t = jb->rev ? len - 1 - (k0 + s) : k0 + s;                             \
-                    y[offy[l] + t * sy] = tb[s][l];                                                \
-                }                                                                                  \
+            for (int64_t l = 0; l < nl; l++) {                                                     \
+                T *py = y + offy[l] + t0 * sy;                                                     \
+                for (int64_t s = 0; s < ns; s++)                                                   \
+                    py[s * dir * sy] = tb[s][l];                                                   \
+            }                                                                                      \
         }                                                                                          \
     }
 

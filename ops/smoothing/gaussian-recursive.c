@@ -94,14 +94,14 @@ bool nx_gauss_yvv_poles(double sigma, double p_re[3], double p_im[3], double a_r
     return true;
 }
 
-/* Per-sample constants along the padded line, as [n] f64 arrays: the modulations and the
- * combination weights of the complex section. */
+/* Per-sample constants along the padded line, as [n] f64 arrays: the modulations, the combination
+ * weights of the complex section, and the steady-state start of each direction. */
 typedef struct yvv_line {
     int64_t n;
-    double *cos_t, *sin_t;   /* cos(t theta), sin(t theta) */
-    double *pc, *qc;         /* Re, Im of A2 e^{+i t theta}: causal output weights */
-    double *pa, *qa;         /* Re, Im of A2 e^{-i t theta}: anti-causal output weights */
-    double *first, *last;    /* one-hot at t = 0 and t = n - 1 */
+    double *cos_t, *sin_t; /* cos(t theta), sin(t theta) */
+    double *pc, *qc;       /* Re, Im of A2 e^{+i t theta}: causal output weights */
+    double *pa, *qa;       /* Re, Im of A2 e^{-i t theta}: anti-causal output weights */
+    double *start_c, *start_a; /* the start's share of each output, per unit of the end sample */
 } yvv_line;
 
 #define YVV_ARRAYS 8
@@ -109,19 +109,48 @@ typedef struct yvv_line {
 static void line_free(nx_ctx *ctx, yvv_line *l)
 {
     double **arr[YVV_ARRAYS] = {&l->cos_t, &l->sin_t, &l->pc, &l->qc,
-                                &l->pa,    &l->qa,    &l->first, &l->last};
+                                &l->pa,    &l->qa,    &l->start_c, &l->start_a};
     for (int i = 0; i < YVV_ARRAYS; i++) {
         nx_rt_free(ctx, *arr[i], (size_t)l->n * sizeof(double));
         *arr[i] = NULL;
     }
 }
 
-static bool line_make(nx_ctx *ctx, int64_t n, double theta, double complex a2, yvv_line *l)
+/* The poles and residues of one axis, and the steady state of a constant input before each
+ * direction's first sample. */
+typedef struct yvv_poles {
+    double p1, r, theta, a1;
+    double complex a2;
+} yvv_poles;
+
+/* Each direction starts in the steady state of a constant input v equal to its first sample (in
+ * scan order): the real section's state before it is v / (1 - p1), the modulated pair's
+ * v e^{i theta} / (1 - r e^{i theta}) (causal) or v e^{i n theta} / (1 - r e^{i theta})
+ * (anti-causal). A state s decays as pole^k over the k-th sample of the scan, so instead of
+ * entering the scans it is added to the output: start[t] = A1 p1^(k+1) / (1 - p1) +
+ * 2 Re(weight_t r^(k+1) u0) with k = t (causal) or n - 1 - t (anti-causal). */
+static void line_starts(const yvv_poles *q, yvv_line *l)
+{
+    double complex e = cexp(I * q->theta);
+    for (int dir = 0; dir < 2; dir++) {
+        double complex u0 = (dir ? cexp(I * q->theta * (double)l->n) : e) / (1.0 - q->r * e);
+        double *out = dir ? l->start_a : l->start_c;
+        const double *pw = dir ? l->pa : l->pc, *qw = dir ? l->qa : l->qc;
+        for (int64_t t = 0; t < l->n; t++) {
+            double k = (double)(dir ? l->n - 1 - t : t);
+            double s1 = pow(q->p1, k + 1.0) / (1.0 - q->p1);
+            double complex u = pow(q->r, k + 1.0) * u0;
+            out[t] = q->a1 * s1 + 2.0 * (pw[t] * creal(u) - qw[t] * cimag(u));
+        }
+    }
+}
+
+static bool line_make(nx_ctx *ctx, int64_t n, const yvv_poles *q, yvv_line *l)
 {
     memset(l, 0, sizeof *l);
     l->n = n;
     double **arr[YVV_ARRAYS] = {&l->cos_t, &l->sin_t, &l->pc, &l->qc,
-                                &l->pa,    &l->qa,    &l->first, &l->last};
+                                &l->pa,    &l->qa,    &l->start_c, &l->start_a};
     for (int i = 0; i < YVV_ARRAYS; i++) {
         *arr[i] = nx_rt_calloc(ctx, (size_t)n, sizeof(double));
         if (!*arr[i]) {
@@ -129,8 +158,9 @@ static bool line_make(nx_ctx *ctx, int64_t n, double theta, double complex a2, y
             return false;
         }
     }
+    double complex a2 = q->a2;
     for (int64_t t = 0; t < n; t++) {
-        double c = cos((double)t * theta), s = sin((double)t * theta);
+        double c = cos((double)t * q->theta), s = sin((double)t * q->theta);
         l->cos_t[t] = c;
         l->sin_t[t] = s;
         l->pc[t] = creal(a2) * c - cimag(a2) * s;
@@ -138,8 +168,7 @@ static bool line_make(nx_ctx *ctx, int64_t n, double theta, double complex a2, y
         l->pa[t] = creal(a2) * c + cimag(a2) * s;
         l->qa[t] = cimag(a2) * c - creal(a2) * s;
     }
-    l->first[0] = 1.0;
-    l->last[n - 1] = 1.0;
+    line_starts(q, l);
     return true;
 }
 
@@ -180,39 +209,30 @@ static nx_node k_scalar(const yvv_ctx *c, double v)
     return nx_scalar(c->g, c->dt, v);
 }
 
-/* scan of pole (real) over b, started in the steady state: b at the first sample (in scan order)
- * gets init * end. */
-static nx_node section(const yvv_ctx *c, double pole, nx_node b, nx_node end, double init,
-                       bool reverse)
-{
-    nx_graph *g = c->g;
-    nx_node onehot = k_along(c, reverse ? c->l->last : c->l->first);
-    nx_node b0 = nx_add(g, b, nx_mul(g, nx_mul(g, end, k_scalar(c, init)), onehot));
-    return nx_scan_linear(g, k_scalar(c, pole), b0, c->a, reverse);
-}
-
-/* One direction: A1 S1 + 2 Re(A2 z), where S1 is the real section and z the complex one. */
-static nx_node direction(const yvv_ctx *c, nx_node xp, double p1, double r, double theta,
-                         double complex a1, bool reverse)
+/* The three scans of each direction read two modulated copies of xp shared by both directions
+ * (the anti-causal imaginary input is +x sin, the causal one -x sin: a scan of -b is exactly the
+ * negated scan of b) and xp itself:
+ *   y = A1 (S1c + S1a) + 2 (pc Rc + qc Ic) + 2 (pa Ra - qa Ia) + start_c xp[0] + start_a xp[n-1]
+ *       - (A1 + 2 Re A2) xp
+ * where S1 scans xp with p1, R scans xp cos and I scans xp sin with r, c causal, a anti-causal. */
+static nx_node combine(const yvv_ctx *c, nx_node xp, const yvv_poles *q)
 {
     nx_graph *g = c->g;
     const yvv_line *l = c->l;
-    nx_node end = end_sample(g, xp, c->a, reverse);
-    /* steady state of constant input v: s = v / (1 - p1) before the first sample, so b gets
-     * p1 s; for the modulated pair the state before sample 0 is v e^{i theta} / (1 - r e^{i theta})
-     * (causal), and before sample n - 1 is v e^{i n theta} / (1 - r e^{i theta}) (anti-causal). */
-    double complex e = cexp(I * theta);
-    double complex u0 = (reverse ? cexp(I * theta * (double)l->n) : e) / (1.0 - r * e);
-    nx_node s1 = section(c, p1, xp, end, p1 / (1.0 - p1), reverse);
-    /* anti-causal modulation is e^{+i t theta}: its imaginary input is +x sin, causal -x sin */
-    double sgn = reverse ? 1.0 : -1.0;
-    nx_node br = nx_mul(g, xp, k_along(c, l->cos_t));
-    nx_node bi = nx_mul(g, xp, nx_mul(g, k_along(c, l->sin_t), k_scalar(c, sgn)));
-    nx_node ur = section(c, r, br, end, r * creal(u0), reverse);
-    nx_node ui = section(c, r, bi, end, r * cimag(u0), reverse);
-    nx_node pw = k_along(c, reverse ? l->pa : l->pc), qw = k_along(c, reverse ? l->qa : l->qc);
-    nx_node pair = nx_sub(g, nx_mul(g, pw, ur), nx_mul(g, qw, ui));
-    return nx_add(g, nx_mul(g, s1, k_scalar(c, creal(a1))), nx_mul(g, pair, k_scalar(c, 2.0)));
+    nx_node p1 = k_scalar(c, q->p1), r = k_scalar(c, q->r);
+    nx_node bc = nx_mul(g, xp, k_along(c, l->cos_t)), bs = nx_mul(g, xp, k_along(c, l->sin_t));
+    nx_node s1 = nx_add(g, nx_scan_linear(g, p1, xp, c->a, false),
+                        nx_scan_linear(g, p1, xp, c->a, true));
+    nx_node causal = nx_add(g, nx_mul(g, k_along(c, l->pc), nx_scan_linear(g, r, bc, c->a, false)),
+                            nx_mul(g, k_along(c, l->qc), nx_scan_linear(g, r, bs, c->a, false)));
+    nx_node anti = nx_sub(g, nx_mul(g, k_along(c, l->pa), nx_scan_linear(g, r, bc, c->a, true)),
+                          nx_mul(g, k_along(c, l->qa), nx_scan_linear(g, r, bs, c->a, true)));
+    nx_node pair = nx_mul(g, nx_add(g, causal, anti), k_scalar(c, 2.0));
+    nx_node starts = nx_add(g, nx_mul(g, end_sample(g, xp, c->a, false), k_along(c, l->start_c)),
+                            nx_mul(g, end_sample(g, xp, c->a, true), k_along(c, l->start_a)));
+    double total = q->a1 + 2.0 * creal(q->a2);
+    nx_node y = nx_add(g, nx_add(g, nx_mul(g, s1, k_scalar(c, q->a1)), pair), starts);
+    return nx_sub(g, y, nx_mul(g, xp, k_scalar(c, total)));
 }
 
 nx_node nx_gauss_recursive_pass(nx_graph *g, nx_node x, int a, double sigma, int64_t pad,
@@ -229,17 +249,14 @@ nx_node nx_gauss_recursive_pass(nx_graph *g, nx_node x, int a, double sigma, int
     lo[a] = hi[a] = pad;
     nx_node xp = pad > 0 ? nx_pad(g, x, lo, hi, mode, cval) : x;
     int64_t n = shape[a] + 2 * pad;
-    double r = hypot(pr[1], pi[1]), theta = atan2(pi[1], pr[1]);
-    double complex a2 = ar[1] + I * ai[1];
+    yvv_poles q = {.p1 = pr[0], .r = hypot(pr[1], pi[1]), .theta = atan2(pi[1], pr[1]),
+                   .a1 = ar[0], .a2 = ar[1] + I * ai[1]};
     yvv_line l;
-    if (!line_make(nx_graph_ctx(g), n, theta, a2, &l))
+    if (!line_make(nx_graph_ctx(g), n, &q, &l))
         return nx_ir_graph_failf(g, NX_ERR_NOMEM, "gaussian_filter: out of memory (%lld samples)",
                                  (long long)n);
     yvv_ctx c = {.g = g, .nd = nd, .a = a, .dt = nx_node_dtype(g, x), .l = &l};
-    nx_node fwd = direction(&c, xp, pr[0], r, theta, ar[0], false);
-    nx_node bwd = direction(&c, xp, pr[0], r, theta, ar[0], true);
-    double total = ar[0] + 2.0 * ar[1];
-    nx_node y = nx_sub(g, nx_add(g, fwd, bwd), nx_mul(g, xp, k_scalar(&c, total)));
+    nx_node y = combine(&c, xp, &q);
     line_free(nx_graph_ctx(g), &l);
     if (pad == 0 || y == NX_NONE)
         return y;
