@@ -9,13 +9,15 @@
  * recursion of pole p_k. The complex recursion z_t = p z_{t-1} + x_t is run as two real ones by
  * modulation: u_t = z_t e^{-i t theta} obeys u_t = r u_{t-1} + x_t e^{-i t theta}, whose real and
  * imaginary parts are real scans with coefficient r; z_t = u_t e^{i t theta} is elementwise. Six
- * real scans per axis (three each way), each O(N), all reading the same padded line, and the
- * gradient with respect to x comes from autodiff of SCAN_LINEAR.
+ * real scans per axis (three each way), each O(N), over the padded line and its two modulated
+ * copies (shared by both directions), and the gradient with respect to x comes from autodiff of
+ * SCAN_LINEAR.
  *
  * Boundary rule (documented in docs/smoothing.md): each line is extended by the FIR driver's radius
  * int(truncate sigma + 0.5) with the border mode, and beyond that by its end values: every
  * recursion starts in the steady state of a constant input equal to the padded line's first (last)
- * sample. Constant and nearest modes are therefore exact extensions; reflect, mirror and wrap
+ * sample (a start that decays through the scans, so it is added to their combined output, see
+ * line_starts). Constant and nearest modes are therefore exact extensions; reflect, mirror and wrap
  * follow the mode for 4 sigma, which holds all but ~1e-4 of the filter's mass. A constant image
  * is returned unchanged (G(1) = 1). */
 #include <complex.h>
