@@ -12,7 +12,7 @@
 #include "runtime/cache.h"
 
 /* Bumped whenever the emitted code changes for the same kernel IR. */
-#define NX_PTX_EMITTER_VERSION "ptx-emit-4"
+#define NX_PTX_EMITTER_VERSION "ptx-emit-5"
 
 static double now(void)
 {
@@ -72,15 +72,18 @@ static nx_status device_target(nx_ctx *ctx, nx_ptx_target *t)
 
 /* The image for k: from disk, or compiled (and stored). */
 static nx_status image_of(nx_ctx *ctx, nx_rt_cache *cache, const nx_rt_cache_key *key,
-                          const char *src, const char *name, nx_ptx_target t, void **img,
-                          size_t *len, bool *disk_hit)
+                          const char *src, const char *name, nx_ptx_target t, bool reassoc,
+                          void **img, size_t *len, bool *disk_hit)
 {
     nx_status st = nx_rt_cache_load(cache, key, img, len, disk_hit);
     if (st != NX_OK || *disk_hit)
         return st;
     nx_ptx_image im;
-    static const char *const opts[] = {"-default-device", "--std=c++17"};
-    st = nx_ptx_compile(ctx, src, name, t, opts, 2, &im);
+    /* Without reassociation no a * b + c is contracted into one FMA either: the CPU backend and
+     * the interpreter round the product and the sum apart, and a MAX/MIN fold of such terms is
+     * then the same bit for bit on every backend. */
+    static const char *const opts[] = {"-default-device", "--std=c++17", "--fmad=false"};
+    st = nx_ptx_compile(ctx, src, name, t, opts, reassoc ? 2 : 3, &im);
     if (st != NX_OK)
         return st;
     nx_rt_cache_store(cache, key, im.data, im.size);
@@ -122,7 +125,8 @@ nx_status nx_ptx_kernel_get(nx_ctx *ctx, const nx_kernel *k, bool reassoc,
     void *img = NULL;
     size_t img_len = 0;
     if (st == NX_OK)
-        st = image_of(ctx, cache, &key, src, "nitrix-kernel.cu", t, &img, &img_len, &inf.disk_hit);
+        st = image_of(ctx, cache, &key, src, "nitrix-kernel.cu", t, reassoc, &img, &img_len,
+                      &inf.disk_hit);
     nx_rt_free(ctx, src, src_len);
     nx_cu_module m = NULL;
     if (st == NX_OK)

@@ -165,6 +165,9 @@ nx_status nx_sr_run(nx_ctx *ctx, nx_rt_cache_blob *key, const nx_sr_run_args *a)
     for (int i = 0; i < a->noutputs; i++)
         a->outputs[i] = NULL;
     nx_rt_cache_blob_i64(key, "backend", a->backend);
+    /* backends fix the fold order when they compile (the CUDA plan's kernels are built for the
+     * mode in force then), so a program of one mode must not serve the other */
+    nx_rt_cache_blob_i64(key, "reproducible", nx_ctx_reproducible(ctx));
     sr_build b = {.backend = a->backend, .build = a->build, .user = a->user};
     int dev = first_device(a->ninputs, a->inputs);
     if (dev >= 0)
@@ -180,6 +183,7 @@ nx_status nx_sr_program(nx_ctx *ctx, nx_rt_cache_blob *key, nx_backend backend,
                         nx_sr_build_fn build, void *user, nx_program **out)
 {
     nx_rt_cache_blob_i64(key, "backend", backend);
+    nx_rt_cache_blob_i64(key, "reproducible", nx_ctx_reproducible(ctx));
     sr_build b = {.backend = backend, .build = build, .user = user};
     return nx_rt_program_cached(ctx, key, "semiring: cache key", compile, &b, out);
 }

@@ -281,6 +281,62 @@ static void expect_close(const char *what, const nx_tensor *got, const nx_tensor
            (long long)nx_tensor_numel(ref), worst);
 }
 
+/* Elements whose bits differ (NaN equal to NaN). */
+static int64_t bit_diffs(const nx_tensor *got, const nx_tensor *ref)
+{
+    int64_t n = 0;
+    for (int64_t i = 0; i < nx_tensor_numel(ref); i++) {
+        float g = ((const float *)nx_tensor_data(got))[i], r = ((const float *)nx_tensor_data(ref))[i];
+        n += !(isnan(g) && isnan(r)) && memcmp(&g, &r, sizeof g) != 0;
+    }
+    return n;
+}
+
+/* In reproducible mode the CUDA kernels fold in the canonical order and contract nothing into
+ * FMAs, so MIN/MAX folds of products and sums equal the interpreter bit for bit. */
+static void expect_bitwise_reproducible(nx_ctx *ctx, const char *what, nx_status (*run)(nx_ctx *,
+                                        void *, nx_backend, nx_tensor **), void *user, bool must)
+{
+    assert_int_equal(nx_ctx_reproducible_push(ctx, true), NX_OK);
+    nx_tensor *ref = NULL, *got = NULL, *h = NULL;
+    assert_int_equal(run(ctx, user, NX_BACKEND_REF, &ref), NX_OK);
+    assert_int_equal(run(ctx, user, NX_BACKEND_CUDA, &got), NX_OK);
+    h = nx_tensor_device(got) == NX_DEVICE_CUDA ? host(got) : NULL;
+    int64_t d = bit_diffs(h ? h : got, ref);
+    printf("%-40s reproducible: %lld of %lld values differ in their bits from the interpreter\n",
+           what, (long long)d, (long long)nx_tensor_numel(ref));
+    if (must)
+        assert_int_equal(d, 0);
+    nx_tensor_free(h), nx_tensor_free(got), nx_tensor_free(ref);
+    assert_int_equal(nx_ctx_reproducible_pop(ctx), NX_OK);
+}
+
+typedef struct pw_run {
+    const pcase *c;
+    pin *in, *d;
+} pw_run;
+
+static nx_status run_pairwise_case(nx_ctx *ctx, void *user, nx_backend be, nx_tensor **out)
+{
+    pw_run *r = user;
+    nx_pairwise_opts o = {.formula = r->c->formula, .reduction = r->c->red, .backend = be};
+    const pin *in = be == NX_BACKEND_CUDA ? r->d : r->in;
+    return nx_pairwise_reduce(ctx, in->x, in->y, in->b, in->p, &o, out, NULL);
+}
+
+typedef struct mm_run {
+    const nx_semiring *sr;
+    nx_tensor *a, *b, *da, *db;
+} mm_run;
+
+static nx_status run_matmul_case(nx_ctx *ctx, void *user, nx_backend be, nx_tensor **out)
+{
+    mm_run *r = user;
+    nx_semiring_opts o = {.backend = be};
+    bool cu = be == NX_BACKEND_CUDA;
+    return nx_semiring_matmul(ctx, r->sr, cu ? r->da : r->a, cu ? r->db : r->b, &o, out);
+}
+
 static void test_pairwise_on_device(void **state)
 {
     (void)state;
@@ -315,6 +371,10 @@ static void test_pairwise_on_device(void **state)
             expect_close(what, got, ref);
             nx_tensor_free(got);
             nx_tensor_free(ref);
+            if (c->red == NX_PAIRWISE_MIN) { /* sqdist: products and sums, no exp */
+                pw_run r = {c, &in, &d};
+                expect_bitwise_reproducible(ctx, what, run_pairwise_case, &r, true);
+            }
             free_inputs(&d);
             free_inputs(&in);
         }
@@ -374,6 +434,13 @@ static void test_contractions_on_device(void **state)
             assert_true(ones > 0 && ones < nx_tensor_numel(ref));
         }
         nx_tensor_free(h), nx_tensor_free(got), nx_tensor_free(ref);
+        /* MAX/MIN algebras must be bitwise; REAL's ascending sum of rounded products is reported */
+        bool mm = kinds[i] == NX_SEMIRING_TROPICAL_MAX_PLUS ||
+                  kinds[i] == NX_SEMIRING_TROPICAL_MIN_PLUS || bl;
+        if (mm || kinds[i] == NX_SEMIRING_REAL) {
+            mm_run r = {sr, bl ? za : a, bl ? zb : b, bl ? dza : da, bl ? dzb : db};
+            expect_bitwise_reproducible(ctx, what, run_matmul_case, &r, mm);
+        }
     }
     const nx_semiring *real = nx_semiring_builtin(NX_SEMIRING_REAL);
     nx_semiring_conv_opts cr = {.padding = NX_CONV_SAME, .backend = NX_BACKEND_REF};
