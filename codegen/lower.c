@@ -371,19 +371,60 @@ static int32_t elementwise(lowerer *lw, const nx_ir_node *n, const int32_t *idx)
     return chk(lw, nx_kernel_prim(lw->k, n->op, n->dtype, v[0], v[1], v[2]));
 }
 
-static int32_t reshape(lowerer *lw, const nx_ir_node *n, const int32_t *idx)
+/* The input index of a group of axes: the output group's indices linearised, then unravelled
+ * over the input group's axes (a group of one axis on each side passes its index through). */
+static void reshape_group(lowerer *lw, const nx_ir_node *n, const nx_ir_node *x,
+                          const int32_t *idx, int o0, int o1, int i0, int i1, int32_t *xi)
 {
-    nx_node xid = nx_ir_node_ops(lw->s, n)[0];
-    const nx_ir_node *x = nx_ir_node_at(lw->s, xid);
-    int32_t lin = offset_of(lw, n->ndim, n->shape, idx), xi[NX_MAX_DIMS];
-    for (int d = x->ndim - 1; d >= 0; d--) {
+    if (o1 - o0 == 1 && i1 - i0 == 1) {
+        xi[i0] = idx[o0];
+        return;
+    }
+    int32_t lin = offset_of(lw, o1 - o0, n->shape + o0, idx + o0);
+    for (int d = i1 - 1; d >= i0; d--) {
         if (x->shape[d] == 1) {
             xi[d] = ci(lw, 0);
             continue;
         }
-        xi[d] = d == 0 ? lin : iop(lw, NX_PRIM_MOD, lin, ci(lw, x->shape[d]));
-        if (d > 0)
+        xi[d] = d == i0 ? lin : iop(lw, NX_PRIM_MOD, lin, ci(lw, x->shape[d]));
+        if (d > i0)
             lin = iop(lw, NX_PRIM_DIV, lin, ci(lw, x->shape[d]));
+    }
+}
+
+/* Axis groups: the shortest runs of output and input axes whose extents multiply to the same
+ * number ([b, s1, s2, c] -> [b * s1, s2, c] is {b, s1} | {s2} | {c}); unit axes join the group
+ * before them. Only a group's own indices are unravelled, so a reshape that merges or splits some
+ * axes keeps the others' indices (no division by a whole row's length in a K-loop). */
+static int32_t reshape(lowerer *lw, const nx_ir_node *n, const int32_t *idx)
+{
+    nx_node xid = nx_ir_node_ops(lw->s, n)[0];
+    const nx_ir_node *x = nx_ir_node_at(lw->s, xid);
+    int32_t xi[NX_MAX_DIMS];
+    int o = 0, i = 0, no = n->ndim, ni = x->ndim;
+    while (o < no || i < ni) {
+        int o0 = o, i0 = i;
+        int64_t po = o < no ? n->shape[o++] : 1, pi = i < ni ? x->shape[i++] : 1;
+        while (po != pi) {
+            if (po < pi && o < no)
+                po *= n->shape[o++];
+            else if (pi < po && i < ni)
+                pi *= x->shape[i++];
+            else /* no match (cannot happen for equal sizes): one group of the rest */
+                o = no, i = ni, po = pi;
+        }
+        while (o < no && n->shape[o] == 1) /* unit axes join the group before them */
+            o++;
+        while (i < ni && x->shape[i] == 1)
+            i++;
+        if (i == i0) /* output axes of extent 1 only: nothing to index */
+            continue;
+        if (o == o0) {
+            for (int d = i0; d < i; d++)
+                xi[d] = ci(lw, 0);
+            continue;
+        }
+        reshape_group(lw, n, x, idx, o0, o, i0, i, xi);
     }
     return expr(lw, xid, xi);
 }

@@ -425,6 +425,62 @@ static void test_lse_tiles(void **state)
     }
 }
 
+static int count_divmod(const nx_kernel *k)
+{
+    int n = 0;
+    for (int i = 0; i < k->ninst; i++)
+        n += k->inst[i].op == NX_KOP_PRIM &&
+             (k->inst[i].prim == NX_PRIM_DIV || k->inst[i].prim == NX_PRIM_MOD);
+    return n;
+}
+
+/* Reshapes lower by axis groups (runs of axes whose extents multiply to the same number): only a
+ * group that merges or splits axes divides, a matching axis or a unit axis passes its index
+ * through, also where index ranges are too wide or unknown to the affine simplification (an axis
+ * over 2^20, a reflect pad's selects: unravelling the whole linear index there left a mod and a div
+ * per axis and element). */
+static void test_reshape_groups(void **state)
+{
+    fixture *f = *state;
+    static const struct {
+        int nin, nout;
+        int64_t in[5], out[5];
+        int divmod;
+        bool pad; /* the reshape's indices come from a reflect pad (selects: no range) */
+    } cases[] = {
+        {4, 3, {2, 3, 4, 5}, {6, 4, 5}, 2, false},       /* merge {2, 3}: one div, one mod */
+        {3, 4, {6, 4, 5}, {2, 3, 4, 5}, 0, false},       /* split: affine */
+        {4, 2, {1, 5, 1, 7}, {5, 7}, 0, false},          /* unit axes dropped */
+        {2, 5, {5, 7}, {1, 5, 1, 7, 1}, 0, false},       /* and added */
+        {2, 2, {4, 6}, {3, 8}, 2, false},                /* one group of both axes */
+        {3, 3, {2, 3, 4}, {3, 2, 4}, 2, false},          /* {2, 3} | {3, 2}, then 4 passes */
+        {1, 0, {1}, {0}, 0, false},                      /* to a scalar */
+        {3, 2, {2, 1, 1048578}, {2, 1048578}, 0, false}, /* wider than the affine analysis */
+        {3, 2, {4, 1, 6}, {4, 6}, 2, true},              /* the pad's two mods only */
+        {2, 3, {4, 6}, {2, 2, 6}, 3, true},              /* the pad's three mods only */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        nx_graph *g = NULL;
+        assert_int_equal(nx_graph_new(f->ctx, &g), NX_OK);
+        nx_tensor *x = random_tensor(f->ctx, NX_DTYPE_F32, cases[c].nin, cases[c].in);
+        nx_node in = nx_input(g, NULL, NX_DTYPE_F32, cases[c].nin, cases[c].in);
+        nx_node y = nx_neg(g, nx_reshape(g, in, cases[c].nout, cases[c].out));
+        int64_t lo[5] = {1, 2, 1, 0, 0}, hi[5] = {2, 1, 3, 0, 0};
+        if (cases[c].pad)
+            y = nx_pad(g, y, lo, hi, NX_PAD_REFLECT, 0);
+        nx_kplan *p = check_graph_ex(f->ctx, g, 1, &y, &x, "reshape groups", true);
+        assert_int_equal(p->nkernels, 1);
+        if (count_divmod(p->kernels[0]) != cases[c].divmod) {
+            nx_kplan_print(p, stderr);
+            fail_msg("reshape case %zu: %d div/mod; expected %d", c,
+                     count_divmod(p->kernels[0]), cases[c].divmod);
+        }
+        nx_kplan_free(p);
+        nx_tensor_free(x);
+        nx_graph_free(g);
+    }
+}
+
 /* 0-d reductions large enough to be split across threads (per-chunk partials combined in chunk
  * order). Max, min and integer sums are exact whatever the split; the float sums add small
  * integers, whose partial sums are exact in any order, so they are exact too: a lost, doubled or
@@ -645,6 +701,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_contractions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lse_tiles, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reshape_groups, setup, teardown),
         cmocka_unit_test_setup_teardown(test_empty_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
         cmocka_unit_test_setup_teardown(test_library, setup, teardown),
