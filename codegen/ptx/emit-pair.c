@@ -44,13 +44,13 @@ typedef struct pair {
     int staged[MAX_STAGED]; /* instruction ids of the staged loads */
     int npoint;             /* point values the loop reads */
     bool fast_exp;
-    int sexp;    /* an exp of -c * sum_k (u_k - w_k)^2 evaluated on pre-scaled operands, or -1 */
-    char *need;  /* per instruction: 1 = computed in the loop for the fold */
-    char *point; /* per instruction: 1 = a point value the loop reads */
+    int sexp;     /* an exp of -c * sum_k (u_k - w_k)^2 evaluated on pre-scaled operands, or -1 */
+    char *need;   /* per instruction: 1 = computed in the loop for the fold */
+    char *point;  /* per instruction: 1 = a point value the loop reads */
     char *scaled; /* per instruction: bit 0: a point value or staged load carried times
                    * sqrt(log2 e); bit 1: a square, sum or negation the exp's chain replaces */
     int nsq, sq[MAX_STAGED]; /* the differences squared in that chain */
-    int *uses;   /* per instruction: readers among the loop's instructions */
+    int *uses;               /* per instruction: readers among the loop's instructions */
 } pair;
 
 #define L(...) nx_ptx_line(g, __VA_ARGS__)
@@ -73,8 +73,7 @@ static bool stageable(const nx_kernel *k, const nx_ptx_affine *aff, int id, int 
 
 /* Marks what the fold's operand needs inside the loop; false on anything the layout cannot
  * carry (a nested fold, a load that depends on the point and on j). */
-static bool mark(const nx_kernel *k, const nx_ptx_gen *g, const nx_ptx_affine *aff, pair *p,
-                 int id)
+static bool mark(const nx_kernel *k, const nx_ptx_gen *g, const nx_ptx_affine *aff, pair *p, int id)
 {
     if (k->inst[id].op == NX_KOP_CONST) { /* rebuilt where used, never carried per row */
         p->need[id] = 1;
@@ -132,8 +131,8 @@ static bool single(const pair *p, int id, int n)
 static bool scaled_square(const nx_kernel *k, pair *p, int id)
 {
     const nx_kinst *sq = &k->inst[id];
-    if (!p->need[id] || sq->op != NX_KOP_PRIM || sq->prim != NX_PRIM_MUL ||
-        sq->a[0] != sq->a[1] || !single(p, id, 1))
+    if (!p->need[id] || sq->op != NX_KOP_PRIM || sq->prim != NX_PRIM_MUL || sq->a[0] != sq->a[1] ||
+        !single(p, id, 1))
         return false;
     int d = sq->a[0];
     const nx_kinst *sub = &k->inst[d];
@@ -189,7 +188,7 @@ static void find_scaled_exp(const nx_kernel *k, pair *p)
         if (p->need[id] || id == k->inst[p->r].a[0])
             for (int a = 0; a < 3; a++) {
                 const nx_kinst *in = &k->inst[id];
-                int arity = in->op != NX_KOP_PRIM ? 0
+                int arity = in->op != NX_KOP_PRIM        ? 0
                             : in->prim == NX_PRIM_SELECT ? 3
                                                          : nx_ir_prims[in->prim].arity;
                 if (a < arity)
@@ -223,8 +222,9 @@ static int choose_rows(const pair *p)
     if (forced > 0)
         return forced;
     int rows = 8;
-    while (rows > 1 && ((p->points + (int64_t)THREADS * rows - 1) / ((int64_t)THREADS * rows) < 264 ||
-                        (p->npoint + 3) * rows > MAX_POINT_REGS))
+    while (rows > 1 &&
+           ((p->points + (int64_t)THREADS * rows - 1) / ((int64_t)THREADS * rows) < 264 ||
+            (p->npoint + 3) * rows > MAX_POINT_REGS))
         rows /= 2;
     return rows;
 }
@@ -250,8 +250,8 @@ static bool match(const nx_ptx_gen *g, const nx_ptx_affine *aff, bool reassoc, p
         return false;
     const nx_kinst *r = &k->inst[p->r];
     p->monoid = r->prim;
-    if ((p->monoid != NX_MONOID_SUM && p->monoid != NX_MONOID_MAX &&
-         p->monoid != NX_MONOID_MIN && p->monoid != NX_MONOID_LOGSUMEXP) ||
+    if ((p->monoid != NX_MONOID_SUM && p->monoid != NX_MONOID_MAX && p->monoid != NX_MONOID_MIN &&
+         p->monoid != NX_MONOID_LOGSUMEXP) ||
         r->dtype != NX_DTYPE_F32 || k->inst[r->a[0]].dtype != NX_DTYPE_F32 ||
         (uint64_t)r->i != (1ull << p->lk))
         return false;
@@ -284,7 +284,7 @@ static void emit_inst(nx_ptx_gen *g, const pair *p, int id)
 {
     const nx_kinst *in = &g->k->inst[id];
     if (p->scaled[id] & 2)
-        return; /* in the chain below */
+        return;                                       /* in the chain below */
     if (id == p->sexp && (p->scaled[in->a[0]] & 2)) { /* exp(-sum of squares) */
         L("float t%d = (-v%d) * v%d;", id, p->sq[0], p->sq[0]);
         for (int q = 1; q < p->nsq; q++)
@@ -413,9 +413,8 @@ static void emit_stage(nx_ptx_gen *g, const pair *p, const nx_ptx_affine *aff)
         for (int s = 4 * q; s < p->nstaged && s < 4 * q + 4; s++) {
             const nx_kinst *ld = &k->inst[p->staged[s]];
             const nx_ptx_affine *o = &aff[ld->a[1]];
-            L("w%d.%c = b%d[%lldLL + %lldLL * j]%s;", q, lane[s - 4 * q], ld->a[0],
-              (long long)o->c, (long long)o->coef[p->lk],
-              p->scaled[p->staged[s]] ? " * NX_SQRT_LOG2E" : "");
+            L("w%d.%c = b%d[%lldLL + %lldLL * j]%s;", q, lane[s - 4 * q], ld->a[0], (long long)o->c,
+              (long long)o->coef[p->lk], p->scaled[p->staged[s]] ? " * NX_SQRT_LOG2E" : "");
         }
         L("sy[%d][threadIdx.x] = w%d;", q, q);
     }

@@ -99,7 +99,7 @@ static nx_status device_compile(nx_ctx *ctx, const sr_build *b, sr_device **out)
 
 /* The cached device plan of key (b is freed). */
 static nx_status device_cached(nx_ctx *ctx, nx_rt_cache_blob *key, const sr_build *b,
-                              sr_device **out)
+                               sr_device **out)
 {
     *out = NULL;
     nx_rt_cache_blob_str(key, "run", "cuda device plan");
@@ -201,8 +201,7 @@ nx_status nx_sr_check_float(nx_ctx *ctx, const char *who, const char *what, cons
     return nx_sr_check_float_any(ctx, who, what, t);
 }
 
-nx_status nx_sr_check_float_any(nx_ctx *ctx, const char *who, const char *what,
-                                const nx_tensor *t)
+nx_status nx_sr_check_float_any(nx_ctx *ctx, const char *who, const char *what, const nx_tensor *t)
 {
     if (!t)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, what);

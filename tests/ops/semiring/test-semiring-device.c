@@ -165,7 +165,8 @@ static void test_boolean_tile(void **state)
         nx_graph *g = NULL;
         assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
         int64_t as[2] = {130, 67}, bs[2] = {67, 129};
-        nx_node a = nx_input(g, "a", NX_DTYPE_F32, 2, as), b = nx_input(g, "b", NX_DTYPE_F32, 2, bs);
+        nx_node a = nx_input(g, "a", NX_DTYPE_F32, 2, as),
+                b = nx_input(g, "b", NX_DTYPE_F32, 2, bs);
         nx_node c = nx_semiring_matmul_node(g, nx_semiring_builtin(kinds[i]), a, b);
         nx_kplan *plan = NULL;
         assert_int_equal(nx_pass_pipeline(ctx, &g->s, 1, &c, &plan), NX_OK);
@@ -286,7 +287,8 @@ static int64_t bit_diffs(const nx_tensor *got, const nx_tensor *ref)
 {
     int64_t n = 0;
     for (int64_t i = 0; i < nx_tensor_numel(ref); i++) {
-        float g = ((const float *)nx_tensor_data(got))[i], r = ((const float *)nx_tensor_data(ref))[i];
+        float g = ((const float *)nx_tensor_data(got))[i],
+              r = ((const float *)nx_tensor_data(ref))[i];
         n += !(isnan(g) && isnan(r)) && memcmp(&g, &r, sizeof g) != 0;
     }
     return n;
@@ -294,8 +296,10 @@ static int64_t bit_diffs(const nx_tensor *got, const nx_tensor *ref)
 
 /* In reproducible mode the CUDA kernels fold in the canonical order and contract nothing into
  * FMAs, so MIN/MAX folds of products and sums equal the interpreter bit for bit. */
-static void expect_bitwise_reproducible(nx_ctx *ctx, const char *what, nx_status (*run)(nx_ctx *,
-                                        void *, nx_backend, nx_tensor **), void *user, bool must)
+static void expect_bitwise_reproducible(nx_ctx *ctx, const char *what,
+                                        nx_status (*run)(nx_ctx *, void *, nx_backend,
+                                                         nx_tensor **),
+                                        void *user, bool must)
 {
     assert_int_equal(nx_ctx_reproducible_push(ctx, true), NX_OK);
     nx_tensor *ref = NULL, *got = NULL, *h = NULL;
@@ -348,8 +352,8 @@ static void test_pairwise_on_device(void **state)
         for (size_t s = 0; s < 3; s++) {
             const pcase *c = &pcases[i];
             pin in = make_inputs(ctx, c, sizes[s][0], sizes[s][1]);
-            nx_pairwise_opts ref_o = {.formula = c->formula, .reduction = c->red,
-                                      .backend = NX_BACKEND_REF};
+            nx_pairwise_opts ref_o = {
+                .formula = c->formula, .reduction = c->red, .backend = NX_BACKEND_REF};
             nx_pairwise_opts o = ref_o;
             o.backend = NX_BACKEND_CUDA;
             nx_tensor *ref = NULL, *got = NULL, *h = NULL;
@@ -392,9 +396,11 @@ static void test_contractions_on_device(void **state)
     nx_tensor *a = filled(ctx, 2, as, 5, -1, 1), *b = filled(ctx, 2, bs, 6, -1, 1);
     nx_tensor *x = filled(ctx, 4, xs, 7, 0, 1), *k = filled(ctx, 5, ks, 8, -1, 1);
     nx_tensor *da = dev(a), *db = dev(b), *dx = dev(x), *dk = dev(k);
-    static const nx_semiring_kind kinds[] = {NX_SEMIRING_REAL, NX_SEMIRING_LOG,
+    static const nx_semiring_kind kinds[] = {NX_SEMIRING_REAL,
+                                             NX_SEMIRING_LOG,
                                              NX_SEMIRING_TROPICAL_MAX_PLUS,
-                                             NX_SEMIRING_TROPICAL_MIN_PLUS, NX_SEMIRING_BOOLEAN,
+                                             NX_SEMIRING_TROPICAL_MIN_PLUS,
+                                             NX_SEMIRING_BOOLEAN,
                                              NX_SEMIRING_EUCLIDEAN};
     nx_semiring_opts ro = {.backend = NX_BACKEND_REF}, co = {.backend = NX_BACKEND_CUDA};
     /* BOOLEAN: mostly exact zeros (so about half the outputs are 0), and among the rest NaN, -0.0
@@ -418,8 +424,8 @@ static void test_contractions_on_device(void **state)
         assert_int_equal(nx_tensor_device(got), NX_DEVICE_CUDA);
         nx_tensor *h = host(got);
         char what[64];
-        static const char *const names[] = {"REAL", "LOG", "MAX_PLUS", "MIN_PLUS", "BOOLEAN",
-                                            "EUCLIDEAN"};
+        static const char *const names[] = {"REAL",     "LOG",     "MAX_PLUS",
+                                            "MIN_PLUS", "BOOLEAN", "EUCLIDEAN"};
         snprintf(what, sizeof what, "matmul %s 130x67x129", names[i]);
         expect_close(what, h, ref);
         if (bl) { /* bit for bit, and both values present */
@@ -492,7 +498,8 @@ static void test_device_errors(void **state)
     float nanv = NAN;
     ((float *)nx_tensor_data(p))[0] = nanv;
     nx_tensor *dp = dev(p);
-    nx_pairwise_opts po = {.formula = "-sqdist(x, y) / p0", .reduction = NX_PAIRWISE_LOGSUMEXP,
+    nx_pairwise_opts po = {.formula = "-sqdist(x, y) / p0",
+                           .reduction = NX_PAIRWISE_LOGSUMEXP,
                            .backend = NX_BACKEND_CPU};
     assert_int_equal(nx_pairwise_reduce(ctx, x, x, NULL, dp, &po, &out, NULL), NX_ERR_INVALID_ARG);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "parameter p0"));
@@ -564,14 +571,10 @@ static void test_fallback_device_inputs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pair_generator),
-        cmocka_unit_test(test_pair_generator_nomem),
-        cmocka_unit_test(test_boolean_tile),
-        cmocka_unit_test(test_device_request),
-        cmocka_unit_test(test_pairwise_on_device),
-        cmocka_unit_test(test_contractions_on_device),
-        cmocka_unit_test(test_device_errors),
-        cmocka_unit_test(test_fallback_device_inputs),
+        cmocka_unit_test(test_pair_generator),     cmocka_unit_test(test_pair_generator_nomem),
+        cmocka_unit_test(test_boolean_tile),       cmocka_unit_test(test_device_request),
+        cmocka_unit_test(test_pairwise_on_device), cmocka_unit_test(test_contractions_on_device),
+        cmocka_unit_test(test_device_errors),      cmocka_unit_test(test_fallback_device_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
