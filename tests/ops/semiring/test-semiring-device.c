@@ -470,6 +470,74 @@ static void test_contractions_on_device(void **state)
     nx_ctx_free(ctx);
 }
 
+/* |got - ref| <= 1e-5 (1 + max |ref|): a gradient is a sum of terms of either sign, so its error
+ * scales with the terms, not with the (possibly cancelling) result. */
+static void expect_close_scaled(const char *what, const nx_tensor *got, const nx_tensor *ref)
+{
+    assert_int_equal(nx_tensor_numel(got), nx_tensor_numel(ref));
+    const float *g = nx_tensor_data(got), *r = nx_tensor_data(ref);
+    double big = 0, worst = 0;
+    for (int64_t i = 0; i < nx_tensor_numel(ref); i++)
+        big = fabs(r[i]) > big ? fabs(r[i]) : big;
+    for (int64_t i = 0; i < nx_tensor_numel(ref); i++) {
+        double e = fabs((double)g[i] - r[i]) / (1e-5 * (1 + big));
+        if (!(e <= 1))
+            fail_msg("%s: [%lld] got %.9g want %.9g", what, (long long)i, g[i], r[i]);
+        worst = e > worst ? e : worst;
+    }
+    printf("%-40s %lld values, worst error %.3f of the tolerance\n", what,
+           (long long)nx_tensor_numel(ref), worst);
+}
+
+/* The gradient entry points on device tensors: outputs on the device, the interpreter's values. */
+static void test_vjp_on_device(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = fake_driver() ? NULL : gpu_ctx();
+    if (!ctx)
+        skip();
+    pin in = make_inputs(ctx, &pcases[0], 300, 257);
+    int64_t ds[2] = {300, 1};
+    nx_tensor *dout = filled(ctx, 2, ds, 11, -1, 1);
+    pin d = {dev(in.x), dev(in.y), dev(in.b), NULL};
+    nx_tensor *ddout = dev(dout);
+    nx_pairwise_opts ro = {
+        .formula = pcases[0].formula, .reduction = NX_PAIRWISE_SUM, .backend = NX_BACKEND_REF};
+    nx_pairwise_opts co = ro;
+    co.backend = NX_BACKEND_CUDA;
+    nx_tensor *rg[4] = {NULL}, *cg[4] = {NULL};
+    assert_int_equal(nx_pairwise_reduce_vjp(ctx, in.x, in.y, in.b, NULL, &ro, dout, rg), NX_OK);
+    assert_int_equal(nx_pairwise_reduce_vjp(ctx, d.x, d.y, d.b, NULL, &co, ddout, cg), NX_OK);
+    static const char *const names[3] = {"pairwise vjp dx", "pairwise vjp dy", "pairwise vjp db"};
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(nx_tensor_device(cg[i]), NX_DEVICE_CUDA);
+        nx_tensor *h = host(cg[i]);
+        expect_close_scaled(names[i], h, rg[i]);
+        nx_tensor_free(h);
+    }
+    for (int i = 0; i < 4; i++)
+        nx_tensor_free(rg[i]), nx_tensor_free(cg[i]);
+    int64_t as[2] = {70, 33}, bs[2] = {33, 45}, cs[2] = {70, 45};
+    nx_tensor *a = filled(ctx, 2, as, 12, -1, 1), *b = filled(ctx, 2, bs, 13, -1, 1);
+    nx_tensor *dc = filled(ctx, 2, cs, 14, -1, 1);
+    nx_tensor *da = dev(a), *db = dev(b), *ddc = dev(dc);
+    const nx_semiring *real = nx_semiring_builtin(NX_SEMIRING_REAL);
+    nx_semiring_opts sr = {.backend = NX_BACKEND_REF}, sc = {.backend = NX_BACKEND_CUDA};
+    nx_tensor *ra = NULL, *rb = NULL, *ga = NULL, *gb = NULL;
+    assert_int_equal(nx_semiring_matmul_vjp(ctx, real, a, b, dc, &sr, &ra, &rb), NX_OK);
+    assert_int_equal(nx_semiring_matmul_vjp(ctx, real, da, db, ddc, &sc, &ga, &gb), NX_OK);
+    assert_int_equal(nx_tensor_device(ga), NX_DEVICE_CUDA);
+    nx_tensor *ha = host(ga), *hb = host(gb);
+    expect_close_scaled("matmul vjp REAL dA", ha, ra);
+    expect_close_scaled("matmul vjp REAL dB", hb, rb);
+    nx_tensor *list[] = {dout, ddout, a, b, dc, da, db, ddc, ra, rb, ga, gb, ha, hb};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+        nx_tensor_free(list[i]);
+    free_inputs(&d);
+    free_inputs(&in);
+    nx_ctx_free(ctx);
+}
+
 /* Device tensors where they cannot run: a host backend refuses them by name, a device p is read
  * on the host for the finiteness check, a CUDA run that cannot load its module fails cleanly. */
 static void test_device_errors(void **state)
@@ -571,10 +639,15 @@ static void test_fallback_device_inputs(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_pair_generator),     cmocka_unit_test(test_pair_generator_nomem),
-        cmocka_unit_test(test_boolean_tile),       cmocka_unit_test(test_device_request),
-        cmocka_unit_test(test_pairwise_on_device), cmocka_unit_test(test_contractions_on_device),
-        cmocka_unit_test(test_device_errors),      cmocka_unit_test(test_fallback_device_inputs),
+        cmocka_unit_test(test_pair_generator),
+        cmocka_unit_test(test_pair_generator_nomem),
+        cmocka_unit_test(test_boolean_tile),
+        cmocka_unit_test(test_device_request),
+        cmocka_unit_test(test_pairwise_on_device),
+        cmocka_unit_test(test_contractions_on_device),
+        cmocka_unit_test(test_vjp_on_device),
+        cmocka_unit_test(test_device_errors),
+        cmocka_unit_test(test_fallback_device_inputs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
