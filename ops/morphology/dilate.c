@@ -43,8 +43,10 @@ static nx_status as_f64(nx_ctx *ctx, const char *who, const char *what, const nx
                         nx_tensor **out)
 {
     if (nx_tensor_device(t) != NX_DEVICE_HOST)
-        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: %s is a device tensor; expected host", who,
-                           what);
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                           "%s: %s is a device tensor; expected a host tensor (its values become "
+                           "constants of the compiled program)",
+                           who, what);
     if (nx_tensor_ndim(t) != nsp)
         return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: %s has %d dims; expected %d (the spatial dims)",
                            who, what, nx_tensor_ndim(t), nsp);
