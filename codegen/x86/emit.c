@@ -150,6 +150,7 @@ typedef struct emitter {
     int *tile_vc;
     uint32_t math_used; /* bit 2 i + (f64): math_names[i] is called */
     uint32_t vmath_used; /* vector exp/log of the tiles: bit vmath_bit(fn, d, w) */
+    uint32_t fmuladd_used; /* llvm.fmuladd on f32 x 1, 4, 8, 16 lanes: bits 0..3 */
     int split;          /* nx_x86_kernel_split */
     nx_x86_borders bd;  /* the border/interior split of the innermost space loop */
     const nx_x86_alias *alias; /* bd.alias while emitting the interior, else NULL */
@@ -1558,12 +1559,62 @@ static bool lse_two_pass(const emitter *e, const tile *t)
 /* Pass 1: m = max(m, x), a NaN x taken and kept (the MAX monoid's step): m is then NaN, and so
  * are s and the result, as the online fold's NaN flag makes it; no flag (no mask registers). */
 
+static int fcv(emitter *e, const tile *t, int w, double v)
+{
+    return splat(e, t, w, fconst(e, t->d, t->d == NX_DTYPE_F32 ? (double)(float)v : v));
+}
+
+static int fma_v(emitter *e, const tile *t, int w, int a, int b, int c)
+{
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    int v = fresh(e);
+    e->fmuladd_used |= 1u << (w == 1 ? 0 : w == 4 ? 1 : w == 8 ? 2 : 3);
+    put(&e->body, "  %%v%d = call %s @llvm.fmuladd.%s%s(%s %%v%d, %s %%v%d, %s %%v%d)\n", v, vt,
+        w == 1 ? "" : w == 4 ? "v4" : w == 8 ? "v8" : "v16", "f32", vt, a, vt, b, vt, c);
+    return v;
+}
+
+/* exp(x) for f32 x <= 0 (or NaN) as the two-pass sum needs it: Cephes's expf reduction and
+ * polynomial (about 1 ulp), with no overflow path and one scale factor; below ln 2^-126 it gives
+ * 2^-126 instead of a subnormal or 0, which cannot change a sum that holds exp(0) = 1 (the max's
+ * own term). 20 vector operations where the general exp takes about 30. */
+static int exp_nonpos_f32(emitter *e, const tile *t, int w, int x)
+{
+    char vt[32], it[32];
+    vty(t, w, vt, sizeof vt);
+    vty_of(NX_DTYPE_I32, w, it, sizeof it);
+    int lo = fcv(e, t, w, -87.33654475055310898657);
+    x = vselt(e, vt, w, op2(e, "fcmp olt", vt, x, lo), lo, x);
+    int shift = fcv(e, t, w, 12582912.0); /* 1.5 * 2^23: adding it rounds to an integer */
+    int nr = op2(e, "fadd", vt, op2(e, "fmul", vt, x, fcv(e, t, w, 1.44269504088896341)), shift);
+    int n = op2(e, "fsub", vt, nr, shift);
+    int r = op2(e, "fsub", vt, x, op2(e, "fmul", vt, n, fcv(e, t, w, 0.693359375)));
+    r = op2(e, "fadd", vt, r, op2(e, "fmul", vt, n, fcv(e, t, w, 2.12194440e-4)));
+    static const double P[6] = {1.9875691500E-4, 1.3981999507E-3, 8.3334519073E-3,
+                                4.1665795894E-2, 1.6666665459E-1, 5.0000001201E-1};
+    int p = fcv(e, t, w, P[0]);
+    for (int i = 1; i < 6; i++)
+        p = fma_v(e, t, w, p, r, fcv(e, t, w, P[i]));
+    int y = fma_v(e, t, w, p, op2(e, "fmul", vt, r, r), r);
+    y = op2(e, "fadd", vt, y, fcv(e, t, w, 1.0));
+    /* 2^n: nr's bits are those of 1.5 * 2^23 plus n, so (bits - 0x4b400000 + 127) << 23 */
+    int nb = fresh(e), sc = fresh(e);
+    put(&e->body, "  %%v%d = bitcast %s %%v%d to %s\n", nb, vt, nr, it);
+    int bias = splat_of(e, NX_DTYPE_I32, w, constv(e, "i32", "1262485377"));
+    int sb = op2(e, "shl", it, op2(e, "sub", it, nb, bias),
+                 splat_of(e, NX_DTYPE_I32, w, constv(e, "i32", "23")));
+    put(&e->body, "  %%v%d = bitcast %s %%v%d to %s\n", sc, it, sb, vt);
+    return op2(e, "fmul", vt, y, sc);
+}
+
 /* Pass 2: s += exp(x - m). Where m is infinite, s is not read (tile_lse_finish). */
 static void tile_lse_sum(emitter *e, const tile *t, int w, const tacc *a, int x)
 {
     char vt[32];
     vty(t, w, vt, sizeof vt);
-    int ex = vmath(e, 0, t->d, w, op2(e, "fsub", vt, x, ld(e, vt, a->v)));
+    int arg = op2(e, "fsub", vt, x, ld(e, vt, a->v));
+    int ex = t->d == NX_DTYPE_F32 ? exp_nonpos_f32(e, t, w, arg) : vmath(e, 0, t->d, w, arg);
     int r = fresh(e);
     put(&e->body, "  %%v%d = fadd reassoc %s %%v%d, %%v%d\n", r, vt, ld(e, vt, a->s), ex);
     st(e, vt, r, a->s);
@@ -1815,6 +1866,13 @@ static void emit_declarations(const emitter *e, text *t)
                 put(t, "declare <%d x %s> @nx.math.%s.v%d%s(<%d x %s>)\n", w, ty,
                     fn ? "log" : "exp", w, f ? "f64" : "f32", w, ty);
             }
+    for (int i = 0; i < 4; i++) {
+        static const char *const ty[4] = {"float", "<4 x float>", "<8 x float>", "<16 x float>"};
+        static const char *const sfx[4] = {"", "v4", "v8", "v16"};
+        if (e->fmuladd_used >> i & 1)
+            put(t, "declare %s @llvm.fmuladd.%sf32(%s, %s, %s)\n", ty[i], sfx[i], ty[i], ty[i],
+                ty[i]);
+    }
     static const char *const intr[] = {"fabs", "floor", "ceil", "nearbyint"};
     for (size_t i = 0; i < sizeof intr / sizeof *intr; i++) {
         put(t, "declare float @llvm.%s.f32(float)\n", intr[i]);
