@@ -119,11 +119,16 @@ nx_status nx_distance_transform(nx_ctx *ctx, const nx_tensor *mask, const nx_dis
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: metric %d; expected chessboard or taxicab",
                            who, (int)o->metric);
     nx_dtype md = nx_tensor_dtype(mask);
-    if (nx_tensor_device(mask) != NX_DEVICE_HOST || md == NX_DTYPE_F16 || md == NX_DTYPE_BF16)
+    if (nx_tensor_device(mask) != NX_DEVICE_HOST)
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                           "%s: mask is a device tensor; the chamfer transform runs on the host "
+                           "(its O(n^2)-per-line passes are the canonical driver, not a device "
+                           "path): copy the mask to the host",
+                           who);
+    if (md == NX_DTYPE_F16 || md == NX_DTYPE_BF16)
         return nx_rt_error(ctx, NX_ERR_DTYPE,
-                           "%s: mask is %s on %s; expected a host f32, f64, integer or bool tensor",
-                           who, nx_dtype_name(md),
-                           nx_tensor_device(mask) == NX_DEVICE_HOST ? "the host" : "a device");
+                           "%s: mask is %s; expected a host f32, f64, integer or bool tensor", who,
+                           nx_dtype_name(md));
     int nd = nx_tensor_ndim(mask);
     if (nd < 1 || nd + 1 > NX_MAX_DIMS)
         return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: mask has %d dims; expected 1..%d", who, nd,

@@ -347,7 +347,12 @@ static nx_status check_mask(nx_ctx *ctx, const char *who, const nx_tensor *mask,
                             const double *sampling)
 {
     nx_dtype md = nx_tensor_dtype(mask);
-    if (nx_tensor_device(mask) != NX_DEVICE_HOST || md == NX_DTYPE_F16 || md == NX_DTYPE_BF16)
+    if (nx_tensor_device(mask) != NX_DEVICE_HOST)
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                           "%s: mask is a device tensor; the distance transform is a host op (its "
+                           "fast driver's envelope is a CPU extern): copy the mask to the host",
+                           who);
+    if (md == NX_DTYPE_F16 || md == NX_DTYPE_BF16)
         return nx_rt_error(ctx, NX_ERR_DTYPE,
                            "%s: mask is %s; expected a host f32, f64, integer or bool tensor", who,
                            nx_dtype_name(md));

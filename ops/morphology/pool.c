@@ -7,7 +7,10 @@
  *           goes exactly where the indices point.
  *   unpool  y[s] = x[w(s)] with w(s) the last source (in C order) whose index is s: a scatter-max
  *           of source positions, then a gather of x. The adjoint of the gather is the scatter of
- *           dy back to w(s): for distinct indices that is dx = dy[indices], PyTorch's gather. */
+ *           dy back to w(s): for distinct indices that is dx = dy[indices], PyTorch's gather.
+ * The entry points take CUDA device tensors when the program runs on the cuda backend (results
+ * stay on the device when every input is there), except the unpool's indices, whose range check
+ * reads them on the host. */
 #include <math.h>
 #include <string.h>
 
@@ -304,18 +307,22 @@ static nx_status check_tensor(nx_ctx *ctx, const char *who, const char *what, co
     if (!t)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, what);
     nx_dtype d = nx_tensor_dtype(t);
-    if (nx_tensor_device(t) != NX_DEVICE_HOST)
-        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: %s is a device tensor; expected host", who,
-                           what);
     if (integer ? d != NX_DTYPE_I64 && d != NX_DTYPE_I32 : d != NX_DTYPE_F32 && d != NX_DTYPE_F64)
         return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s; expected %s", who, what,
                            nx_dtype_name(d), integer ? "i64 or i32" : "f32 or f64");
     return NX_OK;
 }
 
-/* Indices outside the unpooled plane are an error on tensors (the node drops them). */
+/* Indices outside the unpooled plane are an error on tensors (the node drops them). The check
+ * reads them on the host, so device indices are refused rather than copied behind the caller's
+ * back. */
 static nx_status check_indices(nx_ctx *ctx, const char *who, const pool_call *c)
 {
+    if (nx_tensor_device(c->indices) != NX_DEVICE_HOST)
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                           "%s: indices is a device tensor; the range check of the indices reads "
+                           "them on the host: pass host indices",
+                           who);
     pool_geo ge;
     nx_status st = geo_of(ctx, who, c->o, nx_tensor_ndim(c->x), nx_tensor_shape(c->x), true, &ge);
     if (st != NX_OK)
@@ -388,6 +395,12 @@ static nx_status run(nx_ctx *ctx, const char *who, const pool_call *c, nx_tensor
         ins[n++] = c->indices;
     if (c->dy)
         ins[n++] = c->dy;
+    for (int i = 0; i < n; i++)
+        if (nx_tensor_device(ins[i]) != NX_DEVICE_HOST && nx_program_backend(p) != NX_BACKEND_CUDA)
+            return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                               "%s: input %d is a CUDA device tensor but the op runs on the %s "
+                               "backend; expected host tensors, or the cuda backend",
+                               who, i, nx_backend_name(nx_program_backend(p)));
     nx_tensor *res[2] = {NULL, NULL};
     if ((st = nx_program_run(p, ins, res)) != NX_OK)
         return st;

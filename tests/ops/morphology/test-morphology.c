@@ -818,6 +818,68 @@ static void test_label_dtypes_views(void **state)
     assert_int_equal(g_ta.live, 0);
 }
 
+/* Device tensors: without a usable GPU, nx_tensor_to_device says why (NX_ERR_BACKEND) and there
+ * is nothing more to run. With one, the graph ops on device inputs under the cuda backend equal
+ * their host results and stay on the device, the same inputs under the cpu backend are refused
+ * naming the tensor, and the host ops (EDT, chamfer, labels) refuse device masks. */
+static void test_device_tensors(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    int64_t s[3] = {9, 8, 7};
+    double v[504];
+    for (int i = 0; i < 504; i++)
+        v[i] = (double)((i * 37) % 11) - 5;
+    nx_tensor *x = make(ctx, NX_DTYPE_F32, 3, s, v), *xd = NULL, *y = NULL, *yd = NULL, *yh = NULL;
+    nx_status st = nx_tensor_to_device(x, NX_DEVICE_CUDA, &xd);
+    if (st != NX_OK) {
+        assert_int_equal(st, NX_ERR_BACKEND);
+        assert_true(strlen(nx_ctx_last_error(ctx)) > 0);
+        assert_null(xd);
+        nx_tensor_free(x);
+        nx_ctx_free(ctx);
+        assert_int_equal(g_ta.live, 0);
+        return;
+    }
+    for (int op = 0; op <= NX_MORPH_OP_COUNT; op++) {
+        nx_morph_opts o = {.size = {3, 2, 3}, .backend = NX_BACKEND_CUDA}, h = o;
+        h.backend = NX_BACKEND_CPU;
+        bool med = op == NX_MORPH_OP_COUNT;
+        st = med ? nx_median_filter(ctx, xd, &o, &yd) : nx_morph(ctx, op, xd, &o, &yd);
+        if (st != NX_OK)
+            fail_msg("op %d on the device: %s", op, nx_ctx_last_error(ctx));
+        assert_int_equal(nx_tensor_device(yd), NX_DEVICE_CUDA);
+        assert_int_equal(med ? nx_median_filter(ctx, x, &h, &y) : nx_morph(ctx, op, x, &h, &y),
+                         NX_OK);
+        assert_int_equal(nx_tensor_to_device(yd, NX_DEVICE_HOST, &yh), NX_OK);
+        assert_memory_equal(nx_tensor_data(yh), nx_tensor_data(y), 504 * sizeof(float));
+        nx_tensor_free(yh);
+        nx_tensor_free(yd);
+        nx_tensor_free(y);
+        yh = yd = y = NULL;
+        st = med ? nx_median_filter(ctx, xd, &h, &y) : nx_morph(ctx, op, xd, &h, &y);
+        assert_int_equal(st, NX_ERR_UNSUPPORTED);
+        assert_non_null(strstr(nx_ctx_last_error(ctx), "x is a CUDA device tensor"));
+    }
+    nx_pool_opts po = {.nspatial = 2, .kernel = {2, 2}, .backend = NX_BACKEND_CUDA};
+    nx_tensor *idx = NULL;
+    assert_int_equal(nx_max_pool_with_indices_nd(ctx, xd, &po, &yd, &idx), NX_OK);
+    assert_int_equal(nx_tensor_device(yd), NX_DEVICE_CUDA);
+    nx_tensor_free(idx);
+    nx_tensor_free(yd);
+    assert_int_equal(nx_distance_transform_edt(ctx, xd, NULL, &y), NX_ERR_UNSUPPORTED);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "host op"));
+    nx_distance_opts dopt = {.metric = NX_DISTANCE_TAXICAB};
+    assert_int_equal(nx_distance_transform(ctx, xd, &dopt, &y), NX_ERR_UNSUPPORTED);
+    assert_int_equal(nx_connected_components(ctx, xd, 1, &y, NULL), NX_ERR_UNSUPPORTED);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "host op"));
+    assert_null(y);
+    nx_tensor_free(xd);
+    nx_tensor_free(x);
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
 static nx_status sweep_body(nx_ctx *ctx, void *user)
 {
     (void)user;
@@ -884,7 +946,7 @@ int main(void)
         cmocka_unit_test(test_cdt_golden),   cmocka_unit_test(test_cdt_grad),
         cmocka_unit_test(test_cdt_errors),   cmocka_unit_test(test_edt_golden),
         cmocka_unit_test(test_label_golden), cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_label_dtypes_views),
+        cmocka_unit_test(test_label_dtypes_views), cmocka_unit_test(test_device_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
