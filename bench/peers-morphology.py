@@ -4,6 +4,12 @@ same shapes and densities, the median of runs after a warm-up. Prints JSON lines
 of `nitrix bench --json` (backend "scipy"). Run by hand in the same session as the bench:
 
     /usr/bin/python3 bench/peers-morphology.py [--runs N] [--rows morph_edt,morph_label]
+
+--gpu (on the device machine, whose python3 has torch with CUDA): the issue's PyTorch peer of the
+device-resident dilation row, torch.nn.functional.max_pool3d 3^3, stride 1, padding 1 on a
+[1, 1, 256, 256, 256] f32 tensor already on the GPU (the same window max as grey_dilation 3^3;
+its border pads with -inf where scipy reflects, which does not change the cost), timed with CUDA
+events: median (min, max) of --runs (at least 10) calls after 3 warm-up calls.
 """
 import argparse
 import json
@@ -27,11 +33,44 @@ def median_spread(fn, runs):
     return float(np.median(times)), float(min(times)), float(max(times)), float(np.median(cpu))
 
 
+def gpu_rows(runs):
+    import torch  # only on the device machine
+    import torch.nn.functional as F
+    runs = max(runs, 10)
+    dev = torch.device("cuda")
+    x = torch.rand((1, 1, 256, 256, 256), dtype=torch.float32, device=dev,
+                   generator=torch.Generator(device=dev).manual_seed(20261129))
+
+    def pool():
+        return F.max_pool3d(x, kernel_size=3, stride=1, padding=1)
+
+    for _ in range(3):
+        pool()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        pool()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) / 1e3)
+    print(json.dumps({"name": "morph_dilate_3x3x3", "backend": "torch-cuda", "dtype": "f32",
+                      "shape": "[256,256,256]", "median_s": float(np.median(times)),
+                      "min_s": float(min(times)), "max_s": float(max(times)), "runs": runs,
+                      "peer": f"torch {torch.__version__} max_pool3d 3^3 stride 1 padding 1, "
+                              f"{torch.cuda.get_device_name(0)}"}))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--rows", default="", help="comma-separated name substrings")
+    ap.add_argument("--gpu", action="store_true", help="the PyTorch peer on the GPU")
     args = ap.parse_args()
+    if args.gpu:
+        gpu_rows(args.runs)
+        return
     rng = np.random.default_rng(20261129)
     u256 = rng.random((256, 256, 256), dtype=np.float32)
     u128 = rng.random((128, 128, 128), dtype=np.float32)
