@@ -243,6 +243,50 @@ static void test_concat(void **state)
     nx_graph_free(g);
 }
 
+/* Emits kernels that split (a padded copy, the rows and the interior tiles of a window sum, a
+ * padded log-sum-exp fold) under every failing allocation: each must fail with NX_ERR_NOMEM and
+ * leak nothing (the split's scratch arrays and aliases included). */
+static nx_status emit_sweep_body(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    nx_graph *g = NULL;
+    nx_status st = nx_graph_new(ctx, &g);
+    if (st != NX_OK)
+        return st;
+    int64_t s[2] = {6, 40}, lo[2] = {1, 2}, hi[2] = {2, 3}, w[2] = {1, 3}, one[2] = {1, 1};
+    nx_node xp = nx_pad(g, nx_input(g, "x", NX_DTYPE_F32, 2, s), lo, hi, NX_PAD_REFLECT, 0);
+    nx_node win = nx_window(g, xp, w, one, one);
+    int axes[2] = {2, 3};
+    nx_node outs[3] = {
+        xp,
+        nx_reduce(g, nx_mul(g, win, nx_scalar(g, NX_DTYPE_F32, 0.5)), 2, axes, NX_MONOID_SUM,
+                  false),
+        nx_reduce(g, win, 2, axes, NX_MONOID_LOGSUMEXP, false),
+    };
+    for (int o = 0; o < 3 && st == NX_OK; o++) {
+        nx_kplan *plan = NULL;
+        st = g->status;
+        if (st == NX_OK)
+            st = nx_pass_pipeline(ctx, &g->s, 1, &outs[o], &plan);
+        for (int i = 0; st == NX_OK && i < plan->nkernels; i++) {
+            char *text = NULL;
+            size_t len = 0;
+            st = nx_x86_emit_text(plan->kernels[i], "k", o == 2, &text, &len);
+            if (st == NX_OK)
+                nx_rt_free(ctx, text, len);
+        }
+        nx_kplan_free(plan);
+    }
+    nx_graph_free(g);
+    return st;
+}
+
+static void test_emit_sweep(void **state)
+{
+    (void)state;
+    assert_true(nx_test_alloc_sweep(emit_sweep_body, NULL, 4000) > 10);
+}
+
 int main(void)
 {
     setenv("NITRIX_NUM_THREADS", "3", 1); /* uneven chunks of the 1-D cases */
@@ -251,6 +295,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_pad_modes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_outputs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concat, setup, teardown),
+        cmocka_unit_test(test_emit_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
