@@ -122,6 +122,22 @@ def batch_cases():
         save(f"batch_{name}", values=v, indices=idx, x=x, out=out, dc=dy, dvalues=dv, db=dx)
 
 
+def softmax_edge_batch_cases():
+    """Row softmax and edge aggregation with batched values (pads that differ per batch)."""
+    m, k, d = 5, 3, 2
+    v, idx = ell(m, k, m, 0.0, (2,))
+    v[1, 0, :] = 0.0                                # an all-pad row in batch 1 only
+    scores = rng.uniform(-2, 2, size=(2, m, k))
+    pad = v == 0.0
+    e = np.where(pad, 0.0, np.exp(scores - np.where(pad, -np.inf, scores).max(-1, keepdims=True)))
+    tot = e.sum(-1, keepdims=True)
+    save("batch_smax", values=v, indices=idx, x=scores,
+         out=np.where(tot == 0, 0.0, e / np.where(tot == 0, 1.0, tot)))
+    h = rng.uniform(-1, 1, size=(m, d))
+    f = v[..., None] * (h[idx] - h[:, None, :])     # w * (hj - hi), [2, m, k, d]
+    save("batch_edge", values=v, indices=idx, h=h, out=f.sum(axis=2))
+
+
 EDGE_FNS = {
     "message": lambda hi, hj, w: w * hj,
     "diffusion": lambda hi, hj, w: w * (hj - hi),
@@ -201,6 +217,7 @@ def main():
     batch_cases()
     edge_cli_cases()
     golden_cases()
+    softmax_edge_batch_cases()
     with open(os.path.join(OUT, "batch-versions.txt"), "w") as f:
         f.write(f"gen-sparse-batch.py: {VERSIONS}\n")
 

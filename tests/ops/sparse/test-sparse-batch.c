@@ -140,6 +140,40 @@ static void test_gather_nan_identity(void **state)
     nx_ctx_free(ctx);
 }
 
+/* Row softmax and edge aggregation with batched values whose pads differ per batch (an all-pad
+ * row in batch 1 only): each batch masks its own pads. */
+static void test_softmax_edge_batches(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = st_ctx();
+    nx_backend bes[2] = {NX_BACKEND_REF, st_backend()};
+    for (int b = 0; b < 2; b++) {
+        nx_ell a = {.values = st_load(ctx, "batch_smax", "values"),
+                    .indices = st_load(ctx, "batch_smax", "indices"),
+                    .n_cols = 5};
+        nx_tensor *x = st_load(ctx, "batch_smax", "x"), *out = st_load(ctx, "batch_smax", "out");
+        nx_tensor *y = NULL;
+        nx_semiring_opts o = {.backend = bes[b]};
+        assert_int_equal(nx_ell_row_softmax(ctx, &a, x, &o, &y), NX_OK);
+        st_expect_close("batched row softmax", bes[b], y, out, NULL);
+        nx_tensor_free(y), nx_tensor_free(x), nx_tensor_free(out);
+        nx_ell_free(&a);
+        nx_ell e = {.values = st_load(ctx, "batch_edge", "values"),
+                    .indices = st_load(ctx, "batch_edge", "indices"),
+                    .n_cols = 5};
+        nx_tensor *h = st_load(ctx, "batch_edge", "h");
+        out = st_load(ctx, "batch_edge", "out");
+        nx_edge_opts eo = {.backend = bes[b], .formula = "w * (hj - hi)"};
+        assert_int_equal(nx_semiring_ell_edge_aggregate(ctx, nx_semiring_builtin(NX_SEMIRING_REAL),
+                                                        &e, h, NULL, &eo, &y),
+                         NX_OK);
+        st_expect_close("batched edge aggregation", bes[b], y, out, NULL);
+        nx_tensor_free(y), nx_tensor_free(h), nx_tensor_free(out);
+        nx_ell_free(&e);
+    }
+    nx_ctx_free(ctx);
+}
+
 static nx_tensor *zeros(nx_ctx *ctx, int nd, const int64_t *shape)
 {
     nx_tensor *t = NULL;
@@ -283,6 +317,7 @@ int main(void)
         cmocka_unit_test(test_batches),
         cmocka_unit_test(test_gather_driver),
         cmocka_unit_test(test_gather_nan_identity),
+        cmocka_unit_test(test_softmax_edge_batches),
         cmocka_unit_test(test_batch_errors),
         cmocka_unit_test(test_device),
     };
