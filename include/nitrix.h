@@ -181,6 +181,11 @@ typedef struct nx_ctx_opts {
  * it accepts. When creation fails, *out is NULL and nx_ctx_last_error(NULL) holds the message. */
 NX_API nx_status nx_ctx_new(const nx_ctx_opts *opts, nx_ctx **out);
 NX_API void nx_ctx_free(nx_ctx *ctx);
+/* With the default allocator, a context keeps up to 8 freed host blocks of 2 MiB or more (512 MiB
+ * in all) and gives each to the next allocation of the same size, so repeated calls on same-shaped
+ * tensors reuse warm pages. nx_ctx_trim returns them to the system now (nx_ctx_free does too). A
+ * context with a user allocator keeps nothing. */
+NX_API void nx_ctx_trim(nx_ctx *ctx);
 
 /* The message of the most recent failure on ctx ("" if none). With ctx == NULL: the message of the
  * most recent context-less failure on this thread (a failed nx_ctx_new). The string is a

@@ -8,7 +8,8 @@ static void clear_env(void)
 {
     static const char *const vars[] = {"NITRIX_BACKEND",        "NITRIX_NUM_THREADS",
                                        "NITRIX_CACHE_DIR",      "NITRIX_REPRODUCIBLE",
-                                       "NITRIX_STRICT_BACKEND", "NITRIX_SILENCE_FALLBACK"};
+                                       "NITRIX_STRICT_BACKEND", "NITRIX_SILENCE_FALLBACK",
+                                       "NITRIX_DUMP"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
         unsetenv(vars[i]);
 }
@@ -186,6 +187,48 @@ static void test_allocator_hook(void **state)
     assert_int_equal(nx_ctx_new(NULL, NULL), NX_ERR_INVALID_ARG);
 }
 
+/* The default allocator keeps freed blocks of >= 2 MiB for the next allocation of the same size;
+ * other sizes, a full budget and a user allocator get none. */
+static void test_kept_blocks(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = NULL;
+    nx_ctx_opts o = {.ignore_env = true};
+    assert_int_equal(nx_ctx_new(&o, &ctx), NX_OK);
+    int64_t big[1] = {(int64_t)(3u << 20) / 4}, other[1] = {(int64_t)(4u << 20) / 4};
+    nx_tensor *a = NULL, *b = NULL, *c = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 1, big, &a), NX_OK);
+    void *pa = nx_tensor_data(a);
+    memset(pa, 1, (size_t)big[0] * 4);
+    nx_tensor_free(a);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 1, other, &b), NX_OK);
+    assert_ptr_not_equal(nx_tensor_data(b), pa); /* another size: a fresh block */
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 1, big, &c), NX_OK);
+    assert_ptr_equal(nx_tensor_data(c), pa); /* the kept block */
+    nx_tensor_free(c);
+    nx_ctx_trim(ctx); /* released: the next one is whatever the system gives */
+    nx_tensor_free(b);
+    /* 64 MiB blocks: the 512 MiB budget keeps eight at most, the ninth goes back */
+    int64_t huge[1] = {(int64_t)(64u << 20) / 4};
+    nx_tensor *t[9] = {NULL};
+    for (int i = 0; i < 9; i++)
+        assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 1, huge, &t[i]), NX_OK);
+    for (int i = 0; i < 9; i++)
+        nx_tensor_free(t[i]);
+    nx_ctx_free(ctx); /* frees the kept ones (ASan's leak check would say otherwise) */
+
+    nx_test_alloc ta = {0};
+    ctx = nx_test_ctx(&ta);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 1, big, &a), NX_OK);
+    int64_t live = ta.live;
+    nx_tensor_free(a);
+    assert_true(ta.live < live); /* a user allocator gets its block back at once */
+    nx_ctx_trim(ctx);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+    nx_ctx_trim(NULL);
+}
+
 static nx_status sweep_tensor_new(nx_ctx *ctx, void *user)
 {
     (void)user;
@@ -211,7 +254,7 @@ int main(void)
         cmocka_unit_test(test_defaults),       cmocka_unit_test(test_env_values),
         cmocka_unit_test(test_env_errors),     cmocka_unit_test(test_status_names),
         cmocka_unit_test(test_log_and_errors), cmocka_unit_test(test_allocator_hook),
-        cmocka_unit_test(test_tensor_new_sweep),
+        cmocka_unit_test(test_tensor_new_sweep), cmocka_unit_test(test_kept_blocks),
     };
     return cmocka_run_group_tests_name("ctx", tests, NULL, NULL);
 }
