@@ -43,10 +43,14 @@ static nx_status build(nx_graph *g, const gauss_call *c, nx_node *outs, int *nou
     bool vjp = c->dy != NULL;
     nx_node x = vjp ? nx_parameter(g, "x", dt, nd, shape) : nx_input(g, "x", dt, nd, shape);
     nx_node xf = nx_dtype_is_float(dt) ? x : nx_cast(g, x, NX_DTYPE_F32);
-    if (c->stage != STAGE_WHOLE) {
-        outs[0] = c->stage == STAGE_PAD ? nx_gauss_pad_all(g, xf, &c->plan)
-                                        : nx_gauss_fir_valid(g, xf, &c->plan);
+    if (c->stage == STAGE_PAD) {
+        outs[0] = nx_gauss_pad_all(g, xf, &c->plan);
         *nout = 1;
+        return nx_graph_status(g);
+    }
+    if (c->stage == STAGE_FOLD) { /* the passes before the last are outputs: see fir_valid */
+        outs[0] = nx_gauss_fir_valid(g, xf, &c->plan, outs + 1);
+        *nout = c->plan.nsp;
         return nx_graph_status(g);
     }
     int64_t ns = c->o.nsigma;
@@ -77,7 +81,7 @@ static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
     nx_status st = nx_graph_new(ctx, &g);
     if (st != NX_OK)
         return st;
-    nx_node y[2] = {NX_NONE, NX_NONE};
+    nx_node y[NX_GAUSSIAN_MAX_SPATIAL] = {NX_NONE};
     int n = 0;
     st = build(g, c, y, &n);
     if (st == NX_OK) {
@@ -156,15 +160,17 @@ static bool padded_fir(const gauss_call *c)
  * load, and along the contiguous axis that rule makes each load a gather on the CPU backend (an
  * i64 mod and a select per tap and lane); padded first, the passes' loads are affine and
  * vectorise. Padding commutes with filtering along another axis for every mode whose border is a
- * copy of image samples (and for a zero constant). Only where the pad program runs on the CPU
- * backend: elsewhere (*done false) the caller runs the whole program. */
+ * copy of image samples (and for a zero constant). Every pass is then a sum of shifted slices,
+ * the passes before the last materialised as extra outputs of the second program (freed here).
+ * Only where the pad program runs on the CPU backend: elsewhere (*done false) the caller runs the
+ * whole program. */
 static nx_status run_padded(nx_ctx *ctx, const gauss_call *c, nx_tensor **out, bool *done)
 {
     gauss_call pad = *c, fold = *c;
     pad.stage = STAGE_PAD;
     fold.stage = STAGE_FOLD;
     nx_program *pp = NULL, *pf = NULL;
-    nx_tensor *xp = NULL;
+    nx_tensor *xp = NULL, *outs[NX_GAUSSIAN_MAX_SPATIAL] = {NULL};
     *done = false;
     nx_status st = program(ctx, &pad, &pp);
     if (st != NX_OK || nx_program_backend(pp) != NX_BACKEND_CPU)
@@ -176,8 +182,11 @@ static nx_status run_padded(nx_ctx *ctx, const gauss_call *c, nx_tensor **out, b
         st = program(ctx, &fold, &pf);
     }
     if (st == NX_OK)
-        st = nx_program_run(pf, (const nx_tensor *const[]){xp}, out);
+        st = nx_program_run(pf, (const nx_tensor *const[]){xp}, outs);
     nx_tensor_free(xp);
+    for (int i = 1; i < NX_GAUSSIAN_MAX_SPATIAL; i++)
+        nx_tensor_free(outs[i]);
+    *out = outs[0];
     return st;
 }
 

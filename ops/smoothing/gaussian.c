@@ -222,7 +222,7 @@ static nx_node fir_slices(nx_graph *g, nx_node xp, const nx_gauss_plan *p, int i
 /* y[i] = sum_t w[t] x[i + t] along absolute axis a (spatial axis i). x is padded along a here
  * unless padded says it already holds the window's reach on both sides. */
 static nx_node fir_pass(nx_graph *g, nx_node x, const nx_gauss_plan *p, int i, nx_node sigma,
-                        bool padded)
+                        bool padded, bool slices_anywhere)
 {
     int nd = p->nd, a = p->lead + i;
     int64_t k = p->lo[i] + p->hi[i] + 1;
@@ -235,7 +235,7 @@ static nx_node fir_pass(nx_graph *g, nx_node x, const nx_gauss_plan *p, int i, n
     lo[a] = p->lo[i];
     hi[a] = p->hi[i];
     nx_node xp = padded ? x : nx_pad(g, x, lo, hi, p->pad, p->cval);
-    if (sigma == NX_NONE && k <= FIR_SLICE_TAPS && a == nd - 1)
+    if (sigma == NX_NONE && k <= FIR_SLICE_TAPS && (a == nd - 1 || slices_anywhere))
         return fir_slices(g, xp, p, i);
     nx_node v = nx_window(g, xp, win, NULL, NULL);
     nx_node w = nx_reshape(g, weights_node(g, p, i, sigma, nx_node_dtype(g, x)), 2 * nd, wshape);
@@ -311,7 +311,7 @@ nx_node nx_gaussian_node(nx_graph *g, nx_node x, nx_node sigma_node, const nx_ga
         if (p.recursive && p.sigma[i] >= 0.5)
             y = nx_gauss_recursive_pass(g, y, p.lead + i, p.sigma[i], p.radius[i], p.pad, p.cval);
         else
-            y = fir_pass(g, y, &p, i, sigma_node, false);
+            y = fir_pass(g, y, &p, i, sigma_node, false, false);
     }
     return y;
 }
@@ -326,10 +326,13 @@ nx_node nx_gauss_pad_all(nx_graph *g, nx_node x, const nx_gauss_plan *p)
     return nx_pad(g, x, lo, hi, p->pad, p->cval);
 }
 
-nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_plan *p)
+nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_plan *p, nx_node *mids)
 {
     nx_node y = xp;
-    for (int i = 0; i < p->nsp; i++)
-        y = fir_pass(g, y, p, i, NX_NONE, true);
+    for (int i = 0; i < p->nsp; i++) {
+        y = fir_pass(g, y, p, i, NX_NONE, true, mids != NULL);
+        if (mids && i + 1 < p->nsp)
+            mids[i] = y;
+    }
     return y;
 }

@@ -34,8 +34,11 @@ NX_HIDDEN nx_node nx_gauss_pad_all(nx_graph *g, nx_node x, const nx_gauss_plan *
 
 /* The FIR passes (constant weights) over VALID windows of xp = nx_gauss_pad_all(x): the same
  * values as the passes over x, since padding along one axis commutes with filtering along
- * another. */
-NX_HIDDEN nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_plan *p);
+ * another. mids NULL: the passes before the last are window folds. Else every pass is a sum of
+ * shifted slices and mids[0 .. nsp - 2] receive the passes before the last, which the caller
+ * must make program outputs: materialised, they keep the elementwise passes from fusing. */
+NX_HIDDEN nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_plan *p,
+                                     nx_node *mids);
 
 /* Young-van Vliet along absolute axis `axis` of x (float, nonempty). */
 NX_HIDDEN nx_node nx_gauss_recursive_pass(nx_graph *g, nx_node x, int axis, double sigma,
