@@ -346,11 +346,14 @@ static nx_status check_inputs(const nx_program *p, const nx_tensor *const *input
             return nx_rt_error(p->ctx, NX_ERR_INVALID_ARG,
                                "nx_program_run: input %d ('%s') is NULL; expected a %s%s tensor", i,
                                in->name, nx_dtype_name(in->sig.dtype), want);
-        if (nx_tensor_device(t) != NX_DEVICE_HOST)
+        /* The CUDA runner takes device inputs in place (and strided ones through a copy of its
+         * own); the interpreter and the CPU backend read host memory only. */
+        if (nx_tensor_device(t) != NX_DEVICE_HOST && p->backend != NX_BACKEND_CUDA)
             return nx_rt_error(p->ctx, NX_ERR_INVALID_ARG,
-                               "nx_program_run: input %d ('%s') is a device tensor; the 'ref' "
-                               "backend expects host tensors",
-                               i, in->name);
+                               "nx_program_run: input %d ('%s') is a device tensor; the '%s' "
+                               "backend takes host tensors (nx_tensor_to_device(t, "
+                               "NX_DEVICE_HOST, &h) copies it)",
+                               i, in->name, nx_backend_name(p->backend));
         nx_shape_str(have, sizeof have, t->ndim, t->shape);
         bool same_shape = t->ndim == in->sig.ndim &&
                           memcmp(t->shape, in->sig.shape, (size_t)t->ndim * sizeof *t->shape) == 0;
@@ -368,7 +371,7 @@ static nx_status bind_inputs(const nx_program *p, const nx_tensor *const *inputs
                              const nx_tensor **bound, nx_tensor **owned)
 {
     for (int i = 0; i < p->ninputs; i++) {
-        if (nx_tensor_is_contiguous(inputs[i])) {
+        if (nx_tensor_is_contiguous(inputs[i]) || nx_tensor_device(inputs[i]) != NX_DEVICE_HOST) {
             bound[i] = inputs[i];
             continue;
         }

@@ -98,6 +98,12 @@ nx_status nx_pass_pipeline(nx_ctx *ctx, const nx_ir_store *s, int noutputs,
     nx_status st = nx_ir_verify_store(ctx, s, "pipeline");
     if (st != NX_OK)
         return st;
+    for (int i = 0; i < noutputs; i++)
+        if (outputs[i] == NX_NONE || outputs[i] > s->n)
+            return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "pipeline: output %d is %s; expected a "
+                               "node of the program (1..%u)", i,
+                               outputs[i] == NX_NONE ? "NX_NONE (a failed builder)" : "out of range",
+                               (unsigned)s->n);
     size_t slots = (size_t)s->n + 1;
     uint8_t *role = nx_rt_calloc(ctx, slots, 1);
     if (!role)

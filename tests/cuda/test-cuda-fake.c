@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "nitrix-graph.h"
 #include "runtime/cuda.h"
 #include "testutil.h"
 
@@ -121,6 +122,45 @@ static void test_mixed(void **state)
     assert_int_equal(ta.live, 0);
 }
 
+/* A device tensor given to a program on a host backend is refused, naming the backend and how to
+ * copy it; the upload itself works on the fake driver. */
+static void test_device_input_to_host_program(void **state)
+{
+    (void)state;
+    if (strcmp(fake_case(), "mixed") != 0)
+        skip();
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    int64_t shape[1] = {4};
+    nx_tensor *h = NULL, *d = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 1, shape, &h), NX_OK);
+    memset(nx_tensor_data(h), 0, 16);
+    assert_int_equal(nx_tensor_to_device(h, NX_DEVICE_CUDA, &d), NX_OK);
+    static const nx_backend backends[] = {NX_BACKEND_CPU, NX_BACKEND_REF};
+    static const char *const names[] = {"'cpu' backend takes host tensors",
+                                        "'ref' backend takes host tensors"};
+    for (int b = 0; b < 2; b++) {
+        nx_graph *g = NULL;
+        assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+        nx_node x = nx_input(g, "x", NX_DTYPE_F32, 1, shape);
+        nx_node y = nx_exp(g, x);
+        nx_compile_opts co = {.backend = backends[b], .n_outputs = 1, .outputs = &y};
+        nx_program *p = NULL;
+        assert_int_equal(nx_graph_compile(g, &co, &p), NX_OK);
+        nx_graph_free(g);
+        nx_tensor *out = NULL;
+        assert_int_equal(nx_program_run(p, (const nx_tensor *const[]){d}, &out), NX_ERR_INVALID_ARG);
+        assert_null(out);
+        if (!strstr(nx_ctx_last_error(ctx), names[b]))
+            fail_msg("message: %s", nx_ctx_last_error(ctx));
+        nx_program_free(p);
+    }
+    nx_tensor_free(d);
+    nx_tensor_free(h);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
 int main(void)
 {
     print_message("fake driver case: %s\n", fake_case());
@@ -129,6 +169,7 @@ int main(void)
         cmocka_unit_test(test_zero_devices),
         cmocka_unit_test(test_old_gpu),
         cmocka_unit_test(test_mixed),
+        cmocka_unit_test(test_device_input_to_host_program),
     };
     return cmocka_run_group_tests_name("cuda-fake", tests, NULL, NULL);
 }

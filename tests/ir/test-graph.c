@@ -8,6 +8,7 @@
 
 #include "helpers.h"
 #include "ir/ir.h"
+#include "passes/fuse.h"
 
 typedef struct fixture {
     nx_test_alloc ta;
@@ -1121,6 +1122,26 @@ static void test_printer(void **state)
     fclose(f);
 }
 
+/* The pass pipeline refuses an output that is NX_NONE (a builder that failed) or out of range,
+ * rather than planning a slot -1 for the runner to read. */
+static void test_pipeline_bad_outputs(void **state)
+{
+    nx_graph *g = ((fixture *)*state)->g;
+    int64_t n = 3;
+    nx_node x = nx_input(g, "x", NX_DTYPE_F32, 1, &n);
+    nx_node y = nx_exp(g, x);
+    nx_kplan *plan = NULL;
+    nx_node bad[2] = {y, NX_NONE};
+    assert_int_equal(nx_pass_pipeline(nx_graph_ctx(g), &g->s, 2, bad, &plan), NX_ERR_INVALID_ARG);
+    assert_null(plan);
+    assert_non_null(strstr(nx_ctx_last_error(nx_graph_ctx(g)), "output 1 is NX_NONE"));
+    bad[1] = (nx_node)(g->s.n + 5);
+    assert_int_equal(nx_pass_pipeline(nx_graph_ctx(g), &g->s, 2, bad, &plan), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(nx_graph_ctx(g)), "out of range"));
+    assert_int_equal(nx_pass_pipeline(nx_graph_ctx(g), &g->s, 1, bad, &plan), NX_OK);
+    nx_kplan_free(plan);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1147,6 +1168,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_hash_consing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_verifier, setup, teardown),
         cmocka_unit_test_setup_teardown(test_printer, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_pipeline_bad_outputs, setup, teardown),
     };
     return cmocka_run_group_tests_name("ir-graph", tests, NULL, NULL);
 }
