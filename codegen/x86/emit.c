@@ -156,6 +156,7 @@ typedef struct emitter {
     const nx_x86_alias *alias; /* bd.alias while emitting the interior, else NULL */
     bool nomem;         /* a scratch allocation failed (the text may be degraded: refuse it) */
     bool reassoc;
+    bool ordered;       /* fold sums in order even when reassoc (unrolled rows) */
     bool failed;
 } emitter;
 
@@ -726,7 +727,7 @@ static void carry_step(emitter *e, const carry *c, int x)
         if (is_fl(d)) {
             r = fresh(e);
             put(&e->body, "  %%v%d = %s %s%s %%v%d, %%v%d\n", r, sum ? "fadd" : "fmul",
-                e->reassoc ? "reassoc " : "", t, v, x);
+                e->reassoc && !e->ordered ? "reassoc " : "", t, v, x);
         } else if (d == NX_DTYPE_BOOL) {
             r = op2(e, sum ? "or" : "and", t, v, x); /* wraps to 0/1 as the interpreter's fix */
         } else {
@@ -1059,11 +1060,37 @@ static int row_at(emitter *e, const row_span *sp, int j)
     return sp->lo == 0 ? j : op2(e, "sub", "i64", j, i64c(e, sp->lo));
 }
 
-/* The fold step over the row: one loop, or the three parts of a border split. */
+#define ROW_UNROLL 8 /* rows this short are emitted column by column */
+
+static void forget_loop(emitter *e, int l)
+{
+    for (int id = 0; id < e->k->ninst; id++)
+        if (e->mask[id] >> l & 1)
+            e->val[id] = -1;
+}
+
+/* The fold step over the row: one loop, or the three parts of a border split. A row of at most
+ * ROW_UNROLL columns (not the thread-split loop) is written out column by column with j a
+ * constant: index rules then fold, and what the columns share (a concat's parts all read F(i, j))
+ * is computed once per j, with one carry per column in registers (a multi-output K-loop); each
+ * column still folds j in ascending order. */
 static void row_steps(emitter *e, const row_arrays *ra, const row_span *sp, int r, bool split)
 {
     const nx_kinst *in = &e->k->inst[r];
     int last = e->k->ndim - 1, d = e->k->inst[in->a[0]].dtype;
+    if (!split && e->k->ndim >= 2 && sp->hi - sp->lo <= ROW_UNROLL) {
+        e->live |= 1u << last;
+        e->ordered = true; /* the loop over k is now innermost: no partial sums across it */
+        for (int64_t j = sp->lo; j < sp->hi; j++) {
+            e->loopvar[last] = i64c(e, j);
+            forget_loop(e, last);
+            carry c = row_carry(e, ra, in->prim, d, i64c(e, j - sp->lo));
+            carry_step(e, &c, V(in->a[0]));
+        }
+        e->ordered = false;
+        forget_loop(e, last);
+        return;
+    }
     for (int part = 0; part < (split ? 3 : 1); part++) {
         if (split && !region_used(e, part))
             continue;

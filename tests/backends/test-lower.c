@@ -481,6 +481,32 @@ static void test_reshape_groups(void **state)
     }
 }
 
+/* Folds over rows of at most 8 columns whose operand is a concat along the columns (the
+ * pairwise gradient's shape): the row is written out column by column (one carry per column,
+ * the parts' shared subexpression computed once per k). Sums still fold k in order, also with
+ * reassociation allowed: the pure-arithmetic case is exact in every mode. */
+static void test_short_rows(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t sx[3] = {9, 23, 1}, sy[3] = {1, 23, 1};
+    nx_node x = input(f, NX_DTYPE_F32, 3, sx), y = input(f, NX_DTYPE_F32, 3, sy);
+    nx_node d = nx_sub(g, x, y);
+    nx_node parts[3] = {nx_mul(g, d, y), nx_select(g, nx_gt(g, x, y), x, y), d};
+    nx_node e = nx_exp(g, nx_neg(g, nx_mul(g, d, d)));
+    nx_node eparts[4] = {nx_mul(g, e, x), nx_mul(g, e, y), e, nx_mul(g, e, d)};
+    int ax[1] = {1};
+    nx_node outs[2] = {
+        nx_reduce(g, nx_concat(g, 3, parts, 2), 1, ax, NX_MONOID_SUM, false),
+        nx_reduce(g, nx_concat(g, 4, eparts, 2), 1, ax, NX_MONOID_SUM, false),
+    };
+    for (int i = 0; i < 2; i++) {
+        nx_kplan *plan = check_graph_ex(f->ctx, g, 1, outs + i, f->in, "short rows", i == 0);
+        assert_int_equal(plan->nkernels, 1);
+        nx_kplan_free(plan);
+    }
+}
+
 /* 0-d reductions large enough to be split across threads (per-chunk partials combined in chunk
  * order). Max, min and integer sums are exact whatever the split; the float sums add small
  * integers, whose partial sums are exact in any order, so they are exact too: a lost, doubled or
@@ -702,6 +728,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_tiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lse_tiles, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reshape_groups, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_short_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_empty_values, setup, teardown),
         cmocka_unit_test_setup_teardown(test_nested, setup, teardown),
         cmocka_unit_test_setup_teardown(test_library, setup, teardown),
