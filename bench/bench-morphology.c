@@ -54,7 +54,6 @@ static nx_status call_label(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
     return nx_connected_components(ctx, x, 1, out, NULL);
 }
 
-
 /* A deterministic pseudo-random input: uniform values, or a mask that is 1 with probability p
  * (an LCG, so the bench needs no library RNG and the peer can use any seed of equal density). */
 static nx_status make_input(nx_ctx *ctx, int n, int64_t c, double p_one, nx_tensor **out)
@@ -164,8 +163,8 @@ static nx_status run_row(nx_ctx *ctx, const morph_row *r, int runs, bool json, F
 nx_status nx_bench_morphology(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
 {
     static const morph_row rows[] = {
-        {"morph_dilate_3x3x3", "[256,256,256]", "scipy grey_dilation (issue)", 0.645, 256, 0,
-         -1, call_dilate, 4, true},
+        {"morph_dilate_3x3x3", "[256,256,256]", "scipy grey_dilation (issue)", 0.645, 256, 0, -1,
+         call_dilate, 4, true},
         {"morph_edt", "[256,256,256]", "scipy distance_transform_edt (issue)", 3.1, 256, 0, 0.99,
          call_edt, 4, false},
         {"morph_median_3x3x3", "[128,128,128]", "scipy median_filter (issue)", 0.79, 128, 0, -1,

@@ -213,10 +213,11 @@ static nx_node box_pass(nx_graph *g, nx_node x, int axis, int64_t w, bool dilate
         return NX_NONE;
     int64_t n = shape[axis] - w + 1;
     if (n < 1)
-        return nx_ir_graph_failf(g, NX_ERR_SHAPE,
-                                 "nx_morph_node: VALID with an element of extent %lld on an axis of "
-                                 "%lld; expected an element no larger than the image",
-                                 (long long)w, (long long)shape[axis]);
+        return nx_ir_graph_failf(
+            g, NX_ERR_SHAPE,
+            "nx_morph_node: VALID with an element of extent %lld on an axis of "
+            "%lld; expected an element no larger than the image",
+            (long long)w, (long long)shape[axis]);
     nx_node y = NX_NONE;
     for (int64_t k = 0; k < w; k++) {
         int64_t start[NX_MAX_DIMS] = {0}, stop[NX_MAX_DIMS];

@@ -162,8 +162,13 @@ static void envelope_chunk(void *user, int64_t begin, int64_t end, int chunk)
 static nx_status envelope_axis(nx_ctx *ctx, void *data, bool f64, int nd, const int64_t *shape,
                                int axis, double spacing, bool root)
 {
-    envelope_job j = {.data = data, .f64 = f64, .root = root, .outer = 1, .n = shape[axis],
-                      .inner = 1, .s2 = spacing * spacing};
+    envelope_job j = {.data = data,
+                      .f64 = f64,
+                      .root = root,
+                      .outer = 1,
+                      .n = shape[axis],
+                      .inner = 1,
+                      .s2 = spacing * spacing};
     for (int i = 0; i < axis; i++)
         j.outer *= shape[i];
     for (int i = axis + 1; i < nd; i++)
@@ -265,8 +270,12 @@ static nx_status fz_reference(void *user, nx_ctx *ctx, int n_in, const nx_tensor
     /* The last axis first: its lines are contiguous, and the first pass sees the binary field.
      * The square root rides on the last pass's store. */
     int64_t nl = nx_tensor_shape(f)[nd - 1];
-    first_job fj = {.in = nx_tensor_data(f), .out = nx_tensor_data(out), .f64 = f64, .n = nl,
-                    .s2 = s[nd - 1] * s[nd - 1], .root = nd == 1};
+    first_job fj = {.in = nx_tensor_data(f),
+                    .out = nx_tensor_data(out),
+                    .f64 = f64,
+                    .n = nl,
+                    .s2 = s[nd - 1] * s[nd - 1],
+                    .root = nd == 1};
     nx_status st = nx_rt_parallel_for(ctx, n / nl, 64, first_chunk, &fj);
     for (int a = nd - 2; a >= 0 && st == NX_OK; a--)
         st = envelope_axis(ctx, nx_tensor_data(out), f64, nd, nx_tensor_shape(f), a, s[a], a == 0);
@@ -391,7 +400,9 @@ nx_status nx_distance_transform_edt(nx_ctx *ctx, const nx_tensor *mask, const nx
         return nx_tensor_new(ctx,
                              nx_tensor_dtype(mask) == NX_DTYPE_F64 ? NX_DTYPE_F64 : NX_DTYPE_F32,
                              nd, nx_tensor_shape(mask), out);
-    edt_call c = {.mask = mask, .sampling = o->sampling, .backend = o->backend,
+    edt_call c = {.mask = mask,
+                  .sampling = o->sampling,
+                  .backend = o->backend,
                   .fast = strcmp(variant, "felzenszwalb") == 0};
     nx_program *p = NULL;
     if ((st = program(ctx, &c, &p)) != NX_OK)

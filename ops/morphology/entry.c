@@ -146,9 +146,9 @@ static nx_status check_x(nx_ctx *ctx, const char *who, const nx_tensor *x, const
 static nx_status check_device(nx_ctx *ctx, const char *who, const morph_call *c,
                               const nx_program *p)
 {
-    const char *what = nx_tensor_device(c->x) != NX_DEVICE_HOST               ? "x"
+    const char *what = nx_tensor_device(c->x) != NX_DEVICE_HOST             ? "x"
                        : c->dy && nx_tensor_device(c->dy) != NX_DEVICE_HOST ? "dy"
-                                                                             : NULL;
+                                                                            : NULL;
     if (!what || nx_program_backend(p) == NX_BACKEND_CUDA)
         return NX_OK;
     return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,

@@ -25,18 +25,18 @@
 typedef struct label_job {
     const void *mask; /* contiguous */
     nx_dtype dtype;
-    int nouter;               /* outer axes (nd - 1) */
+    int nouter;                               /* outer axes (nd - 1) */
     int64_t outer[NX_MORPH_MAX_SPATIAL], len; /* outer shape, line length */
     int64_t nlines, nplanes, lines_per_plane;
     int nnb;
-    int64_t nb_off[MAX_NEIGHBOURS];                    /* line-index offsets (negative) */
+    int64_t nb_off[MAX_NEIGHBOURS];                     /* line-index offsets (negative) */
     int nb_delta[MAX_NEIGHBOURS][NX_MORPH_MAX_SPATIAL]; /* per outer axis */
-    int nb_ext[MAX_NEIGHBOURS];                        /* 1: diagonal reach along the line */
-    int64_t *first;  /* nlines + 1: the first run of each line */
-    int32_t *se; /* run r is [se[2r], se[2r + 1]) */
+    int nb_ext[MAX_NEIGHBOURS];                         /* 1: diagonal reach along the line */
+    int64_t *first;                                     /* nlines + 1: the first run of each line */
+    int32_t *se;                                        /* run r is [se[2r], se[2r + 1]) */
     int32_t *parent, *label;
-    uint8_t *flags;  /* per chunk: len bytes of foreground flags, then len + 1 int32 edges */
-    size_t scratch;  /* bytes per chunk */
+    uint8_t *flags; /* per chunk: len bytes of foreground flags, then len + 1 int32 edges */
+    size_t scratch; /* bytes per chunk */
     int64_t nslabs, planes_per_slab;
     int32_t *out;
 } label_job;
@@ -365,8 +365,12 @@ nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connec
     }
     int32_t count = 0;
     if (nx_tensor_numel(mask) > 0) {
-        label_job j = {.mask = nx_tensor_data(dense ? dense : mask), .dtype = nx_tensor_dtype(mask),
-                       .nouter = nd - 1, .len = shape[nd - 1], .nlines = 1, .nplanes = 1,
+        label_job j = {.mask = nx_tensor_data(dense ? dense : mask),
+                       .dtype = nx_tensor_dtype(mask),
+                       .nouter = nd - 1,
+                       .len = shape[nd - 1],
+                       .nlines = 1,
+                       .nplanes = 1,
                        .out = nx_tensor_data(lab)};
         for (int i = 0; i < nd - 1; i++) {
             j.outer[i] = shape[i];

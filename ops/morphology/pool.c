@@ -39,10 +39,11 @@ static nx_status geo_of(nx_ctx *ctx, const char *who, const nx_pool_opts *o, int
     g->nsp = o->nspatial;
     g->lead = nd - 1 - g->nsp;
     if (g->lead < 0)
-        return nx_rt_error(ctx, NX_ERR_SHAPE,
-                           "%s: x has %d dims; expected at least %d (%d spatial and a channel axis, "
-                           "channels last)",
-                           who, nd, g->nsp + 1, g->nsp);
+        return nx_rt_error(
+            ctx, NX_ERR_SHAPE,
+            "%s: x has %d dims; expected at least %d (%d spatial and a channel axis, "
+            "channels last)",
+            who, nd, g->nsp + 1, g->nsp);
     for (int i = 0; i < g->nsp; i++) {
         int64_t k = o->kernel[i], st = o->stride[i] ? o->stride[i] : k, p = o->padding[i];
         if (k < 1 || st < 1)
@@ -190,8 +191,10 @@ nx_node nx_max_unpool_node(nx_graph *g, nx_node x, nx_node indices, const nx_poo
     nx_node_shape(g, x, xs);
     nx_node_shape(g, indices, is);
     if (nx_node_ndim(g, indices) != nd || memcmp(xs, is, (size_t)nd * sizeof(int64_t)) != 0)
-        return nx_ir_graph_failf(g, NX_ERR_SHAPE, "%s: indices and x differ in shape; expected "
-                                 "one shape (the pool's outputs)", who);
+        return nx_ir_graph_failf(g, NX_ERR_SHAPE,
+                                 "%s: indices and x differ in shape; expected "
+                                 "one shape (the pool's outputs)",
+                                 who);
     pool_geo ge;
     nx_status st = geo_of(nx_graph_ctx(g), who, opts, nd, xs, true, &ge);
     if (st != NX_OK)
@@ -336,10 +339,11 @@ static nx_status check_indices(nx_ctx *ctx, const char *who, const pool_call *c)
     const int64_t *v = nx_tensor_data(t);
     for (int64_t i = 0; i < nx_tensor_numel(t) && st == NX_OK; i++)
         if (v[i] < 0 || v[i] >= ns)
-            st = nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                             "%s: indices element %lld is %lld; expected 0..%lld (the flat index "
-                             "into the %lld places of the output's spatial dims)",
-                             who, (long long)i, (long long)v[i], (long long)(ns - 1), (long long)ns);
+            st =
+                nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                            "%s: indices element %lld is %lld; expected 0..%lld (the flat index "
+                            "into the %lld places of the output's spatial dims)",
+                            who, (long long)i, (long long)v[i], (long long)(ns - 1), (long long)ns);
     nx_tensor_free(t);
     return st;
 }
@@ -347,8 +351,10 @@ static nx_status check_indices(nx_ctx *ctx, const char *who, const pool_call *c)
 static nx_status check_call(nx_ctx *ctx, const char *who, const pool_call *c)
 {
     if (!c->o)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: opts is NULL (kernel and nspatial are "
-                           "required)", who);
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "%s: opts is NULL (kernel and nspatial are "
+                           "required)",
+                           who);
     nx_status st = check_tensor(ctx, who, "x", c->x, false);
     if (st == NX_OK && c->dy)
         st = check_tensor(ctx, who, "dy", c->dy, false);
@@ -356,7 +362,8 @@ static nx_status check_call(nx_ctx *ctx, const char *who, const pool_call *c)
         st = check_tensor(ctx, who, "indices", c->indices, true);
     if (st == NX_OK && c->dy && nx_tensor_dtype(c->dy) != nx_tensor_dtype(c->x))
         st = nx_rt_error(ctx, NX_ERR_DTYPE, "%s: dy is %s and x %s; expected one dtype", who,
-                         nx_dtype_name(nx_tensor_dtype(c->dy)), nx_dtype_name(nx_tensor_dtype(c->x)));
+                         nx_dtype_name(nx_tensor_dtype(c->dy)),
+                         nx_dtype_name(nx_tensor_dtype(c->x)));
     if (st == NX_OK && (c->kind == UNPOOL || c->kind == UNPOOL_VJP) &&
         (nx_tensor_ndim(c->x) != nx_tensor_ndim(c->indices) ||
          memcmp(nx_tensor_shape(c->x), nx_tensor_shape(c->indices),

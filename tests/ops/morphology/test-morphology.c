@@ -563,7 +563,8 @@ static void test_edt_golden(void **state)
         for (int c = 0; c < 8; c++) {
             int k = c & 1;
             nx_edt_opts o = {.backend = c & 4 ? NX_BACKEND_CPU : NX_BACKEND_REF,
-                             .sampling = sampling, .driver = drivers[(c >> 1) & 1]};
+                             .sampling = sampling,
+                             .driver = drivers[(c >> 1) & 1]};
             if (nx_distance_transform_edt(ctx, k ? m32 : m64, &o, &got) != NX_OK)
                 fail_msg("%s: %s", name, nx_ctx_last_error(ctx));
             double rtol = k ? 1e-4 : 1e-10;
@@ -785,8 +786,8 @@ static void test_label_dtypes_views(void **state)
     nx_ctx *ctx = ctx_new();
     nx_tensor *m = load(ctx, "cc3_slabs_c2", "mask"), *want = load(ctx, "cc3_slabs_c2", "out");
     size_t bytes = (size_t)nx_tensor_numel(want) * sizeof(int32_t);
-    static const nx_dtype dts[] = {NX_DTYPE_BOOL, NX_DTYPE_I8, NX_DTYPE_I16, NX_DTYPE_I32,
-                                   NX_DTYPE_I64, NX_DTYPE_F32, NX_DTYPE_F64, NX_DTYPE_U8};
+    static const nx_dtype dts[] = {NX_DTYPE_BOOL, NX_DTYPE_I8,  NX_DTYPE_I16, NX_DTYPE_I32,
+                                   NX_DTYPE_I64,  NX_DTYPE_F32, NX_DTYPE_F64, NX_DTYPE_U8};
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; d++) {
         nx_tensor *c = NULL, *got = NULL;
         assert_int_equal(nx_tensor_cast(m, dts[d], &c), NX_OK);
@@ -939,14 +940,22 @@ static void test_alloc_sweep(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_golden_ref),   cmocka_unit_test(test_golden_cpu),
-        cmocka_unit_test(test_valid),        cmocka_unit_test(test_first_winner),
-        cmocka_unit_test(test_grad_fd),      cmocka_unit_test(test_batch_and_dtypes),
-        cmocka_unit_test(test_errors),       cmocka_unit_test(test_alloc_sweep),
-        cmocka_unit_test(test_cdt_golden),   cmocka_unit_test(test_cdt_grad),
-        cmocka_unit_test(test_cdt_errors),   cmocka_unit_test(test_edt_golden),
-        cmocka_unit_test(test_label_golden), cmocka_unit_test(test_bad_input),
-        cmocka_unit_test(test_label_dtypes_views), cmocka_unit_test(test_device_tensors),
+        cmocka_unit_test(test_golden_ref),
+        cmocka_unit_test(test_golden_cpu),
+        cmocka_unit_test(test_valid),
+        cmocka_unit_test(test_first_winner),
+        cmocka_unit_test(test_grad_fd),
+        cmocka_unit_test(test_batch_and_dtypes),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_alloc_sweep),
+        cmocka_unit_test(test_cdt_golden),
+        cmocka_unit_test(test_cdt_grad),
+        cmocka_unit_test(test_cdt_errors),
+        cmocka_unit_test(test_edt_golden),
+        cmocka_unit_test(test_label_golden),
+        cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_label_dtypes_views),
+        cmocka_unit_test(test_device_tensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
