@@ -5,17 +5,14 @@
  * Device tensors. When an input is a CUDA device tensor the op's plan runs on the CUDA backend
  * (explicitly asked for, or auto on a machine with a usable GPU): contiguous device inputs are
  * read in place, and when every input is on the device the outputs stay there (no copies; the run
- * synchronises before returning). nx_program_run takes host tensors only (ir/interp.c
- * check_inputs; the change that lets a CUDA program take device tensors is requested in
- * /work/notes/ir-requests.md), so until it does a device call runs the same graph's kernel plan
- * on nx_ptx_backend directly, cached beside the host program under its own key. Asking a host
+ * synchronises before returning); the program is compiled for the cuda backend and cached under
+ * a key that says so. Asking a host
  * backend (cpu, ref, or auto without a GPU) to take device tensors is NX_ERR_UNSUPPORTED naming
  * the argument. */
 #include <string.h>
 
 #include "cache.h"
 #include "codegen/ptx/emit.h"
-#include "passes/fuse.h"
 #include "semiring.h"
 
 typedef struct sr_build {
@@ -52,77 +49,6 @@ static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
     return st;
 }
 
-/* ---- the device path ----------------------------------------------------------------------*/
-
-typedef struct sr_device {
-    nx_ctx *ctx;
-    nx_graph *g; /* owns the store the plan borrows */
-    nx_kplan *plan;
-    void *state; /* nx_ptx_backend's */
-} sr_device;
-
-static void device_free(void *user, void *obj)
-{
-    (void)user;
-    sr_device *d = obj;
-    if (!d)
-        return;
-    if (d->state)
-        nx_ptx_backend.release(d->ctx, d->plan, d->state);
-    nx_kplan_free(d->plan);
-    nx_graph_free(d->g);
-    nx_rt_free(d->ctx, d, sizeof *d);
-}
-
-static nx_status device_compile(nx_ctx *ctx, const sr_build *b, sr_device **out)
-{
-    sr_device *d = nx_rt_calloc(ctx, 1, sizeof *d);
-    if (!d)
-        return nx_rt_nomem(ctx, "semiring: device plan", sizeof *d);
-    d->ctx = ctx;
-    nx_node outs[4] = {0};
-    int n = 0;
-    nx_status st = build_graph(ctx, b, &d->g, outs, &n);
-    if (st == NX_OK)
-        st = nx_ir_verify_store(ctx, &d->g->s, "semiring (device)");
-    if (st == NX_OK)
-        st = nx_pass_pipeline(ctx, &d->g->s, n, outs, &d->plan);
-    if (st == NX_OK)
-        st = nx_ptx_backend.prepare(ctx, d->plan, &d->state);
-    if (st != NX_OK) {
-        device_free(NULL, d);
-        return st;
-    }
-    *out = d;
-    return NX_OK;
-}
-
-/* The cached device plan of key (b is freed). */
-static nx_status device_cached(nx_ctx *ctx, nx_rt_cache_blob *key, const sr_build *b,
-                               sr_device **out)
-{
-    *out = NULL;
-    nx_rt_cache_blob_str(key, "run", "cuda device plan");
-    nx_rt_cache_key k;
-    nx_rt_cache *cache = NULL;
-    nx_status st = nx_rt_cache_blob_key(key, &k);
-    if (st != NX_OK)
-        st = nx_rt_nomem(ctx, "semiring: cache key", key->len);
-    else
-        st = nx_rt_cache_of(ctx, &cache);
-    sr_device *d = st == NX_OK ? nx_rt_cache_find(cache, &k) : NULL;
-    if (st == NX_OK && !d && (st = device_compile(ctx, b, &d)) == NX_OK) {
-        void *winner = NULL;
-        st = nx_rt_cache_insert(cache, &k, d, device_free, NULL, &winner);
-        if (st != NX_OK)
-            device_free(NULL, d);
-        d = winner;
-    }
-    nx_rt_cache_blob_free(key);
-    *out = st == NX_OK ? d : NULL;
-    return st;
-}
-
 static int first_device(int n, const nx_tensor *const *ins)
 {
     for (int i = 0; i < n; i++)
@@ -132,29 +58,25 @@ static int first_device(int n, const nx_tensor *const *ins)
 }
 
 static nx_status run_device(nx_ctx *ctx, const nx_sr_run_args *a, int dev, nx_rt_cache_blob *key,
-                            const sr_build *b)
+                            sr_build *b)
 {
     nx_backend resolved = NX_BACKEND_AUTO;
     nx_status st = nx_ptx_resolve_backend(ctx, a->backend, &resolved);
+    if (st == NX_OK && resolved != NX_BACKEND_CUDA)
+        st = nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                         "%s: %s is a CUDA device tensor but the op runs on the %s backend; "
+                         "expected host tensors, or the cuda backend",
+                         a->who, a->names[dev], nx_backend_name(resolved));
     if (st != NX_OK) {
         nx_rt_cache_blob_free(key);
         return st;
     }
-    if (resolved != NX_BACKEND_CUDA) {
-        nx_rt_cache_blob_free(key);
-        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
-                           "%s: %s is a CUDA device tensor but the op runs on the %s backend; "
-                           "expected host tensors, or the cuda backend",
-                           a->who, a->names[dev], nx_backend_name(resolved));
-    }
-    sr_device *d = NULL;
-    if ((st = device_cached(ctx, key, b, &d)) != NX_OK)
-        return st;
-    st = nx_ptx_backend.run(ctx, d->plan, d->state, a->inputs, a->outputs);
-    for (int i = 0; st != NX_OK && i < a->noutputs; i++) {
-        nx_tensor_free(a->outputs[i]);
-        a->outputs[i] = NULL;
-    }
+    b->backend = NX_BACKEND_CUDA;
+    nx_rt_cache_blob_i64(key, "device inputs", 1);
+    nx_program *p = NULL;
+    st = nx_rt_program_cached(ctx, key, "semiring: cache key", compile, b, &p);
+    if (st == NX_OK)
+        st = nx_program_run(p, a->inputs, a->outputs);
     return st;
 }
 
