@@ -238,6 +238,86 @@ static void sl_outer(const sl_job *j, int64_t o, int64_t *oa, int64_t *ob, int64
             sl_block_##T(jb, a, b, y, n, 0, 0);                                                    \
     }
 
+/* The tile copies of full f32 tiles of unit-stride lines by 4 x 4 SSE transposes (baseline
+ * x86-64); they move values only, so the results are the scalar copies' bit for bit. false: the
+ * caller copies element by element. */
+#if defined(__SSE__)
+#include <xmmintrin.h>
+
+static bool sl_tile_in_float(float (*tb)[SL_LANES], const float *b, const int64_t *off, int64_t nl,
+                             int64_t ns, int64_t t0, int64_t dir, int64_t stride)
+{
+    if (nl != SL_LANES || ns % 4 != 0 || stride != 1)
+        return false;
+    for (int l4 = 0; l4 < SL_LANES; l4 += 4)
+        for (int64_t s4 = 0; s4 < ns; s4 += 4) {
+            __m128 r[4];
+            for (int j = 0; j < 4; j++) {
+                const float *p = b + off[l4 + j] + t0;
+                r[j] = dir > 0 ? _mm_loadu_ps(p + s4) : _mm_loadu_ps(p - s4 - 3);
+                if (dir < 0)
+                    r[j] = _mm_shuffle_ps(r[j], r[j], _MM_SHUFFLE(0, 1, 2, 3));
+            }
+            _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
+            for (int j = 0; j < 4; j++)
+                _mm_storeu_ps(&tb[s4 + j][l4], r[j]);
+        }
+    return true;
+}
+
+static bool sl_tile_out_float(float (*tb)[SL_LANES], float *y, const int64_t *off, int64_t nl,
+                              int64_t ns, int64_t t0, int64_t dir, int64_t stride)
+{
+    if (nl != SL_LANES || ns % 4 != 0 || stride != 1)
+        return false;
+    for (int l4 = 0; l4 < SL_LANES; l4 += 4)
+        for (int64_t s4 = 0; s4 < ns; s4 += 4) {
+            __m128 r[4];
+            for (int j = 0; j < 4; j++)
+                r[j] = _mm_loadu_ps(&tb[s4 + j][l4]);
+            _MM_TRANSPOSE4_PS(r[0], r[1], r[2], r[3]);
+            for (int j = 0; j < 4; j++) {
+                float *p = y + off[l4 + j] + t0;
+                if (dir > 0) {
+                    _mm_storeu_ps(p + s4, r[j]);
+                } else {
+                    r[j] = _mm_shuffle_ps(r[j], r[j], _MM_SHUFFLE(0, 1, 2, 3));
+                    _mm_storeu_ps(p - s4 - 3, r[j]);
+                }
+            }
+        }
+    return true;
+}
+#else
+static bool sl_tile_in_float(float (*tb)[SL_LANES], const float *b, const int64_t *off, int64_t nl,
+                             int64_t ns, int64_t t0, int64_t dir, int64_t stride)
+{
+    (void)tb, (void)b, (void)off, (void)nl, (void)ns, (void)t0, (void)dir, (void)stride;
+    return false;
+}
+
+static bool sl_tile_out_float(float (*tb)[SL_LANES], float *y, const int64_t *off, int64_t nl,
+                              int64_t ns, int64_t t0, int64_t dir, int64_t stride)
+{
+    (void)tb, (void)y, (void)off, (void)nl, (void)ns, (void)t0, (void)dir, (void)stride;
+    return false;
+}
+#endif
+
+static bool sl_tile_in_double(double (*tb)[SL_LANES], const double *b, const int64_t *off,
+                              int64_t nl, int64_t ns, int64_t t0, int64_t dir, int64_t stride)
+{
+    (void)tb, (void)b, (void)off, (void)nl, (void)ns, (void)t0, (void)dir, (void)stride;
+    return false;
+}
+
+static bool sl_tile_out_double(double (*tb)[SL_LANES], double *y, const int64_t *off, int64_t nl,
+                               int64_t ns, int64_t t0, int64_t dir, int64_t stride)
+{
+    (void)tb, (void)y, (void)off, (void)nl, (void)ns, (void)t0, (void)dir, (void)stride;
+    return false;
+}
+
 /* A group of up to SL_LANES contiguous lines: SL_STEPS samples of each are copied into a tile
  * with the lines side by side, the recurrence steps all lanes at once, and the tile goes back. */
 #define SL_LINES(T)                                                                                \
@@ -259,11 +339,12 @@ static void sl_outer(const sl_job *j, int64_t o, int64_t *oa, int64_t *ob, int64
         int64_t dir = jb->rev ? -1 : 1, first = jb->rev ? len - 1 : 0;                             \
         for (int64_t k0 = 0; k0 < len; k0 += SL_STEPS) {                                           \
             int64_t ns = len - k0 < SL_STEPS ? len - k0 : SL_STEPS, t0 = first + dir * k0;         \
-            for (int64_t l = 0; l < nl; l++) {                                                     \
-                const T *pb = b + offb[l] + t0 * sb;                                               \
-                for (int64_t s = 0; s < ns; s++)                                                   \
-                    tb[s][l] = pb[s * dir * sb];                                                   \
-            }                                                                                      \
+            if (!sl_tile_in_##T(tb, b, offb, nl, ns, t0, dir, sb))                                 \
+                for (int64_t l = 0; l < nl; l++) {                                                 \
+                    const T *pb = b + offb[l] + t0 * sb;                                           \
+                    for (int64_t s = 0; s < ns; s++)                                               \
+                        tb[s][l] = pb[s * dir * sb];                                               \
+                }                                                                                  \
             if (jb->a_scalar) {                                                                    \
                 T c = a[0];                                                                        \
                 for (int64_t s = 0; s < ns; s++)                                                   \
@@ -285,11 +366,12 @@ static void sl_outer(const sl_job *j, int64_t o, int64_t *oa, int64_t *ob, int64
                         tb[s][l] = acc[l];                                                         \
                     }                                                                              \
             }                                                                                      \
-            for (int64_t l = 0; l < nl; l++) {                                                     \
-                T *py = y + offy[l] + t0 * sy;                                                     \
-                for (int64_t s = 0; s < ns; s++)                                                   \
-                    py[s * dir * sy] = tb[s][l];                                                   \
-            }                                                                                      \
+            if (!sl_tile_out_##T(tb, y, offy, nl, ns, t0, dir, sy))                                \
+                for (int64_t l = 0; l < nl; l++) {                                                 \
+                    T *py = y + offy[l] + t0 * sy;                                                 \
+                    for (int64_t s = 0; s < ns; s++)                                               \
+                        py[s * dir * sy] = tb[s][l];                                               \
+                }                                                                                  \
         }                                                                                          \
     }
 
