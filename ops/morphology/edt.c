@@ -35,10 +35,11 @@
 typedef struct envelope_job {
     void *data; /* f32 or f64, squared distances in place */
     bool f64;
-    bool root; /* the last pass: write square roots */
+    bool root;   /* the last pass: write square roots */
+    bool window; /* try the window on small values (the last pass) */
     int64_t outer, n, inner, ntiles_inner;
     double s2;       /* squared sampling of the axis */
-    double *scratch; /* per chunk: TILE rows of n, then h, fv, zn, zd and v (n + 1 each) */
+    double *scratch; /* per chunk: TILE rows of n twice, then h, fv, zn, zd and v (n + 1 each) */
     size_t scratch_per_chunk;
 } envelope_job;
 
@@ -138,12 +139,88 @@ static void tile_store(const envelope_job *j, int64_t base, int64_t m, const dou
     }
 }
 
+/* ---- small values: a window instead of the envelope ---------------------------------------*/
+
+/* When every value of a tile's lines is finite and at most s2 r^2, each place's nearest parabola
+ * lies within r places of it (its own parabola gives f[q] already, and a farther one starts above
+ * that), so the minimum over a window of 2r + 1 places is the result. The last pass sees small
+ * values (squared distances in the other axes: r ~ 12-20 on the bench's 1 % sources), and there
+ * the window, run over the tile's 16 lines at once in fixed-width loops the compiler vectorises,
+ * costs less than the envelope's data-dependent branches. The sums are the envelope's own
+ * (f[p] + s2 t t), so with unit sampling both give the same values. */
+#define WINDOW_MAX 24
+
+/* The tile's values as [q][TILE] (lanes past m are 0); the window radius, or -1 when a value is
+ * infinite or too large. */
+static int64_t window_load(const envelope_job *j, int64_t base, int64_t m, double *t)
+{
+    int64_t n = j->n, inner = j->inner;
+    double top = 0;
+    for (int64_t q = 0; q < n; q++) {
+        int64_t at = base + q * inner;
+        double *row = t + q * TILE;
+        for (int64_t l = 0; l < TILE; l++) {
+            double v = l >= m   ? 0
+                       : j->f64 ? ((const double *)j->data)[at + l]
+                                : (double)((const float *)j->data)[at + l];
+            row[l] = v;
+            top = v > top ? v : top;
+        }
+    }
+    if (!(top <= j->s2 * WINDOW_MAX * WINDOW_MAX)) /* NaN-free: +inf fails here */
+        return -1;
+    int64_t r = 0;
+    while (j->s2 * (double)r * (double)r < top)
+        r++;
+    return r;
+}
+
+static void window_tile(const double *restrict t, double *restrict d, int64_t n, double s2,
+                        int64_t r)
+{
+    memcpy(d, t, (size_t)(n * TILE) * sizeof(double));
+    for (int64_t k = 1; k <= r && k < n; k++) {
+        double c = s2 * (double)k * (double)k;
+        for (int64_t q = 0; q + k < n; q++) {
+            double *dq = d + q * TILE;
+            const double *tp = t + (q + k) * TILE;
+            for (int l = 0; l < TILE; l++) {
+                double x = tp[l] + c;
+                dq[l] = x < dq[l] ? x : dq[l];
+            }
+        }
+        for (int64_t q = k; q < n; q++) {
+            double *dq = d + q * TILE;
+            const double *tp = t + (q - k) * TILE;
+            for (int l = 0; l < TILE; l++) {
+                double x = tp[l] + c;
+                dq[l] = x < dq[l] ? x : dq[l];
+            }
+        }
+    }
+}
+
+static void window_store(const envelope_job *j, int64_t base, int64_t m, const double *d)
+{
+    int64_t n = j->n, inner = j->inner;
+    for (int64_t q = 0; q < n; q++) {
+        int64_t at = base + q * inner;
+        const double *row = d + q * TILE;
+        for (int64_t l = 0; l < m; l++) {
+            if (j->f64)
+                ((double *)j->data)[at + l] = j->root ? sqrt(row[l]) : row[l];
+            else
+                ((float *)j->data)[at + l] = j->root ? sqrtf((float)row[l]) : (float)row[l];
+        }
+    }
+}
+
 static void envelope_chunk(void *user, int64_t begin, int64_t end, int chunk)
 {
     const envelope_job *j = user;
     int64_t n = j->n;
-    double *rows = j->scratch + (size_t)chunk * j->scratch_per_chunk;
-    envelope_scratch w = {.h = rows + TILE * n};
+    double *rows = j->scratch + (size_t)chunk * j->scratch_per_chunk, *win = rows + TILE * n;
+    envelope_scratch w = {.h = win + TILE * n};
     w.fv = w.h + n + 1;
     w.zn = w.fv + n + 1;
     w.zd = w.zn + n + 1;
@@ -152,6 +229,12 @@ static void envelope_chunk(void *user, int64_t begin, int64_t end, int chunk)
         int64_t o = b / j->ntiles_inner, i0 = (b % j->ntiles_inner) * TILE;
         int64_t m = j->inner - i0 < TILE ? j->inner - i0 : TILE;
         int64_t base = o * n * j->inner + i0;
+        int64_t r = j->window ? window_load(j, base, m, rows) : -1;
+        if (r >= 0) {
+            window_tile(rows, win, n, j->s2, r);
+            window_store(j, base, m, win);
+            continue;
+        }
         tile_load(j, base, m, rows);
         for (int64_t l = 0; l < m; l++)
             envelope_line(rows + l * n, n, j->s2, &w);
@@ -165,6 +248,7 @@ static nx_status envelope_axis(nx_ctx *ctx, void *data, bool f64, int nd, const 
     envelope_job j = {.data = data,
                       .f64 = f64,
                       .root = root,
+                      .window = root,
                       .outer = 1,
                       .n = shape[axis],
                       .inner = 1,
@@ -181,7 +265,7 @@ static nx_status envelope_axis(nx_ctx *ctx, void *data, bool f64, int nd, const 
         return st;
     int nchunks = nx_rt_pool_chunks(items, 1, threads);
     /* TILE rows, h, fv, zn, zd, and v (int32, counted as a double each), n + 1 each */
-    j.scratch_per_chunk = (size_t)(TILE * j.n + 5 * (j.n + 1));
+    j.scratch_per_chunk = (size_t)(2 * TILE * j.n + 5 * (j.n + 1));
     size_t bytes = (size_t)nchunks * j.scratch_per_chunk * sizeof(double);
     j.scratch = nx_rt_alloc(ctx, bytes);
     if (!j.scratch)
