@@ -136,7 +136,8 @@ bool nx_x86_supports(const nx_kernel *k)
 typedef struct emitter {
     nx_ctx *ctx;
     const nx_kernel *k;
-    text body, allocas;
+    text body, allocas, meta; /* meta: loop metadata nodes, appended to the module */
+    int nmeta;
     int tmp, label;
     int *val;   /* SSA number of each instruction's value, -1 when not available */
     int *scope; /* the scope each cached value was made in */
@@ -217,6 +218,20 @@ static void loop_close(emitter *e, loop l)
     put(&e->body, "  %%v%d = add i64 %%v%d, 1\n  store i64 %%v%d, i64* %%v%d\n", n, l.index, n,
         l.counter);
     put(&e->body, "  br label %%L%d\nL%d:\n", l.head, l.exit);
+}
+
+/* loop_close for a loop the vectoriser and unroller should leave alone (a border of a split:
+ * a few iterations of gathers, and vectorising them doubled the kernel's compile time). */
+static void loop_close_scalar(emitter *e, loop l)
+{
+    close_scope(e);
+    int n = fresh(e), id = e->nmeta;
+    e->nmeta += 2;
+    put(&e->body, "  %%v%d = add i64 %%v%d, 1\n  store i64 %%v%d, i64* %%v%d\n", n, l.index, n,
+        l.counter);
+    put(&e->body, "  br label %%L%d, !llvm.loop !%d\nL%d:\n", l.head, id, l.exit);
+    put(&e->meta, "!%d = distinct !{!%d, !%d}\n", id, id, id + 1);
+    put(&e->meta, "!%d = !{!\"llvm.loop.vectorize.enable\", i1 false}\n", id + 1);
 }
 
 static int value(emitter *e, int32_t id);
@@ -954,8 +969,28 @@ static loop region_open(emitter *e, int r, const char *lo, const char *hi)
 
 static void region_close(emitter *e, loop l)
 {
+    bool border = !e->alias;
     e->alias = NULL;
-    loop_close(e, l);
+    if (border)
+        loop_close_scalar(e, l);
+    else
+        loop_close(e, l);
+}
+
+/* Both borders as one loop over b in [0, lo + n - hi): j = b below lo, b + hi - lo above (one
+ * copy of the rules' code rather than two: compile time). Only where the loop's bounds are the
+ * constant [0, n), not the thread split's [begin, end). */
+static loop borders_open(emitter *e)
+{
+    char cnt[32];
+    int64_t lo = e->bd.lo, n = e->k->extent[e->bd.loop];
+    snprintf(cnt, sizeof cnt, "%lld", (long long)(lo + n - e->bd.hi));
+    loop l = loop_open(e, "0", cnt);
+    int below = op2(e, "icmp slt", "i64", l.index, i64c(e, lo));
+    int j = selv(e, "i64", below, l.index, op2(e, "add", "i64", l.index, i64c(e, e->bd.hi - lo)));
+    e->loopvar[e->bd.loop] = j;
+    e->alias = NULL;
+    return l;
 }
 
 /* The innermost space loop split in three, the stores in each part. */
@@ -965,13 +1000,15 @@ static void emit_split_stores(emitter *e, int lin_outer)
     int L = e->bd.loop;
     char ext[32];
     snprintf(ext, sizeof ext, "%lld", (long long)k->extent[L]);
-    for (int r = 0; r < 3; r++) {
-        if (!region_used(e, r))
+    bool merged = L != 0 && region_used(e, 0) && region_used(e, 2);
+    for (int r = merged ? 1 : 0; r < 3; r++) {
+        if (!region_used(e, r) && !(merged && r == 2))
             continue;
-        loop l = region_open(e, r, L == 0 ? "%begin" : "0", L == 0 ? "%end" : ext);
+        loop l = merged && r == 2 ? borders_open(e)
+                                  : region_open(e, r, L == 0 ? "%begin" : "0", L == 0 ? "%end" : ext);
         e->live |= 1u << L;
         int lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin_outer, constv(e, "i64", ext)),
-                      l.index);
+                      e->loopvar[L]);
         for (int s = 0; s < k->nstores; s++)
             emit_store(e, &k->stores[s], lin);
         region_close(e, l);
@@ -1091,12 +1128,15 @@ static void row_steps(emitter *e, const row_arrays *ra, const row_span *sp, int 
         forget_loop(e, last);
         return;
     }
-    for (int part = 0; part < (split ? 3 : 1); part++) {
-        if (split && !region_used(e, part))
+    bool merged = split && e->k->ndim >= 2 && region_used(e, 0) && region_used(e, 2);
+    for (int part = merged ? 1 : 0; part < (split ? 3 : 1); part++) {
+        if (split && !region_used(e, part) && !(merged && part == 2))
             continue;
-        loop l = split ? region_open(e, part, sp->slo, sp->shi) : row_loop(e, sp);
+        loop l = merged && part == 2 ? borders_open(e)
+                 : split             ? region_open(e, part, sp->slo, sp->shi)
+                                     : row_loop(e, sp);
         e->live |= 1u << last;
-        carry c = row_carry(e, ra, in->prim, d, row_at(e, sp, l.index));
+        carry c = row_carry(e, ra, in->prim, d, row_at(e, sp, e->loopvar[last]));
         carry_step(e, &c, V(in->a[0]));
         if (split)
             region_close(e, l);
@@ -1948,7 +1988,7 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
                            k->name);
     size_t n = (size_t)k->ninst + 1;
     emitter e = {.ctx = k->ctx, .k = k, .reassoc = reassoc, .bd = {.loop = -1}};
-    e.body.ctx = e.allocas.ctx = k->ctx;
+    e.body.ctx = e.allocas.ctx = e.meta.ctx = k->ctx;
     e.val = nx_rt_alloc(k->ctx, n * sizeof *e.val);
     e.scope = nx_rt_calloc(k->ctx, n, sizeof *e.scope);
     e.mask = nx_rt_calloc(k->ctx, n, sizeof *e.mask);
@@ -1966,9 +2006,10 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
         emit_space(&e);
         emit_declarations(&e, &t);
         emit_functions(&e, &t, name);
+        put(&t, "%s", e.meta.p ? e.meta.p : "");
     }
     bool failed = !e.val || !e.scope || !e.mask || !e.tile_cls || !e.tile_vc || e.nomem ||
-                  e.body.failed || e.allocas.failed || t.failed;
+                  e.body.failed || e.allocas.failed || e.meta.failed || t.failed;
     nx_rt_free(k->ctx, e.val, n * sizeof *e.val);
     nx_rt_free(k->ctx, e.scope, n * sizeof *e.scope);
     nx_rt_free(k->ctx, e.mask, n * sizeof *e.mask);
@@ -1976,6 +2017,7 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
     nx_rt_free(k->ctx, e.tile_vc, n * TILE_NR * sizeof *e.tile_vc);
     text_free(&e.body);
     text_free(&e.allocas);
+    text_free(&e.meta);
     nx_x86_borders_free(k->ctx, &e.bd);
     if (failed || e.failed) {
         text_free(&t);
