@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include <llvm-c/Analysis.h>
+#include <llvm/Config/llvm-config.h> /* LLVM_VERSION_MAJOR (a C header) */
 #include <llvm-c/DebugInfo.h>
 #include <llvm-c/Error.h>
 #include <llvm-c/ErrorHandling.h>
@@ -469,10 +470,18 @@ static void prefer_wide_vectors(nx_x86_module *m)
  * (several accumulators did not make the memory-bound loops faster, and cost code size) and a
  * clean-up. O3's inliner, loop unswitching, jump threading and second simplification round find
  * nothing in such code and cost half of its compile time (docs/perf/cpu.md has the figures). */
+/* LLVM 18 and later run instcombine once and, asked for by name, abort the process when that one
+ * round leaves work (verify-fixpoint, on by default there); the next instcombine in the list
+ * picks it up, as in LLVM's own pipelines. LLVM 14 has neither the option nor the check. */
+#if LLVM_VERSION_MAJOR >= 18
+#define NX_IC "instcombine<no-verify-fixpoint>"
+#else
+#define NX_IC "instcombine"
+#endif
 static const char kernel_pipeline[] =
-    "always-inline,globaldce,function(sroa,early-cse,simplifycfg,instcombine,loop-mssa(licm),"
-    "loop(loop-rotate,indvars),loop-mssa(licm),gvn,instcombine,"
-    "loop-vectorize<interleave-forced-only>,instcombine,simplifycfg)";
+    "always-inline,globaldce,function(sroa,early-cse,simplifycfg," NX_IC ",loop-mssa(licm),"
+    "loop(loop-rotate,indvars),loop-mssa(licm),gvn," NX_IC ","
+    "loop-vectorize<interleave-forced-only>," NX_IC ",simplifycfg)";
 
 const char *nx_x86_kernel_pipeline(void)
 {
