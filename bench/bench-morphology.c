@@ -9,8 +9,9 @@
  * Under NITRIX_BACKEND=cuda the graph rows (dilation, median, pool) are the H200 ones: each
  * uploads its input once with nx_tensor_to_device, warms up, and times the entry point on the
  * device tensor, whose output stays on the device; the plan run synchronises before it returns,
- * so the figure is the device work plus the launch, without host<->device copies. The EDT and
- * label rows stay host ops (their masks stay on the host) and say so in their notes. GPU peers:
+ * so the figure is the device work plus the launch, without host<->device copies. The label row
+ * on a device mask runs the label-propagation driver there (its runs read one flag each); the
+ * EDT row stays a host op (its mask stays on the host) and says so in its note. GPU peers:
  *     python3 bench/peers-morphology.py --gpu     (PyTorch max_pool3d, on the device machine) */
 #include <math.h>
 #include <stdlib.h>
@@ -170,7 +171,7 @@ nx_status nx_bench_morphology(nx_ctx *ctx, const char *filter, int runs, bool js
         {"morph_median_3x3x3", "[128,128,128]", "scipy median_filter (issue)", 0.79, 128, 0, -1,
          call_median, 4, true},
         {"morph_label", "[128,128,128]", "scipy label (issue)", 0.019, 128, 0, 0.5, call_label, 4,
-         false},
+         true},
         {"morph_max_pool_2x2x2", "[128,128,128,4]", "", 0, 128, 4, -1, call_pool, 0.375, true},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

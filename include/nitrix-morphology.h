@@ -123,9 +123,30 @@ NX_API nx_status nx_median_filter(nx_ctx *ctx, const nx_tensor *x, const nx_morp
 
 /* scipy.ndimage.label: i32 labels 1..K numbered by first voxel in C order (0: background;
  * nonzero and NaN are foreground), neighbours at most `connectivity` (1..ndim) axes apart.
- * n_labels (may be NULL) receives K. Host op, not differentiable. */
+ * n_labels (may be NULL) receives K. Not differentiable. A host mask is labelled by union-find
+ * over runs on the CPU; a CUDA device mask by label propagation on the GPU (labels on the
+ * device), as nx_connected_components_opts with the "auto" driver. */
 NX_API nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
                                          nx_tensor **out, int32_t *n_labels);
+
+/* The drivers of nx_connected_components_opts, both giving scipy's labels exactly:
+ *   "union_find"   runs over each line joined by union-find on the CPU (host masks only);
+ *   "propagation"  IR programs on any backend: every foreground voxel starts as its own linear
+ *                  index, each round takes the minimum over the neighbourhood and jumps twice
+ *                  (L = L[L]), until a run of rounds changes nothing; the roots are then numbered
+ *                  by a cumulative sum in C order. Runs on the GPU (the device driver).
+ *   NULL, "auto"   propagation for a device mask or backend NX_BACKEND_CUDA, else union_find.
+ * backend: propagation's backend (NX_BACKEND_AUTO: cuda for a device mask or a cuda context, else
+ * the context's). A host mask labelled on the GPU is uploaded once and its labels come back once;
+ * a device mask's labels stay on the device. */
+typedef struct nx_label_opts {
+    int connectivity; /* 1..ndim */
+    const char *driver;
+    nx_backend backend;
+} nx_label_opts;
+NX_API nx_status nx_connected_components_opts(nx_ctx *ctx, const nx_tensor *mask,
+                                              const nx_label_opts *opts, nx_tensor **out,
+                                              int32_t *n_labels);
 /* Bool mask of the component with the most voxels (ties: the lowest label; none: all false). */
 NX_API nx_status nx_largest_connected_component(nx_ctx *ctx, const nx_tensor *mask,
                                                 int connectivity, nx_tensor **out);

@@ -326,11 +326,6 @@ static nx_status check_mask(nx_ctx *ctx, const char *who, const nx_tensor *mask,
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: connectivity %d; expected 1..%d", who,
                            connectivity, nd);
     nx_dtype md = nx_tensor_dtype(mask);
-    if (nx_tensor_device(mask) != NX_DEVICE_HOST)
-        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
-                           "%s: mask is a device tensor; connected components is a host op "
-                           "(union-find over runs on the CPU): copy the mask to the host first",
-                           who);
     if (md == NX_DTYPE_F16 || md == NX_DTYPE_BF16)
         return nx_rt_error(ctx, NX_ERR_DTYPE,
                            "%s: mask is %s; expected a bool, integer, f32 or f64 tensor", who,
@@ -351,6 +346,10 @@ nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connec
     if (!mask || !out)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, mask ? "out" : "mask");
     *out = NULL;
+    if (nx_tensor_device(mask) != NX_DEVICE_HOST) /* union-find reads host memory */
+        return nx_connected_components_opts(ctx, mask,
+                                            &(nx_label_opts){.connectivity = connectivity}, out,
+                                            n_labels);
     nx_status st = check_mask(ctx, who, mask, connectivity);
     if (st != NX_OK)
         return st;

@@ -872,9 +872,18 @@ static void test_device_tensors(void **state)
     assert_non_null(strstr(nx_ctx_last_error(ctx), "host op"));
     nx_distance_opts dopt = {.metric = NX_DISTANCE_TAXICAB};
     assert_int_equal(nx_distance_transform(ctx, xd, &dopt, &y), NX_ERR_UNSUPPORTED);
-    assert_int_equal(nx_connected_components(ctx, xd, 1, &y, NULL), NX_ERR_UNSUPPORTED);
-    assert_non_null(strstr(nx_ctx_last_error(ctx), "host op"));
-    assert_null(y);
+    /* a device mask is labelled on the device (label propagation): scipy's labels, as the host's */
+    int32_t kd = -1, kh = -2;
+    assert_int_equal(nx_connected_components(ctx, xd, 1, &yd, &kd), NX_OK);
+    assert_int_equal(nx_tensor_device(yd), NX_DEVICE_CUDA);
+    assert_int_equal(nx_connected_components(ctx, x, 1, &y, &kh), NX_OK);
+    assert_int_equal(kd, kh);
+    assert_int_equal(nx_tensor_to_device(yd, NX_DEVICE_HOST, &yh), NX_OK);
+    assert_memory_equal(nx_tensor_data(yh), nx_tensor_data(y), 504 * sizeof(int32_t));
+    nx_tensor_free(yh);
+    nx_tensor_free(yd);
+    nx_tensor_free(y);
+    y = NULL;
     nx_tensor_free(xd);
     nx_tensor_free(x);
     nx_ctx_free(ctx);

@@ -1,0 +1,342 @@
+/* Connected components by label propagation with pointer jumping, as IR programs: the driver that
+ * runs on the GPU (and on any backend), where the host's union-find (label.c) cannot go.
+ *
+ * Every foreground voxel starts with its own linear index as its label. A round takes the minimum
+ * label over the voxel and its foreground neighbours (the connectivity's offsets in both
+ * directions, read from a copy padded with INT32_MAX), then jumps twice: L = L[L]. A label is
+ * always the index of a foreground voxel of the same component no greater than the voxel's own,
+ * so the jumps stay inside the component and labels only decrease; at the fixed point every voxel
+ * holds the first voxel of its component in C order. The final program numbers the roots (voxels
+ * that are their own label) by a cumulative sum in C order and gathers each voxel's number, which
+ * is exactly scipy.ndimage.label's numbering.
+ *
+ * The host runs the round program (ROUNDS rounds per run) until a run changes nothing; it reads
+ * one 0-d flag per run. Inputs on the device stay there: every program's inputs are device tensors
+ * then, so no label array crosses the bus between runs. */
+#include <string.h>
+
+#include "morph.h"
+#include "nitrix-ops.h"
+#include "runtime/cache.h"
+
+
+#define ROUNDS 4
+#define JUMPS 2
+#define MAX_NEIGHBOURS 80 /* 3^4 - 1 */
+#define MAX_OUTPUTS (2 + ROUNDS * (JUMPS + 1))
+
+enum { PROG_INIT, PROG_ROUNDS, PROG_FINAL };
+
+typedef struct prop_call {
+    int kind;
+    int nd, connectivity;
+    const int64_t *shape;
+    nx_dtype mask_dtype;
+    nx_backend backend;
+} prop_call;
+
+/* The neighbours' offsets (per axis, -1..1) with at most connectivity nonzero components. */
+static int neighbours(int nd, int connectivity, int (*delta)[NX_MORPH_MAX_SPATIAL])
+{
+    int n = 0, total = 1;
+    for (int i = 0; i < nd; i++)
+        total *= 3;
+    for (int c = 0; c < total; c++) {
+        int t = c, nz = 0;
+        for (int i = nd - 1; i >= 0; i--) {
+            delta[n][i] = t % 3 - 1;
+            t /= 3;
+            nz += delta[n][i] != 0;
+        }
+        if (nz > 0 && nz <= connectivity)
+            n++;
+    }
+    return n;
+}
+
+/* x flattened to one axis and back: gather works along one axis. */
+static nx_node flat(nx_graph *g, nx_node x, int64_t n)
+{
+    return nx_reshape(g, x, 1, &n);
+}
+
+/* One round: the minimum over the neighbourhood, then JUMPS pointer jumps. Each step's labels
+ * are appended to keep[] (the program outputs them): fusion recomputes an inlined value at every
+ * place a kernel reads it, and a jump reads its source at two index maps (the voxel and the label),
+ * so without these materialisation points the rounds would nest into exponentially large kernels. */
+static nx_node round_of(nx_graph *g, const prop_call *c, nx_node fg, nx_node lab, int64_t n,
+                        nx_node *keep, int *nkeep)
+{
+    int delta[MAX_NEIGHBOURS][NX_MORPH_MAX_SPATIAL];
+    int nn = neighbours(c->nd, c->connectivity, delta);
+    int64_t one[NX_MORPH_MAX_SPATIAL], start[NX_MORPH_MAX_SPATIAL] = {0};
+    int64_t stop[NX_MORPH_MAX_SPATIAL] = {0};
+    for (int i = 0; i < NX_MORPH_MAX_SPATIAL; i++)
+        one[i] = 1;
+    nx_node padded = nx_pad(g, lab, one, one, NX_PAD_CONSTANT, (double)INT32_MAX);
+    nx_node m = lab;
+    for (int k = 0; k < nn; k++) {
+        for (int i = 0; i < c->nd; i++) {
+            start[i] = 1 + delta[k][i];
+            stop[i] = start[i] + c->shape[i];
+        }
+        m = nx_minimum(g, m, nx_slice(g, padded, start, stop, NULL));
+    }
+    nx_node big = nx_scalar(g, NX_DTYPE_I32, (double)INT32_MAX);
+    nx_node zero = nx_scalar(g, NX_DTYPE_I32, 0);
+    nx_node fgf = flat(g, fg, n);
+    nx_node mf = nx_select(g, fgf, flat(g, m, n), big);
+    for (int j = 0; j < JUMPS; j++) {
+        keep[(*nkeep)++] = mf;
+        mf = nx_select(g, fgf, nx_gather(g, mf, nx_select(g, fgf, mf, zero), 0), big);
+    }
+    return nx_reshape(g, mf, c->nd, c->shape);
+}
+
+static nx_status build(nx_graph *g, const prop_call *c, int *nout, nx_node *outs)
+{
+    int64_t n = 1;
+    for (int i = 0; i < c->nd; i++)
+        n *= c->shape[i];
+    nx_node big = nx_scalar(g, NX_DTYPE_I32, (double)INT32_MAX);
+    if (c->kind == PROG_INIT) {
+        nx_node mask = nx_input(g, "mask", c->mask_dtype, c->nd, c->shape);
+        nx_node fg = nx_cast(g, mask, NX_DTYPE_BOOL);
+        nx_node idx = nx_reshape(g, nx_iota(g, NX_DTYPE_I32, 1, &n, 0), c->nd, c->shape);
+        outs[0] = fg;
+        outs[1] = nx_select(g, fg, idx, big);
+        *nout = 2;
+        return nx_graph_status(g);
+    }
+    nx_node fg = nx_input(g, "fg", NX_DTYPE_BOOL, c->nd, c->shape);
+    nx_node lab = nx_input(g, "labels", NX_DTYPE_I32, c->nd, c->shape);
+    if (c->kind == PROG_ROUNDS) {
+        nx_node l = lab;
+        *nout = 2;
+        for (int r = 0; r < ROUNDS; r++) {
+            if (r > 0)
+                outs[(*nout)++] = l;
+            l = round_of(g, c, fg, l, n, outs, nout);
+        }
+        nx_node changed = nx_cast(g, flat(g, nx_ne(g, l, lab), n), NX_DTYPE_I32);
+        outs[0] = l;
+        outs[1] = nx_reduce(g, changed, 1, (const int[]){0}, NX_MONOID_MAX, false);
+        return nx_graph_status(g);
+    }
+    nx_node lf = flat(g, lab, n), fgf = flat(g, fg, n);
+    nx_node idx = nx_iota(g, NX_DTYPE_I32, 1, &n, 0);
+    nx_node root = nx_and(g, fgf, nx_eq(g, lf, idx));
+    nx_node rank = nx_scan(g, nx_cast(g, root, NX_DTYPE_I32), 0, NX_MONOID_SUM, false);
+    nx_node zero = nx_scalar(g, NX_DTYPE_I32, 0);
+    nx_node num = nx_select(g, fgf, nx_gather(g, rank, nx_select(g, fgf, lf, zero), 0), zero);
+    outs[0] = nx_reshape(g, num, c->nd, c->shape);
+    outs[1] = nx_reduce(g, nx_cast(g, root, NX_DTYPE_I32), 1, (const int[]){0}, NX_MONOID_SUM,
+                        false);
+    *nout = 2;
+    return nx_graph_status(g);
+}
+
+static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
+{
+    const prop_call *c = user;
+    nx_graph *g = NULL;
+    nx_status st = nx_graph_new(ctx, &g);
+    if (st != NX_OK)
+        return st;
+    nx_node outs[MAX_OUTPUTS] = {0};
+    int nout = 0;
+    st = build(g, c, &nout, outs);
+    if (st == NX_OK) {
+        nx_compile_opts co = {.backend = c->backend, .n_outputs = nout, .outputs = outs};
+        st = nx_graph_compile(g, &co, out);
+    }
+    nx_graph_free(g);
+    return st;
+}
+
+static nx_status program(nx_ctx *ctx, const prop_call *c, nx_program **out)
+{
+    nx_rt_cache_blob b;
+    nx_rt_cache_blob_init(&b, ctx);
+    int64_t geo[4] = {c->kind, c->nd, c->connectivity, c->mask_dtype};
+    nx_rt_cache_blob_str(&b, "op", "label_propagation");
+    nx_rt_cache_blob_bytes(&b, "geo", geo, sizeof geo);
+    nx_rt_cache_blob_bytes(&b, "shape", c->shape, (size_t)c->nd * sizeof(int64_t));
+    nx_rt_cache_blob_i64(&b, "backend", c->backend);
+    return nx_rt_program_cached(ctx, &b, "label propagation: cache key", compile, c, out);
+}
+
+/* The value of a 0-d i32 tensor that may live on the device. */
+static nx_status scalar_of(const nx_tensor *t, int32_t *v)
+{
+    if (nx_tensor_device(t) == NX_DEVICE_HOST) {
+        *v = *(const int32_t *)nx_tensor_data(t);
+        return NX_OK;
+    }
+    nx_tensor *h = NULL;
+    nx_status st = nx_tensor_to_device(t, NX_DEVICE_HOST, &h);
+    if (st == NX_OK)
+        *v = *(const int32_t *)nx_tensor_data(h);
+    nx_tensor_free(h);
+    return st;
+}
+
+/* Runs p and keeps its first two outputs (the others are materialisation points). */
+static nx_status run2(nx_program *p, const nx_tensor *const *in, nx_tensor **o0, nx_tensor **o1)
+{
+    nx_tensor *outs[MAX_OUTPUTS] = {NULL};
+    nx_status st = nx_program_run(p, in, outs);
+    *o0 = outs[0];
+    *o1 = outs[1];
+    for (int i = 2; i < nx_program_num_outputs(p); i++)
+        nx_tensor_free(outs[i]);
+    return st;
+}
+
+/* Iterates the round program from the initial labels to the fixed point; *lab is replaced. */
+static nx_status iterate(nx_ctx *ctx, prop_call *c, nx_tensor *fg, nx_tensor **lab, int *runs)
+{
+    nx_program *p = NULL;
+    c->kind = PROG_ROUNDS;
+    nx_status st = program(ctx, c, &p);
+    int64_t n = nx_tensor_numel(fg);
+    /* Each run moves the minimum at least ROUNDS steps along a path, so n / ROUNDS + 1 runs
+     * always reach the fixed point; pointer jumping makes the usual count logarithmic. */
+    int64_t limit = n / ROUNDS + 2;
+    int32_t changed = 1;
+    for (*runs = 0; st == NX_OK && changed && *runs < limit; (*runs)++) {
+        nx_tensor *next = NULL, *flag = NULL;
+        st = run2(p, (const nx_tensor *const[]){fg, *lab}, &next, &flag);
+        if (st == NX_OK)
+            st = scalar_of(flag, &changed);
+        nx_tensor_free(flag);
+        if (st != NX_OK) {
+            nx_tensor_free(next);
+            break;
+        }
+        nx_tensor_free(*lab);
+        *lab = next;
+    }
+    if (st == NX_OK && changed)
+        st = nx_rt_error(ctx, NX_ERR_INTERNAL, "connected components: label propagation still "
+                         "changed labels after %d runs; expected a fixed point by then", *runs);
+    return st;
+}
+
+static nx_status propagate(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
+                           nx_backend backend, nx_tensor **out, int32_t *n_labels)
+{
+    *out = NULL;
+    prop_call c = {.kind = PROG_INIT, .nd = nx_tensor_ndim(mask), .connectivity = connectivity,
+                   .shape = nx_tensor_shape(mask), .mask_dtype = nx_tensor_dtype(mask),
+                   .backend = backend};
+    int64_t n = nx_tensor_numel(mask);
+    if (n > INT32_MAX - 1)
+        return nx_rt_error(ctx, NX_ERR_SHAPE, "nx_connected_components: mask has %lld voxels; "
+                           "expected at most %d (i32 labels)", (long long)n, INT32_MAX - 1);
+    if (n == 0) {
+        if (n_labels)
+            *n_labels = 0;
+        return nx_tensor_new(ctx, NX_DTYPE_I32, c.nd, c.shape, out);
+    }
+    nx_program *p = NULL;
+    nx_tensor *fg = NULL, *lab = NULL, *num = NULL, *count = NULL;
+    nx_status st = program(ctx, &c, &p);
+    if (st == NX_OK)
+        st = run2(p, (const nx_tensor *const[]){mask}, &fg, &lab);
+    int nruns = 0;
+    if (st == NX_OK)
+        st = iterate(ctx, &c, fg, &lab, &nruns);
+    c.kind = PROG_FINAL;
+    if (st == NX_OK)
+        st = program(ctx, &c, &p);
+    if (st == NX_OK)
+        st = run2(p, (const nx_tensor *const[]){fg, lab}, &num, &count);
+    int32_t k = 0;
+    if (st == NX_OK)
+        st = scalar_of(count, &k);
+    nx_tensor_free(fg);
+    nx_tensor_free(lab);
+    nx_tensor_free(count);
+    if (st != NX_OK) {
+        nx_tensor_free(num);
+        return st;
+    }
+    if (n_labels)
+        *n_labels = k;
+    *out = num;
+    return NX_OK;
+}
+
+static nx_status check_opts(nx_ctx *ctx, const nx_tensor *mask, const nx_label_opts *o,
+                            bool *propagation)
+{
+    static const char *who = "nx_connected_components_opts";
+    if (!mask || !o)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, mask ? "opts" : "mask");
+    int nd = nx_tensor_ndim(mask);
+    if (nd < 1 || nd > NX_MORPH_MAX_SPATIAL)
+        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: mask has %d dims; expected 1..%d", who, nd,
+                           NX_MORPH_MAX_SPATIAL);
+    if (o->connectivity < 1 || o->connectivity > nd)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: connectivity %d; expected 1..%d", who,
+                           o->connectivity, nd);
+    if (o->backend < NX_BACKEND_AUTO || o->backend > NX_BACKEND_REF)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: backend %d; expected an nx_backend", who,
+                           (int)o->backend);
+    nx_dtype md = nx_tensor_dtype(mask);
+    if (md == NX_DTYPE_F16 || md == NX_DTYPE_BF16)
+        return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: mask is %s; expected bool, an integer, f32 or "
+                           "f64", who, nx_dtype_name(md));
+    bool device = nx_tensor_device(mask) != NX_DEVICE_HOST;
+    const char *d = o->driver;
+    if (!d || !strcmp(d, "auto"))
+        *propagation = device || o->backend == NX_BACKEND_CUDA;
+    else if (!strcmp(d, "propagation"))
+        *propagation = true;
+    else if (!strcmp(d, "union_find"))
+        *propagation = false;
+    else
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: driver '%s'; expected \"auto\", "
+                           "\"union_find\" or \"propagation\"", who, d);
+    if (!*propagation && device)
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: the union_find driver runs on the host; "
+                           "the mask is a device tensor (use \"propagation\" or \"auto\")", who);
+    return NX_OK;
+}
+
+nx_status nx_connected_components_opts(nx_ctx *ctx, const nx_tensor *mask,
+                                       const nx_label_opts *opts, nx_tensor **out,
+                                       int32_t *n_labels)
+{
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "nx_connected_components_opts: ctx is NULL");
+    if (!out)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "nx_connected_components_opts: out is NULL");
+    *out = NULL;
+    bool propagation = false;
+    nx_status st = check_opts(ctx, mask, opts, &propagation);
+    if (st != NX_OK)
+        return st;
+    if (!propagation)
+        return nx_connected_components(ctx, mask, opts->connectivity, out, n_labels);
+    nx_backend be = opts->backend;
+    if (be == NX_BACKEND_AUTO && (nx_tensor_device(mask) == NX_DEVICE_CUDA ||
+                                  nx_ctx_backend(ctx) == NX_BACKEND_CUDA))
+        be = NX_BACKEND_CUDA;
+    /* A host mask labelled on the GPU goes up once and its labels come down once, rather than
+     * crossing the bus with every round. */
+    nx_tensor *dev = NULL;
+    if (be == NX_BACKEND_CUDA && nx_tensor_device(mask) == NX_DEVICE_HOST) {
+        st = nx_tensor_to_device(mask, NX_DEVICE_CUDA, &dev);
+        nx_tensor *lab = NULL;
+        if (st == NX_OK)
+            st = propagate(ctx, dev, opts->connectivity, be, &lab, n_labels);
+        if (st == NX_OK)
+            st = nx_tensor_to_device(lab, NX_DEVICE_HOST, out);
+        nx_tensor_free(lab);
+        nx_tensor_free(dev);
+        return st;
+    }
+    return propagate(ctx, mask, opts->connectivity, be, out, n_labels);
+}

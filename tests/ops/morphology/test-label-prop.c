@@ -1,0 +1,245 @@
+/* Connected components by label propagation (ops/morphology/label-prop.c), the driver that runs
+ * on the GPU, checked on the CPU and reference backends: scipy.ndimage.label's golden labels,
+ * equality with the union-find driver on random masks, paths that defeat pointer jumping, empty
+ * and all-background masks, bad options and allocation failures. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "testutil.h"
+#include "nitrix-ops.h"
+
+static nx_test_alloc g_ta;
+
+static nx_ctx *ctx_new(void)
+{
+    memset(&g_ta, 0, sizeof g_ta);
+    return nx_test_ctx(&g_ta);
+}
+
+static nx_tensor *load(nx_ctx *ctx, const char *name, const char *key)
+{
+    return nx_test_load_npy(ctx, "morphology", name, key);
+}
+
+static nx_status propagate(nx_ctx *ctx, const nx_tensor *m, int conn, nx_backend be,
+                           nx_tensor **out, int32_t *k)
+{
+    nx_label_opts o = {.connectivity = conn, .driver = "propagation", .backend = be};
+    return nx_connected_components_opts(ctx, m, &o, out, k);
+}
+
+/* scipy.ndimage.label's labels exactly, on both backends. */
+static void test_golden(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    char path[1024], line[256], name[64];
+    snprintf(path, sizeof path, "%s/morphology/label.txt", nx_test_data_dir());
+    static const nx_backend backends[] = {NX_BACKEND_REF, NX_BACKEND_CPU};
+    for (int b = 0; b < 2; b++) {
+        FILE *f = fopen(path, "r");
+        assert_non_null(f);
+        int n = 0, conn = 0, k = 0;
+        while (fgets(line, sizeof line, f)) {
+            if (line[0] == '#' || sscanf(line, "%63s %d %d", name, &conn, &k) != 3)
+                continue;
+            nx_tensor *m = load(ctx, name, "mask"), *want = load(ctx, name, "out"), *got = NULL;
+            int32_t count = -1;
+            if (propagate(ctx, m, conn, backends[b], &got, &count) != NX_OK)
+                fail_msg("%s: %s", name, nx_ctx_last_error(ctx));
+            assert_int_equal(count, k);
+            assert_int_equal(nx_tensor_dtype(got), NX_DTYPE_I32);
+            assert_memory_equal(nx_tensor_data(got), nx_tensor_data(want),
+                                (size_t)nx_tensor_numel(want) * sizeof(int32_t));
+            nx_tensor_free(got);
+            nx_tensor_free(m);
+            nx_tensor_free(want);
+            n++;
+        }
+        fclose(f);
+        assert_true(n >= 6); /* the fixture file has grown; every case in it runs */
+    }
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
+static nx_tensor *random_mask(nx_ctx *ctx, int nd, const int64_t *shape, double density,
+                              uint64_t seed)
+{
+    nx_tensor *t = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_U8, nd, shape, &t), NX_OK);
+    uint8_t *d = nx_tensor_data(t);
+    for (int64_t i = 0; i < nx_tensor_numel(t); i++) {
+        seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+        d[i] = (double)(seed >> 11) / 9007199254740992.0 < density;
+    }
+    return t;
+}
+
+/* Equal to the union-find driver (itself checked against scipy) over ranks 1-4, every
+ * connectivity and densities around the percolation threshold, where components are largest
+ * and most tortuous. */
+static void test_random_equals_union_find(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    static const int64_t shapes[4][4] = {{301}, {23, 29}, {11, 13, 17}, {5, 6, 7, 8}};
+    static const double densities[] = {0.2, 0.35, 0.6, 0.9};
+    int cases = 0;
+    for (int nd = 1; nd <= 4; nd++)
+        for (int conn = 1; conn <= nd; conn++)
+            for (int di = 0; di < 4; di++) {
+                nx_tensor *m = random_mask(ctx, nd, shapes[nd - 1], densities[di],
+                                           (uint64_t)(nd * 100 + conn * 10 + di));
+                nx_tensor *a = NULL, *b = NULL;
+                int32_t ka = -1, kb = -2;
+                assert_int_equal(nx_connected_components(ctx, m, conn, &a, &ka), NX_OK);
+                if (propagate(ctx, m, conn, NX_BACKEND_CPU, &b, &kb) != NX_OK)
+                    fail_msg("nd %d conn %d: %s", nd, conn, nx_ctx_last_error(ctx));
+                assert_int_equal(ka, kb);
+                assert_memory_equal(nx_tensor_data(a), nx_tensor_data(b),
+                                    (size_t)nx_tensor_numel(m) * sizeof(int32_t));
+                nx_tensor_free(a);
+                nx_tensor_free(b);
+                nx_tensor_free(m);
+                cases++;
+            }
+    assert_int_equal(cases, 4 * (1 + 2 + 3 + 4));
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
+/* A serpentine path through a 2-D grid (rows joined alternately at the right and left ends) is
+ * one component whose C-order first voxel is (0, 0), so every path voxel is labelled 1; walking
+ * the path, indices rise and fall, which is the case pointer jumping does not shorten. The
+ * complement (the walls between the rows) gives one component per wall. */
+static void test_serpentine(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    enum { R = 31, C = 17 };
+    int64_t shape[2] = {R, C};
+    nx_tensor *m = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_U8, 2, shape, &m), NX_OK);
+    uint8_t *d = nx_tensor_data(m);
+    memset(d, 0, R * C);
+    for (int r = 0; r < R; r += 2) {
+        memset(d + r * C, 1, C);
+        if (r + 1 < R)
+            d[(r + 1) * C + ((r / 2) % 2 == 0 ? C - 1 : 0)] = 1;
+    }
+    nx_tensor *y = NULL;
+    int32_t k = -1;
+    assert_int_equal(propagate(ctx, m, 1, NX_BACKEND_CPU, &y, &k), NX_OK);
+    assert_int_equal(k, 1);
+    const int32_t *l = nx_tensor_data(y);
+    for (int i = 0; i < R * C; i++)
+        assert_int_equal(l[i], d[i] ? 1 : 0);
+    nx_tensor_free(y);
+    /* the walls: rows 1, 3, ..., each less its one gap, numbered from 1 in row order */
+    for (int i = 0; i < R * C; i++)
+        d[i] = !d[i];
+    assert_int_equal(propagate(ctx, m, 1, NX_BACKEND_CPU, &y, &k), NX_OK);
+    assert_int_equal(k, R / 2);
+    l = nx_tensor_data(y);
+    for (int r = 0; r < R; r++)
+        for (int c = 0; c < C; c++)
+            assert_int_equal(l[r * C + c], d[r * C + c] ? r / 2 + 1 : 0);
+    nx_tensor_free(y);
+    nx_tensor_free(m);
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
+static void test_empty_and_background(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    int64_t zero[2] = {0, 5}, s[3] = {3, 4, 5};
+    nx_tensor *z = NULL, *bg = NULL, *y = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 2, zero, &z), NX_OK);
+    int32_t k = -1;
+    assert_int_equal(propagate(ctx, z, 2, NX_BACKEND_CPU, &y, &k), NX_OK);
+    assert_int_equal(k, 0);
+    assert_int_equal(nx_tensor_numel(y), 0);
+    assert_int_equal(nx_tensor_ndim(y), 2);
+    nx_tensor_free(y);
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 3, s, &bg), NX_OK);
+    memset(nx_tensor_data(bg), 0, 60 * sizeof(double));
+    assert_int_equal(propagate(ctx, bg, 3, NX_BACKEND_CPU, &y, &k), NX_OK);
+    assert_int_equal(k, 0);
+    for (int i = 0; i < 60; i++)
+        assert_int_equal(((int32_t *)nx_tensor_data(y))[i], 0);
+    nx_tensor_free(y);
+    nx_tensor_free(bg);
+    nx_tensor_free(z);
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
+static void test_bad_options(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    int64_t s = 8;
+    nx_tensor *m = random_mask(ctx, 1, &s, 0.5, 7), *y = NULL;
+    nx_label_opts o = {.connectivity = 1, .driver = "flood"};
+    assert_int_equal(nx_connected_components_opts(ctx, m, &o, &y, NULL), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "propagation"));
+    assert_null(y);
+    o.driver = "propagation";
+    o.connectivity = 2;
+    assert_int_equal(nx_connected_components_opts(ctx, m, &o, &y, NULL), NX_ERR_INVALID_ARG);
+    o.connectivity = 1;
+    o.backend = (nx_backend)99;
+    assert_int_equal(nx_connected_components_opts(ctx, m, &o, &y, NULL), NX_ERR_INVALID_ARG);
+    assert_null(y);
+    assert_int_equal(nx_connected_components_opts(ctx, m, NULL, &y, NULL), NX_ERR_INVALID_ARG);
+    nx_tensor_free(m);
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
+static nx_status sweep_body(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    int64_t s[2] = {6, 7};
+    nx_tensor *m = NULL, *y = NULL;
+    nx_status st = nx_tensor_new(ctx, NX_DTYPE_U8, 2, s, &m);
+    if (st == NX_OK) {
+        uint8_t *d = nx_tensor_data(m);
+        for (int i = 0; i < 42; i++)
+            d[i] = (i * 7 + i / 5) % 3 != 0;
+    }
+    int32_t k = 0;
+    if (st == NX_OK)
+        st = propagate(ctx, m, 2, NX_BACKEND_REF, &y, &k);
+    nx_tensor_free(y);
+    nx_tensor_free(m);
+    return st;
+}
+
+static void test_alloc_sweep(void **state)
+{
+    (void)state;
+    assert_true(nx_test_alloc_sweep(sweep_body, NULL, 200000) > 0);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_golden),
+        cmocka_unit_test(test_random_equals_union_find),
+        cmocka_unit_test(test_serpentine),
+        cmocka_unit_test(test_empty_and_background),
+        cmocka_unit_test(test_bad_options),
+        cmocka_unit_test(test_alloc_sweep),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
