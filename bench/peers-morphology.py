@@ -16,8 +16,12 @@ import json
 import time
 
 import numpy as np
-import scipy
-import scipy.ndimage as ndi
+
+try:  # the CPU rows need scipy; the --gpu rows (torch) run where it may be missing
+    import scipy
+    import scipy.ndimage as ndi
+except ImportError:
+    scipy = ndi = None
 
 
 def median_spread(fn, runs):
