@@ -22,7 +22,7 @@
 
 #include "codegen/x86/emit.h"
 
-#define BIG ((int64_t)1 << 50) /* |values| at or beyond: unbounded */
+#define BIG ((int64_t)1 << 50)  /* |values| at or beyond: unbounded */
 #define CMAX ((int64_t)1 << 20) /* largest |c| followed */
 #define NMAX ((int64_t)1 << 40) /* longest loop analysed */
 
@@ -315,8 +315,8 @@ static void mark_live(const analysis *a, uint8_t *live)
         } else if (in->op == NX_KOP_REDUCE) {
             live[in->a[0]] = 1;
         } else if (in->op == NX_KOP_PRIM) {
-            bool sel = in->prim == NX_PRIM_SELECT, lg = in->prim == NX_PRIM_AND ||
-                                                         in->prim == NX_PRIM_OR;
+            bool sel = in->prim == NX_PRIM_SELECT,
+                 lg = in->prim == NX_PRIM_AND || in->prim == NX_PRIM_OR;
             for (int j = 0; j < nx_ir_prims[in->prim].arity; j++) {
                 /* a resolved select needs its condition; a resolved and/or its known side */
                 if (al->kind != NX_X86_ALIAS_SELF && sel && j > 0)
@@ -372,8 +372,7 @@ nx_status nx_x86_borders_find(const nx_kernel *k, const uint32_t *mask, nx_x86_b
             a.need[2 * id + 1] = INT64_MAX;
             a.f[id] = visit(&a, id);
             /* a value that does not vary along the loop is c = 0 whatever it is */
-            if (a.f[id].kind == F_UNK && k->inst[id].dtype == NX_DTYPE_I64 &&
-                !(mask[id] >> L & 1))
+            if (a.f[id].kind == F_UNK && k->inst[id].dtype == NX_DTYPE_I64 && !(mask[id] >> L & 1))
                 a.f[id] = aff(0, -BIG, BIG);
         }
         mark_live(&a, live);

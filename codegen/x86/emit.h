@@ -46,8 +46,8 @@ typedef struct nx_x86_alias {
 } nx_x86_alias;
 
 typedef struct nx_x86_borders {
-    int loop;            /* -1: no split */
-    int64_t lo, hi;      /* the interior */
+    int loop;       /* -1: no split */
+    int64_t lo, hi; /* the interior */
     int ninst;
     nx_x86_alias *alias; /* ninst + 1 entries, valid in the interior; nx_x86_borders_free */
 } nx_x86_borders;

@@ -121,11 +121,10 @@ static void check(fixture *f, nx_graph *g, nx_node y, nx_tensor *x, expect ex, c
     assert_same(got, want, what);
     nx_x86_borders s = borders_of(plan);
     if (ex.lo < 0 && s.loop >= 0)
-        fail_msg("%s: split [%lld, %lld); expected none", what, (long long)s.lo,
-                 (long long)s.hi);
+        fail_msg("%s: split [%lld, %lld); expected none", what, (long long)s.lo, (long long)s.hi);
     if (ex.lo >= 0 && (s.loop < 0 || s.lo != ex.lo || s.hi != ex.hi))
-        fail_msg("%s: split %d [%lld, %lld); expected [%lld, %lld)", what, s.loop,
-                 (long long)s.lo, (long long)s.hi, (long long)ex.lo, (long long)ex.hi);
+        fail_msg("%s: split %d [%lld, %lld); expected [%lld, %lld)", what, s.loop, (long long)s.lo,
+                 (long long)s.hi, (long long)ex.lo, (long long)ex.hi);
     if (ex.tiles && !emits_vectors(plan->kernels[plan->nkernels - 1]))
         fail_msg("%s: the interior is not register-tiled", what);
     nx_x86_borders_free(f->ctx, &s);
@@ -184,8 +183,8 @@ static void pad_case(fixture *f, nx_pad_mode mode, nx_dtype dt, int rows, int64_
     ex.tiles = out == OUT_SUM && rows && ex.lo >= 0;
     char what[160];
     snprintf(what, sizeof what, "pad mode %d %s [%d, %lld] lo %lld hi %lld output %d", (int)mode,
-             dt == NX_DTYPE_F32 ? "f32" : "f64", rows, (long long)n, (long long)lo,
-             (long long)hi, out);
+             dt == NX_DTYPE_F32 ? "f32" : "f64", rows, (long long)n, (long long)lo, (long long)hi,
+             out);
     check(f, g, y, x, ex, what);
     nx_tensor_free(x);
     nx_graph_free(g);
