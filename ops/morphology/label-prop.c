@@ -7,8 +7,8 @@
  * always the index of a foreground voxel of the same component no greater than the voxel's own,
  * so the jumps stay inside the component and labels only decrease; at the fixed point every voxel
  * holds the first voxel of its component in C order. The final program numbers the roots (voxels
- * that are their own label) by a cumulative sum in C order and gathers each voxel's number, which
- * is exactly scipy.ndimage.label's numbering.
+ * that are their own label) by a cumulative sum in C order (two levels of scans, rows then row
+ * totals) and gathers each voxel's number, which is exactly scipy.ndimage.label's numbering.
  *
  * The host runs the round program (ROUNDS rounds per run) until a run changes nothing; it reads
  * one 0-d flag per run. Inputs on the device stay there: every program's inputs are device tensors
@@ -93,6 +93,30 @@ static nx_node round_of(nx_graph *g, const prop_call *c, nx_node fg, nx_node lab
     return nx_reshape(g, mf, c->nd, c->shape);
 }
 
+/* The inclusive cumulative sum of the i32 vector x (n elements) as two levels of scans: x padded
+ * to rows x cols (about sqrt(n) each), each row scanned, the rows' totals scanned, and each row
+ * shifted by the totals before it. A scan runs one line per thread on the GPU, so one line of n
+ * would be n serial steps; this is about 2 sqrt(n). *total is the sum of all (0-d). */
+static nx_node two_level_cumsum(nx_graph *g, nx_node x, int64_t n, nx_node *total)
+{
+    int64_t cols = 1;
+    while (cols * cols < n)
+        cols++;
+    int64_t rows = (n + cols - 1) / cols, lo = 0, hi = rows * cols - n;
+    nx_node grid = nx_reshape(g, nx_pad(g, x, &lo, &hi, NX_PAD_CONSTANT, 0), 2,
+                              (const int64_t[]){rows, cols});
+    nx_node in_row = nx_scan(g, grid, 1, NX_MONOID_SUM, false);
+    nx_node last = nx_slice(g, in_row, (const int64_t[]){0, cols - 1},
+                            (const int64_t[]){rows, cols}, NULL); /* [rows, 1] */
+    nx_node upto = nx_scan(g, last, 0, NX_MONOID_SUM, false);
+    nx_node all = nx_add(g, in_row, nx_sub(g, upto, last));
+    *total = nx_reshape(g, nx_slice(g, upto, (const int64_t[]){rows - 1, 0},
+                                    (const int64_t[]){rows, 1}, NULL),
+                        0, NULL);
+    return nx_slice(g, nx_reshape(g, all, 1, (const int64_t[]){rows * cols}),
+                    (const int64_t[]){0}, &n, NULL);
+}
+
 static nx_status build(nx_graph *g, const prop_call *c, int *nout, nx_node *outs)
 {
     int64_t n = 1;
@@ -126,12 +150,12 @@ static nx_status build(nx_graph *g, const prop_call *c, int *nout, nx_node *outs
     nx_node lf = flat(g, lab, n), fgf = flat(g, fg, n);
     nx_node idx = nx_iota(g, NX_DTYPE_I32, 1, &n, 0);
     nx_node root = nx_and(g, fgf, nx_eq(g, lf, idx));
-    nx_node rank = nx_scan(g, nx_cast(g, root, NX_DTYPE_I32), 0, NX_MONOID_SUM, false);
+    nx_node total = NX_NONE;
+    nx_node rank = two_level_cumsum(g, nx_cast(g, root, NX_DTYPE_I32), n, &total);
     nx_node zero = nx_scalar(g, NX_DTYPE_I32, 0);
     nx_node num = nx_select(g, fgf, nx_gather(g, rank, nx_select(g, fgf, lf, zero), 0), zero);
     outs[0] = nx_reshape(g, num, c->nd, c->shape);
-    outs[1] = nx_reduce(g, nx_cast(g, root, NX_DTYPE_I32), 1, (const int[]){0}, NX_MONOID_SUM,
-                        false);
+    outs[1] = total;
     *nout = 2;
     return nx_graph_status(g);
 }
