@@ -31,7 +31,4 @@ NX_HIDDEN nx_status nx_pass_pipeline(nx_ctx *ctx, const nx_ir_store *s, int nout
 NX_HIDDEN nx_status nx_lower_plan(nx_ctx *ctx, const nx_ir_store *s, int noutputs,
                                   const nx_node *outputs, const uint8_t *role, nx_kplan **out);
 
-/* Whether NITRIX_DUMP names what (comma-separated list). */
-NX_HIDDEN bool nx_pass_dump_requested(const char *what);
-
 #endif /* NX_PASSES_FUSE_H */

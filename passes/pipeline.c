@@ -31,24 +31,8 @@
  * The checks after each pass always run: they are linear in the program and a bad plan would
  * otherwise surface as wrong numbers. NITRIX_DUMP=fuse prints the roles, NITRIX_DUMP=kernel the
  * plan (stderr). */
-#include <stdlib.h>
-#include <string.h>
 
 #include "passes/fuse.h"
-
-bool nx_pass_dump_requested(const char *what)
-{
-    const char *d = getenv("NITRIX_DUMP");
-    size_t len = strlen(what);
-    while (d && *d) {
-        const char *end = strchr(d, ',');
-        size_t n = end ? (size_t)(end - d) : strlen(d);
-        if (n == len && strncmp(d, what, n) == 0)
-            return true;
-        d = end ? end + 1 : NULL;
-    }
-    return false;
-}
 
 static nx_status check_roles(nx_ctx *ctx, const nx_ir_store *s, int noutputs,
                              const nx_node *outputs, const uint8_t *role)

@@ -81,7 +81,7 @@ static nx_status compile(nx_x86_jit *jit, const nx_kernel *k, bool reassoc, cons
     nx_status st = nx_x86_emit_text(k, name, reassoc, &text, &tlen);
     if (st != NX_OK)
         return st;
-    if (nx_pass_dump_requested("llvm"))
+    if (nx_rt_dump_requested(ctx, "llvm"))
         fprintf(stderr, "nitrix: dump llvm: %s\n%s\n", k->name, text);
     nx_x86_module *m = NULL;
     st = nx_x86_module_parse(jit, name, text, strlen(text), &m);
