@@ -884,3 +884,42 @@ void nx_rt_cache_blob_tensor(nx_rt_cache_blob *b, const char *name, const nx_ten
     }
     nx_rt_cache_blob_bytes(b, name, sig, sizeof sig);
 }
+
+typedef struct graph_call {
+    nx_backend backend;
+    nx_rt_graph_build_fn build;
+    void *user;
+} graph_call;
+
+static nx_status compile_graph(nx_ctx *ctx, const void *user, nx_program **out)
+{
+    const graph_call *c = user;
+    nx_graph *g = NULL;
+    nx_status st = nx_graph_new(ctx, &g);
+    if (st != NX_OK)
+        return st;
+    nx_node outs[NX_RT_GRAPH_OUTPUTS] = {0};
+    int n = 0;
+    st = c->build(g, c->user, outs, &n);
+    if (st == NX_OK && nx_graph_status(g) != NX_OK)
+        st = nx_graph_status(g);
+    if (st == NX_OK && (n < 1 || n > NX_RT_GRAPH_OUTPUTS))
+        st = nx_rt_error(ctx, NX_ERR_INTERNAL, "op program: a builder gave %d outputs; expected "
+                         "1..%d", n, NX_RT_GRAPH_OUTPUTS);
+    if (st == NX_OK) {
+        nx_compile_opts co = {.backend = c->backend, .n_outputs = n, .outputs = outs};
+        st = nx_graph_compile(g, &co, out);
+    }
+    nx_graph_free(g);
+    return st;
+}
+
+nx_status nx_rt_graph_program_cached(nx_ctx *ctx, nx_rt_cache_blob *b, const char *what,
+                                     nx_backend backend, nx_rt_graph_build_fn build, void *user,
+                                     nx_program **out)
+{
+    nx_rt_cache_blob_i64(b, "backend", backend);
+    nx_rt_cache_blob_i64(b, "reproducible", nx_ctx_reproducible(ctx));
+    graph_call c = {.backend = backend, .build = build, .user = user};
+    return nx_rt_program_cached(ctx, b, what, compile_graph, &c, out);
+}

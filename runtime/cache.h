@@ -165,6 +165,16 @@ typedef nx_status (*nx_rt_program_build_fn)(nx_ctx *ctx, const void *user, nx_pr
 NX_HIDDEN nx_status nx_rt_program_cached(nx_ctx *ctx, nx_rt_cache_blob *b, const char *what,
                                          nx_rt_program_build_fn build, const void *user,
                                          nx_program **out);
+/* Builds an op's graph into g, setting outputs[0..*n_outputs) (at most NX_RT_GRAPH_OUTPUTS). */
+#define NX_RT_GRAPH_OUTPUTS 16
+typedef nx_status (*nx_rt_graph_build_fn)(nx_graph *g, void *user, nx_node *outputs,
+                                          int *n_outputs);
+/* nx_rt_program_cached for the common case: on a miss, build makes a graph that is compiled for
+ * backend (added to b's key with the reproducible mode, which backends fix when they compile). A
+ * builder's failure message is already on the context (graphs mirror their errors there). */
+NX_HIDDEN nx_status nx_rt_graph_program_cached(nx_ctx *ctx, nx_rt_cache_blob *b, const char *what,
+                                               nx_backend backend, nx_rt_graph_build_fn build,
+                                               void *user, nx_program **out);
 /* A tensor's dtype, rank and shape as one key field (t NULL: a field that says "absent"). */
 NX_HIDDEN void nx_rt_cache_blob_tensor(nx_rt_cache_blob *b, const char *name, const nx_tensor *t);
 

@@ -23,7 +23,8 @@
 #define ROUNDS 4
 #define JUMPS 2
 #define MAX_NEIGHBOURS 80 /* 3^4 - 1 */
-#define MAX_OUTPUTS (2 + ROUNDS * (JUMPS + 1))
+#define MAX_OUTPUTS NX_RT_GRAPH_OUTPUTS
+_Static_assert(2 + ROUNDS * (JUMPS + 1) <= MAX_OUTPUTS, "the rounds' outputs fit");
 
 enum { PROG_INIT, PROG_ROUNDS, PROG_FINAL };
 
@@ -117,8 +118,9 @@ static nx_node two_level_cumsum(nx_graph *g, nx_node x, int64_t n, nx_node *tota
                     (const int64_t[]){0}, &n, NULL);
 }
 
-static nx_status build(nx_graph *g, const prop_call *c, int *nout, nx_node *outs)
+static nx_status build(nx_graph *g, void *user, nx_node *outs, int *nout)
 {
+    const prop_call *c = user;
     int64_t n = 1;
     for (int i = 0; i < c->nd; i++)
         n *= c->shape[i];
@@ -160,24 +162,6 @@ static nx_status build(nx_graph *g, const prop_call *c, int *nout, nx_node *outs
     return nx_graph_status(g);
 }
 
-static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
-{
-    const prop_call *c = user;
-    nx_graph *g = NULL;
-    nx_status st = nx_graph_new(ctx, &g);
-    if (st != NX_OK)
-        return st;
-    nx_node outs[MAX_OUTPUTS] = {0};
-    int nout = 0;
-    st = build(g, c, &nout, outs);
-    if (st == NX_OK) {
-        nx_compile_opts co = {.backend = c->backend, .n_outputs = nout, .outputs = outs};
-        st = nx_graph_compile(g, &co, out);
-    }
-    nx_graph_free(g);
-    return st;
-}
-
 static nx_status program(nx_ctx *ctx, const prop_call *c, nx_program **out)
 {
     nx_rt_cache_blob b;
@@ -186,8 +170,8 @@ static nx_status program(nx_ctx *ctx, const prop_call *c, nx_program **out)
     nx_rt_cache_blob_str(&b, "op", "label_propagation");
     nx_rt_cache_blob_bytes(&b, "geo", geo, sizeof geo);
     nx_rt_cache_blob_bytes(&b, "shape", c->shape, (size_t)c->nd * sizeof(int64_t));
-    nx_rt_cache_blob_i64(&b, "backend", c->backend);
-    return nx_rt_program_cached(ctx, &b, "label propagation: cache key", compile, c, out);
+    return nx_rt_graph_program_cached(ctx, &b, "label propagation: cache key", c->backend, build,
+                                      (void *)c, out);
 }
 
 /* The value of a 0-d i32 tensor that may live on the device. */

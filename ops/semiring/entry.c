@@ -15,40 +15,6 @@
 #include "codegen/ptx/emit.h"
 #include "semiring.h"
 
-typedef struct sr_build {
-    nx_backend backend;
-    nx_sr_build_fn build;
-    void *user;
-} sr_build;
-
-/* The op's graph: *g is freed by the caller (also on failure). */
-static nx_status build_graph(nx_ctx *ctx, const sr_build *b, nx_graph **g, nx_node *outs, int *n)
-{
-    nx_status st = nx_graph_new(ctx, g);
-    if (st != NX_OK)
-        return st;
-    /* A builder failure's message is already on the context (graphs mirror theirs there). */
-    st = b->build(*g, b->user, outs, n);
-    if (st == NX_OK && nx_graph_status(*g) != NX_OK)
-        st = nx_graph_status(*g);
-    return st;
-}
-
-static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
-{
-    const sr_build *b = user;
-    nx_graph *g = NULL;
-    nx_node outs[4] = {0};
-    int n = 0;
-    nx_status st = build_graph(ctx, b, &g, outs, &n);
-    if (st == NX_OK) {
-        nx_compile_opts co = {.backend = b->backend, .n_outputs = n, .outputs = outs};
-        st = nx_graph_compile(g, &co, out);
-    }
-    nx_graph_free(g);
-    return st;
-}
-
 static int first_device(int n, const nx_tensor *const *ins)
 {
     for (int i = 0; i < n; i++)
@@ -57,45 +23,29 @@ static int first_device(int n, const nx_tensor *const *ins)
     return -1;
 }
 
-static nx_status run_device(nx_ctx *ctx, const nx_sr_run_args *a, int dev, nx_rt_cache_blob *key,
-                            sr_build *b)
-{
-    nx_backend resolved = NX_BACKEND_AUTO;
-    nx_status st = nx_ptx_resolve_backend(ctx, a->backend, &resolved);
-    if (st == NX_OK && resolved != NX_BACKEND_CUDA)
-        st = nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
-                         "%s: %s is a CUDA device tensor but the op runs on the %s backend; "
-                         "expected host tensors, or the cuda backend",
-                         a->who, a->names[dev], nx_backend_name(resolved));
-    if (st != NX_OK) {
-        nx_rt_cache_blob_free(key);
-        return st;
-    }
-    b->backend = NX_BACKEND_CUDA;
-    nx_rt_cache_blob_i64(key, "device inputs", 1);
-    nx_program *p = NULL;
-    st = nx_rt_program_cached(ctx, key, "semiring: cache key", compile, b, &p);
-    if (st == NX_OK)
-        st = nx_program_run(p, a->inputs, a->outputs);
-    return st;
-}
-
 /* ---- the entry -----------------------------------------------------------------------------*/
 
 nx_status nx_sr_run(nx_ctx *ctx, nx_rt_cache_blob *key, const nx_sr_run_args *a)
 {
     for (int i = 0; i < a->noutputs; i++)
         a->outputs[i] = NULL;
-    nx_rt_cache_blob_i64(key, "backend", a->backend);
-    /* backends fix the fold order when they compile (the CUDA plan's kernels are built for the
-     * mode in force then), so a program of one mode must not serve the other */
-    nx_rt_cache_blob_i64(key, "reproducible", nx_ctx_reproducible(ctx));
-    sr_build b = {.backend = a->backend, .build = a->build, .user = a->user};
+    nx_backend backend = a->backend;
     int dev = first_device(a->ninputs, a->inputs);
-    if (dev >= 0)
-        return run_device(ctx, a, dev, key, &b);
+    if (dev >= 0) { /* device inputs: the program must be compiled for the cuda backend */
+        nx_status st = nx_ptx_resolve_backend(ctx, a->backend, &backend);
+        if (st == NX_OK && backend != NX_BACKEND_CUDA)
+            st = nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                             "%s: %s is a CUDA device tensor but the op runs on the %s backend; "
+                             "expected host tensors, or the cuda backend",
+                             a->who, a->names[dev], nx_backend_name(backend));
+        if (st != NX_OK) {
+            nx_rt_cache_blob_free(key);
+            return st;
+        }
+    }
     nx_program *p = NULL;
-    nx_status st = nx_rt_program_cached(ctx, key, "semiring: cache key", compile, &b, &p);
+    nx_status st = nx_rt_graph_program_cached(ctx, key, "semiring: cache key", backend, a->build,
+                                              a->user, &p);
     if (st == NX_OK)
         st = nx_program_run(p, a->inputs, a->outputs);
     return st;
@@ -104,10 +54,7 @@ nx_status nx_sr_run(nx_ctx *ctx, nx_rt_cache_blob *key, const nx_sr_run_args *a)
 nx_status nx_sr_program(nx_ctx *ctx, nx_rt_cache_blob *key, nx_backend backend,
                         nx_sr_build_fn build, void *user, nx_program **out)
 {
-    nx_rt_cache_blob_i64(key, "backend", backend);
-    nx_rt_cache_blob_i64(key, "reproducible", nx_ctx_reproducible(ctx));
-    sr_build b = {.backend = backend, .build = build, .user = user};
-    return nx_rt_program_cached(ctx, key, "semiring: cache key", compile, &b, out);
+    return nx_rt_graph_program_cached(ctx, key, "semiring: cache key", backend, build, user, out);
 }
 
 void nx_sr_key_tensor(nx_rt_cache_blob *b, const char *field, const nx_tensor *t)

@@ -7,40 +7,11 @@
 #include "cache.h"
 #include "ops/sparse/sparse.h"
 
-typedef struct compile_call {
-    nx_backend backend;
-    nx_sparse_build_fn build;
-    void *user;
-} compile_call;
-
-static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
-{
-    const compile_call *c = user;
-    nx_graph *g = NULL;
-    nx_status st = nx_graph_new(ctx, &g);
-    if (st != NX_OK)
-        return st;
-    nx_node outs[4] = {0};
-    int n = 0;
-    /* A builder's failure is already on the context (graphs mirror their errors there). */
-    st = c->build(g, c->user, outs, &n);
-    if (st == NX_OK && nx_graph_status(g) != NX_OK)
-        st = nx_graph_status(g);
-    if (st == NX_OK) {
-        nx_compile_opts co = {.backend = c->backend, .n_outputs = n, .outputs = outs};
-        st = nx_graph_compile(g, &co, out);
-    }
-    nx_graph_free(g);
-    return st;
-}
-
 nx_status nx_sparse_program(nx_ctx *ctx, nx_rt_cache_blob *key, const char *what,
                             nx_backend backend, nx_sparse_build_fn build, void *user,
                             nx_program **out)
 {
-    nx_rt_cache_blob_i64(key, "backend", backend);
-    compile_call c = {.backend = backend, .build = build, .user = user};
-    return nx_rt_program_cached(ctx, key, what, compile, &c, out);
+    return nx_rt_graph_program_cached(ctx, key, what, backend, build, user, out);
 }
 
 nx_status nx_sparse_check_float(nx_ctx *ctx, const char *who, const char *what, const nx_tensor *t)
