@@ -75,8 +75,8 @@ static nx_status validate_plan(const nx_kplan *p)
     return NX_OK;
 }
 
-nx_status nx_pass_pipeline(nx_ctx *ctx, const nx_ir_store *s, int noutputs,
-                           const nx_node *outputs, nx_kplan **out)
+nx_status nx_pass_pipeline(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx_node *outputs,
+                           nx_kplan **out)
 {
     *out = NULL;
     nx_status st = nx_ir_verify_store(ctx, s, "pipeline");
@@ -84,10 +84,12 @@ nx_status nx_pass_pipeline(nx_ctx *ctx, const nx_ir_store *s, int noutputs,
         return st;
     for (int i = 0; i < noutputs; i++)
         if (outputs[i] == NX_NONE || outputs[i] > s->n)
-            return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "pipeline: output %d is %s; expected a "
-                               "node of the program (1..%u)", i,
-                               outputs[i] == NX_NONE ? "NX_NONE (a failed builder)" : "out of range",
-                               (unsigned)s->n);
+            return nx_rt_error(
+                ctx, NX_ERR_INVALID_ARG,
+                "pipeline: output %d is %s; expected a "
+                "node of the program (1..%u)",
+                i, outputs[i] == NX_NONE ? "NX_NONE (a failed builder)" : "out of range",
+                (unsigned)s->n);
     size_t slots = (size_t)s->n + 1;
     uint8_t *role = nx_rt_calloc(ctx, slots, 1);
     if (!role)

@@ -904,8 +904,10 @@ static nx_status compile_graph(nx_ctx *ctx, const void *user, nx_program **out)
     if (st == NX_OK && nx_graph_status(g) != NX_OK)
         st = nx_graph_status(g);
     if (st == NX_OK && (n < 1 || n > NX_RT_GRAPH_OUTPUTS))
-        st = nx_rt_error(ctx, NX_ERR_INTERNAL, "op program: a builder gave %d outputs; expected "
-                         "1..%d", n, NX_RT_GRAPH_OUTPUTS);
+        st = nx_rt_error(ctx, NX_ERR_INTERNAL,
+                         "op program: a builder gave %d outputs; expected "
+                         "1..%d",
+                         n, NX_RT_GRAPH_OUTPUTS);
     if (st == NX_OK) {
         nx_compile_opts co = {.backend = c->backend, .n_outputs = n, .outputs = outs};
         st = nx_graph_compile(g, &co, out);

@@ -18,7 +18,8 @@
  * context and handed to the next allocation of exactly their size, so a pipeline that calls the
  * same op over and over stops paying for fresh pages (16384 first-touch faults and the kernel's
  * zeroing per 64 MiB) after its first call: in alternating runs, the Gaussian FIR on 256^3 went
- * from 0.12-0.13 s to 0.083-0.088 s of CPU time and the 3^3 dilation from 0.034 s to 0.027 s. Advising such blocks for transparent huge pages was tried and dropped: with THP's
+ * from 0.12-0.13 s to 0.083-0.088 s of CPU time and the 3^3 dilation from 0.034 s to 0.027 s.
+ * Advising such blocks for transparent huge pages was tried and dropped: with THP's
  * defrag=madvise, first touch compacts memory synchronously and the same call took 84 s on a
  * loaded machine. nx_ctx_trim and nx_ctx_free release the kept blocks. A user allocator sees
  * every allocation: nothing is kept for it. */

@@ -19,7 +19,6 @@
 #include "nitrix-ops.h"
 #include "runtime/cache.h"
 
-
 #define ROUNDS 4
 #define JUMPS 2
 #define MAX_NEIGHBOURS 80 /* 3^4 - 1 */
@@ -64,7 +63,8 @@ static nx_node flat(nx_graph *g, nx_node x, int64_t n)
 /* One round: the minimum over the neighbourhood, then JUMPS pointer jumps. Each step's labels
  * are appended to keep[] (the program outputs them): fusion recomputes an inlined value at every
  * place a kernel reads it, and a jump reads its source at two index maps (the voxel and the label),
- * so without these materialisation points the rounds would nest into exponentially large kernels. */
+ * so without these materialisation points the rounds would nest into exponentially large kernels.
+ */
 static nx_node round_of(nx_graph *g, const prop_call *c, nx_node fg, nx_node lab, int64_t n,
                         nx_node *keep, int *nkeep)
 {
@@ -104,18 +104,18 @@ static nx_node two_level_cumsum(nx_graph *g, nx_node x, int64_t n, nx_node *tota
     while (cols * cols < n)
         cols++;
     int64_t rows = (n + cols - 1) / cols, lo = 0, hi = rows * cols - n;
-    nx_node grid = nx_reshape(g, nx_pad(g, x, &lo, &hi, NX_PAD_CONSTANT, 0), 2,
-                              (const int64_t[]){rows, cols});
+    nx_node grid =
+        nx_reshape(g, nx_pad(g, x, &lo, &hi, NX_PAD_CONSTANT, 0), 2, (const int64_t[]){rows, cols});
     nx_node in_row = nx_scan(g, grid, 1, NX_MONOID_SUM, false);
     nx_node last = nx_slice(g, in_row, (const int64_t[]){0, cols - 1},
                             (const int64_t[]){rows, cols}, NULL); /* [rows, 1] */
     nx_node upto = nx_scan(g, last, 0, NX_MONOID_SUM, false);
     nx_node all = nx_add(g, in_row, nx_sub(g, upto, last));
-    *total = nx_reshape(g, nx_slice(g, upto, (const int64_t[]){rows - 1, 0},
-                                    (const int64_t[]){rows, 1}, NULL),
-                        0, NULL);
-    return nx_slice(g, nx_reshape(g, all, 1, (const int64_t[]){rows * cols}),
-                    (const int64_t[]){0}, &n, NULL);
+    *total = nx_reshape(
+        g, nx_slice(g, upto, (const int64_t[]){rows - 1, 0}, (const int64_t[]){rows, 1}, NULL), 0,
+        NULL);
+    return nx_slice(g, nx_reshape(g, all, 1, (const int64_t[]){rows * cols}), (const int64_t[]){0},
+                    &n, NULL);
 }
 
 static nx_status build(nx_graph *g, void *user, nx_node *outs, int *nout)
@@ -226,22 +226,29 @@ static nx_status iterate(nx_ctx *ctx, prop_call *c, nx_tensor *fg, nx_tensor **l
         *lab = next;
     }
     if (st == NX_OK && changed)
-        st = nx_rt_error(ctx, NX_ERR_INTERNAL, "connected components: label propagation still "
-                         "changed labels after %d runs; expected a fixed point by then", *runs);
+        st = nx_rt_error(ctx, NX_ERR_INTERNAL,
+                         "connected components: label propagation still "
+                         "changed labels after %d runs; expected a fixed point by then",
+                         *runs);
     return st;
 }
 
-static nx_status propagate(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
-                           nx_backend backend, nx_tensor **out, int32_t *n_labels)
+static nx_status propagate(nx_ctx *ctx, const nx_tensor *mask, int connectivity, nx_backend backend,
+                           nx_tensor **out, int32_t *n_labels)
 {
     *out = NULL;
-    prop_call c = {.kind = PROG_INIT, .nd = nx_tensor_ndim(mask), .connectivity = connectivity,
-                   .shape = nx_tensor_shape(mask), .mask_dtype = nx_tensor_dtype(mask),
+    prop_call c = {.kind = PROG_INIT,
+                   .nd = nx_tensor_ndim(mask),
+                   .connectivity = connectivity,
+                   .shape = nx_tensor_shape(mask),
+                   .mask_dtype = nx_tensor_dtype(mask),
                    .backend = backend};
     int64_t n = nx_tensor_numel(mask);
     if (n > INT32_MAX - 1)
-        return nx_rt_error(ctx, NX_ERR_SHAPE, "nx_connected_components: mask has %lld voxels; "
-                           "expected at most %d (i32 labels)", (long long)n, INT32_MAX - 1);
+        return nx_rt_error(ctx, NX_ERR_SHAPE,
+                           "nx_connected_components: mask has %lld voxels; "
+                           "expected at most %d (i32 labels)",
+                           (long long)n, INT32_MAX - 1);
     if (n == 0) {
         if (n_labels)
             *n_labels = 0;
@@ -294,8 +301,10 @@ static nx_status check_opts(nx_ctx *ctx, const nx_tensor *mask, const nx_label_o
                            (int)o->backend);
     nx_dtype md = nx_tensor_dtype(mask);
     if (md == NX_DTYPE_F16 || md == NX_DTYPE_BF16)
-        return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: mask is %s; expected bool, an integer, f32 or "
-                           "f64", who, nx_dtype_name(md));
+        return nx_rt_error(ctx, NX_ERR_DTYPE,
+                           "%s: mask is %s; expected bool, an integer, f32 or "
+                           "f64",
+                           who, nx_dtype_name(md));
     bool device = nx_tensor_device(mask) != NX_DEVICE_HOST;
     const char *d = o->driver;
     if (!d || !strcmp(d, "auto"))
@@ -305,11 +314,15 @@ static nx_status check_opts(nx_ctx *ctx, const nx_tensor *mask, const nx_label_o
     else if (!strcmp(d, "union_find"))
         *propagation = false;
     else
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: driver '%s'; expected \"auto\", "
-                           "\"union_find\" or \"propagation\"", who, d);
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "%s: driver '%s'; expected \"auto\", "
+                           "\"union_find\" or \"propagation\"",
+                           who, d);
     if (!*propagation && device)
-        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: the union_find driver runs on the host; "
-                           "the mask is a device tensor (use \"propagation\" or \"auto\")", who);
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                           "%s: the union_find driver runs on the host; "
+                           "the mask is a device tensor (use \"propagation\" or \"auto\")",
+                           who);
     return NX_OK;
 }
 
@@ -329,8 +342,8 @@ nx_status nx_connected_components_opts(nx_ctx *ctx, const nx_tensor *mask,
     if (!propagation)
         return nx_connected_components(ctx, mask, opts->connectivity, out, n_labels);
     nx_backend be = opts->backend;
-    if (be == NX_BACKEND_AUTO && (nx_tensor_device(mask) == NX_DEVICE_CUDA ||
-                                  nx_ctx_backend(ctx) == NX_BACKEND_CUDA))
+    if (be == NX_BACKEND_AUTO &&
+        (nx_tensor_device(mask) == NX_DEVICE_CUDA || nx_ctx_backend(ctx) == NX_BACKEND_CUDA))
         be = NX_BACKEND_CUDA;
     /* A host mask labelled on the GPU goes up once and its labels come down once, rather than
      * crossing the bus with every round. */

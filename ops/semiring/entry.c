@@ -44,8 +44,8 @@ nx_status nx_sr_run(nx_ctx *ctx, nx_rt_cache_blob *key, const nx_sr_run_args *a)
         }
     }
     nx_program *p = NULL;
-    nx_status st = nx_rt_graph_program_cached(ctx, key, "semiring: cache key", backend, a->build,
-                                              a->user, &p);
+    nx_status st =
+        nx_rt_graph_program_cached(ctx, key, "semiring: cache key", backend, a->build, a->user, &p);
     if (st == NX_OK)
         st = nx_program_run(p, a->inputs, a->outputs);
     return st;

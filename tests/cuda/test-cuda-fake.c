@@ -149,7 +149,8 @@ static void test_device_input_to_host_program(void **state)
         assert_int_equal(nx_graph_compile(g, &co, &p), NX_OK);
         nx_graph_free(g);
         nx_tensor *out = NULL;
-        assert_int_equal(nx_program_run(p, (const nx_tensor *const[]){d}, &out), NX_ERR_INVALID_ARG);
+        assert_int_equal(nx_program_run(p, (const nx_tensor *const[]){d}, &out),
+                         NX_ERR_INVALID_ARG);
         assert_null(out);
         if (!strstr(nx_ctx_last_error(ctx), names[b]))
             fail_msg("message: %s", nx_ctx_last_error(ctx));

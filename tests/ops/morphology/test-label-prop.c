@@ -234,12 +234,9 @@ static void test_alloc_sweep(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_golden),
-        cmocka_unit_test(test_random_equals_union_find),
-        cmocka_unit_test(test_serpentine),
-        cmocka_unit_test(test_empty_and_background),
-        cmocka_unit_test(test_bad_options),
-        cmocka_unit_test(test_alloc_sweep),
+        cmocka_unit_test(test_golden),      cmocka_unit_test(test_random_equals_union_find),
+        cmocka_unit_test(test_serpentine),  cmocka_unit_test(test_empty_and_background),
+        cmocka_unit_test(test_bad_options), cmocka_unit_test(test_alloc_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
