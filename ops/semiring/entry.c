@@ -57,11 +57,6 @@ nx_status nx_sr_program(nx_ctx *ctx, nx_rt_cache_blob *key, nx_backend backend,
     return nx_rt_graph_program_cached(ctx, key, "semiring: cache key", backend, build, user, out);
 }
 
-void nx_sr_key_tensor(nx_rt_cache_blob *b, const char *field, const nx_tensor *t)
-{
-    nx_rt_cache_blob_tensor(b, field, t);
-}
-
 nx_status nx_sr_check_float(nx_ctx *ctx, const char *who, const char *what, const nx_tensor *t)
 {
     if (t && nx_tensor_device(t) != NX_DEVICE_HOST)

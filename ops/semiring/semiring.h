@@ -149,8 +149,6 @@ NX_HIDDEN nx_status nx_sr_check_float_any(nx_ctx *ctx, const char *who, const ch
 NX_HIDDEN nx_status nx_sr_check_operand(nx_ctx *ctx, const char *who, const char *what,
                                         const nx_tensor *t, const nx_semiring *sr);
 NX_HIDDEN void nx_sr_key_conv(struct nx_rt_cache_blob *b, const nx_semiring_conv_opts *o);
-/* nx_rt_cache_blob_tensor (kept for the entry points of other families). */
-NX_HIDDEN void nx_sr_key_tensor(struct nx_rt_cache_blob *b, const char *field, const nx_tensor *t);
 
 /* The graph nx_pairwise_reduce compiles (for tests of its kernels): outputs as the op's. *g is
  * freed by the caller with nx_graph_free. */

@@ -312,12 +312,12 @@ static nx_status run_bilateral(nx_ctx *ctx, const bil_call *c, nx_backend be, nx
     nx_rt_cache_blob_str(&key, "op", c->dout ? "bilateral_gaussian_vjp" : "bilateral_gaussian");
     nx_rt_cache_blob_i64(&key, "kind", c->kind);
     nx_rt_cache_blob_i64(&key, "n_iters", c->n_iters);
-    nx_sr_key_tensor(&key, "values", c->values);
-    nx_sr_key_tensor(&key, "features", c->features);
-    nx_sr_key_tensor(&key, "metric", c->param);
-    nx_sr_key_tensor(&key, "index", c->index);
-    nx_sr_key_tensor(&key, "mask", c->mask);
-    nx_sr_key_tensor(&key, "dout", c->dout);
+    nx_rt_cache_blob_tensor(&key, "values", c->values);
+    nx_rt_cache_blob_tensor(&key, "features", c->features);
+    nx_rt_cache_blob_tensor(&key, "metric", c->param);
+    nx_rt_cache_blob_tensor(&key, "index", c->index);
+    nx_rt_cache_blob_tensor(&key, "mask", c->mask);
+    nx_rt_cache_blob_tensor(&key, "dout", c->dout);
     nx_program *p = NULL;
     nx_status st = nx_sr_program(ctx, &key, be, build_bilateral, (void *)c, &p);
     nx_rt_cache_blob_free(&key);

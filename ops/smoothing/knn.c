@@ -87,8 +87,8 @@ static nx_status knn_program(nx_ctx *ctx, const knn_call *c, nx_backend be, nx_p
     nx_rt_cache_blob_i64(&key, "rows", c->rows);
     nx_rt_cache_blob_i64(&key, "k", c->k);
     nx_rt_cache_blob_i64(&key, "exclude_self", c->exclude_self);
-    nx_sr_key_tensor(&key, "features", c->features);
-    nx_sr_key_tensor(&key, "metric", c->param);
+    nx_rt_cache_blob_tensor(&key, "features", c->features);
+    nx_rt_cache_blob_tensor(&key, "metric", c->param);
     nx_status st = nx_sr_program(ctx, &key, be, build_knn, (void *)c, p);
     nx_rt_cache_blob_free(&key);
     return st;

@@ -176,7 +176,7 @@ static nx_status run_susan(nx_ctx *ctx, susan_call *c, nx_backend be, nx_tensor 
         nx_rt_cache_blob_i64(&key, "nspatial", c->nsp);
         nx_rt_cache_blob_i64(&key, "half", c->half);
         nx_rt_cache_blob_i64(&key, "median", c->median);
-        nx_sr_key_tensor(&key, "image", c->image);
+        nx_rt_cache_blob_tensor(&key, "image", c->image);
         st = nx_sr_program(ctx, &key, be, build_susan, c, &p);
         nx_rt_cache_blob_free(&key);
     }

@@ -62,14 +62,14 @@ void nx_sparse_set_index(nx_tensor *t, int64_t i, int64_t j, int64_t v)
 }
 
 /* Element o of a contiguous f32/f64 tensor. */
-static double flat_get(const nx_tensor *t, int64_t o)
+double nx_sparse_flat_get(const nx_tensor *t, int64_t o)
 {
     if (nx_tensor_dtype(t) == NX_DTYPE_F32)
         return ((const float *)nx_tensor_data(t))[o];
     return ((const double *)nx_tensor_data(t))[o];
 }
 
-static void flat_set(nx_tensor *t, int64_t o, double v)
+void nx_sparse_flat_set(nx_tensor *t, int64_t o, double v)
 {
     if (nx_tensor_dtype(t) == NX_DTYPE_F32)
         ((float *)nx_tensor_data(t))[o] = (float)v;
@@ -92,7 +92,7 @@ static void column_counts(transpose_job *j, int64_t *kmax)
     *kmax = 0;
     for (int64_t s = 0; s < j->m * j->k; s++) {
         for (int64_t b = 0; b < j->batch && !j->keep[s]; b++)
-            j->keep[s] = flat_get(j->v, b * j->m * j->k + s) != j->a->identity;
+            j->keep[s] = nx_sparse_flat_get(j->v, b * j->m * j->k + s) != j->a->identity;
         if (!j->keep[s])
             continue;
         int64_t q = nx_sparse_get_index(j->a->indices, s / j->k, s % j->k);
@@ -147,8 +147,8 @@ nx_status nx_sparse_transpose(nx_ctx *ctx, const nx_ell *a, nx_ell *out)
             int64_t t = q * kmax + j.fill[q]++;
             nx_sparse_set_index(out->indices, q, t - q * kmax, i);
             for (int64_t b = 0; b < j.batch; b++) {
-                double x = flat_get(j.v, b * j.m * j.k + s);
-                flat_set(out->values, b * mt + t, x == a->identity ? 0.0 : x);
+                double x = nx_sparse_flat_get(j.v, b * j.m * j.k + s);
+                nx_sparse_flat_set(out->values, b * mt + t, x == a->identity ? 0.0 : x);
             }
         }
     }

@@ -183,21 +183,6 @@ static nx_status check_sectioned(nx_ctx *ctx, const char *who, const nx_semiring
     return NX_OK;
 }
 
-/* Element o of a contiguous f32/f64 tensor. */
-static double flat_get(const nx_tensor *t, int64_t o)
-{
-    if (nx_tensor_dtype(t) == NX_DTYPE_F32)
-        return ((const float *)nx_tensor_data(t))[o];
-    return ((const double *)nx_tensor_data(t))[o];
-}
-
-static void flat_set(nx_tensor *t, int64_t o, double v)
-{
-    if (nx_tensor_dtype(t) == NX_DTYPE_F32)
-        ((float *)nx_tensor_data(t))[o] = (float)v;
-    else
-        ((double *)nx_tensor_data(t))[o] = v;
-}
 
 /* A new tensor of x's dtype and shape with rows (axis -2) rows. */
 static nx_status new_rows(nx_ctx *ctx, const nx_tensor *x, int64_t rows, nx_tensor **out)
@@ -222,8 +207,8 @@ static void place_rows(nx_tensor *dst, const nx_tensor *src, const nx_tensor *ro
         for (int64_t r = 0; r < m; r++)
             for (int64_t j = 0; j < c; j++) {
                 int64_t o = (b * big + (to ? to[r] : r)) * c + j;
-                double v = flat_get(src, (b * m + r) * c + j);
-                flat_set(dst, o, add ? flat_get(dst, o) + v : v);
+                double v = nx_sparse_flat_get(src, (b * m + r) * c + j);
+                nx_sparse_flat_set(dst, o, add ? nx_sparse_flat_get(dst, o) + v : v);
             }
 }
 
@@ -242,7 +227,7 @@ static nx_status take_rows(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *row
     for (int64_t b = 0; st == NX_OK && b < batch; b++)
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < c; j++)
-                flat_set(*out, (b * m + i) * c + j, flat_get(xc, (b * big + r[i]) * c + j));
+                nx_sparse_flat_set(*out, (b * m + i) * c + j, nx_sparse_flat_get(xc, (b * big + r[i]) * c + j));
     nx_tensor_free(xc);
     return st;
 }

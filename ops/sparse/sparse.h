@@ -51,5 +51,8 @@ NX_HIDDEN int64_t nx_sparse_get_index(const nx_tensor *t, int64_t i, int64_t j);
 /* Stores v at (i, j) of a contiguous 2-D tensor (float or integer dtype). */
 NX_HIDDEN void nx_sparse_set(nx_tensor *t, int64_t i, int64_t j, double v);
 NX_HIDDEN void nx_sparse_set_index(nx_tensor *t, int64_t i, int64_t j, int64_t v);
+/* Element o of a contiguous f32/f64 tensor, read as or written from a double. */
+NX_HIDDEN double nx_sparse_flat_get(const nx_tensor *t, int64_t o);
+NX_HIDDEN void nx_sparse_flat_set(nx_tensor *t, int64_t o, double v);
 
 #endif /* NX_OPS_SPARSE_H */
