@@ -227,7 +227,8 @@ static nx_status take_rows(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *row
     for (int64_t b = 0; st == NX_OK && b < batch; b++)
         for (int64_t i = 0; i < m; i++)
             for (int64_t j = 0; j < c; j++)
-                nx_sparse_flat_set(*out, (b * m + i) * c + j, nx_sparse_flat_get(xc, (b * big + r[i]) * c + j));
+                nx_sparse_flat_set(*out, (b * m + i) * c + j,
+                                   nx_sparse_flat_get(xc, (b * big + r[i]) * c + j));
     nx_tensor_free(xc);
     return st;
 }
