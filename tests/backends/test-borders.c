@@ -6,12 +6,21 @@
  * 1 (shorter than the border) to 37, f32 and f64, as a copy (plain loop), a max of three taps
  * (several reads of one pad), a window sum (register tiles inside, rows on the borders) and a
  * window max of a select (the row strategy split), the split loop innermost of two axes or the
- * only one (split across threads). The interval chosen is checked against the pad's own. */
+ * only one (split across threads). The interval chosen is checked against the pad's own.
+ *
+ * The box of every space axis (passes/borders.c, the CUDA emitter's split) is checked without
+ * the JIT: a grey dilation of 3-D volumes for each border mode, windows of extents 1..4 and 7
+ * (border widths 0..3), axes of length 1, 2 and 3 among them, and the Gaussian FIR's three
+ * passes; the box per axis against the window's own interior, and every alias against an
+ * evaluator of the kernel's index arithmetic written here, at every point of the box. Value
+ * intervals (nx_kranges) are checked at every point too, and against closed forms. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "codegen/x86/emit.h"
+#include "nitrix-ops.h"
+#include "passes/borders.h"
 #include "passes/fuse.h"
 #include "testutil.h"
 
@@ -286,6 +295,334 @@ static void test_emit_sweep(void **state)
     assert_true(nx_test_alloc_sweep(emit_sweep_body, NULL, 4000) > 10);
 }
 
+/* ---- the box of every space axis (passes/borders.c, used by the CUDA emitter) --------------*/
+
+/* Floor division and modulo with x / 0 = 0 (ir/prim-elementwise.c). */
+static int64_t floordiv_i(int64_t a, int64_t b)
+{
+    if (b == 0)
+        return 0;
+    int64_t q = a / b;
+    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+static int64_t fmod_i(int64_t a, int64_t b)
+{
+    return b == 0 ? 0 : a - floordiv_i(a, b) * b;
+}
+
+/* The integer and boolean values of k's instructions at one point of its loops (at[l]), with the
+ * aliases in force where al is given; other values (floats, loads) are 0 and known[id] false. An
+ * evaluator of its own, so the analysis is checked against the kernel's semantics, not itself. */
+static void eval_point(const nx_kernel *k, const nx_kalias *al, const int64_t *at, int64_t *v,
+                       bool *known)
+{
+    for (int id = 0; id < k->ninst; id++) {
+        const nx_kinst *in = &k->inst[id];
+        bool ok = in->dtype == NX_DTYPE_I64 || in->dtype == NX_DTYPE_BOOL;
+        int64_t r = 0;
+        if (al && al[id].kind == NX_KALIAS_CONST) {
+            r = al[id].c;
+        } else if (al && al[id].kind == NX_KALIAS_TO) {
+            r = v[al[id].to] + al[id].c;
+            ok = ok && known[al[id].to];
+        } else if (in->op == NX_KOP_CONST) {
+            r = in->i;
+        } else if (in->op == NX_KOP_IDX) {
+            r = at[in->a[0]];
+        } else if (in->op == NX_KOP_PRIM && ok) {
+            int ar = in->prim == NX_PRIM_SELECT ? 3 : nx_ir_prims[in->prim].arity;
+            for (int j = 0; j < ar; j++)
+                ok = ok && known[in->a[j]];
+            int64_t x = v[in->a[0]], y = ar > 1 ? v[in->a[1]] : 0;
+            switch (in->prim) {
+            case NX_PRIM_ADD: r = x + y; break;
+            case NX_PRIM_SUB: r = x - y; break;
+            case NX_PRIM_MUL: r = x * y; break;
+            case NX_PRIM_NEG: r = -x; break;
+            case NX_PRIM_DIV: r = floordiv_i(x, y); break;
+            case NX_PRIM_MOD: r = fmod_i(x, y); break;
+            case NX_PRIM_MIN: r = y < x ? y : x; break;
+            case NX_PRIM_MAX: r = y > x ? y : x; break;
+            case NX_PRIM_SELECT: r = x ? y : v[in->a[2]]; break;
+            case NX_PRIM_LT: r = x < y; break;
+            case NX_PRIM_LE: r = x <= y; break;
+            case NX_PRIM_GT: r = x > y; break;
+            case NX_PRIM_GE: r = x >= y; break;
+            case NX_PRIM_EQ: r = x == y; break;
+            case NX_PRIM_NE: r = x != y; break;
+            case NX_PRIM_AND: r = x && y; break;
+            case NX_PRIM_OR: r = x || y; break;
+            case NX_PRIM_NOT: r = !x; break;
+            default: ok = false; break;
+            }
+            /* comparisons of floats are not followed */
+            if (ar > 1 && k->inst[in->a[0]].dtype != NX_DTYPE_I64 &&
+                k->inst[in->a[0]].dtype != NX_DTYPE_BOOL)
+                ok = false;
+        } else {
+            ok = false;
+        }
+        v[id] = r;
+        known[id] = ok;
+    }
+}
+
+/* Checks b against k at every point of its loops: inside the box every instruction the aliased
+ * kernel reads has its alias's value (where both are integers); everywhere, every i64 value lies
+ * in its nx_kranges interval. Returns the number of points checked inside the box. */
+static int64_t check_box_values(const nx_kernel *k, const nx_kbox *b, const char *what)
+{
+    size_t n = (size_t)k->ninst + 1;
+    int64_t *v = calloc(n, sizeof *v), *va = calloc(n, sizeof *va);
+    int64_t *lo = calloc(n, sizeof *lo), *hi = calloc(n, sizeof *hi);
+    bool *kn = calloc(n, 1), *kna = calloc(n, 1);
+    uint8_t *live = calloc(n, 1);
+    nx_kranges(k, lo, hi);
+    if (b->alias)
+        nx_kbox_live(k, b->alias, live);
+    int64_t at[NX_KERNEL_MAX_LOOPS] = {0}, inside = 0;
+    for (;;) {
+        eval_point(k, NULL, at, v, kn);
+        bool in_box = b->alias != NULL;
+        for (int l = 0; l < k->ndim; l++)
+            in_box = in_box && at[l] >= b->lo[l] && at[l] < b->hi[l];
+        for (int id = 0; id < k->ninst; id++)
+            if (kn[id] && k->inst[id].dtype == NX_DTYPE_I64 && (v[id] < lo[id] || v[id] > hi[id]))
+                fail_msg("%s: %%%d = %lld outside its range [%lld, %lld]", what, id,
+                         (long long)v[id], (long long)lo[id], (long long)hi[id]);
+        if (in_box) {
+            inside++;
+            eval_point(k, b->alias, at, va, kna);
+            for (int id = 0; id < k->ninst; id++)
+                if (live[id] && kn[id] && kna[id] && v[id] != va[id])
+                    fail_msg("%s: %%%d is %lld, its alias %lld, at point %lld %lld %lld", what, id,
+                             (long long)v[id], (long long)va[id], (long long)at[0],
+                             (long long)at[1], (long long)at[2]);
+        }
+        int l = k->nloops - 1;
+        while (l >= 0 && ++at[l] == k->extent[l])
+            at[l--] = 0;
+        if (l < 0)
+            break;
+    }
+    free(v), free(va), free(lo), free(hi), free(kn), free(kna), free(live);
+    return inside;
+}
+
+static nx_kbox box_of(const nx_kernel *k)
+{
+    uint32_t *mask = calloc((size_t)k->ninst + 1, sizeof *mask);
+    nx_kernel_loop_masks(k, mask);
+    nx_kbox b;
+    assert_int_equal(nx_kborders_box(k, mask, &b), NX_OK);
+    free(mask);
+    return b;
+}
+
+static const nx_morph_border BORDERS[5] = {NX_MORPH_BORDER_REFLECT, NX_MORPH_BORDER_CONSTANT,
+                                           NX_MORPH_BORDER_NEAREST, NX_MORPH_BORDER_MIRROR,
+                                           NX_MORPH_BORDER_WRAP};
+
+/* A grey dilation of a [n0, n1, n2] volume by a flat box of extents size[] (border widths 0..3),
+ * each border mode: the box must be, per axis, exactly where every tap is inside the volume
+ * (taps i - (s - 1 - s / 2) .. i + s / 2) when that interval holds the axis's middle and the
+ * axis has a rule, the whole axis otherwise; every alias must hold at every point of the box
+ * and every i64 value lie in its range. */
+static void dilate_box_case(nx_ctx *ctx, int border, const int64_t *shape, const int64_t *size)
+{
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    nx_morph_opts o = {.nspatial = 3, .border = BORDERS[border]};
+    for (int a = 0; a < 3; a++)
+        o.size[a] = size[a];
+    nx_node y = nx_morph_node(g, NX_MORPH_DILATE, nx_input(g, "x", NX_DTYPE_F32, 3, shape), &o);
+    char what[160];
+    snprintf(what, sizeof what, "dilate border %d shape %lld %lld %lld size %lld %lld %lld",
+             border, (long long)shape[0], (long long)shape[1], (long long)shape[2],
+             (long long)size[0], (long long)size[1], (long long)size[2]);
+    if (nx_graph_status(g) != NX_OK)
+        fail_msg("%s: %s", what, nx_ctx_last_error(ctx));
+    nx_kplan *plan = NULL;
+    if (nx_pass_pipeline(ctx, &g->s, 1, &y, &plan) != NX_OK)
+        fail_msg("%s: pipeline: %s", what, nx_ctx_last_error(ctx));
+    const nx_kernel *k = plan->kernels[plan->nkernels - 1];
+    assert_int_equal(k->ndim, 3);
+    nx_kbox b = box_of(k);
+    int64_t want_pts = 1;
+    for (int a = 0; a < 3; a++) {
+        int64_t n = shape[a], left = size[a] - 1 - size[a] / 2, right = size[a] / 2;
+        int64_t lo = left, hi = n - right, mid = (n - 1) / 2;
+        bool rule = size[a] > 1 && lo <= mid && mid < hi;
+        if (!rule)
+            lo = 0, hi = n;
+        /* an axis shorter than its window: rules resolve around the middle; the values decide */
+        if (size[a] > 1 && !rule && b.alias) {
+            if (b.lo[a] > mid || b.hi[a] <= mid)
+                fail_msg("%s: axis %d interior [%lld, %lld) misses the middle %lld", what, a,
+                         (long long)b.lo[a], (long long)b.hi[a], (long long)mid);
+            want_pts *= b.hi[a] - b.lo[a];
+            continue;
+        }
+        if (b.alias && (b.lo[a] != lo || b.hi[a] != hi))
+            fail_msg("%s: axis %d interior [%lld, %lld), expected [%lld, %lld)", what, a,
+                     (long long)b.lo[a], (long long)b.hi[a], (long long)lo, (long long)hi);
+        if (rule && !(b.axes >> a & 1))
+            fail_msg("%s: axis %d has no interior; expected [%lld, %lld)", what, a,
+                     (long long)lo, (long long)hi);
+        want_pts *= hi - lo;
+    }
+    int64_t inside = check_box_values(k, &b, what);
+    if (b.alias && inside != want_pts)
+        fail_msg("%s: %lld points in the box, expected %lld", what, (long long)inside,
+                 (long long)want_pts);
+    nx_kbox_free(ctx, &b);
+    nx_kplan_free(plan);
+    nx_graph_free(g);
+}
+
+static void test_box_dilate(void **state)
+{
+    fixture *f = *state;
+    static const int64_t shapes[][3] = {{9, 10, 11}, {1, 7, 12}, {2, 3, 16}, {5, 1, 3}, {13, 6, 2}};
+    int c = 0;
+    for (int m = 0; m < 5; m++)
+        for (int s = 0; s < 5; s++, c++) {
+            /* extents 1..4: border widths 0..2 on one side, 0..1 on the other; 7: 3 and 3 */
+            int64_t size[3] = {1 + c % 4, 1 + (c / 4) % 4, s == 4 ? 7 : 1 + (c + 2) % 4};
+            dilate_box_case(f->ctx, m, shapes[s], size);
+        }
+}
+
+/* The Gaussian FIR's passes fold 2r + 1 taps over a reduction loop: the box of the pass along
+ * axis a is [r, n - r) on that axis only; every i64 value of every kernel fits int32. */
+static void test_box_gaussian(void **state)
+{
+    fixture *f = *state;
+    static const int modes[3] = {NX_GAUSSIAN_REFLECT, NX_GAUSSIAN_CONSTANT, NX_GAUSSIAN_WRAP};
+    for (int m = 0; m < 3; m++) {
+        nx_graph *g = NULL;
+        assert_int_equal(nx_graph_new(f->ctx, &g), NX_OK);
+        int64_t shape[3] = {20, 18, 19};
+        nx_gaussian_opts o = {.nsigma = 1, .sigma = {1.0}, .driver = "fir",
+                              .mode = (nx_gaussian_mode)modes[m]};
+        nx_node y = nx_gaussian_node(g, nx_input(g, "x", NX_DTYPE_F32, 3, shape), NX_NONE, &o);
+        nx_kplan *plan = NULL;
+        if (nx_pass_pipeline(f->ctx, &g->s, 1, &y, &plan) != NX_OK)
+            fail_msg("gaussian: %s", nx_ctx_last_error(f->ctx));
+        int passes = 0;
+        for (int i = 0; i < plan->nkernels; i++) {
+            const nx_kernel *k = plan->kernels[i];
+            if (k->kind != NX_KERNEL_LOOP || k->ndim != 3)
+                continue;
+            nx_kbox b = box_of(k);
+            char what[96];
+            snprintf(what, sizeof what, "gaussian mode %d kernel %d", modes[m], i);
+            check_box_values(k, &b, what);
+            int64_t *lo = calloc((size_t)k->ninst + 1, sizeof *lo);
+            int64_t *hi = calloc((size_t)k->ninst + 1, sizeof *hi);
+            nx_kranges(k, lo, hi);
+            for (int id = 0; id < k->ninst; id++)
+                if (k->inst[id].op == NX_KOP_LOAD &&
+                    (lo[k->inst[id].a[1]] < 0 || hi[k->inst[id].a[1]] > INT32_MAX))
+                    fail_msg("%s: load %%%d offset range [%lld, %lld]", what, id,
+                             (long long)lo[k->inst[id].a[1]], (long long)hi[k->inst[id].a[1]]);
+            free(lo), free(hi);
+            int nsplit = 0, a = -1;
+            for (int l = 0; l < 3; l++)
+                if (b.alias && b.hi[l] - b.lo[l] < shape[l])
+                    nsplit++, a = l;
+            if (nsplit == 1) { /* one pass: radius 4 (truncate 4, sigma 1) on its axis */
+                if (b.lo[a] != 4 || b.hi[a] != shape[a] - 4)
+                    fail_msg("%s: axis %d interior [%lld, %lld), expected [4, %lld)", what, a,
+                             (long long)b.lo[a], (long long)b.hi[a], (long long)shape[a] - 4);
+                passes++;
+            }
+            nx_kbox_free(f->ctx, &b);
+        }
+        assert_int_equal(passes, 3);
+        nx_kplan_free(plan);
+        nx_graph_free(g);
+    }
+}
+
+/* nx_kranges on hand-built index arithmetic: closed forms of each rule. */
+static void test_ranges(void **state)
+{
+    fixture *f = *state;
+    nx_kernel *k = NULL;
+    assert_int_equal(nx_kernel_new(f->ctx, NX_KERNEL_LOOP, "ranges", &k), NX_OK);
+    int64_t shape[2] = {7, 300};
+    nx_kernel_buffer(k, NX_KBUF_OUT, NX_DTYPE_I64, 2, shape, 0);
+    nx_kernel_space(k, 2, shape);
+    int32_t i = nx_kernel_idx(k, 0), j = nx_kernel_idx(k, 1);
+    int32_t c3 = nx_kernel_const_i(k, NX_DTYPE_I64, -3), c10 = nx_kernel_const_i(k, NX_DTYPE_I64, 10);
+    int32_t s = nx_kernel_prim(k, NX_PRIM_SUB, NX_DTYPE_I64, j, c3, -1);     /* [3, 302] */
+    int32_t md = nx_kernel_prim(k, NX_PRIM_MOD, NX_DTYPE_I64, s, c10, -1);   /* [0, 9] */
+    int32_t dv = nx_kernel_prim(k, NX_PRIM_DIV, NX_DTYPE_I64, s, c3, -1);    /* [-101, -1] */
+    int32_t ml = nx_kernel_prim(k, NX_PRIM_MUL, NX_DTYPE_I64, i, dv, -1);    /* [-606, 0] */
+    int32_t mx = nx_kernel_prim(k, NX_PRIM_MAX, NX_DTYPE_I64, ml, c3, -1);   /* [-3, 0] */
+    int32_t big = nx_kernel_const_i(k, NX_DTYPE_I64, (int64_t)1 << 40);
+    int32_t wide = nx_kernel_prim(k, NX_PRIM_MUL, NX_DTYPE_I64, j, big, -1); /* [0, 299 2^40] */
+    int32_t lt = nx_kernel_prim(k, NX_PRIM_LT, NX_DTYPE_BOOL, i, c10, -1);
+    int32_t sel = nx_kernel_prim(k, NX_PRIM_SELECT, NX_DTYPE_I64, lt, md, mx); /* [-3, 9] */
+    int32_t sum = nx_kernel_prim(k, NX_PRIM_ADD, NX_DTYPE_I64, sel, wide, -1);
+    nx_kernel_store(k, 0, sum);
+    int64_t lo[16], hi[16];
+    assert_true(k->ninst <= 16);
+    nx_kranges(k, lo, hi);
+    const struct {
+        int32_t id;
+        int64_t lo, hi;
+    } want[] = {{i, 0, 6}, {j, 0, 299}, {s, 3, 302}, {md, 0, 9}, {dv, -101, -1},
+                {ml, -606, 0}, {mx, -3, 0}, {wide, 0, 299 * ((int64_t)1 << 40)}, {sel, -3, 9},
+                {sum, -3, 9 + 299 * ((int64_t)1 << 40)}};
+    for (size_t w = 0; w < sizeof want / sizeof want[0]; w++)
+        if (lo[want[w].id] != want[w].lo || hi[want[w].id] != want[w].hi)
+            fail_msg("%%%d: [%lld, %lld], expected [%lld, %lld]", want[w].id,
+                     (long long)lo[want[w].id], (long long)hi[want[w].id], (long long)want[w].lo,
+                     (long long)want[w].hi);
+    nx_kernel_free(k);
+}
+
+/* The box under every failing allocation: NX_ERR_NOMEM, nothing leaked. */
+static nx_status box_sweep_body(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    nx_graph *g = NULL;
+    nx_status st = nx_graph_new(ctx, &g);
+    if (st != NX_OK)
+        return st;
+    int64_t shape[3] = {6, 7, 8};
+    nx_node y = nx_morph_node(g, NX_MORPH_DILATE, nx_input(g, "x", NX_DTYPE_F32, 3, shape), NULL);
+    nx_kplan *plan = NULL;
+    st = nx_graph_status(g);
+    if (st == NX_OK)
+        st = nx_pass_pipeline(ctx, &g->s, 1, &y, &plan);
+    if (st == NX_OK) {
+        const nx_kernel *k = plan->kernels[plan->nkernels - 1];
+        uint32_t *mask = nx_rt_calloc(ctx, (size_t)k->ninst + 1, sizeof *mask);
+        nx_kbox b;
+        st = mask ? NX_OK : NX_ERR_NOMEM;
+        if (st == NX_OK) {
+            nx_kernel_loop_masks(k, mask);
+            st = nx_kborders_box(k, mask, &b);
+        }
+        if (st == NX_OK)
+            nx_kbox_free(ctx, &b);
+        nx_rt_free(ctx, mask, ((size_t)k->ninst + 1) * sizeof *mask);
+    }
+    nx_kplan_free(plan);
+    nx_graph_free(g);
+    return st;
+}
+
+static void test_box_sweep(void **state)
+{
+    (void)state;
+    assert_true(nx_test_alloc_sweep(box_sweep_body, NULL, 4000) > 5);
+}
+
 int main(void)
 {
     setenv("NITRIX_NUM_THREADS", "3", 1); /* uneven chunks of the 1-D cases */
@@ -295,6 +632,10 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_outputs, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concat, setup, teardown),
         cmocka_unit_test(test_emit_sweep),
+        cmocka_unit_test_setup_teardown(test_box_dilate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_box_gaussian, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ranges, setup, teardown),
+        cmocka_unit_test(test_box_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
