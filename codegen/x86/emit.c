@@ -140,6 +140,7 @@ typedef struct emitter {
     int nmeta;
     int tmp, label;
     int *val;   /* SSA number of each instruction's value, -1 when not available */
+    int *mm;    /* float MIN/MAX nodes: plain pick and ordered flag (2 id, 2 id + 1), else -1 */
     int *scope; /* the scope each cached value was made in */
     bool open[4096];
     int nscopes, cur;
@@ -422,12 +423,43 @@ static int int_unary(emitter *e, const nx_kinst *in, int x)
     }
 }
 
-static int float_minmax(emitter *e, const char *t, int d, bool max, int a, int b)
+/* A side of a float MIN/MAX: a MIN/MAX node gives its plain pick and ordered flag, anything else
+ * (a leaf of the tree) its value and no flag. */
+static void minmax_side(emitter *e, int32_t id, int *pick, int *ord)
 {
-    int pick = op2(e, max ? "fcmp ogt" : "fcmp olt", t, b, a);
-    int r = selv(e, t, pick, b, a);
-    int nan = op2(e, "or", "i1", isnan_of(e, t, a), isnan_of(e, t, b));
-    return selv(e, t, nan, fconst(e, d, NAN), r);
+    int v = V(id);
+    *pick = e->mm[2 * id] >= 0 ? e->mm[2 * id] : v;
+    *ord = e->mm[2 * id] >= 0 ? e->mm[2 * id + 1] : -1;
+}
+
+/* Float MIN/MAX as the interpreter: the canonical NaN when a or b is NaN, else b > a ? b : a
+ * (ties keep a: max(+0, -0) is +0, max(-0, +0) is -0). A tree of them is NaN exactly when one of
+ * its leaves is, so each node hands its MIN/MAX users the plain pick (one maxps/minps, which has
+ * the tie rule) and a flag "every leaf below is ordered" (one compare, masked by the children's
+ * flags: vcmpordps k{k}); the NaN is blended in where a value leaves the tree, and the blends of
+ * inner nodes are dead code. Per node that is 2 vector operations where a NaN test per node took
+ * 3 (maxps, cmpunordps a b, blend): the 26 steps of a 3^3 dilation or the median network. */
+static int float_minmax(emitter *e, int32_t id)
+{
+    const nx_kinst *in = &e->k->inst[id];
+    int d = e->k->inst[in->a[0]].dtype;
+    const char *t = rty(d);
+    int a, oa, b, ob;
+    minmax_side(e, in->a[0], &a, &oa);
+    minmax_side(e, in->a[1], &b, &ob);
+    int r = selv(e, t, op2(e, in->prim == NX_PRIM_MAX ? "fcmp ogt" : "fcmp olt", t, b, a), b, a);
+    int ord;
+    if (oa < 0 && ob < 0)
+        ord = op2(e, "fcmp ord", t, a, b);
+    else if (oa < 0)
+        ord = op2(e, "and", "i1", ob, op2(e, "fcmp ord", t, a, a));
+    else if (ob < 0)
+        ord = op2(e, "and", "i1", oa, op2(e, "fcmp ord", t, b, b));
+    else
+        ord = op2(e, "and", "i1", oa, ob);
+    e->mm[2 * id] = r;
+    e->mm[2 * id + 1] = ord;
+    return selv(e, t, ord, r, fconst(e, d, NAN));
 }
 
 static int float_mod(emitter *e, const char *t, int d, int a, int b)
@@ -460,9 +492,6 @@ static int float_binary(emitter *e, const nx_kinst *in, int a, int b)
         return op2(e, "fdiv", t, a, b);
     case NX_PRIM_POW:
         return mathcall(e, "pow", d, a, b);
-    case NX_PRIM_MIN:
-    case NX_PRIM_MAX:
-        return float_minmax(e, t, d, in->prim == NX_PRIM_MAX, a, b);
     case NX_PRIM_MOD:
         return float_mod(e, t, d, a, b);
     case NX_PRIM_EQ:
@@ -875,12 +904,19 @@ static int alias_value(emitter *e, int32_t id, const nx_x86_alias *al)
     return i64c(e, al->c);
 }
 
+static bool is_minmax(const emitter *e, const nx_kinst *in)
+{
+    return (in->prim == NX_PRIM_MIN || in->prim == NX_PRIM_MAX) &&
+           is_fl(e->k->inst[in->a[0]].dtype);
+}
+
 static int value(emitter *e, int32_t id)
 {
     if (e->val[id] >= 0 && e->open[e->scope[id]])
         return e->val[id];
     const nx_kinst *in = &e->k->inst[id];
     int v;
+    e->mm[2 * id] = -1;
     if (e->alias && e->alias[id].kind != NX_X86_ALIAS_SELF) {
         v = alias_value(e, id, &e->alias[id]);
         e->val[id] = v;
@@ -897,7 +933,7 @@ static int value(emitter *e, int32_t id)
         v = emit_load(e, in);
         break;
     case NX_KOP_PRIM:
-        v = emit_prim(e, in);
+        v = is_minmax(e, in) ? float_minmax(e, id) : emit_prim(e, in);
         break;
     default:
         v = emit_reduce(e, id);
@@ -1990,14 +2026,15 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
     emitter e = {.ctx = k->ctx, .k = k, .reassoc = reassoc, .bd = {.loop = -1}};
     e.body.ctx = e.allocas.ctx = e.meta.ctx = k->ctx;
     e.val = nx_rt_alloc(k->ctx, n * sizeof *e.val);
+    e.mm = nx_rt_alloc(k->ctx, 2 * n * sizeof *e.mm);
     e.scope = nx_rt_calloc(k->ctx, n, sizeof *e.scope);
     e.mask = nx_rt_calloc(k->ctx, n, sizeof *e.mask);
     e.tile_cls = nx_rt_calloc(k->ctx, n, 1);
     e.tile_vc = nx_rt_alloc(k->ctx, n * TILE_NR * sizeof *e.tile_vc);
     text t = {.ctx = k->ctx};
-    if (e.val && e.scope && e.mask && e.tile_cls && e.tile_vc) {
+    if (e.val && e.mm && e.scope && e.mask && e.tile_cls && e.tile_vc) {
         for (size_t i = 0; i < n; i++)
-            e.val[i] = -1;
+            e.val[i] = e.mm[2 * i] = -1;
         nx_kernel_loop_masks(k, e.mask);
         e.split = nx_x86_kernel_split(k, reassoc);
         e.nomem = nx_x86_borders_find(k, e.mask, &e.bd) != NX_OK;
@@ -2008,9 +2045,10 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
         emit_functions(&e, &t, name);
         put(&t, "%s", e.meta.p ? e.meta.p : "");
     }
-    bool failed = !e.val || !e.scope || !e.mask || !e.tile_cls || !e.tile_vc || e.nomem ||
+    bool failed = !e.val || !e.mm || !e.scope || !e.mask || !e.tile_cls || !e.tile_vc || e.nomem ||
                   e.body.failed || e.allocas.failed || e.meta.failed || t.failed;
     nx_rt_free(k->ctx, e.val, n * sizeof *e.val);
+    nx_rt_free(k->ctx, e.mm, 2 * n * sizeof *e.mm);
     nx_rt_free(k->ctx, e.scope, n * sizeof *e.scope);
     nx_rt_free(k->ctx, e.mask, n * sizeof *e.mask);
     nx_rt_free(k->ctx, e.tile_cls, n);
