@@ -233,6 +233,17 @@ def main():
     big = np.random.RandomState(20261130)
     edt('edt3_tiles', (37, 45, 40), 0.97, (1.0, 1.0, 1.0), big)
     edt('edt3_tiles_aniso', (21, 38, 33), 0.995, (0.7, 1.3, 1.1), big)
+    # The windowed passes and their fallback (own seed, appended last): dense zeros in the first
+    # rows (short windows), five zeros in the rest (gaps longer than the window: the envelope),
+    # 150 columns (a partial tile of 6).
+    gaps = np.random.RandomState(20261201)
+    for name, sampling in [('edt2_gaps', (1.0, 1.0)), ('edt2_gaps_aniso', (0.8, 1.7))]:
+        mask = (gaps.rand(200, 150) > 0.98).astype(np.uint8)
+        mask[60:] = 1
+        mask[gaps.randint(60, 200, 5), gaps.randint(0, 150, 5)] = 0
+        d = ndi.distance_transform_edt(mask, sampling=sampling)
+        save(name, mask=mask, out=d)
+        edt_lines.append(f'{name} {",".join(repr(float(s)) for s in sampling)}')
     with open(os.path.join(OUT, 'edt.txt'), 'w') as f:
         f.write(f'# numpy {np.__version__}, scipy {scipy.__version__}; name sampling\n')
         f.write('\n'.join(edt_lines) + '\n')

@@ -4,7 +4,9 @@
  *   separable     (canonical) one min-plus pass per axis against (s (q - p))^2, then a square root:
  *                 an IR graph (distance.c), differentiable, O(n^2) per line.
  *   felzenszwalb  (fast) the lower envelope of parabolas per line (Felzenszwalb & Huttenlocher
- *                 2012), O(n) per line, as one IR extern.
+ *                 2012), O(n) per line, as one IR extern. Where a tile's
+ *                 distances are short, a window minimum that stops as soon as no farther place
+ *                 can win replaces the envelope (the same sums; see "small values").
  *
  * Why an extern: the envelope is a sequential scan with a data-dependent stack (each parabola
  * pops the ones it hides, then a second sweep walks the envelope), which no IR primitive
@@ -15,6 +17,9 @@
  * works in f64 and compares intersections), hence the registry row's tolerance. */
 #include <math.h>
 #include <string.h>
+#if defined(__SSE__)
+#include <immintrin.h>
+#endif
 
 #include "cache.h"
 #include "internal.h"
@@ -35,8 +40,8 @@
 typedef struct envelope_job {
     void *data; /* f32 or f64, squared distances in place */
     bool f64;
-    bool root;   /* the last pass: write square roots */
-    bool window; /* try the window on small values (the last pass) */
+    bool root;      /* the last pass: write square roots */
+    bool lanes_f32; /* the window runs in f32 (exact: window_exact_f32) */
     int64_t outer, n, inner, ntiles_inner;
     double s2;       /* squared sampling of the axis */
     double *scratch; /* per chunk: TILE rows of n twice, then h, fv, zn, zd and v (n + 1 each) */
@@ -139,80 +144,170 @@ static void tile_store(const envelope_job *j, int64_t base, int64_t m, const dou
     }
 }
 
-/* ---- small values: a window instead of the envelope ---------------------------------------*/
+/* ---- small values: a window that stops where no farther place can win --------------------*/
 
-/* When every value of a tile's lines is finite and at most s2 r^2, each place's nearest parabola
- * lies within r places of it (its own parabola gives f[q] already, and a farther one starts above
- * that), so the minimum over a window of 2r + 1 places is the result. The last pass sees small
- * values (squared distances in the other axes: r ~ 12-20 on the bench's 1 % sources), and there
- * the window, run over the tile's 16 lines at once in fixed-width loops the compiler vectorises,
- * costs less than the envelope's data-dependent branches. The sums are the envelope's own
- * (f[p] + s2 t t), so with unit sampling both give the same values. */
-#define WINDOW_MAX 24
+/* Each place q of a tile's TILE lines (stored [q][TILE], lanes past m are 0) takes the minimum of
+ * t[q] and t[q -+ k] + s2 k^2 for k = 1, 2, ... and stops at the first k with s2 k^2 >= every
+ * lane's minimum so far: values are >= 0, so no place k or more away can lower it. On the bench's
+ * 1 % sources that is a few steps per place (the distances themselves), where the envelope pays
+ * data-dependent branches on every parabola; the steps run over the TILE lines at once in
+ * fixed-width loops the compiler vectorises. A place still open after WINDOW_MAX steps (far
+ * sources, lines without any) fails the tile, which then takes the envelope. The sums are the
+ * envelope's own (f[p] + s2 t t, same order of operations), so both give the same minimum. */
+#define WINDOW_MAX 32
+#define WINDOW_SKIP 8 /* tiles sent straight to the envelope after a failed window */
 
-/* The tile's values as [q][TILE] (lanes past m are 0); the window radius, or -1 when a value is
- * infinite or too large. */
-static int64_t window_load(const envelope_job *j, int64_t base, int64_t m, double *t)
+/* The library is built for baseline x86-64, where a step over the 16 lanes takes four SSE
+ * operations (eight in f64); the window's kernels are also built for AVX2 and AVX-512, and the
+ * dynamic linker picks one for the running CPU once (an ifunc). The kernels have no multiply-add
+ * to contract and no reassociation, so every clone computes the same values. */
+#if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
+#define WINDOW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define WINDOW_CLONES
+#endif
+
+/* f32 lanes, used where every sum is an exact integer (unit sampling, squared distances of the
+ * whole array below 2^24, window_exact_f32): then f32 gives the f64 results at twice the lanes. */
+WINDOW_CLONES static bool window_f32(const float *restrict t, float *restrict d, int64_t n)
 {
-    int64_t n = j->n, inner = j->inner;
-    double top = 0;
     for (int64_t q = 0; q < n; q++) {
-        int64_t at = base + q * inner;
-        double *row = t + q * TILE;
-        for (int64_t l = 0; l < TILE; l++) {
-            double v = l >= m   ? 0
-                       : j->f64 ? ((const double *)j->data)[at + l]
-                                : (double)((const float *)j->data)[at + l];
-            row[l] = v;
-            top = v > top ? v : top;
-        }
-    }
-    if (!(top <= j->s2 * WINDOW_MAX * WINDOW_MAX)) /* NaN-free: +inf fails here */
-        return -1;
-    int64_t r = 0;
-    while (j->s2 * (double)r * (double)r < top)
-        r++;
-    return r;
-}
-
-static void window_tile(const double *restrict t, double *restrict d, int64_t n, double s2,
-                        int64_t r)
-{
-    memcpy(d, t, (size_t)(n * TILE) * sizeof(double));
-    for (int64_t k = 1; k <= r && k < n; k++) {
-        double c = s2 * (double)k * (double)k;
-        for (int64_t q = 0; q + k < n; q++) {
-            double *dq = d + q * TILE;
-            const double *tp = t + (q + k) * TILE;
-            for (int l = 0; l < TILE; l++) {
-                double x = tp[l] + c;
-                dq[l] = x < dq[l] ? x : dq[l];
+        float acc[TILE];
+        memcpy(acc, t + q * TILE, sizeof acc);
+        for (int64_t k = 1;; k++) {
+            float c = (float)(k * k);
+            int open = 0;
+            for (int l = 0; l < TILE; l++)
+                open |= acc[l] > c;
+            if (!open || (q < k && q + k >= n))
+                break;
+            if (k > WINDOW_MAX)
+                return false;
+            for (int side = 0; side < 2; side++) {
+                int64_t p = side ? q + k : q - k;
+                if (p < 0 || p >= n)
+                    continue;
+                const float *tp = t + p * TILE;
+                for (int l = 0; l < TILE; l++) {
+                    float x = tp[l] + c;
+                    acc[l] = x < acc[l] ? x : acc[l];
+                }
             }
         }
-        for (int64_t q = k; q < n; q++) {
-            double *dq = d + q * TILE;
-            const double *tp = t + (q - k) * TILE;
-            for (int l = 0; l < TILE; l++) {
-                double x = tp[l] + c;
-                dq[l] = x < dq[l] ? x : dq[l];
+        memcpy(d + q * TILE, acc, sizeof acc);
+    }
+    return true;
+}
+
+/* The same in f64 for any sampling (s2 > 0). */
+WINDOW_CLONES static bool window_f64(const double *restrict t, double *restrict d, int64_t n,
+                                     double s2)
+{
+    for (int64_t q = 0; q < n; q++) {
+        double acc[TILE];
+        memcpy(acc, t + q * TILE, sizeof acc);
+        for (int64_t k = 1;; k++) {
+            double c = s2 * (double)k * (double)k;
+            int open = 0;
+            for (int l = 0; l < TILE; l++)
+                open |= acc[l] > c;
+            if (!open || (q < k && q + k >= n))
+                break;
+            if (k > WINDOW_MAX)
+                return false;
+            for (int side = 0; side < 2; side++) {
+                int64_t p = side ? q + k : q - k;
+                if (p < 0 || p >= n)
+                    continue;
+                const double *tp = t + p * TILE;
+                for (int l = 0; l < TILE; l++) {
+                    double x = tp[l] + c;
+                    acc[l] = x < acc[l] ? x : acc[l];
+                }
             }
+        }
+        memcpy(d + q * TILE, acc, sizeof acc);
+    }
+    return true;
+}
+
+/* The tile's m lines as [q][TILE] lanes of the window's type, zeros past m. A full tile of f32
+ * into f32 lanes (the bench's case) is a copy of one cache line per place. */
+static void window_load(const envelope_job *j, int64_t base, int64_t m, void *t)
+{
+    int64_t n = j->n, inner = j->inner;
+    bool copy = j->lanes_f32 && !j->f64 && m == TILE;
+    for (int64_t q = 0; q < n; q++) {
+        int64_t at = base + q * inner;
+        if (inner > TILE && q + PREFETCH < n)
+            __builtin_prefetch((const char *)j->data + (at + PREFETCH * inner) * (j->f64 ? 8 : 4));
+        if (copy) {
+            memcpy((float *)t + q * TILE, (const float *)j->data + at, TILE * sizeof(float));
+        } else if (j->lanes_f32) {
+            float *row = (float *)t + q * TILE;
+            for (int64_t l = 0; l < TILE; l++)
+                row[l] = l >= m   ? 0
+                         : j->f64 ? (float)((const double *)j->data)[at + l]
+                                  : ((const float *)j->data)[at + l];
+        } else {
+            double *row = (double *)t + q * TILE;
+            for (int64_t l = 0; l < TILE; l++)
+                row[l] = l >= m   ? 0
+                         : j->f64 ? ((const double *)j->data)[at + l]
+                                  : (double)((const float *)j->data)[at + l];
         }
     }
 }
 
-static void window_store(const envelope_job *j, int64_t base, int64_t m, const double *d)
+/* dst[l] = sqrt(src[l]) for TILE lanes: sqrtps where there is SSE (sqrtf keeps errno semantics,
+ * so the compiler leaves it scalar); both round correctly, so the values are sqrtf's. */
+static void sqrt_row(float *restrict dst, const float *restrict src)
+{
+#if defined(__SSE__)
+    for (int l = 0; l < TILE; l += 4)
+        _mm_storeu_ps(dst + l, _mm_sqrt_ps(_mm_loadu_ps(src + l)));
+#else
+    for (int l = 0; l < TILE; l++)
+        dst[l] = sqrtf(src[l]);
+#endif
+}
+
+static void window_store(const envelope_job *j, int64_t base, int64_t m, const void *d)
 {
     int64_t n = j->n, inner = j->inner;
+    if (j->lanes_f32 && !j->f64 && m == TILE) {
+        for (int64_t q = 0; q < n; q++) {
+            const float *src = (const float *)d + q * TILE;
+            float *dst = (float *)j->data + base + q * inner;
+            if (!j->root) {
+                memcpy(dst, src, TILE * sizeof(float));
+                continue;
+            }
+            sqrt_row(dst, src);
+        }
+        return;
+    }
     for (int64_t q = 0; q < n; q++) {
         int64_t at = base + q * inner;
-        const double *row = d + q * TILE;
         for (int64_t l = 0; l < m; l++) {
+            double v =
+                j->lanes_f32 ? ((const float *)d)[q * TILE + l] : ((const double *)d)[q * TILE + l];
             if (j->f64)
-                ((double *)j->data)[at + l] = j->root ? sqrt(row[l]) : row[l];
+                ((double *)j->data)[at + l] = j->root ? sqrt(v) : v;
             else
-                ((float *)j->data)[at + l] = j->root ? sqrtf((float)row[l]) : (float)row[l];
+                ((float *)j->data)[at + l] = j->root ? sqrtf((float)v) : (float)v;
         }
     }
+}
+
+/* The window on one tile, stored when it succeeded; t and d hold TILE n lanes each. */
+static bool window_tile(const envelope_job *j, int64_t base, int64_t m, void *t, void *d)
+{
+    window_load(j, base, m, t);
+    bool ok = j->lanes_f32 ? window_f32(t, d, j->n) : window_f64(t, d, j->n, j->s2);
+    if (ok)
+        window_store(j, base, m, d);
+    return ok;
 }
 
 static void envelope_chunk(void *user, int64_t begin, int64_t end, int chunk)
@@ -225,16 +320,17 @@ static void envelope_chunk(void *user, int64_t begin, int64_t end, int chunk)
     w.zn = w.fv + n + 1;
     w.zd = w.zn + n + 1;
     w.v = (int32_t *)(w.zd + n + 1);
+    int skip = 0;
     for (int64_t b = begin; b < end; b++) {
         int64_t o = b / j->ntiles_inner, i0 = (b % j->ntiles_inner) * TILE;
         int64_t m = j->inner - i0 < TILE ? j->inner - i0 : TILE;
         int64_t base = o * n * j->inner + i0;
-        int64_t r = j->window ? window_load(j, base, m, rows) : -1;
-        if (r >= 0) {
-            window_tile(rows, win, n, j->s2, r);
-            window_store(j, base, m, win);
+        if (skip > 0)
+            skip--;
+        else if (window_tile(j, base, m, rows, win))
             continue;
-        }
+        else
+            skip = WINDOW_SKIP;
         tile_load(j, base, m, rows);
         for (int64_t l = 0; l < m; l++)
             envelope_line(rows + l * n, n, j->s2, &w);
@@ -243,12 +339,12 @@ static void envelope_chunk(void *user, int64_t begin, int64_t end, int chunk)
 }
 
 static nx_status envelope_axis(nx_ctx *ctx, void *data, bool f64, int nd, const int64_t *shape,
-                               int axis, double spacing, bool root)
+                               int axis, double spacing, bool root, bool lanes_f32)
 {
     envelope_job j = {.data = data,
                       .f64 = f64,
                       .root = root,
-                      .window = root,
+                      .lanes_f32 = lanes_f32,
                       .outer = 1,
                       .n = shape[axis],
                       .inner = 1,
@@ -264,7 +360,8 @@ static nx_status envelope_axis(nx_ctx *ctx, void *data, bool f64, int nd, const 
     if (st != NX_OK)
         return st;
     int nchunks = nx_rt_pool_chunks(items, 1, threads);
-    /* TILE rows, h, fv, zn, zd, and v (int32, counted as a double each), n + 1 each */
+    /* TILE rows twice (the envelope's rows, or the window's t and d), then h, fv, zn, zd and v
+     * (int32, counted as a double each), n + 1 each */
     j.scratch_per_chunk = (size_t)(2 * TILE * j.n + 5 * (j.n + 1));
     size_t bytes = (size_t)nchunks * j.scratch_per_chunk * sizeof(double);
     j.scratch = nx_rt_alloc(ctx, bytes);
@@ -322,6 +419,20 @@ static void first_chunk(void *user, int64_t begin, int64_t end, int chunk)
     }
 }
 
+/* With unit sampling every value the passes make, and every sum the window forms, is a squared
+ * distance between places of the array: an integer no greater than sum_i (n_i - 1)^2. Below 2^24
+ * (up to ~2896^2 places in 2-D, ~2365^3 in 3-D) f32 holds them all exactly. */
+static bool window_exact_f32(int nd, const int64_t *shape, const double *s)
+{
+    double top = 0;
+    for (int i = 0; i < nd; i++) {
+        if (s[i] != 1.0)
+            return false;
+        top += (double)(shape[i] - 1) * (double)(shape[i] - 1);
+    }
+    return top < 16777216.0;
+}
+
 /* ---- the extern: field (0 at sources, +inf elsewhere), sampling f64[nd] -> distance -------*/
 
 static nx_status fz_shape(void *user, int n_in, const nx_dtype *dtypes, const int *ndims,
@@ -361,8 +472,10 @@ static nx_status fz_reference(void *user, nx_ctx *ctx, int n_in, const nx_tensor
                     .s2 = s[nd - 1] * s[nd - 1],
                     .root = nd == 1};
     nx_status st = nx_rt_parallel_for(ctx, n / nl, 64, first_chunk, &fj);
+    bool lanes_f32 = window_exact_f32(nd, nx_tensor_shape(f), s);
     for (int a = nd - 2; a >= 0 && st == NX_OK; a--)
-        st = envelope_axis(ctx, nx_tensor_data(out), f64, nd, nx_tensor_shape(f), a, s[a], a == 0);
+        st = envelope_axis(ctx, nx_tensor_data(out), f64, nd, nx_tensor_shape(f), a, s[a], a == 0,
+                           lanes_f32);
     return st;
 }
 
