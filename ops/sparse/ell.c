@@ -106,6 +106,24 @@ static nx_status check_host_indices(nx_ctx *ctx, const char *who, const nx_tenso
     return NX_OK;
 }
 
+nx_status nx_sparse_index_error(nx_ctx *ctx, const char *who, const nx_tensor *idx, int64_t n_cols)
+{
+    nx_tensor *host = NULL;
+    nx_status st = NX_OK;
+    if (nx_tensor_device(idx) != NX_DEVICE_HOST)
+        st = nx_tensor_to_device(idx, NX_DEVICE_HOST, &host);
+    if (st == NX_OK)
+        st = check_host_indices(ctx, who, host ? host : idx, n_cols);
+    nx_tensor_free(host);
+    if (st != NX_OK)
+        return st;
+    return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                       "%s: the device found an index outside [0, n_cols = %lld) but the indices "
+                       "read back afterwards hold none: they changed while the call ran; expected "
+                       "indices left unchanged during a call",
+                       who, (long long)n_cols);
+}
+
 /* Device indices are checked on the device; only when one is out of range do they come to the
  * host, once, so the message can name its row and slot. */
 static nx_status check_device_indices(nx_ctx *ctx, const char *who, const nx_tensor *idx,
@@ -115,12 +133,12 @@ static nx_status check_device_indices(nx_ctx *ctx, const char *who, const nx_ten
     nx_status st = nx_sparse_device_indices_ok(ctx, idx, n_cols, &ok);
     if (st != NX_OK || ok)
         return st;
-    nx_tensor *host = NULL;
-    if ((st = nx_tensor_to_device(idx, NX_DEVICE_HOST, &host)) != NX_OK)
-        return st;
-    st = check_host_indices(ctx, who, host, n_cols);
-    nx_tensor_free(host);
-    return st;
+    return nx_sparse_index_error(ctx, who, idx, n_cols);
+}
+
+nx_status nx_sparse_check_ell_shapes(nx_ctx *ctx, const char *who, const nx_ell *e)
+{
+    return check_shapes(ctx, who, e);
 }
 
 nx_status nx_ell_check(nx_ctx *ctx, const char *who, const nx_ell *e)

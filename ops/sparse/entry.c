@@ -7,7 +7,16 @@
  * Values may carry leading batch dims ([..., m, k_max] over one index matrix) that broadcast
  * against the dense operand's, as NumPy does; the fragment's elementwise ops broadcast them and
  * autodiff sums the cotangents back over broadcast dims. Operands may be CUDA device tensors when
- * the program runs on the cuda backend (device indices are range-checked on the device). */
+ * the program runs on the cuda backend.
+ *
+ * Device indices are range-checked inside the op's own program: the range flag
+ * (nx_sparse_range_flag_node) is one more output of the same plan, read back (4 bytes) after the
+ * run, so a call is one program run instead of a check program, its read-back and then the op's
+ * program. Running first is safe: the IR's GATHER clamps indices into range and SCATTER drops
+ * out-of-range ones, so no kernel reads or writes out of bounds whatever the indices hold. When
+ * the flag is set the results are freed before the caller sees them and the indices come to the
+ * host once to name the first bad row and slot (NX_ERR_INVALID_ARG, as the host check says).
+ * Host indices are still checked on the host before anything runs. */
 #include <string.h>
 
 #include "cache.h"
@@ -21,7 +30,15 @@ typedef struct ell_call {
     const nx_ell *a;
     const nx_tensor *x;  /* the dense operand (B, X or the scores) */
     const nx_tensor *dy; /* the cotangent, or NULL for the forward pass */
+    bool fold;           /* the index range flag is the program's last output (device indices) */
 } ell_call;
+
+/* Device indices are checked by the op's program itself (the range flag). */
+static bool fold_check(const nx_ell *a)
+{
+    return a && a->indices && nx_tensor_device(a->indices) != NX_DEVICE_HOST &&
+           nx_tensor_numel(a->indices) > 0;
+}
 
 static const char *op_name(const ell_call *c)
 {
@@ -58,12 +75,9 @@ static nx_node forward(nx_graph *g, const ell_call *c, nx_node v, nx_node idx, n
     return NX_NONE;
 }
 
-static nx_status build(nx_graph *g, void *user, nx_node *outs, int *n)
+static nx_status build_op(nx_graph *g, ell_call *c, nx_node v, nx_node idx, nx_node x,
+                          nx_node *outs, int *n)
 {
-    ell_call *c = user;
-    nx_node v = input_of(g, "values", c->a->values);
-    nx_node idx = input_of(g, "indices", c->a->indices);
-    nx_node x = input_of(g, "x", c->x);
     nx_node y = forward(g, c, v, idx, x);
     if (!c->dy) {
         outs[0] = y;
@@ -87,6 +101,18 @@ static nx_status build(nx_graph *g, void *user, nx_node *outs, int *n)
     nx_node wrt[2] = {v, x};
     *n = 2;
     return nx_graph_vjp(g, 1, &y, &dy, 2, wrt, outs);
+}
+
+static nx_status build(nx_graph *g, void *user, nx_node *outs, int *n)
+{
+    ell_call *c = user;
+    nx_node v = input_of(g, "values", c->a->values);
+    nx_node idx = input_of(g, "indices", c->a->indices);
+    nx_node x = input_of(g, "x", c->x);
+    nx_status st = build_op(g, c, v, idx, x, outs, n);
+    if (st == NX_OK && c->fold)
+        outs[(*n)++] = nx_sparse_range_flag_node(g, idx, c->a->n_cols);
+    return st == NX_OK ? nx_graph_status(g) : st;
 }
 
 /* NumPy broadcasting of values' batch dims against the dense operand's. */
@@ -151,7 +177,8 @@ static nx_status check_call(nx_ctx *ctx, const char *who, const char *what, cons
         *out = NULL;
     if (c->op != ELL_SOFTMAX && !c->sr)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: semiring is NULL", who);
-    nx_status st = nx_ell_check(ctx, who, c->a);
+    nx_status st =
+        c->fold ? nx_sparse_check_ell_shapes(ctx, who, c->a) : nx_ell_check(ctx, who, c->a);
     if (st == NX_OK)
         st = check_dense(ctx, who, what, c);
     if (st == NX_OK && c->op == ELL_RMATVEC && c->sr->kind != NX_SEMIRING_REAL)
@@ -183,7 +210,26 @@ static nx_status program_for(nx_ctx *ctx, ell_call *c, nx_backend backend, nx_pr
     nx_rt_cache_blob_tensor(&key, "dy", c->dy);
     nx_rt_cache_blob_i64(&key, "n_cols", c->a->n_cols);
     nx_rt_cache_blob_bytes(&key, "identity", &c->a->identity, sizeof c->a->identity);
+    nx_rt_cache_blob_i64(&key, "range_flag", c->fold);
     return nx_sparse_program(ctx, &key, "ELL: cache key", backend, build, c, p);
+}
+
+/* The results of a folded run once its range flag (res[n]) is read: kept in outs when every
+ * index was in range, else freed (the caller never sees them) for the error naming the bad one. */
+static nx_status settle_folded(nx_ctx *ctx, const char *who, const ell_call *c, nx_tensor **res,
+                               int n, nx_tensor **outs)
+{
+    bool bad = false;
+    nx_status st = nx_sparse_flag_bad(res[n], &bad);
+    nx_tensor_free(res[n]);
+    if (st == NX_OK && bad)
+        st = nx_sparse_index_error(ctx, who, c->a->indices, c->a->n_cols);
+    for (int i = 0; i < n; i++) {
+        if (st != NX_OK)
+            nx_tensor_free(res[i]);
+        outs[i] = st == NX_OK ? res[i] : NULL;
+    }
+    return st;
 }
 
 /* Runs c's program; outs gets 1 (forward) or 2 (values' and x's cotangents) tensors. */
@@ -192,19 +238,28 @@ static nx_status run_call(nx_ctx *ctx, const char *who, ell_call *c, const nx_se
 {
     static const char *const names[4] = {"the ELL's values", "the ELL's indices",
                                          "the dense operand", "the cotangent"};
+    /* With n_cols = 0 every index is out of range (and the IR refuses a gather from an empty
+     * axis): the error, before anything is built. */
+    if (c->fold && c->a->n_cols == 0 && nx_tensor_numel(c->a->indices) > 0)
+        return nx_sparse_index_error(ctx, who, c->a->indices, c->a->n_cols);
     nx_program *p = NULL;
     nx_status st = program_for(ctx, c, opts ? opts->backend : NX_BACKEND_AUTO, &p);
     if (st != NX_OK)
         return st;
     const nx_tensor *in[4] = {c->a->values, c->a->indices, c->x, c->dy};
-    return nx_sparse_run(ctx, who, p, c->dy ? 4 : 3, in, names, outs);
+    int n = c->dy ? 2 : 1;
+    if (!c->fold)
+        return nx_sparse_run(ctx, who, p, c->dy ? 4 : 3, in, names, outs);
+    nx_tensor *res[3] = {NULL, NULL, NULL};
+    st = nx_sparse_run(ctx, who, p, c->dy ? 4 : 3, in, names, res);
+    return st == NX_OK ? settle_folded(ctx, who, c, res, n, outs) : st;
 }
 
 nx_status nx_semiring_ell_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
                                  const nx_tensor *b, const nx_semiring_opts *opts, nx_tensor **out)
 {
     static const char *who = "nx_semiring_ell_matmul";
-    ell_call c = {.op = ELL_MATMUL, .sr = sr, .a = a, .x = b};
+    ell_call c = {.op = ELL_MATMUL, .sr = sr, .a = a, .x = b, .fold = fold_check(a)};
     if (!out)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
     nx_status st = check_call(ctx, who, "B", &c, out);
@@ -236,7 +291,7 @@ nx_status nx_semiring_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr, const nx_e
                                   const nx_tensor *x, const nx_semiring_opts *opts, nx_tensor **out)
 {
     static const char *who = "nx_semiring_ell_rmatvec";
-    ell_call c = {.op = ELL_RMATVEC, .sr = sr, .a = a, .x = x};
+    ell_call c = {.op = ELL_RMATVEC, .sr = sr, .a = a, .x = x, .fold = fold_check(a)};
     if (!out)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
     nx_status st = check_call(ctx, who, "X", &c, out);
@@ -255,7 +310,7 @@ nx_status nx_ell_row_softmax(nx_ctx *ctx, const nx_ell *a, const nx_tensor *scor
                              const nx_semiring_opts *opts, nx_tensor **out)
 {
     static const char *who = "nx_ell_row_softmax";
-    ell_call c = {.op = ELL_SOFTMAX, .a = a, .x = scores};
+    ell_call c = {.op = ELL_SOFTMAX, .a = a, .x = scores, .fold = fold_check(a)};
     if (!out)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
     nx_status st = check_call(ctx, who, "the scores", &c, out);
@@ -293,7 +348,7 @@ nx_status nx_semiring_ell_matmul_vjp(nx_ctx *ctx, const nx_semiring *sr, const n
                                      const nx_semiring_opts *opts, nx_tensor **dvalues,
                                      nx_tensor **db)
 {
-    ell_call c = {.op = ELL_MATMUL, .sr = sr, .a = a, .x = b, .dy = dc};
+    ell_call c = {.op = ELL_MATMUL, .sr = sr, .a = a, .x = b, .dy = dc, .fold = fold_check(a)};
     return run_vjp(ctx, "nx_semiring_ell_matmul_vjp", &c, opts, dvalues, db);
 }
 
@@ -302,6 +357,22 @@ nx_status nx_semiring_ell_rmatvec_vjp(nx_ctx *ctx, const nx_semiring *sr, const 
                                       const nx_semiring_opts *opts, nx_tensor **dvalues,
                                       nx_tensor **dx)
 {
-    ell_call c = {.op = ELL_RMATVEC, .sr = sr, .a = a, .x = x, .dy = dy};
+    ell_call c = {.op = ELL_RMATVEC, .sr = sr, .a = a, .x = x, .dy = dy, .fold = fold_check(a)};
     return run_vjp(ctx, "nx_semiring_ell_rmatvec_vjp", &c, opts, dvalues, dx);
+}
+
+nx_status nx_sparse_ell_folded(nx_ctx *ctx, const char *op, const nx_semiring *sr, const nx_ell *a,
+                               const nx_tensor *x, const nx_tensor *dy,
+                               const nx_semiring_opts *opts, nx_tensor **outs)
+{
+    static const char *who = "nx_sparse_ell_folded";
+    ell_op o = strcmp(op, "matmul") == 0    ? ELL_MATMUL
+               : strcmp(op, "rmatvec") == 0 ? ELL_RMATVEC
+                                            : ELL_SOFTMAX;
+    ell_call c = {.op = o, .sr = sr, .a = a, .x = x, .dy = dy, .fold = true};
+    if (!outs)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: outs is NULL", who);
+    outs[0] = outs[1] = NULL;
+    nx_status st = check_call(ctx, who, "the dense operand", &c, NULL);
+    return st == NX_OK ? run_call(ctx, who, &c, opts, outs) : st;
 }

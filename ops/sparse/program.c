@@ -49,7 +49,30 @@ nx_status nx_sparse_run(nx_ctx *ctx, const char *who, nx_program *p, int n_in,
 }
 
 /* ---- device index check ------------------------------------------------------------------------
- * One 0-d i32 flag: the largest of (index < 0 || index >= n_cols) over all slots. */
+ * One 0-d i32 flag: the largest of (index < 0 || index >= n_cols) over all slots, so 1 when some
+ * index is out of range, 0 when none is, and MAX's identity (INT32_MIN) when there are none. */
+
+nx_node nx_sparse_range_flag_node(nx_graph *g, nx_node idx, int64_t n_cols)
+{
+    nx_node q = nx_cast(g, idx, NX_DTYPE_I64);
+    nx_node lo = nx_lt(g, q, nx_scalar(g, NX_DTYPE_I64, 0));
+    nx_node hi = nx_ge(g, q, nx_scalar(g, NX_DTYPE_I64, (double)n_cols));
+    int axes[2] = {0, 1};
+    return nx_reduce(g, nx_cast(g, nx_or(g, lo, hi), NX_DTYPE_I32), 2, axes, NX_MONOID_MAX, false);
+}
+
+nx_status nx_sparse_flag_bad(const nx_tensor *flag, bool *bad)
+{
+    *bad = false;
+    nx_tensor *host = NULL;
+    nx_status st = NX_OK;
+    if (nx_tensor_device(flag) != NX_DEVICE_HOST)
+        st = nx_tensor_to_device(flag, NX_DEVICE_HOST, &host);
+    if (st == NX_OK)
+        *bad = *(const int32_t *)nx_tensor_data(host ? host : flag) > 0;
+    nx_tensor_free(host);
+    return st;
+}
 
 typedef struct range_call {
     const nx_tensor *indices;
@@ -61,12 +84,7 @@ static nx_status build_range(nx_graph *g, void *user, nx_node *outs, int *n)
     const range_call *c = user;
     nx_node idx = nx_input(g, "indices", nx_tensor_dtype(c->indices), nx_tensor_ndim(c->indices),
                            nx_tensor_shape(c->indices));
-    nx_node q = nx_cast(g, idx, NX_DTYPE_I64);
-    nx_node lo = nx_lt(g, q, nx_scalar(g, NX_DTYPE_I64, 0));
-    nx_node hi = nx_ge(g, q, nx_scalar(g, NX_DTYPE_I64, (double)c->n_cols));
-    int axes[2] = {0, 1};
-    outs[0] =
-        nx_reduce(g, nx_cast(g, nx_or(g, lo, hi), NX_DTYPE_I32), 2, axes, NX_MONOID_MAX, false);
+    outs[0] = nx_sparse_range_flag_node(g, idx, c->n_cols);
     *n = 1;
     return nx_graph_status(g);
 }
@@ -86,13 +104,13 @@ nx_status nx_sparse_device_indices_ok(nx_ctx *ctx, const nx_tensor *indices, int
     nx_program *p = NULL;
     nx_status st = nx_sparse_program(ctx, &key, "ELL index check: cache key", NX_BACKEND_CUDA,
                                      build_range, &c, &p);
-    nx_tensor *flag = NULL, *host = NULL;
+    nx_tensor *flag = NULL;
+    bool bad = false;
     if (st == NX_OK)
         st = nx_program_run(p, (const nx_tensor *const[]){indices}, &flag);
     if (st == NX_OK)
-        st = nx_tensor_to_device(flag, NX_DEVICE_HOST, &host);
-    if (st == NX_OK)
-        *ok = *(const int32_t *)nx_tensor_data(host) == 0;
-    nx_tensor_free(flag), nx_tensor_free(host);
+        st = nx_sparse_flag_bad(flag, &bad);
+    *ok = !bad;
+    nx_tensor_free(flag);
     return st;
 }

@@ -183,7 +183,6 @@ static nx_status check_sectioned(nx_ctx *ctx, const char *who, const nx_semiring
     return NX_OK;
 }
 
-
 /* A new tensor of x's dtype and shape with rows (axis -2) rows. */
 static nx_status new_rows(nx_ctx *ctx, const nx_tensor *x, int64_t rows, nx_tensor **out)
 {

@@ -31,9 +31,31 @@ NX_HIDDEN nx_status nx_sparse_check_host(nx_ctx *ctx, const char *who, const cha
 /* nx_ell_check, plus host values and indices and 2-D values: the host builders' precondition. */
 NX_HIDDEN nx_status nx_sparse_check_host_ell(nx_ctx *ctx, const char *who, const nx_ell *e);
 /* Whether every device index is in [0, n_cols): a 0-d flag reduced on the device (cuda backend),
- * one 4-byte copy back. */
+ * one 4-byte copy back. nx_ell_check's path for device indices. */
 NX_HIDDEN nx_status nx_sparse_device_indices_ok(nx_ctx *ctx, const nx_tensor *indices,
                                                 int64_t n_cols, bool *ok);
+/* The range flag of idx ([m, k_max] integer node): a 0-d i32 that is > 0 exactly when some index
+ * is outside [0, n_cols) (0 when all are in range; INT32_MIN for no index at all). */
+NX_HIDDEN nx_node nx_sparse_range_flag_node(nx_graph *g, nx_node idx, int64_t n_cols);
+/* *bad = flag > 0, reading the 0-d i32 flag where it is (a device flag: one 4-byte copy back). */
+NX_HIDDEN nx_status nx_sparse_flag_bad(const nx_tensor *flag, bool *bad);
+/* nx_ell_check without the index range check: what entry points that check the indices inside
+ * their own program (the range flag) run first. */
+NX_HIDDEN nx_status nx_sparse_check_ell_shapes(nx_ctx *ctx, const char *who, const nx_ell *e);
+/* The NX_ERR_INVALID_ARG of the first out-of-range index of idx (host or device: a device tensor
+ * is copied to the host once) naming its row and slot; used once a range flag said one is bad.
+ * Should the copy show none (the indices changed while the call ran), still NX_ERR_INVALID_ARG,
+ * saying so. */
+NX_HIDDEN nx_status nx_sparse_index_error(nx_ctx *ctx, const char *who, const nx_tensor *idx,
+                                          int64_t n_cols);
+
+/* An ELL entry point (op "matmul", "rmatvec" (its scatter driver) or "softmax"; its VJP when dy
+ * is given) with the index range check inside its program, as the entry points do for device
+ * indices, whatever device the indices are on: so the folded path runs, and is tested, on the
+ * host backends too. outs gets 1 result (2 for a VJP); none when an index is out of range. */
+NX_HIDDEN nx_status nx_sparse_ell_folded(nx_ctx *ctx, const char *op, const nx_semiring *sr,
+                                         const nx_ell *a, const nx_tensor *x, const nx_tensor *dy,
+                                         const nx_semiring_opts *opts, nx_tensor **outs);
 
 /* The transpose of a as an ELL (host): row q holds the (value, i) of every slot (i, p) of a with
  * indices[i, p] == q, in ascending (i, p) order, padded with 0 (REAL's identity, which the copy
