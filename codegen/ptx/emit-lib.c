@@ -183,80 +183,7 @@ static void emit_sort(text *t, const nx_kernel *k, const char *name, nx_ptx_laun
     launch->points = len > 0 ? lines * NX_PTX_THREADS : 0;
 }
 
-/* ---- scan ----------------------------------------------------------------------------------*/
-
-/* The carry step of ir/prim-reduce.c (nx_ir_monoid_step) on element v, into a (and nan, s). */
-static void scan_step(text *t, int m, int d)
-{
-    const char *T = ctype(d);
-    switch (m) {
-    case NX_MONOID_SUM:
-    case NX_MONOID_PROD:
-        if (is_f(d))
-            put(t, "            a = a %c v;\n", m == NX_MONOID_SUM ? '+' : '*');
-        else
-            put(t, "            a = (%s)%s((i64)a, (i64)v);\n", T,
-                m == NX_MONOID_SUM ? "nx_add" : "nx_mul");
-        put(t, "            const %s r = a;\n", T);
-        break;
-    case NX_MONOID_MAX:
-    case NX_MONOID_MIN:
-        if (is_f(d))
-            put(t, "            if (v != v) nan = 1; else if (v %s a) a = v;\n",
-                m == NX_MONOID_MAX ? ">" : "<");
-        else
-            put(t, "            if (v %s a) a = v;\n", m == NX_MONOID_MAX ? ">" : "<");
-        if (is_f(d))
-            put(t, "            const %s r = nan ? (%s)NX_NAN : a;\n", T, T);
-        else
-            put(t, "            const %s r = a;\n", T);
-        break;
-    default: /* LOGSUMEXP: a double carry (m, s), s rounded to the dtype after each step */
-        put(t, "            const double xv = (double)v;\n");
-        put(t, "            if (xv != xv) nan = 1;\n");
-        put(t, "            else if (xv != -NX_INF) {\n");
-        put(t, "                if (xv > m) { s = s * exp(m - xv) + 1; m = xv; }\n");
-        put(t, "                else if (xv == m) s += 1;\n");
-        put(t, "                else s += exp(xv - m);\n");
-        if (d == NX_DTYPE_F32)
-            put(t, "                s = (double)(float)s;\n");
-        put(t, "            }\n");
-        put(t, "            const %s r = nan ? (%s)NX_NAN : (%s)(isinf(m) ? m : m + log(s));\n", T,
-            T, T);
-        break;
-    }
-}
-
-static void emit_scan(text *t, const nx_kernel *k, const char *name, nx_ptx_launch *launch)
-{
-    const nx_kbuf *x = &k->bufs[0];
-    int axis = (int)k->attrs[0], m = (int)k->attrs[1], d = x->dtype;
-    bool rev = k->attrs[2] != 0;
-    int64_t len = x->shape[axis], inner = prod(x->shape, axis + 1, x->ndim);
-    int64_t lines = prod(x->shape, 0, axis) * inner;
-    const char *T = ctype(d);
-    signature(t, k, name);
-    put(t, thread_loop, NX_PTX_THREADS, NX_PTX_THREADS);
-    put(t, "        const i64 base = (p / %lldLL) * %lldLL + p %% %lldLL;\n",
-        (long long)(inner ? inner : 1), (long long)(len * inner), (long long)(inner ? inner : 1));
-    if (m == NX_MONOID_LOGSUMEXP)
-        put(t, "        double m = -NX_INF, s = 0;\n");
-    else
-        put(t, "        %s a = %s;\n", T,
-            m == NX_MONOID_SUM    ? "0"
-            : m == NX_MONOID_PROD ? "1"
-                                  : limit_text(d, m == NX_MONOID_MAX));
-    put(t, "        int nan = 0;\n        (void)nan;\n");
-    put(t, "        for (i64 q = 0; q < %lldLL; q++) {\n", (long long)len);
-    put(t, "            const i64 off = base + (%s) * %lldLL;\n",
-        rev ? "LENM1 - q" : "q", (long long)(inner ? inner : 1));
-    put(t, "            const %s v = b0[off];\n", T);
-    scan_step(t, m, d);
-    put(t, "            b1[off] = r;\n        }\n    }\n}\n");
-    launch->points = len > 0 ? lines : 0;
-}
-
-/* ---- scan_linear ---------------------------------------------------------------------------*/
+/* ---- scan and scan_linear: the shared line walkers -----------------------------------------*/
 
 /* Element strides of buffer b broadcast to the output's nd dims (0 along broadcast dims). */
 static void bcast_strides(const nx_kbuf *b, int nd, int64_t *st)
@@ -273,40 +200,319 @@ static void bcast_strides(const nx_kbuf *b, int nd, int64_t *st)
     }
 }
 
+/* A scan over the lines of the output along one axis: inputs b0..b(nin-1) broadcast to the
+ * output b(nin); step emits one sequential step of the line's carry from the input values v0,
+ * v1.. into r (carry declares the carry). Every path runs each line's steps in line order on one
+ * thread, so the result is the one-thread loop's, bit for bit. */
+typedef struct scan_form {
+    const nx_kernel *k;
+    int nin, nd, axis;
+    bool rev, ix32;
+    int64_t len, lines;
+    int64_t st[3][NX_MAX_DIMS]; /* element strides per buffer, the output's last */
+    void (*carry)(text *t, const nx_kernel *k);
+    void (*step)(text *t, const nx_kernel *k);
+} scan_form;
+
+/* Lines per block of the tiled path and the tile's columns: a block loads LPB x TC elements of
+ * each input coalesced (a warp reads 32 adjacent columns of one line), then one thread per line
+ * recurs along its row in shared memory (rows padded to TC + 1: no bank conflicts). */
+#define SCAN_TC 32
+/* Steps per register batch of the strided path: the batch's loads are issued together, and the
+ * next batch's while this one recurs. */
+#define SCAN_UNROLL 16
+
+static int form_lpb(const scan_form *f)
+{
+    return nx_dtype_size(f->k->bufs[f->nin].dtype) > 4 ? 32 : 64;
+}
+
+static void form_init(scan_form *f, const nx_kernel *k, int nin, int axis, bool rev)
+{
+    const nx_kbuf *y = &k->bufs[nin];
+    memset(f, 0, sizeof *f);
+    f->k = k;
+    f->nin = nin;
+    f->nd = y->ndim;
+    f->axis = axis;
+    f->rev = rev;
+    f->len = y->shape[axis];
+    f->lines = 1;
+    for (int d = 0; d < y->ndim; d++)
+        f->lines *= d == axis ? 1 : y->shape[d];
+    int64_t most = 0;
+    for (int b = 0; b <= nin; b++) {
+        bcast_strides(&k->bufs[b], f->nd, f->st[b]);
+        int64_t n = prod(k->bufs[b].shape, 0, k->bufs[b].ndim);
+        most = n > most ? n : most;
+    }
+    /* 32-bit offsets while every buffer and the tile overshoot stay below 2^31 */
+    f->ix32 = most + (int64_t)SCAN_TC * 64 * 2 < INT32_MAX && f->lines < INT32_MAX / 2;
+}
+
+/* The shared memory path: the output and every input run along the axis with stride 1 (or 0). */
+static bool form_tiled(const scan_form *f)
+{
+    if (f->len < 2 || f->st[f->nin][f->axis] != 1)
+        return false;
+    for (int b = 0; b < f->nin; b++)
+        if (f->st[b][f->axis] > 1)
+            return false;
+    return true;
+}
+
+/* Line ln's offset into every buffer (o0.. and oy) from its index over the other dims. */
+static void form_offsets(text *t, const scan_form *f, const char *ln, const char *ind)
+{
+    put(t, "%six rem = %s, c = 0;\n", ind, ln);
+    for (int b = 0; b <= f->nin; b++)
+        put(t, "%six o%d = 0;\n", ind, b);
+    for (int d = f->nd - 1; d >= 0; d--) {
+        if (d == f->axis)
+            continue;
+        long long e = f->k->bufs[f->nin].shape[d];
+        e = e ? e : 1;
+        put(t, "%sc = rem %% (ix)%lld; rem /= (ix)%lld;\n", ind, e, e);
+        for (int b = 0; b <= f->nin; b++)
+            if (f->st[b][d])
+                put(t, "%so%d += c * (ix)%lld;\n", ind, b, (long long)f->st[b][d]);
+    }
+    put(t, "%s(void)rem; (void)c;\n", ind);
+}
+
+static void form_head(text *t, const scan_form *f, const char *name)
+{
+    put(t, "typedef %s ix;\n", f->ix32 ? "int" : "i64");
+    put(t, "#define LEN (ix)%lld\n#define LINES (ix)%lld\n", (long long)f->len,
+        (long long)f->lines);
+    signature(t, f->k, name);
+    put(t, "    (void)points;\n");
+}
+
+static void emit_tiled(text *t, const scan_form *f, const char *name, nx_ptx_launch *launch)
+{
+    const char *T = ctype(f->k->bufs[f->nin].dtype);
+    int lpb = form_lpb(f), ept = lpb * SCAN_TC / NX_PTX_THREADS, y = f->nin;
+    int64_t tiles = (f->lines + lpb - 1) / lpb, chunks = (f->len + SCAN_TC - 1) / SCAN_TC;
+    put(t, "#define LPB %d\n#define TC %d\n#define EPT %d\n#define NCH (ix)%lld\n", lpb, SCAN_TC,
+        ept, (long long)chunks);
+    form_head(t, f, name);
+    put(t, "    __shared__ %s ty[LPB][TC + 1];\n    __shared__ ix off[%d][LPB];\n", T, f->nin + 1);
+    for (int b = 0; b < f->nin; b++)
+        if (f->st[b][f->axis])
+            put(t, "    __shared__ %s t%d[LPB][TC + 1];\n", T, b);
+    put(t, "    const int tid = threadIdx.x;\n");
+    put(t, "    for (ix tile = blockIdx.x; tile < (ix)%lld; tile += gridDim.x) {\n",
+        (long long)tiles);
+    put(t, "        const ix first = tile * LPB;\n");
+    put(t, "        const bool mine = tid < LPB && first + tid < LINES;\n");
+    put(t, "        if (mine) {\n");
+    form_offsets(t, f, "first + tid", "            ");
+    for (int b = 0; b <= f->nin; b++)
+        put(t, "            off[%d][tid] = o%d;\n", b, b);
+    put(t, "        }\n        __syncthreads();\n");
+    f->carry(t, f->k);
+    for (int b = 0; b < f->nin; b++) {
+        if (f->st[b][f->axis])
+            put(t, "        %s r%d[EPT];\n", T, b);
+        else
+            put(t, "        const %s v%d = mine ? b%d[off[%d][tid]] : (%s)0;\n", T, b, b, b, T);
+    }
+    /* element e of this thread in a tile: line idx / TC, column idx % TC */
+    put(t, "#define NX_LOAD(k) \\\n");
+    put(t, "        for (int e = 0; e < EPT; e++) { \\\n");
+    put(t, "            const int idx = tid + e * %d, li = idx / TC; \\\n", NX_PTX_THREADS);
+    put(t, "            const ix s = (k) * TC + idx %% TC; \\\n");
+    put(t, "            if (first + li < LINES && s < LEN) { \\\n");
+    for (int b = 0; b < f->nin; b++)
+        if (f->st[b][f->axis])
+            put(t, "                r%d[e] = b%d[off[%d][li] + s]; \\\n", b, b, b);
+    put(t, "            } \\\n        }\n");
+    put(t, "        NX_LOAD(%s);\n", f->rev ? "NCH - 1" : "0");
+    put(t, "        for (ix kk = 0; kk < NCH; kk++) {\n");
+    put(t, "            const ix k = %s;\n", f->rev ? "NCH - 1 - kk" : "kk");
+    put(t, "#pragma unroll\n            for (int e = 0; e < EPT; e++) {\n");
+    put(t, "                const int idx = tid + e * %d;\n", NX_PTX_THREADS);
+    for (int b = 0; b < f->nin; b++)
+        if (f->st[b][f->axis])
+            put(t, "                t%d[idx / TC][idx %% TC] = r%d[e];\n", b, b);
+    put(t, "            }\n            __syncthreads();\n");
+    put(t, "            if (mine) {\n");
+    put(t, "                for (int cc = 0; cc < TC; cc++) {\n");
+    put(t, "                    const int col = %s;\n", f->rev ? "TC - 1 - cc" : "cc");
+    put(t, "                    if (k * TC + col >= LEN) continue;\n");
+    for (int b = 0; b < f->nin; b++)
+        if (f->st[b][f->axis])
+            put(t, "                    const %s v%d = t%d[tid][col];\n", T, b, b);
+    f->step(t, f->k);
+    put(t, "                    ty[tid][col] = r;\n                }\n            }\n");
+    put(t, "            __syncthreads();\n");
+    put(t, "            if (kk + 1 < NCH) NX_LOAD(%s);\n", f->rev ? "k - 1" : "k + 1");
+    put(t, "#pragma unroll\n            for (int e = 0; e < EPT; e++) {\n");
+    put(t, "                const int idx = tid + e * %d, li = idx / TC;\n", NX_PTX_THREADS);
+    put(t, "                const ix s = k * TC + idx %% TC;\n");
+    put(t, "                if (first + li < LINES && s < LEN) b%d[off[%d][li] + s] = "
+           "ty[li][idx %% TC];\n",
+        y, y);
+    put(t, "            }\n            __syncthreads();\n        }\n#undef NX_LOAD\n    }\n}\n");
+    launch->points = tiles * NX_PTX_THREADS;
+}
+
+static void emit_strided(text *t, const scan_form *f, const char *name, nx_ptx_launch *launch)
+{
+    const char *T = ctype(f->k->bufs[f->nin].dtype);
+    int y = f->nin;
+    int u = nx_dtype_size(f->k->bufs[y].dtype) > 4 ? SCAN_UNROLL / 2 : SCAN_UNROLL;
+    put(t, "#define U %d\n#define NB (ix)%lld\n", u, (long long)(f->len / u));
+    form_head(t, f, name);
+    put(t, "    for (ix p = (ix)blockIdx.x * %d + (ix)threadIdx.x; p < LINES;\n", NX_PTX_THREADS);
+    put(t, "         p += (ix)gridDim.x * %d) {\n", NX_PTX_THREADS);
+    form_offsets(t, f, "p", "        ");
+    f->carry(t, f->k);
+    for (int b = 0; b < f->nin; b++) {
+        if (f->st[b][f->axis])
+            put(t, "        %s r%d[U], c%d[U];\n", T, b, b);
+        else
+            put(t, "        const %s v%d = b%d[o%d];\n", T, b, b, b);
+    }
+    /* step q of the line in scan order is element s */
+    put(t, "#define NX_AT(q) ((%s) * (ix)%lld)\n", f->rev ? "LEN - 1 - (q)" : "(q)",
+        (long long)f->st[y][f->axis]);
+    put(t, "#define NX_LOAD(bi) \\\n        for (int j = 0; j < U; j++) { \\\n");
+    put(t, "            const ix q = (bi) * U + j; \\\n");
+    for (int b = 0; b < f->nin; b++)
+        if (f->st[b][f->axis])
+            put(t, "            r%d[j] = b%d[o%d + ((%s) * (ix)%lld)]; \\\n", b, b, b,
+                f->rev ? "LEN - 1 - q" : "q", (long long)f->st[b][f->axis]);
+    put(t, "        }\n");
+    put(t, "        if (NB > 0) NX_LOAD(0);\n");
+    put(t, "        for (ix bi = 0; bi < NB; bi++) {\n");
+    for (int b = 0; b < f->nin; b++)
+        if (f->st[b][f->axis])
+            put(t, "#pragma unroll\n            for (int j = 0; j < U; j++) c%d[j] = r%d[j];\n",
+                b, b);
+    put(t, "            if (bi + 1 < NB) NX_LOAD(bi + 1);\n");
+    put(t, "#pragma unroll\n            for (int j = 0; j < U; j++) {\n");
+    for (int b = 0; b < f->nin; b++)
+        if (f->st[b][f->axis])
+            put(t, "                const %s v%d = c%d[j];\n", T, b, b);
+    f->step(t, f->k);
+    put(t, "                b%d[o%d + NX_AT(bi * U + j)] = r;\n            }\n        }\n", y, y);
+    put(t, "        for (ix q = NB * U; q < LEN; q++) {\n");
+    for (int b = 0; b < f->nin; b++)
+        if (f->st[b][f->axis])
+            put(t, "            const %s v%d = b%d[o%d + ((%s) * (ix)%lld)];\n", T, b, b, b,
+                f->rev ? "LEN - 1 - q" : "q", (long long)f->st[b][f->axis]);
+    f->step(t, f->k);
+    put(t, "            b%d[o%d + NX_AT(q)] = r;\n        }\n", y, y);
+    put(t, "#undef NX_LOAD\n#undef NX_AT\n    }\n}\n");
+    launch->points = f->lines;
+}
+
+static void emit_form(text *t, const scan_form *f, const char *name, nx_ptx_launch *launch)
+{
+    if (form_tiled(f))
+        emit_tiled(t, f, name, launch);
+    else
+        emit_strided(t, f, name, launch);
+    if (f->len == 0 || f->lines == 0)
+        launch->points = 0;
+}
+
+/* ---- scan ----------------------------------------------------------------------------------*/
+
+static void scan_carry(text *t, const nx_kernel *k)
+{
+    int m = (int)k->attrs[1], d = k->bufs[0].dtype;
+    if (m == NX_MONOID_LOGSUMEXP)
+        put(t, "        double m = -NX_INF, s = 0;\n");
+    else
+        put(t, "        %s a = %s;\n", ctype(d),
+            m == NX_MONOID_SUM    ? "0"
+            : m == NX_MONOID_PROD ? "1"
+                                  : limit_text(d, m == NX_MONOID_MAX));
+    put(t, "        int nan = 0;\n        (void)nan;\n");
+}
+
+/* The carry step of ir/prim-reduce.c (nx_ir_monoid_step) on element v0, into a (and nan, s). */
+static void scan_step(text *t, const nx_kernel *k)
+{
+    int m = (int)k->attrs[1], d = k->bufs[0].dtype;
+    const char *T = ctype(d);
+    put(t, "                    const %s v = v0;\n", T);
+    switch (m) {
+    case NX_MONOID_SUM:
+    case NX_MONOID_PROD:
+        if (is_f(d))
+            put(t, "                    a = a %c v;\n", m == NX_MONOID_SUM ? '+' : '*');
+        else
+            put(t, "                    a = (%s)%s((i64)a, (i64)v);\n", T,
+                m == NX_MONOID_SUM ? "nx_add" : "nx_mul");
+        put(t, "                    const %s r = a;\n", T);
+        break;
+    case NX_MONOID_MAX:
+    case NX_MONOID_MIN:
+        if (is_f(d))
+            put(t, "                    if (v != v) nan = 1; else if (v %s a) a = v;\n",
+                m == NX_MONOID_MAX ? ">" : "<");
+        else
+            put(t, "                    if (v %s a) a = v;\n", m == NX_MONOID_MAX ? ">" : "<");
+        if (is_f(d))
+            put(t, "                    const %s r = nan ? (%s)NX_NAN : a;\n", T, T);
+        else
+            put(t, "                    const %s r = a;\n", T);
+        break;
+    default: /* LOGSUMEXP: a double carry (m, s), s rounded to the dtype after each step */
+        put(t, "                    const double xv = (double)v;\n");
+        put(t, "                    if (xv != xv) nan = 1;\n");
+        put(t, "                    else if (xv != -NX_INF) {\n");
+        put(t, "                        if (xv > m) { s = s * exp(m - xv) + 1; m = xv; }\n");
+        put(t, "                        else if (xv == m) s += 1;\n");
+        put(t, "                        else s += exp(xv - m);\n");
+        if (d == NX_DTYPE_F32)
+            put(t, "                        s = (double)(float)s;\n");
+        put(t, "                    }\n");
+        put(t,
+            "                    const %s r = nan ? (%s)NX_NAN : (%s)(isinf(m) ? m : m + "
+            "log(s));\n",
+            T, T, T);
+        break;
+    }
+}
+
+static void emit_scan(text *t, const nx_kernel *k, const char *name, nx_ptx_launch *launch)
+{
+    scan_form f;
+    form_init(&f, k, 1, (int)k->attrs[0], k->attrs[2] != 0);
+    f.carry = scan_carry;
+    f.step = scan_step;
+    emit_form(t, &f, name, launch);
+}
+
+/* ---- scan_linear ---------------------------------------------------------------------------*/
+
+static void linear_carry(text *t, const nx_kernel *k)
+{
+    put(t, "        %s acc = 0;\n", ctype(k->bufs[2].dtype));
+}
+
+/* y = a*y rounded, then + b rounded: never contracted into an fma (the interpreter's order) */
+static void linear_step(text *t, const nx_kernel *k)
+{
+    bool f32 = k->bufs[2].dtype == NX_DTYPE_F32;
+    put(t, "                    acc = %s(%s(v0, acc), v1);\n", f32 ? "__fadd_rn" : "__dadd_rn",
+        f32 ? "__fmul_rn" : "__dmul_rn");
+    put(t, "                    const %s r = acc;\n", ctype(k->bufs[2].dtype));
+}
+
 static void emit_scan_linear(text *t, const nx_kernel *k, const char *name,
                              nx_ptx_launch *launch)
 {
-    const nx_kbuf *y = &k->bufs[2];
-    int axis = (int)k->attrs[0], nd = y->ndim;
-    bool rev = k->attrs[1] != 0, f32 = y->dtype == NX_DTYPE_F32;
-    int64_t sa[NX_MAX_DIMS], sb[NX_MAX_DIMS], sy[NX_MAX_DIMS];
-    bcast_strides(&k->bufs[0], nd, sa);
-    bcast_strides(&k->bufs[1], nd, sb);
-    bcast_strides(y, nd, sy);
-    int64_t len = y->shape[axis], lines = 1;
-    for (int d = 0; d < nd; d++)
-        lines *= d == axis ? 1 : y->shape[d];
-    const char *T = ctype(y->dtype);
-    signature(t, k, name);
-    put(t, thread_loop, NX_PTX_THREADS, NX_PTX_THREADS);
-    put(t, "        i64 rem = p, oa = 0, ob = 0, oy = 0, c;\n");
-    for (int d = nd - 1; d >= 0; d--) {
-        if (d == axis)
-            continue;
-        long long e = y->shape[d] ? (long long)y->shape[d] : 1;
-        put(t, "        c = rem %% %lldLL; rem /= %lldLL;\n", e, e);
-        put(t, "        oa += c * %lldLL; ob += c * %lldLL; oy += c * %lldLL;\n", (long long)sa[d],
-            (long long)sb[d], (long long)sy[d]);
-    }
-    put(t, "        (void)rem; (void)c;\n");
-    put(t, "        %s acc = 0;\n", T);
-    put(t, "        for (i64 q = 0; q < %lldLL; q++) {\n", (long long)len);
-    put(t, "            const i64 s = %s;\n", rev ? "LENM1 - q" : "q");
-    put(t, "            acc = %s(%s(b0[oa + s * %lldLL], acc), b1[ob + s * %lldLL]);\n",
-        f32 ? "__fadd_rn" : "__dadd_rn", f32 ? "__fmul_rn" : "__dmul_rn", (long long)sa[axis],
-        (long long)sb[axis]);
-    put(t, "            b2[oy + s * %lldLL] = acc;\n        }\n    }\n}\n", (long long)sy[axis]);
-    launch->points = len > 0 ? lines : 0;
+    scan_form f;
+    form_init(&f, k, 2, (int)k->attrs[0], k->attrs[1] != 0);
+    f.carry = linear_carry;
+    f.step = linear_step;
+    emit_form(t, &f, name, launch);
 }
 
 /* ---- scatter -------------------------------------------------------------------------------*/
@@ -477,10 +683,6 @@ nx_status nx_ptx_lib_emit(const nx_kernel *k, const char *name, bool reassoc, ch
     text t = {.ctx = ctx};
     put(&t, "// nitrix library kernel %s (%s)\n%s", k->name, nx_ir_prim_name(k->lib_prim),
         prelude);
-    const nx_kbuf *o = &k->bufs[k->nbufs - 1];
-    int axis = (int)k->attrs[0];
-    if (k->lib_prim == NX_PRIM_SCAN || k->lib_prim == NX_PRIM_SCAN_LINEAR)
-        put(&t, "#define LENM1 %lldLL\n", (long long)o->shape[axis] - 1);
     switch (k->lib_prim) {
     case NX_PRIM_SORT:
     case NX_PRIM_ARGSORT:
