@@ -158,9 +158,10 @@ static void tile_store(const envelope_job *j, int64_t base, int64_t m, const dou
 #define WINDOW_SKIP 8 /* tiles sent straight to the envelope after a failed window */
 
 /* The library is built for baseline x86-64, where a step over the 16 lanes takes four SSE
- * operations (eight in f64); the window's kernels are also built for AVX2 and AVX-512, and the
- * dynamic linker picks one for the running CPU once (an ifunc). The kernels have no multiply-add
- * to contract and no reassociation, so every clone computes the same values. */
+ * operations (eight in f64); the window's kernels (and the first pass's) are also built for AVX2
+ * and AVX-512, and the dynamic linker picks one for the running CPU once (an ifunc). The kernels
+ * have no multiply-add to contract and no reassociation, so every clone computes the same values.
+ */
 #if defined(__x86_64__) && defined(__GNUC__) && defined(__ELF__)
 #define WINDOW_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
@@ -374,7 +375,9 @@ static nx_status envelope_axis(nx_ctx *ctx, void *data, bool f64, int nd, const 
 
 /* The first pass sees the binary field (0 or +inf), where the squared distance along a line is
  * that to the nearest source on either side: two sweeps, no envelope. It reads the input and
- * writes the output, so no copy precedes the envelope passes. */
+ * writes the output, so no copy precedes the envelope passes. The sweeps keep integer offsets in
+ * a scratch line (no float conversions on their dependency chains, and one dtype test per line);
+ * an offset past n means no source on that side. */
 typedef struct first_job {
     const void *in;
     void *out;
@@ -382,39 +385,59 @@ typedef struct first_job {
     bool root; /* a 1-D field: this is the last pass */
     int64_t n;
     double s2;
+    int64_t *scratch; /* n per chunk */
 } first_job;
 
-static void first_chunk(void *user, int64_t begin, int64_t end, int chunk)
+/* The field holds +0 or +inf (the entry point's select), so a source is an all-zero bit pattern:
+ * an integer test the compiler turns into a conditional move, where a float compare branches. */
+static void first_sweeps(const first_job *j, int64_t base, int64_t *dist)
 {
-    (void)chunk;
-    const first_job *j = user;
-    int64_t n = j->n;
-    for (int64_t line = begin; line < end; line++) {
-        int64_t base = line * n, last = -1;
-        /* forward: distance to the source at or before q, kept as the output for now */
+    int64_t n = j->n, last = -2 * n - 2;
+    if (j->f64) {
+        const uint64_t *in = (const uint64_t *)j->in + base;
         for (int64_t q = 0; q < n; q++) {
-            double f = j->f64 ? ((const double *)j->in)[base + q]
-                              : (double)((const float *)j->in)[base + q];
-            if (f == 0)
-                last = q;
-            double d = last < 0 ? INFINITY : (double)(q - last);
-            if (j->f64)
-                ((double *)j->out)[base + q] = d;
-            else
-                ((float *)j->out)[base + q] = (float)d;
+            last = in[q] == 0 ? q : last;
+            dist[q] = q - last;
         }
-        int64_t next = -1;
-        for (int64_t q = n - 1; q >= 0; q--) {
-            double d = j->f64 ? ((double *)j->out)[base + q] : ((float *)j->out)[base + q];
-            if (d == 0)
-                next = q;
-            if (next >= 0 && (double)(next - q) < d)
-                d = (double)(next - q);
-            d = j->s2 * d * d;
-            if (j->f64)
-                ((double *)j->out)[base + q] = j->root ? sqrt(d) : d;
-            else
-                ((float *)j->out)[base + q] = j->root ? sqrtf((float)d) : (float)d;
+    } else {
+        const uint32_t *in = (const uint32_t *)j->in + base;
+        for (int64_t q = 0; q < n; q++) {
+            last = in[q] == 0 ? q : last;
+            dist[q] = q - last;
+        }
+    }
+    int64_t next = 3 * n + 2;
+    for (int64_t q = n - 1; q >= 0; q--) {
+        int64_t d = dist[q];
+        next = d == 0 ? q : next;
+        dist[q] = next - q < d ? next - q : d;
+    }
+}
+
+/* s2 d d in f64, then the output's dtype: the values the envelope's own sums give. */
+WINDOW_CLONES static void first_chunk(void *user, int64_t begin, int64_t end, int chunk)
+{
+    const first_job *j = user;
+    int64_t n = j->n, *dist = j->scratch + chunk * n;
+    double s2 = j->s2;
+    for (int64_t line = begin; line < end; line++) {
+        first_sweeps(j, line * n, dist);
+        if (j->f64) {
+            double *out = (double *)j->out + line * n;
+            for (int64_t q = 0; q < n; q++) {
+                double d = (double)dist[q];
+                out[q] = dist[q] > n ? INFINITY : s2 * d * d;
+            }
+            for (int64_t q = 0; j->root && q < n; q++)
+                out[q] = sqrt(out[q]);
+        } else {
+            float *out = (float *)j->out + line * n;
+            for (int64_t q = 0; q < n; q++) {
+                double d = (double)dist[q];
+                out[q] = dist[q] > n ? INFINITY : (float)(s2 * d * d);
+            }
+            for (int64_t q = 0; j->root && q < n; q++)
+                out[q] = sqrtf(out[q]);
         }
     }
 }
@@ -471,7 +494,16 @@ static nx_status fz_reference(void *user, nx_ctx *ctx, int n_in, const nx_tensor
                     .n = nl,
                     .s2 = s[nd - 1] * s[nd - 1],
                     .root = nd == 1};
-    nx_status st = nx_rt_parallel_for(ctx, n / nl, 64, first_chunk, &fj);
+    int threads = 1;
+    nx_status st = nx_rt_pool_threads(ctx, &threads);
+    if (st != NX_OK)
+        return st;
+    size_t bytes = (size_t)nx_rt_pool_chunks(n / nl, 64, threads) * (size_t)nl * sizeof(int64_t);
+    fj.scratch = nx_rt_alloc(ctx, bytes);
+    if (!fj.scratch)
+        return nx_rt_nomem(ctx, "distance_transform_edt: first pass scratch", bytes);
+    st = nx_rt_parallel_for(ctx, n / nl, 64, first_chunk, &fj);
+    nx_rt_free(ctx, fj.scratch, bytes);
     bool lanes_f32 = window_exact_f32(nd, nx_tensor_shape(f), s);
     for (int a = nd - 2; a >= 0 && st == NX_OK; a--)
         st = envelope_axis(ctx, nx_tensor_data(out), f64, nd, nx_tensor_shape(f), a, s[a], a == 0,
