@@ -14,6 +14,16 @@
  *                   device's exp/log within an ulp of the host's).
  *   scan_linear     one thread per line, y = a*y rounded, then + b rounded (__fmul_rn/__fadd_rn:
  *                   never contracted into an fma), in line order: bit-exact.
+ *                   Both scans walk their lines one of two ways (emit_tiled, emit_strided). Lines
+ *                   along the contiguous axis: a block takes 64 lines (32 for 8-byte dtypes) and
+ *                   moves them through shared memory 32 columns at a time, loaded and stored
+ *                   coalesced (a warp covers 32 adjacent columns of one line); the next chunk's
+ *                   loads are issued before the tile's stores. Lines along a strided axis: one
+ *                   thread per line, consecutive threads on adjacent lines (coalesced), loads in
+ *                   register batches of 16 (8) steps issued one batch ahead of the recurrence.
+ *                   Offsets are 32-bit below 2^31 elements. Every line still recurs in order on
+ *                   one thread, so reproducible and fast mode give the same bits; few long lines
+ *                   (a 1-D scan) therefore run on few threads: correct, slow.
  *   scatter         the runner first copies x into y on the device (stream-ordered). Integer
  *                   i32/i64 scatters and, when reassociation is allowed, f32/f64 ones run one
  *                   thread per update with atomics (integer add wraps and max/min are exact in
