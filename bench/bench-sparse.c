@@ -13,9 +13,11 @@
  * columns under REAL (target <= 1.5 ms and >= 70 % of memory bandwidth counting the gathered
  * rows). Each uploads its inputs once with nx_tensor_to_device, warms up, and times
  * nx_semiring_ell_matmul on device tensors: the output stays on the device and the plan run
- * synchronises before it returns, so the figure is the device index check (one reduction and a
- * 4-byte copy back) plus the contraction and the launches, without host<->device copies of the
- * operands. Their GPU peers are `peers-sparse.py --gpu` (torch gather + sum/amax/logsumexp). */
+ * synchronises before it returns, so the figure is the contraction with the index range flag
+ * folded into its program, the launches and the flag's 4-byte read-back, without host<->device
+ * copies of the operands. Their GPU peers are `peers-sparse.py --gpu` (torch gather +
+ * sum/amax/logsumexp). The sparse_split_* rows then time the parts of a 4096-row call alone (see
+ * split_rows); `nitrix bench sparse_split` runs them on a host backend too. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +197,236 @@ static nx_status run_gpu_row(nx_ctx *ctx, const gpu_row *r, int runs, bool json,
     return NX_OK;
 }
 
+/* ---- the H200 breakdown of a 4096-row call (rows sparse_split_*) ------------------------------
+ * What a call of the m = 4096 rows is made of, each part timed alone on the same device tensors
+ * through programs compiled here with the public graph API (cuda backend): an empty launch and
+ * sync, a 4-byte read-back, the range check program with its read-back (what each call ran
+ * before the check was folded), the contraction program alone (the kernel plus one launch and
+ * sync), the contraction with the folded flag and its read-back (the entry point's program now),
+ * the old sequence (check, read-back, contraction), and 8 contractions in one program, whose
+ * extra time over one is 7 back-to-back kernels: the kernel's own time when that exceeds the
+ * launch cost, else the launch cost. */
+
+#define SPLIT_X 8
+
+typedef struct split {
+    nx_ctx *ctx;
+    nx_ell a;
+    nx_tensor *b, *one; /* B [m, c]; a 1-element f32 */
+    nx_tensor *vals[SPLIT_X];
+    nx_tensor *flag; /* a 0-d i32 on the device */
+    nx_program *progs[8];
+    int nprog;
+} split;
+
+typedef nx_status (*split_fn)(split *s, int which);
+
+static nx_node split_flag(nx_graph *g, nx_node idx, int64_t n_cols)
+{
+    nx_node q = nx_cast(g, idx, NX_DTYPE_I64);
+    nx_node bad = nx_or(g, nx_lt(g, q, nx_scalar(g, NX_DTYPE_I64, 0)),
+                        nx_ge(g, q, nx_scalar(g, NX_DTYPE_I64, (double)n_cols)));
+    int axes[2] = {0, 1};
+    return nx_reduce(g, nx_cast(g, bad, NX_DTYPE_I32), 2, axes, NX_MONOID_MAX, false);
+}
+
+static nx_node in_like(nx_graph *g, const nx_tensor *t)
+{
+    return nx_input(g, NULL, nx_tensor_dtype(t), nx_tensor_ndim(t), nx_tensor_shape(t));
+}
+
+/* Program kinds: 0 x + 1 on one element; 1 the range flag; 2 the contraction; 3 contraction and
+ * flag; 4 SPLIT_X contractions over SPLIT_X value tensors. Inputs in creation order. */
+static nx_status split_compile(split *s, int kind, nx_semiring_kind sk, nx_program **out)
+{
+    nx_graph *g = NULL;
+    nx_status st = nx_graph_new(s->ctx, &g);
+    if (st != NX_OK)
+        return st;
+    nx_node outs[SPLIT_X];
+    int n = 1;
+    const nx_semiring *sr = nx_semiring_builtin(sk);
+    if (kind == 0) {
+        nx_node x = in_like(g, s->one);
+        outs[0] = nx_add(g, x, nx_scalar(g, NX_DTYPE_F32, 1.0));
+    } else if (kind == 1) {
+        outs[0] = split_flag(g, in_like(g, s->a.indices), s->a.n_cols);
+    } else if (kind <= 3) {
+        nx_node v = in_like(g, s->a.values), idx = in_like(g, s->a.indices), b = in_like(g, s->b);
+        outs[0] = nx_ell_matmul_node(g, sr, v, idx, b);
+        if (kind == 3)
+            outs[n++] = split_flag(g, idx, s->a.n_cols);
+    } else {
+        nx_node idx = in_like(g, s->a.indices), b = in_like(g, s->b);
+        for (n = 0; n < SPLIT_X; n++)
+            outs[n] = nx_ell_matmul_node(g, sr, in_like(g, s->vals[n]), idx, b);
+    }
+    nx_compile_opts o = {.backend = nx_ctx_backend(s->ctx), .n_outputs = n, .outputs = outs};
+    st = nx_graph_status(g);
+    if (st == NX_OK)
+        st = nx_graph_compile(g, &o, out);
+    nx_graph_free(g);
+    return st;
+}
+
+static nx_status read_flag(const nx_tensor *flag, int32_t *v)
+{
+    nx_tensor *h = NULL;
+    nx_status st = nx_tensor_to_device(flag, NX_DEVICE_HOST, &h);
+    if (st == NX_OK)
+        *v = *(const int32_t *)nx_tensor_data(h);
+    nx_tensor_free(h);
+    return st;
+}
+
+/* One call of part `which` (an index into s->progs, or -1: the read-back alone). */
+static nx_status split_call(split *s, int which)
+{
+    if (which < 0) {
+        int32_t v;
+        return read_flag(s->flag, &v);
+    }
+    nx_program *p = s->progs[which];
+    int nin = nx_program_num_inputs(p), nout = nx_program_num_outputs(p);
+    const nx_tensor *in[SPLIT_X + 2];
+    if (nin == 1)
+        in[0] = which == 0 ? s->one : s->a.indices;
+    else if (nin == 3)
+        in[0] = s->a.values, in[1] = s->a.indices, in[2] = s->b;
+    else {
+        in[0] = s->a.indices, in[1] = s->b;
+        for (int i = 0; i < SPLIT_X; i++)
+            in[2 + i] = s->vals[i];
+    }
+    nx_tensor *outs[SPLIT_X] = {NULL};
+    nx_status st = nx_program_run(p, in, outs);
+    int32_t v = 0;
+    if (st == NX_OK && nout == 2)
+        st = read_flag(outs[1], &v);
+    if (st == NX_OK && nin == 1 && nout == 1 && nx_tensor_dtype(outs[0]) == NX_DTYPE_I32)
+        st = read_flag(outs[0], &v);
+    for (int i = 0; i < nout; i++)
+        nx_tensor_free(outs[i]);
+    return st == NX_OK && v > 0 ? NX_ERR_INTERNAL : st;
+}
+
+/* The old sequence: the check program and its read-back, then the contraction. */
+static nx_status split_old(split *s, int which)
+{
+    nx_status st = split_call(s, 1);
+    return st == NX_OK ? split_call(s, which) : st;
+}
+
+static nx_status split_time(split *s, split_fn fn, int which, int runs, double *med, double *lo,
+                            double *hi)
+{
+    nx_status st = fn(s, which);
+    double t[256];
+    runs = runs > 256 ? 256 : runs;
+    for (int i = 0; st == NX_OK && i < runs; i++) {
+        double t0 = nx_bench_now();
+        st = fn(s, which);
+        t[i] = nx_bench_now() - t0;
+    }
+    if (st != NX_OK)
+        return st;
+    *med = nx_bench_median(t, runs); /* sorted: the spread is the ends */
+    *lo = t[0], *hi = t[runs - 1];
+    return NX_OK;
+}
+
+static void split_print(nx_ctx *ctx, const char *name, double med, double lo, double hi, int runs,
+                        const char *note, bool json, FILE *f)
+{
+    nx_bench_row row;
+    nx_bench_set_row(&row, name, "m=4096 k=32 c=32");
+    snprintf(row.backend, sizeof row.backend, "%s", nx_backend_name(nx_ctx_backend(ctx)));
+    row.median_s = med, row.min_s = lo, row.max_s = hi, row.runs = runs;
+    snprintf(row.note, sizeof row.note, "%s", note);
+    nx_bench_print_row(&row, json, f);
+}
+
+static void split_free(split *s)
+{
+    for (int i = 0; i < s->nprog; i++)
+        nx_program_free(s->progs[i]);
+    for (int i = 0; i < SPLIT_X; i++)
+        nx_tensor_free(s->vals[i]);
+    nx_tensor_free(s->one), nx_tensor_free(s->flag), nx_tensor_free(s->b);
+    nx_ell_free(&s->a);
+}
+
+static nx_status split_setup(nx_ctx *ctx, split *s)
+{
+    *s = (split){.ctx = ctx};
+    nx_status st = make_inputs(ctx, 4096, K, C, &s->a, &s->b);
+    int64_t one = 1;
+    if (st == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_F32, 1, &one, &s->one);
+    if (st == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_I32, 0, NULL, &s->flag);
+    for (int i = 0; st == NX_OK && i < SPLIT_X; i++)
+        st = nx_tensor_to_device(
+            s->a.values, nx_ctx_backend(ctx) == NX_BACKEND_CUDA ? NX_DEVICE_CUDA : NX_DEVICE_HOST,
+            &s->vals[i]);
+    nx_tensor **up[5] = {&s->a.values, &s->a.indices, &s->b, &s->one, &s->flag};
+    for (int i = 0; st == NX_OK && nx_ctx_backend(ctx) == NX_BACKEND_CUDA && i < 5; i++)
+        st = upload(up[i]);
+    /* progs: 0 launch, 1 check, 2-4 contraction REAL/max-plus/LOG, 5 contraction+flag REAL,
+     * 6 contraction+flag LOG, 7 eight contractions REAL */
+    static const int kinds[8] = {0, 1, 2, 2, 2, 3, 3, 4};
+    static const nx_semiring_kind sks[8] = {
+        NX_SEMIRING_REAL, NX_SEMIRING_REAL, NX_SEMIRING_REAL, NX_SEMIRING_TROPICAL_MAX_PLUS,
+        NX_SEMIRING_LOG,  NX_SEMIRING_REAL, NX_SEMIRING_LOG,  NX_SEMIRING_REAL};
+    for (; st == NX_OK && s->nprog < 8; s->nprog++)
+        st = split_compile(s, kinds[s->nprog], sks[s->nprog], &s->progs[s->nprog]);
+    return st;
+}
+
+static nx_status split_rows(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
+{
+    if (!nx_bench_wanted(filter, "sparse_split"))
+        return NX_OK;
+    static const struct {
+        const char *name;
+        split_fn fn;
+        int which;
+        const char *note;
+    } parts[] = {
+        {"sparse_split_launch_sync", split_call, 0, "one 1-element kernel: launch + sync floor"},
+        {"sparse_split_read4", split_call, -1, "4-byte device->host read of a 0-d flag"},
+        {"sparse_split_check", split_call, 1, "range check program + 4-byte read (old, per call)"},
+        {"sparse_split_contract_real", split_call, 2, "contraction program alone, no check"},
+        {"sparse_split_contract_maxplus", split_call, 3, "contraction program alone, no check"},
+        {"sparse_split_contract_log", split_call, 4, "contraction program alone, no check"},
+        {"sparse_split_fold_real", split_call, 5, "contraction + range flag, 4-byte read (new)"},
+        {"sparse_split_fold_log", split_call, 6, "contraction + range flag, 4-byte read (new)"},
+        {"sparse_split_old_real", split_old, 2, "check + read, then contraction (the old call)"},
+        {"sparse_split_old_log", split_old, 4, "check + read, then contraction (the old call)"},
+        {"sparse_split_x8_real", split_call, 7, "8 contractions in one program (8 kernels)"},
+    };
+    split s;
+    nx_status st = split_setup(ctx, &s);
+    double one_real = 0;
+    for (size_t i = 0; st == NX_OK && i < sizeof parts / sizeof *parts; i++) {
+        double med, lo, hi;
+        st = split_time(&s, parts[i].fn, parts[i].which, runs, &med, &lo, &hi);
+        if (st != NX_OK)
+            break;
+        char note[160];
+        if (parts[i].which == 2 && parts[i].fn == split_call)
+            one_real = med;
+        if (parts[i].which == 7)
+            snprintf(note, sizeof note, "%s; per extra kernel (T8 - T1) / 7 = %.2f us",
+                     parts[i].note, (med - one_real) / 7 * 1e6);
+        else
+            snprintf(note, sizeof note, "%s", parts[i].note);
+        split_print(ctx, parts[i].name, med, lo, hi, runs, note, json, f);
+    }
+    split_free(&s);
+    return st;
+}
+
 /* A call takes microseconds to a millisecond here, so the rows take at least 20 timed calls (as
  * the torch peers do) whatever --runs asks. */
 static nx_status gpu_rows(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
@@ -213,7 +445,7 @@ static nx_status gpu_rows(nx_ctx *ctx, const char *filter, int runs, bool json, 
         if (st != NX_OK)
             return st;
     }
-    return NX_OK;
+    return split_rows(ctx, filter, runs < 50 ? 50 : runs, json, f);
 }
 
 nx_status nx_bench_sparse(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
@@ -227,6 +459,8 @@ nx_status nx_bench_sparse(nx_ctx *ctx, const char *filter, int runs, bool json, 
         return NX_OK;
     if (nx_ctx_backend(ctx) == NX_BACKEND_CUDA)
         return gpu_rows(ctx, filter, runs, json, f);
+    if (filter && strstr(filter, "sparse_split")) /* the breakdown on the host: asked by name */
+        return split_rows(ctx, filter, runs, json, f);
     bool any = false;
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
         any = any || nx_bench_wanted(filter, rows[i].name);
