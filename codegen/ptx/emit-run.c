@@ -12,7 +12,7 @@
 #include "runtime/cache.h"
 
 /* Bumped whenever the emitted code changes for the same kernel IR. */
-#define NX_PTX_EMITTER_VERSION "ptx-emit-5"
+#define NX_PTX_EMITTER_VERSION "ptx-emit-6"
 
 static double now(void)
 {
@@ -45,6 +45,7 @@ static nx_status build_key(nx_ctx *ctx, const nx_kernel *k, bool reassoc, nx_ptx
     nx_rt_cache_blob_bytes(b, "ir", ir, ir_len);
     nx_rt_cache_blob_i64(b, "reassoc", reassoc);
     nx_rt_cache_blob_i64(b, "pair_rows", nx_ptx_pair_rows_override());
+    nx_rt_cache_blob_i64(b, "general", nx_ptx_general_flags());
     nx_rt_cache_blob_str(b, "target", target);
     nx_rt_cache_blob_str(b, "toolchain", nx_ptx_toolchain_key(tc, sizeof tc));
     nx_rt_free(ctx, ir, ir_len);

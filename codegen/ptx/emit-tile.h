@@ -9,6 +9,7 @@
 #define NX_CODEGEN_PTX_EMIT_TILE_H
 
 #include "codegen/ptx/emit.h"
+#include "passes/borders.h"
 
 typedef nx_rt_text nx_ptx_text;
 
@@ -21,7 +22,17 @@ typedef struct nx_ptx_gen {
     int block_r;    /* BLOCK_REDUCE: the top-level REDUCE folded across blocks, -1: none */
     int64_t blocks; /* BLOCK_REDUCE: blocks per point */
     int ind;
+    /* The general form's refinements (emit.c), all NULL for the specialised generators. */
+    const nx_kalias *alias; /* while a box interior is emitted: the aliases (passes/borders.h) */
+    const uint8_t *live;    /* while a box interior is emitted: the instructions it reads */
+    const uint8_t *narrow;  /* i64 instructions computed as int (values proven within int32) */
 } nx_ptx_gen;
+
+/* The general form's refinements in effect: NX_PTX_SPLIT (the border/interior box split) unless
+ * NITRIX_PTX_SPLIT=0, NX_PTX_NARROW (32-bit index arithmetic) unless NITRIX_PTX_NARROW=0; for
+ * measurements. Part of the kernel cache key. */
+enum { NX_PTX_SPLIT = 1, NX_PTX_NARROW = 2 };
+NX_HIDDEN int nx_ptx_general_flags(void);
 
 /* Text output: put appends; line appends one indented line (g->ind levels of 4 spaces). A failed
  * allocation sets t->failed and later calls do nothing. */

@@ -24,6 +24,7 @@
  * as the interpreter narrows), saturating float->int casts with NaN -> 0. */
 #include <math.h>
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/ptx/emit-tile.h"
@@ -68,6 +69,20 @@ const char nx_ptx_prelude[] =
     "{\n"
     "    if (b == 0 || (a == NX_I64_MIN && b == -1)) return 0;\n"
     "    i64 r = a % b;\n"
+    "    if (r != 0 && ((r < 0) != (b < 0))) r += b;\n"
+    "    return r;\n"
+    "}\n"
+    "static __device__ __forceinline__ int nx_idiv32(int a, int b)\n"
+    "{\n"
+    "    if (b == 0 || (a == (-2147483647 - 1) && b == -1)) return b == 0 ? 0 : a;\n"
+    "    int q = a / b;\n"
+    "    if (a % b != 0 && ((a < 0) != (b < 0))) q--;\n"
+    "    return q;\n"
+    "}\n"
+    "static __device__ __forceinline__ int nx_imod32(int a, int b)\n"
+    "{\n"
+    "    if (b == 0 || b == -1) return 0;\n"
+    "    int r = a % b;\n"
     "    if (r != 0 && ((r < 0) != (b < 0))) r += b;\n"
     "    return r;\n"
     "}\n"
@@ -380,17 +395,81 @@ const char *nx_ptx_unsupported(const nx_kernel *k)
 
 /* ---- instructions --------------------------------------------------------------------------*/
 
+/* An instruction's value inside a box split: its alias (passes/borders.h). */
+static void emit_alias(gen *g, int id, const char *t)
+{
+    const nx_kinst *in = &g->k->inst[id];
+    const nx_kalias *al = &g->alias[id];
+    if (al->kind == NX_KALIAS_CONST && in->dtype == NX_DTYPE_BOOL)
+        line(g, "const %s v%d = (unsigned char)%d;", t, id, al->c != 0);
+    else if (al->kind == NX_KALIAS_CONST)
+        line(g, "const %s v%d = (%s)%lldLL;", t, id, t, (long long)al->c);
+    else if (al->c == 0)
+        line(g, "const %s v%d = v%d;", t, id, al->to);
+    else
+        line(g, "const %s v%d = (%s)((i64)v%d + %lldLL);", t, id, t, al->to, (long long)al->c);
+}
+
+/* The expression of an i64 PRIM computed as int: its value and its i64 operands' are proven to
+ * lie within int32 (nx_kranges), so the int operations are exact (no wrap, no overflow). */
+static void narrow_expr(const nx_kinst *in, char *e, size_t len)
+{
+    int a = in->a[0], b = in->a[1];
+    switch (in->prim) {
+    case NX_PRIM_ADD:
+    case NX_PRIM_SUB:
+    case NX_PRIM_MUL:
+        snprintf(e, len, "v%d %c v%d", a, "+-*"[in->prim - NX_PRIM_ADD], b);
+        break;
+    case NX_PRIM_NEG:
+        snprintf(e, len, "-v%d", a);
+        break;
+    case NX_PRIM_ABS:
+        snprintf(e, len, "(v%d < 0 ? -v%d : v%d)", a, a, a);
+        break;
+    case NX_PRIM_DIV:
+    case NX_PRIM_MOD:
+        snprintf(e, len, "%s(v%d, v%d)", in->prim == NX_PRIM_DIV ? "nx_idiv32" : "nx_imod32", a,
+                 b);
+        break;
+    case NX_PRIM_MIN:
+    case NX_PRIM_MAX:
+        snprintf(e, len, "(v%d %s v%d ? v%d : v%d)", b, in->prim == NX_PRIM_MIN ? "<" : ">", a, b,
+                 a);
+        break;
+    case NX_PRIM_SELECT:
+        snprintf(e, len, "v%d ? v%d : v%d", a, b, in->a[2]);
+        break;
+    default: /* CAST from an integer */
+        snprintf(e, len, "(int)v%d", a);
+        break;
+    }
+}
+
 void nx_ptx_emit_inst(nx_ptx_gen *g, int id)
 {
     const nx_kinst *in = &g->k->inst[id];
-    const char *t = ctype(in->dtype);
+    bool nw = g->narrow && g->narrow[id];
+    const char *t = nw ? "int" : ctype(in->dtype);
     char e[512];
+    if (g->alias && g->alias[id].kind != NX_KALIAS_SELF) {
+        emit_alias(g, id, t);
+        return;
+    }
+    if (nw && in->op == NX_KOP_PRIM) {
+        narrow_expr(in, e, sizeof e);
+        line(g, "const int v%d = %s;", id, e);
+        return;
+    }
     switch (in->op) {
     case NX_KOP_CONST:
-        const_text(in, e, sizeof e);
+        if (nw)
+            snprintf(e, sizeof e, "(int)%lldLL", (long long)in->i);
+        else
+            const_text(in, e, sizeof e);
         break;
     case NX_KOP_IDX:
-        snprintf(e, sizeof e, "i%d", in->a[0]);
+        snprintf(e, sizeof e, nw ? "(int)i%d" : "i%d", in->a[0]);
         break;
     case NX_KOP_LOAD:
         snprintf(e, sizeof e, "b%d[v%d]", in->a[0], in->a[1]);
@@ -537,8 +616,8 @@ static void emit_loops_open(gen *g, uint32_t loops)
 {
     for (int l = 0; l < g->k->nloops; l++)
         if (loops & (1u << l)) {
-            line(g, "for (i64 i%d = 0; i%d < %lldLL; i%d++) {", l, l, (long long)g->k->extent[l],
-                 l);
+            line(g, "for (%s i%d = 0; i%d < %lldLL; i%d++) {", g->narrow ? "int" : "i64", l, l,
+                 (long long)g->k->extent[l], l);
             g->ind++;
         }
 }
@@ -671,7 +750,7 @@ static void emit_block_fold(gen *g, int r)
 static void emit_scope(gen *g, int s, int limit)
 {
     for (int id = 0; id < limit; id++) {
-        if (g->scope[id] != s)
+        if (g->scope[id] != s || (g->live && !g->live[id]))
             continue;
         if (g->k->inst[id].op != NX_KOP_REDUCE)
             nx_ptx_emit_inst(g, id);
@@ -765,15 +844,158 @@ static void emit_stores(gen *g)
         line(g, "b%d[p] = v%d;", g->k->stores[s].buf, g->k->stores[s].value);
 }
 
-static void emit_body(gen *g)
+/* ---- the border/interior split ------------------------------------------------------------*/
+
+/* A box split (passes/borders.h) over the space's points p in [0, points): the first ones are the
+ * box's points in C order, computed with the aliases (no index rules); the rest are the shell
+ * outside it, in slabs (one per split axis a: the box's ranges on the axes before a, the two
+ * border ranges of a, the whole of the axes after a), computed as written. Consecutive threads
+ * thus take consecutive points of the innermost axis inside one region, and a warp diverges only
+ * where it straddles two regions. */
+typedef struct box_plan {
+    const nx_kbox *b;
+    int64_t w[NX_KERNEL_MAX_LOOPS]; /* the box's width on each axis */
+    int64_t inner;                  /* the box's points */
+    bool split[NX_KERNEL_MAX_LOOPS]; /* axes with a border */
+} box_plan;
+
+/* i<l> = lo[l] + (t in C order over w[]) on every axis; t is consumed. */
+static void emit_box_point(gen *g, const box_plan *bp)
+{
+    for (int l = g->k->ndim - 1; l >= 0; l--) {
+        long long w = (long long)bp->w[l], lo = (long long)bp->b->lo[l];
+        if (w == 1) {
+            line(g, "i%d = %lld;", l, lo);
+            continue;
+        }
+        line(g, "i%d = %lld + (%s)(t %% %lldU);", l, lo, g->narrow ? "int" : "i64", w);
+        line(g, "t /= %lldU;", w);
+    }
+}
+
+/* The points of slab a (t in [0, its size)), t is consumed. */
+static void emit_slab_point(gen *g, const box_plan *bp, int a)
+{
+    const nx_kernel *k = g->k;
+    const char *it = g->narrow ? "int" : "i64";
+    for (int l = k->ndim - 1; l >= 0; l--) {
+        long long n = (long long)k->extent[l], w = (long long)bp->w[l], lo = (long long)bp->b->lo[l];
+        long long e = l < a ? w : l == a ? n - w : n;
+        line(g, "i%d = (%s)(t %% %lldU);", l, it, e);
+        line(g, "t /= %lldU;", e);
+        if (l < a)
+            line(g, "i%d += %lld;", l, lo);
+        else if (l == a)
+            line(g, "i%d += i%d < %lld ? 0 : %lld;", l, l, lo, w);
+    }
+}
+
+static void emit_stores_at(gen *g, const char *q)
+{
+    for (int s = 0; s < g->k->nstores; s++)
+        line(g, "b%d[%s] = v%d;", g->k->stores[s].buf, q, g->k->stores[s].value);
+}
+
+static void emit_linear(gen *g)
+{
+    const nx_kernel *k = g->k;
+    char e[512] = "i0";
+    size_t n = strlen(e);
+    for (int l = 1; l < k->ndim && n < sizeof e - 64; l++) {
+        char tmp[512];
+        snprintf(tmp, sizeof tmp, "(%s) * %lldLL + i%d", e, (long long)k->extent[l], l);
+        snprintf(e, sizeof e, "%s", tmp);
+        n = strlen(e);
+    }
+    line(g, "const i64 q = %s%s;", k->ndim > 1 ? "" : "(i64)", e);
+}
+
+static void emit_box_body(gen *g, const box_plan *bp, const uint8_t *live)
+{
+    const nx_kernel *k = g->k;
+    const char *ut = g->narrow ? "unsigned" : "u64";
+    line(g, "for (i64 p = (i64)blockIdx.x * %d + threadIdx.x; p < points;", NX_PTX_THREADS);
+    line(g, "     p += (i64)gridDim.x * %d) {", NX_PTX_THREADS);
+    g->ind++;
+    line(g, "%s t = (%s)p;", ut, ut);
+    for (int l = 0; l < k->ndim; l++)
+        line(g, "%s i%d;", g->narrow ? "int" : "i64", l);
+    line(g, "if (t < %lldU) {", (long long)bp->inner);
+    g->ind++;
+    emit_box_point(g, bp);
+    emit_linear(g);
+    g->alias = bp->b->alias;
+    g->live = live;
+    emit_scope(g, -1, k->ninst);
+    g->alias = NULL;
+    g->live = NULL;
+    emit_stores_at(g, "q");
+    line(g, "continue;");
+    g->ind--;
+    line(g, "}");
+    line(g, "t -= %lldU;", (long long)bp->inner);
+    int last = -1;
+    for (int a = 0; a < k->ndim; a++)
+        last = bp->split[a] ? a : last;
+    line(g, "do {");
+    g->ind++;
+    for (int a = 0; a <= last; a++) {
+        if (!bp->split[a])
+            continue;
+        int64_t size = 1;
+        for (int l = 0; l < k->ndim; l++)
+            size *= l < a ? bp->w[l] : l == a ? k->extent[l] - bp->w[l] : k->extent[l];
+        if (a < last) {
+            line(g, "if (t < %lldU) {", (long long)size);
+            g->ind++;
+        }
+        emit_slab_point(g, bp, a);
+        if (a < last) {
+            line(g, "break;");
+            g->ind--;
+            line(g, "}");
+            line(g, "t -= %lldU;", (long long)size);
+        }
+    }
+    g->ind--;
+    line(g, "} while (0);");
+    emit_linear(g);
+    emit_scope(g, -1, k->ninst);
+    emit_stores_at(g, "q");
+    g->ind--;
+    line(g, "}");
+}
+
+/* The box plan of b for k; false when the box is the whole space or empty (no split). */
+static bool plan_box(const nx_kernel *k, const nx_kbox *b, box_plan *bp)
+{
+    memset(bp, 0, sizeof *bp);
+    bp->b = b;
+    bp->inner = 1;
+    int nsplit = 0;
+    for (int l = 0; l < k->ndim; l++) {
+        bp->w[l] = b->hi[l] - b->lo[l];
+        bp->inner *= bp->w[l];
+        bp->split[l] = bp->w[l] < k->extent[l];
+        nsplit += bp->split[l];
+    }
+    return b->naxes > 0 && bp->inner > 0 && nsplit > 0;
+}
+
+static void emit_body(gen *g, const box_plan *bp, const uint8_t *live)
 {
     g->ind = 1;
-    if (g->block_r < 0) {
+    if (g->block_r < 0 && bp) {
+        emit_box_body(g, bp, live);
+    } else if (g->block_r < 0) {
         line(g, "for (i64 p = (i64)blockIdx.x * %d + threadIdx.x; p < points;", NX_PTX_THREADS);
         line(g, "     p += (i64)gridDim.x * %d) {", NX_PTX_THREADS);
         g->ind++;
         nx_ptx_emit_point_index(g, "p");
+        g->live = g->alias ? live : NULL; /* a box covering the space: aliases everywhere */
         emit_scope(g, -1, g->k->ninst);
+        g->alias = NULL;
+        g->live = NULL;
         emit_stores(g);
         g->ind--;
         line(g, "}");
@@ -790,6 +1012,92 @@ static void emit_body(gen *g)
         line(g, "}");
     }
     put(&g->t, "}\n");
+}
+
+int nx_ptx_general_flags(void)
+{
+    const char *split = getenv("NITRIX_PTX_SPLIT"), *narrow = getenv("NITRIX_PTX_NARROW");
+    bool no_split = split && !strcmp(split, "0"), no_narrow = narrow && !strcmp(narrow, "0");
+    return (no_split ? 0 : NX_PTX_SPLIT) | (no_narrow ? 0 : NX_PTX_NARROW);
+}
+
+/* Which i64 instructions are computed as int: values within int32 (lo, hi: nx_kranges), of an
+ * operation narrow_expr knows, every i64 operand itself narrow. Loop indices are ints only when
+ * every extent and the point count fit, which the caller checks. */
+static void find_narrow(const nx_kernel *k, const int64_t *lo, const int64_t *hi, uint8_t *nw)
+{
+    for (int id = 0; id < k->ninst; id++) {
+        const nx_kinst *in = &k->inst[id];
+        nw[id] = 0;
+        if (in->dtype != NX_DTYPE_I64 || lo[id] < INT32_MIN || hi[id] > INT32_MAX)
+            continue;
+        if (in->op == NX_KOP_CONST || in->op == NX_KOP_IDX) {
+            nw[id] = 1;
+            continue;
+        }
+        if (in->op != NX_KOP_PRIM)
+            continue;
+        int p = in->prim;
+        bool known = p == NX_PRIM_ADD || p == NX_PRIM_SUB || p == NX_PRIM_MUL || p == NX_PRIM_NEG ||
+                     p == NX_PRIM_ABS || p == NX_PRIM_DIV || p == NX_PRIM_MOD ||
+                     p == NX_PRIM_MIN || p == NX_PRIM_MAX || p == NX_PRIM_SELECT ||
+                     (p == NX_PRIM_CAST && !is_f(k->inst[in->a[0]].dtype));
+        int arity = p == NX_PRIM_SELECT ? 3 : nx_ir_prims[p].arity;
+        for (int j = p == NX_PRIM_SELECT ? 1 : 0; known && j < arity; j++)
+            known = k->inst[in->a[j]].dtype != NX_DTYPE_I64 || nw[in->a[j]];
+        nw[id] = known;
+    }
+}
+
+static bool narrow_space(const nx_kernel *k)
+{
+    for (int l = 0; l < k->nloops; l++)
+        if (k->extent[l] > INT32_MAX)
+            return false;
+    return nx_ir_numel(k->ndim, k->extent) <= INT32_MAX;
+}
+
+/* The general form, with the box split of its POINTS loop and 32-bit index arithmetic where the
+ * analyses (passes/borders.h) allow them and nx_ptx_general_flags has them on. */
+static void emit_general(gen *g)
+{
+    const nx_kernel *k = g->k;
+    nx_ctx *ctx = k->ctx;
+    int flags = nx_ptx_general_flags();
+    size_t n = (size_t)k->ninst + 1;
+    nx_kbox box = {0};
+    box_plan bp;
+    int64_t *lo = NULL, *hi = NULL;
+    uint8_t *nw = NULL, *live = nx_rt_calloc(ctx, n, 1);
+    bool ok = live != NULL;
+    if (ok && (flags & NX_PTX_NARROW) && narrow_space(k)) {
+        lo = nx_rt_alloc(ctx, n * sizeof *lo);
+        hi = nx_rt_alloc(ctx, n * sizeof *hi);
+        nw = nx_rt_calloc(ctx, n, 1);
+        ok = lo && hi && nw;
+        if (ok) {
+            nx_kranges(k, lo, hi);
+            find_narrow(k, lo, hi, nw);
+            g->narrow = nw;
+        }
+    }
+    if (ok && (flags & NX_PTX_SPLIT) && g->block_r < 0)
+        ok = nx_kborders_box(k, g->mask, &box) == NX_OK;
+    if (ok && box.naxes > 0)
+        nx_kbox_live(k, box.alias, live);
+    bool split = ok && plan_box(k, &box, &bp) && nx_ir_numel(k->ndim, k->extent) > 0;
+    g->alias = ok && box.naxes > 0 && !split ? box.alias : NULL;
+    if (ok)
+        emit_body(g, split ? &bp : NULL, live);
+    else
+        g->t.failed = true;
+    g->alias = NULL;
+    g->narrow = NULL;
+    nx_kbox_free(ctx, &box);
+    nx_rt_free(ctx, live, n);
+    nx_rt_free(ctx, nw, n);
+    nx_rt_free(ctx, lo, n * sizeof *lo);
+    nx_rt_free(ctx, hi, n * sizeof *hi);
 }
 
 nx_status nx_ptx_emit(const nx_kernel *k, const char *name, bool reassoc, char **src,
@@ -828,7 +1136,7 @@ nx_status nx_ptx_emit(const nx_kernel *k, const char *name, bool reassoc, char *
                  !nx_ptx_emit_vec(&g, aff, name, launch))) {
         choose_shape(&g, reassoc, launch);
         emit_signature(&g, name);
-        emit_body(&g);
+        emit_general(&g);
     }
     nx_rt_free(ctx, aff, n * sizeof *aff);
     nx_rt_free(ctx, g.mask, n * sizeof *g.mask);
