@@ -167,6 +167,29 @@ static void advise_huge(void *data, size_t bytes)
 #endif
 }
 
+/* A loop kernel stores every element of its output, and so do these library routines (ir/: the
+ * scans write each line's every position, sort and argsort the k positions of each line that the
+ * output has, scatter copies x in whole before it combines, reduce_custom each output point):
+ * their outputs need no zero fill, which is a pass over the output and its first-touch page faults
+ * (18 scan_linear outputs of 80 MiB per recursive Gaussian at 256^3). An extern's reference is
+ * user code and keeps the zeroed output it always had. */
+static bool writes_whole_output(const nx_kernel *k)
+{
+    if (k->kind == NX_KERNEL_LOOP)
+        return true;
+    switch (k->lib_prim) {
+    case NX_PRIM_SCAN:
+    case NX_PRIM_SCAN_LINEAR:
+    case NX_PRIM_SORT:
+    case NX_PRIM_ARGSORT:
+    case NX_PRIM_SCATTER:
+    case NX_PRIM_REDUCE_CUSTOM:
+        return true;
+    default:
+        return false;
+    }
+}
+
 static nx_status run_kernel(run_state *rs, int ki, nx_x86_loop_fn fn)
 {
     const nx_kernel *k = rs->p->kernels[ki];
@@ -174,8 +197,7 @@ static nx_status run_kernel(run_state *rs, int ki, nx_x86_loop_fn fn)
     for (int b = 0; b < k->nbufs; b++) {
         const nx_kbuf *kb = &k->bufs[b];
         if (kb->role == NX_KBUF_OUT) {
-            /* a loop kernel stores every element; library routines expect zeros */
-            nx_status st = k->kind == NX_KERNEL_LOOP
+            nx_status st = writes_whole_output(k)
                                ? nx_rt_tensor_new_uninit(rs->ctx, kb->dtype, kb->ndim, kb->shape,
                                                          &rs->slot[kb->slot])
                                : nx_tensor_new(rs->ctx, kb->dtype, kb->ndim, kb->shape,
