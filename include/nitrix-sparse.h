@@ -40,9 +40,10 @@ extern "C" {
  * Device tensors. Entry points take CUDA device tensors (values, indices, dense operands) when
  * their program runs on the cuda backend (opts->backend cuda, or auto with a GPU); with every input
  * on the device the results stay there. Other backends refuse them with NX_ERR_UNSUPPORTED naming
- * the argument. Device indices are range-checked on the device (a small reduction, one 4-byte copy
- * back); only when one is out of range are they copied to the host, once, to name its row and
- * slot. rmatvec's gather driver builds A^T on the host, so it takes host tensors only (use the
+ * the argument. Device indices are range-checked inside the op's own program (one more small
+ * output, 4 bytes read back after the run; the kernels clamp or drop out-of-range indices, so
+ * nothing is read out of bounds meanwhile); when one is out of range the results are freed, and
+ * the indices are copied to the host, once, to name its row and slot. rmatvec's gather driver builds A^T on the host, so it takes host tensors only (use the
  * scatter driver for device tensors); the host builders take host tensors only.
  * ===============================================================================================*/
 

@@ -1,7 +1,8 @@
 /* Plumbing of the ELL entry points: their programs through the context's cache
- * (nx_rt_program_cached), operand checks that accept CUDA device tensors, and the index range
- * check of device indices, which runs as a small program on the device so the indices never
- * cross the bus unless one is out of range. */
+ * (nx_rt_program_cached), operand checks that accept CUDA device tensors, and the index range flag
+ * of device indices, reduced on the device so the indices never cross the bus unless one is out
+ * of range: an extra output of the entry points' own programs (entry.c), or, for nx_ell_check, a
+ * small program of its own. */
 #include <string.h>
 
 #include "cache.h"
