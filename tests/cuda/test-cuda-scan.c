@@ -37,8 +37,7 @@ static uint64_t next_u64(void)
 
 /* Floats in [-1, 1) with a few NaN and signed zeros (specials), or coefficients in [0.8, 1) so
  * that long recurrences stay finite; integers in a small range (wrap-around in i8). */
-static nx_tensor *make_input(nx_ctx *ctx, nx_dtype dt, int ndim, const int64_t *shape,
-                             bool coeff)
+static nx_tensor *make_input(nx_ctx *ctx, nx_dtype dt, int ndim, const int64_t *shape, bool coeff)
 {
     nx_tensor *t = NULL;
     assert_int_equal(nx_tensor_new(ctx, dt, ndim, shape, &t), NX_OK);
@@ -107,10 +106,10 @@ static void check_emit(nx_ctx *ctx, const char *name, const nx_kernel *k, const 
         bool tiled = strstr(src, "__shared__") != NULL;
         bool ix32 = strstr(src, "typedef int ix;") != NULL;
         if (tiled != w->tiled || ix32 != w->ix32 || l.points != w->points)
-            fail_msg("%s: emitted %s, %s-bit offsets, %lld points; expected %s, %s-bit, %lld",
-                     name, tiled ? "tiles" : "a thread per line", ix32 ? "32" : "64",
-                     (long long)l.points, w->tiled ? "tiles" : "a thread per line",
-                     w->ix32 ? "32" : "64", (long long)w->points);
+            fail_msg("%s: emitted %s, %s-bit offsets, %lld points; expected %s, %s-bit, %lld", name,
+                     tiled ? "tiles" : "a thread per line", ix32 ? "32" : "64", (long long)l.points,
+                     w->tiled ? "tiles" : "a thread per line", w->ix32 ? "32" : "64",
+                     (long long)w->points);
         if (have_nvrtc(ctx)) {
             const nx_rt_nvrtc *n = nx_rt_nvrtc_get();
             bool has90 = false;
@@ -339,8 +338,10 @@ static void test_index_width(void **state)
 {
     (void)state;
     const int64_t just[2] = {32767, 65535}, big[2] = {65536, 32769};
-    emit_only("32767 x 65535 rows", 2, just, 1, (want_path){true, true, tiles(32767, NX_DTYPE_F32)});
-    emit_only("65536 x 32769 rows", 2, big, 1, (want_path){true, false, tiles(65536, NX_DTYPE_F32)});
+    emit_only("32767 x 65535 rows", 2, just, 1,
+              (want_path){true, true, tiles(32767, NX_DTYPE_F32)});
+    emit_only("65536 x 32769 rows", 2, big, 1,
+              (want_path){true, false, tiles(65536, NX_DTYPE_F32)});
     emit_only("65536 x 32769 columns", 2, big, 0, (want_path){false, false, 32769});
 }
 
