@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "codegen/ptx/emit.h"
 #include "gaussian.h"
 #include "nitrix-graph.h"
 
@@ -128,17 +129,77 @@ static nx_status on_device_of(const nx_tensor *x, nx_tensor **t)
     return st;
 }
 
+/* ---- auto: a cost model per backend ---------------------------------------------------------
+ *
+ * Outside reproducible mode (and without a sigma gradient, which only the FIR has) `auto` takes the
+ * driver whose passes cost less where the program runs. Per spatial axis, in units of one FIR tap
+ * over the image: the FIR costs its taps (lo + hi + 1) times the backend's weight for that path;
+ * the recursive driver costs a constant number of taps, its six first-order scans and their
+ * elementwise work whatever sigma is (an axis with sigma < 0.5 takes the FIR in it too). The
+ * constants come from measurements at 256^3 f32:
+ *
+ *   cpu   FIR as sums of shifted slices (up to 65 taps, gaussian.c's FIR_SLICE_TAPS) 2.3 ms per
+ *         tap and axis (sigma 8: 0.45 s CPU); beyond, window folds 5.8-7.0 ms per tap and axis
+ *         (sigma 12: 1.70 s, sigma 16: 2.72 s), weight 2.5; recursive 0.95-1.14 s for three axes,
+ *         ~150 slice taps per axis. So auto is fir up to sigma 8 (65 taps at truncate 4),
+ *         recursive from sigma 12 (2026-11-29, load 7-11: docs/perf/morphology.md).
+ *   cuda  FIR 17 taps 0.789 ms, recursive (sigma 8) 3.84 ms on the H200 (docs/PERF.md): ~80 taps
+ *         per axis. The device scans are being rewritten; the constant follows their timing.
+ *   ref   the interpreter is the oracle, not a fast path: the CPU's constants.
+ *
+ * In a caller's graph (nx_gaussian_node) the backend is not known yet and auto keeps the
+ * registry's rule (recursive outside reproducible mode). */
+#define CPU_SLICE_TAPS 65
+#define CPU_FOLD_WEIGHT 2.5
+#define CPU_RECURSIVE_TAPS 150.0
+#define CUDA_RECURSIVE_TAPS 80.0
+
+static bool is_auto(const char *driver)
+{
+    return !driver || !*driver || strcmp(driver, "auto") == 0;
+}
+
+/* Whether the recursive driver costs less than the FIR for plan on backend b (cpu, cuda, ref). */
+static bool recursive_cheaper(const nx_gauss_plan *p, nx_backend b)
+{
+    double fir = 0, rec = 0;
+    for (int i = 0; i < p->nsp; i++) {
+        int64_t taps = p->lo[i] + p->hi[i] + 1;
+        double t = (double)taps;
+        if (b != NX_BACKEND_CUDA && taps > CPU_SLICE_TAPS)
+            t *= CPU_FOLD_WEIGHT;
+        fir += t;
+        rec += p->sigma[i] < 0.5      ? t
+               : b == NX_BACKEND_CUDA ? CUDA_RECURSIVE_TAPS
+                                      : CPU_RECURSIVE_TAPS;
+    }
+    return rec < fir;
+}
+
+/* The backend the call's program will run on: opts, then the context, then a GPU if one answers
+ * (the compile's own rule). A backend that cannot run here fails the compile later, with its
+ * message; the choice is moot then. */
+static nx_backend run_backend(nx_ctx *ctx, const nx_gaussian_opts *o)
+{
+    nx_backend b = NX_BACKEND_CPU;
+    if (nx_ptx_resolve_backend(ctx, o->backend, &b) != NX_OK)
+        b = o->backend != NX_BACKEND_AUTO ? o->backend : nx_ctx_backend(ctx);
+    return b;
+}
+
 /* Checks the options against x, resolves the driver and fills c->o with the resolved name. */
 static nx_status prepare(nx_ctx *ctx, const char *who, const nx_gaussian_opts *opts, gauss_call *c)
 {
     nx_gauss_plan *plan = &c->plan;
-    nx_status st = nx_gauss_plan_make(ctx, who, opts, nx_tensor_ndim(c->x), nx_tensor_shape(c->x),
-                                      plan);
+    nx_status st =
+        nx_gauss_plan_make(ctx, who, opts, nx_tensor_ndim(c->x), nx_tensor_shape(c->x), plan);
     bool recursive = false;
     if (st == NX_OK)
         st = nx_gauss_resolve(ctx, opts, c->want_dsigma, &recursive);
     if (st != NX_OK)
         return st;
+    if (recursive && is_auto(opts->driver))
+        recursive = recursive_cheaper(plan, run_backend(ctx, opts));
     c->o = *opts;
     c->o.driver = recursive ? "recursive" : "fir";
     plan->recursive = recursive;
