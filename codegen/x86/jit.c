@@ -488,6 +488,55 @@ const char *nx_x86_kernel_pipeline(void)
     return kernel_pipeline;
 }
 
+static int stream_function(LLVMModuleRef mod, LLVMValueRef f)
+{
+    LLVMContextRef c = LLVMGetModuleContext(mod);
+    LLVMTargetDataRef dl = LLVMGetModuleDataLayout(mod);
+    LLVMMetadataRef one = LLVMValueAsMetadata(LLVMConstInt(LLVMInt32TypeInContext(c), 1, 0));
+    LLVMValueRef nt = LLVMMetadataAsValue(c, LLVMMDNodeInContext2(c, &one, 1));
+    unsigned kind = LLVMGetMDKindIDInContext(c, "nontemporal", 11);
+    int marked = 0;
+    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
+        for (LLVMValueRef i = LLVMGetFirstInstruction(b); i; i = LLVMGetNextInstruction(i)) {
+            if (LLVMGetInstructionOpcode(i) != LLVMStore)
+                continue;
+            LLVMTypeRef t = LLVMTypeOf(LLVMGetOperand(i, 0));
+            if (LLVMGetTypeKind(t) != LLVMVectorTypeKind || LLVMStoreSizeOfType(dl, t) != 64)
+                continue;
+            LLVMSetAlignment(i, 64);
+            LLVMSetMetadata(i, kind, nt);
+            marked++;
+        }
+    if (!marked)
+        return 0;
+    /* non-temporal stores are weakly ordered: fence them before the chunk reports done */
+    LLVMTypeRef vt = LLVMFunctionType(LLVMVoidTypeInContext(c), NULL, 0, 0);
+    LLVMValueRef fence = LLVMGetNamedFunction(mod, "llvm.x86.sse.sfence");
+    if (!fence)
+        fence = LLVMAddFunction(mod, "llvm.x86.sse.sfence", vt);
+    LLVMBuilderRef bld = LLVMCreateBuilderInContext(c);
+    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b)) {
+        LLVMValueRef term = LLVMGetBasicBlockTerminator(b);
+        if (term && LLVMGetInstructionOpcode(term) == LLVMRet) {
+            LLVMPositionBuilderBefore(bld, term);
+            LLVMBuildCall2(bld, vt, fence, NULL, 0, "");
+        }
+    }
+    LLVMDisposeBuilder(bld);
+    return marked;
+}
+
+/* Streaming stores where the emitter asked for them (NX_X86_STREAM_ATTR): after vectorisation,
+ * when the vector stores exist. */
+static void stream_stores(nx_x86_module *m)
+{
+    static const char key[] = NX_X86_STREAM_ATTR;
+    for (LLVMValueRef f = LLVMGetFirstFunction(m->mod); f; f = LLVMGetNextFunction(f))
+        if (LLVMCountBasicBlocks(f) > 0 &&
+            LLVMGetStringAttributeAtIndex(f, LLVMAttributeFunctionIndex, key, sizeof key - 1))
+            stream_function(m->mod, f);
+}
+
 nx_status nx_x86_module_optimize(nx_x86_module *m, nx_x86_opt opt)
 {
     nx_status st = nx_x86_module_verify(m);
@@ -517,6 +566,7 @@ nx_status nx_x86_module_optimize(nx_x86_module *m, nx_x86_opt opt)
     LLVMDisposePassBuilderOptions(po);
     if (err)
         return llvm_error(jit->ctx, NX_ERR_INTERNAL, "the pass pipeline failed", err);
+    stream_stores(m);
     st = diag_status(m, "optimising");
     return st != NX_OK ? st : nx_x86_module_verify(m);
 }

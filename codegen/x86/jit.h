@@ -102,9 +102,14 @@ typedef enum nx_x86_opt {
 /* The pass list of NX_X86_OPT_KERNEL (part of kernel cache keys). */
 NX_HIDDEN const char *nx_x86_kernel_pipeline(void);
 
+/* A function attribute: after the pipeline, the function's 64-byte vector stores become aligned
+ * non-temporal stores and it ends with sfence. The emitter sets it only where every such store is
+ * 64-byte aligned (codegen/x86/emit.c, stream_ok). */
+#define NX_X86_STREAM_ATTR "nx-stream"
+
 /* Verifies, runs the pipeline, verifies again. NX_ERR_INTERNAL on invalid IR or a pass error.
  * On AVX-512 hosts, functions without a "prefer-vector-width" attribute get "512" (LLVM's default
- * tuning for some of them is 256). */
+ * tuning for some of them is 256). Then NX_X86_STREAM_ATTR functions get streaming stores. */
 NX_HIDDEN nx_status nx_x86_module_optimize(nx_x86_module *m, nx_x86_opt opt);
 /* The module as text (for dumps and tests); free with nx_rt_free(ctx, s, strlen(s) + 1). */
 NX_HIDDEN nx_status nx_x86_module_print(nx_x86_module *m, char **out);
