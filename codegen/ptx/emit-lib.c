@@ -20,7 +20,7 @@
  *                   coalesced (a warp covers 32 adjacent columns of one line); the next chunk's
  *                   loads are issued before the tile's stores. Lines along a strided axis: one
  *                   thread per line, consecutive threads on adjacent lines (coalesced), loads in
- *                   register batches of 32 (16) steps issued one batch ahead of the recurrence.
+ *                   register batches of 16 (8) steps issued one batch ahead of the recurrence.
  *                   Offsets are 32-bit below 2^31 elements. Every line still recurs in order on
  *                   one thread, so reproducible and fast mode give the same bits; few long lines
  *                   (a 1-D scan) therefore run on few threads: correct, slow.
@@ -229,11 +229,11 @@ typedef struct scan_form {
  * recurs along its row in shared memory (rows padded to TC + 1: no bank conflicts). */
 #define SCAN_TC 32
 /* Steps per register batch of the strided path (half for 8-byte dtypes): the batch's loads are
- * issued together, and the next batch's while this one recurs. A thread has one batch in flight
- * while it recurs, and a scan over a volume has few lines for the device (65536 for 256^2: 512
- * threads per SM of an H200), so a batch must be long for the loads in flight to cover the
- * memory latency: 32 x 4 bytes per thread keep ~8 MB in flight. */
-#define SCAN_UNROLL 32
+ * issued together, and the next batch's while this one recurs. On the H200 (19:03 UTC) a scan of
+ * 65536 lines of 320 f32 along a strided axis took 0.063 ms (2.6 TB/s) with batches of 32 (128
+ * registers a thread), as long as the plain one-thread-per-line loop did; the recursive
+ * Gaussian's best time (2.19 ms) was measured with 16. */
+#define SCAN_UNROLL 16
 
 static int form_lpb(const scan_form *f)
 {

@@ -10,8 +10,8 @@
  * modulation: u_t = z_t e^{-i t theta} obeys u_t = r u_{t-1} + x_t e^{-i t theta}, whose real and
  * imaginary parts are real scans with coefficient r; z_t = u_t e^{i t theta} is elementwise. Six
  * real scans per axis (three each way), each O(N), over the padded line and its two modulated
- * copies (shared by both directions, stacked so that each direction is one scan_linear), and the
- * gradient with respect to x comes from autodiff of SCAN_LINEAR.
+ * copies (shared by both directions), and the gradient with respect to x comes from autodiff of
+ * SCAN_LINEAR.
  *
  * Boundary rule (documented in docs/smoothing.md): each line is extended by the FIR driver's radius
  * int(truncate sigma + 0.5) with the border mode, and beyond that by its end values: every
@@ -31,8 +31,8 @@
 /* a1..a3 = b1..b3 / b0 and B of the 1995 paper (eqs. 8c, 9). */
 static void yvv_coefficients(double sigma, double a[3], double *b)
 {
-    double q =
-        sigma >= 2.5 ? 0.98711 * sigma - 0.96330 : 3.97156 - 4.14554 * sqrt(1.0 - 0.26891 * sigma);
+    double q = sigma >= 2.5 ? 0.98711 * sigma - 0.96330
+                            : 3.97156 - 4.14554 * sqrt(1.0 - 0.26891 * sigma);
     double q2 = q * q, q3 = q2 * q;
     double b0 = 1.57825 + 2.44413 * q + 1.4281 * q2 + 0.422205 * q3;
     double b1 = 2.44413 * q + 2.85619 * q2 + 1.26661 * q3;
@@ -100,9 +100,9 @@ bool nx_gauss_yvv_poles(double sigma, double p_re[3], double p_im[3], double a_r
  * weights of the complex section, and the steady-state start of each direction. */
 typedef struct yvv_line {
     int64_t n;
-    double *cos_t, *sin_t;     /* cos(t theta), sin(t theta) */
-    double *pc, *qc;           /* Re, Im of A2 e^{+i t theta}: causal output weights */
-    double *pa, *qa;           /* Re, Im of A2 e^{-i t theta}: anti-causal output weights */
+    double *cos_t, *sin_t; /* cos(t theta), sin(t theta) */
+    double *pc, *qc;       /* Re, Im of A2 e^{+i t theta}: causal output weights */
+    double *pa, *qa;       /* Re, Im of A2 e^{-i t theta}: anti-causal output weights */
     double *start_c, *start_a; /* the start's share of each output, per unit of the end sample */
 } yvv_line;
 
@@ -110,7 +110,7 @@ typedef struct yvv_line {
 
 static void line_free(nx_ctx *ctx, yvv_line *l)
 {
-    double **arr[YVV_ARRAYS] = {&l->cos_t, &l->sin_t, &l->pc,      &l->qc,
+    double **arr[YVV_ARRAYS] = {&l->cos_t, &l->sin_t, &l->pc, &l->qc,
                                 &l->pa,    &l->qa,    &l->start_c, &l->start_a};
     for (int i = 0; i < YVV_ARRAYS; i++) {
         nx_rt_free(ctx, *arr[i], (size_t)l->n * sizeof(double));
@@ -151,7 +151,7 @@ static bool line_make(nx_ctx *ctx, int64_t n, const yvv_poles *q, yvv_line *l)
 {
     memset(l, 0, sizeof *l);
     l->n = n;
-    double **arr[YVV_ARRAYS] = {&l->cos_t, &l->sin_t, &l->pc,      &l->qc,
+    double **arr[YVV_ARRAYS] = {&l->cos_t, &l->sin_t, &l->pc, &l->qc,
                                 &l->pa,    &l->qa,    &l->start_c, &l->start_a};
     for (int i = 0; i < YVV_ARRAYS; i++) {
         *arr[i] = nx_rt_calloc(ctx, (size_t)n, sizeof(double));
@@ -211,54 +211,9 @@ static nx_node k_scalar(const yvv_ctx *c, double v)
     return nx_scalar(c->g, c->dt, v);
 }
 
-/* Component k (0: xp, 1: xp cos, 2: xp sin) of a stacked [3, ...] value, as an nd-dim value. */
-static nx_node component(const yvv_ctx *c, nx_node s, int k)
-{
-    int64_t start[NX_MAX_DIMS] = {0}, stop[NX_MAX_DIMS];
-    if (!nx_node_shape(c->g, s, stop))
-        return NX_NONE;
-    start[0] = k;
-    stop[0] = k + 1;
-    return nx_reshape(c->g, nx_slice(c->g, s, start, stop, NULL), c->nd, stop + 1);
-}
-
-/* The [3, 1.., n, ..1] multipliers of the stacked scan input (1, cos(t theta), sin(t theta)) and
- * the [3, 1, .., 1] coefficients (p1, r, r), in the value's dtype. */
-static nx_node stacked_along(const yvv_ctx *c, const double *v, int64_t n)
-{
-    int64_t shape[NX_MAX_DIMS + 1] = {3}, all = 3 * n;
-    for (int d = 0; d < c->nd; d++)
-        shape[d + 1] = d == c->a ? n : 1;
-    nx_node k = nx_constant(c->g, NX_DTYPE_F64, 1, &all, v);
-    return nx_cast(c->g, nx_reshape(c->g, k, c->nd + 1, shape), c->dt);
-}
-
-static nx_node modulations(const yvv_ctx *c)
-{
-    const yvv_line *l = c->l;
-    int64_t n = l->n;
-    double *mod = nx_rt_calloc(nx_graph_ctx(c->g), (size_t)(3 * n), sizeof(double));
-    if (!mod)
-        return nx_ir_graph_failf(c->g, NX_ERR_NOMEM,
-                                 "gaussian_filter: out of memory (%lld samples)",
-                                 (long long)(3 * n));
-    for (int64_t t = 0; t < n; t++) {
-        mod[t] = 1.0;
-        mod[n + t] = l->cos_t[t];
-        mod[2 * n + t] = l->sin_t[t];
-    }
-    nx_node m = stacked_along(c, mod, n);
-    nx_rt_free(nx_graph_ctx(c->g), mod, (size_t)(3 * n) * sizeof(double));
-    return m;
-}
-
-/* The scans of each direction run over one stacked value [3, shape of xp]: xp and its two
- * modulated copies (shared by both directions; the anti-causal imaginary input is +x sin, the
- * causal one -x sin: a scan of -b is exactly the negated scan of b), with coefficients (p1, r, r)
- * along the stacking axis. Each direction is then one scan_linear kernel with three times the
- * lines instead of three kernels, and the copies are written by one kernel (xp times 1, cos, sin:
- * xp * 1 is xp exactly, so every scan sees the values it saw as separate scans, and the result is
- * the three-kernel form's bit for bit):
+/* The three scans of each direction read two modulated copies of xp shared by both directions
+ * (the anti-causal imaginary input is +x sin, the causal one -x sin: a scan of -b is exactly the
+ * negated scan of b) and xp itself:
  *   y = A1 (S1c + S1a) + 2 (pc Rc + qc Ic) + 2 (pa Ra - qa Ia) + start_c xp[0] + start_a xp[n-1]
  *       - (A1 + 2 Re A2) xp
  * where S1 scans xp with p1, R scans xp cos and I scans xp sin with r, c causal, a anti-causal. */
@@ -266,19 +221,14 @@ static nx_node combine(const yvv_ctx *c, nx_node xp, const yvv_poles *q)
 {
     nx_graph *g = c->g;
     const yvv_line *l = c->l;
-    int64_t xs[NX_MAX_DIMS + 1] = {1};
-    if (!nx_node_shape(g, xp, xs + 1))
-        return NX_NONE;
-    const double coef[3] = {q->p1, q->r, q->r};
-    nx_node a = stacked_along(c, coef, 1);
-    nx_node stack = nx_mul(g, nx_reshape(g, xp, c->nd + 1, xs), modulations(c));
-    nx_node sc = nx_scan_linear(g, a, stack, c->a + 1, false);
-    nx_node sa = nx_scan_linear(g, a, stack, c->a + 1, true);
-    nx_node s1 = nx_add(g, component(c, sc, 0), component(c, sa, 0));
-    nx_node causal = nx_add(g, nx_mul(g, k_along(c, l->pc), component(c, sc, 1)),
-                            nx_mul(g, k_along(c, l->qc), component(c, sc, 2)));
-    nx_node anti = nx_sub(g, nx_mul(g, k_along(c, l->pa), component(c, sa, 1)),
-                          nx_mul(g, k_along(c, l->qa), component(c, sa, 2)));
+    nx_node p1 = k_scalar(c, q->p1), r = k_scalar(c, q->r);
+    nx_node bc = nx_mul(g, xp, k_along(c, l->cos_t)), bs = nx_mul(g, xp, k_along(c, l->sin_t));
+    nx_node s1 = nx_add(g, nx_scan_linear(g, p1, xp, c->a, false),
+                        nx_scan_linear(g, p1, xp, c->a, true));
+    nx_node causal = nx_add(g, nx_mul(g, k_along(c, l->pc), nx_scan_linear(g, r, bc, c->a, false)),
+                            nx_mul(g, k_along(c, l->qc), nx_scan_linear(g, r, bs, c->a, false)));
+    nx_node anti = nx_sub(g, nx_mul(g, k_along(c, l->pa), nx_scan_linear(g, r, bc, c->a, true)),
+                          nx_mul(g, k_along(c, l->qa), nx_scan_linear(g, r, bs, c->a, true)));
     nx_node pair = nx_mul(g, nx_add(g, causal, anti), k_scalar(c, 2.0));
     nx_node starts = nx_add(g, nx_mul(g, end_sample(g, xp, c->a, false), k_along(c, l->start_c)),
                             nx_mul(g, end_sample(g, xp, c->a, true), k_along(c, l->start_a)));
@@ -301,11 +251,8 @@ nx_node nx_gauss_recursive_pass(nx_graph *g, nx_node x, int a, double sigma, int
     lo[a] = hi[a] = pad;
     nx_node xp = pad > 0 ? nx_pad(g, x, lo, hi, mode, cval) : x;
     int64_t n = shape[a] + 2 * pad;
-    yvv_poles q = {.p1 = pr[0],
-                   .r = hypot(pr[1], pi[1]),
-                   .theta = atan2(pi[1], pr[1]),
-                   .a1 = ar[0],
-                   .a2 = ar[1] + I * ai[1]};
+    yvv_poles q = {.p1 = pr[0], .r = hypot(pr[1], pi[1]), .theta = atan2(pi[1], pr[1]),
+                   .a1 = ar[0], .a2 = ar[1] + I * ai[1]};
     yvv_line l;
     if (!line_make(nx_graph_ctx(g), n, &q, &l))
         return nx_ir_graph_failf(g, NX_ERR_NOMEM, "gaussian_filter: out of memory (%lld samples)",
