@@ -26,12 +26,16 @@ typedef struct nx_ptx_gen {
     const nx_kalias *alias; /* while a box interior is emitted: the aliases (passes/borders.h) */
     const uint8_t *live;    /* while a box interior is emitted: the instructions it reads */
     const uint8_t *narrow;  /* i64 instructions computed as int (values proven within int32) */
+    const uint8_t *mm;      /* float MIN/MAX networks: 1 inner node, 2 root (emit.c) */
+    int32_t *mm_stack, *mm_seen; /* scratch of a root's cone walk, ninst entries each */
+    int32_t mm_walk;             /* the walks so far (mm_seen marks) */
 } nx_ptx_gen;
 
 /* The general form's refinements in effect: NX_PTX_SPLIT (the border/interior box split) unless
- * NITRIX_PTX_SPLIT=0, NX_PTX_NARROW (32-bit index arithmetic) unless NITRIX_PTX_NARROW=0; for
- * measurements. Part of the kernel cache key. */
-enum { NX_PTX_SPLIT = 1, NX_PTX_NARROW = 2 };
+ * NITRIX_PTX_SPLIT=0, NX_PTX_NARROW (32-bit index arithmetic) unless NITRIX_PTX_NARROW=0,
+ * NX_PTX_MINMAX (one NaN test per leaf of a float MIN/MAX network) unless NITRIX_PTX_MINMAX=0;
+ * for measurements. Part of the kernel cache key. */
+enum { NX_PTX_SPLIT = 1, NX_PTX_NARROW = 2, NX_PTX_MINMAX = 4 };
 NX_HIDDEN int nx_ptx_general_flags(void);
 
 /* Text output: put appends; line appends one indented line (g->ind levels of 4 spaces). A failed

@@ -86,6 +86,8 @@ const char nx_ptx_prelude[] =
     "    if (r != 0 && ((r < 0) != (b < 0))) r += b;\n"
     "    return r;\n"
     "}\n"
+    "static __device__ __forceinline__ float nx_maxnanf(float a, float b)\n"
+    "{ float r; asm(\"max.NaN.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b)); return r; }\n"
     "static __device__ i64 nx_ipow(i64 a, i64 b)\n"
     "{\n"
     "    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;\n"
@@ -446,6 +448,81 @@ static void narrow_expr(const nx_kinst *in, char *e, size_t len)
     }
 }
 
+/* Float MIN/MAX networks. nx_fmaxf/nx_fminf test both operands for NaN at every node; but a
+ * network of NaN-propagating MIN/MAX is NaN exactly when some leaf of its cone is NaN (every node
+ * on a path from that leaf propagates it), and otherwise every node is the bare compare-select
+ * (b > a ? b : a, the helpers' non-NaN branch). So an inner node (every use a float MIN/MAX, not
+ * stored) is the bare compare-select, and a root (any other use) is the bare compare-select,
+ * then NaN when a leaf of its cone (the operands reached through inner nodes) is NaN: the same
+ * value at half the instructions per node. The f32 leaf test is a chain of max.NaN (sm_80: NaN
+ * when an operand is), one instruction a leaf; f64 ORs the leaves' x != x. */
+enum { MM_NONE, MM_INNER, MM_ROOT };
+
+static bool is_fminmax(const nx_kinst *in)
+{
+    return in->op == NX_KOP_PRIM && (in->prim == NX_PRIM_MIN || in->prim == NX_PRIM_MAX) &&
+           is_f(in->dtype);
+}
+
+static void find_minmax(const nx_kernel *k, uint8_t *mm)
+{
+    for (int id = 0; id < k->ninst; id++)
+        mm[id] = is_fminmax(&k->inst[id]) ? MM_INNER : MM_NONE;
+    for (int s = 0; s < k->nstores; s++)
+        if (mm[k->stores[s].value])
+            mm[k->stores[s].value] = MM_ROOT;
+    for (int id = 0; id < k->ninst; id++) {
+        const nx_kinst *in = &k->inst[id];
+        int n = in->op == NX_KOP_LOAD ? 1 : in->op == NX_KOP_REDUCE ? 1 : 0;
+        const int32_t *ops = in->op == NX_KOP_LOAD ? &in->a[1] : in->a;
+        if (in->op == NX_KOP_PRIM)
+            n = in->prim == NX_PRIM_SELECT ? 3 : nx_ir_prims[in->prim].arity;
+        for (int j = 0; j < n; j++)
+            if (mm[ops[j]] && !is_fminmax(in))
+                mm[ops[j]] = MM_ROOT;
+    }
+}
+
+static void emit_minmax(gen *g, int id)
+{
+    const nx_kinst *in = &g->k->inst[id];
+    const char *t = ctype(in->dtype), *op = in->prim == NX_PRIM_MIN ? "<" : ">";
+    int a = in->a[0], b = in->a[1];
+    if (g->mm[id] == MM_INNER) {
+        line(g, "const %s v%d = v%d %s v%d ? v%d : v%d;", t, id, b, op, a, b, a);
+        return;
+    }
+    bool f32 = in->dtype == NX_DTYPE_F32;
+    if (f32)
+        line(g, "float c%d = 0.0f;", id); /* a number: max.NaN keeps it unless a leaf is NaN */
+    else
+        line(g, "int c%d = 0;", id);
+    int top = 0, walk = ++g->mm_walk; /* the root is emitted once per region: a new mark each */
+    g->mm_stack[top++] = id;
+    g->mm_seen[id] = walk;
+    while (top > 0) {
+        const nx_kinst *x = &g->k->inst[g->mm_stack[--top]];
+        for (int j = 0; j < 2; j++) {
+            int o = x->a[j];
+            if (g->mm_seen[o] == walk)
+                continue;
+            g->mm_seen[o] = walk;
+            if (g->mm[o] == MM_INNER)
+                g->mm_stack[top++] = o;
+            else if (f32)
+                line(g, "c%d = nx_maxnanf(c%d, v%d);", id, id, o);
+            else
+                line(g, "c%d |= v%d != v%d;", id, o, o);
+        }
+    }
+    if (f32)
+        line(g, "const float v%d = c%d != c%d ? NX_NANF : (v%d %s v%d ? v%d : v%d);", id, id, id,
+             b, op, a, b, a);
+    else
+        line(g, "const double v%d = c%d ? NX_NAN : (v%d %s v%d ? v%d : v%d);", id, id, b, op, a,
+             b, a);
+}
+
 void nx_ptx_emit_inst(nx_ptx_gen *g, int id)
 {
     const nx_kinst *in = &g->k->inst[id];
@@ -454,6 +531,10 @@ void nx_ptx_emit_inst(nx_ptx_gen *g, int id)
     char e[512];
     if (g->alias && g->alias[id].kind != NX_KALIAS_SELF) {
         emit_alias(g, id, t);
+        return;
+    }
+    if (g->mm && g->mm[id]) {
+        emit_minmax(g, id);
         return;
     }
     if (nw && in->op == NX_KOP_PRIM) {
@@ -899,15 +980,18 @@ static void emit_stores_at(gen *g, const char *q)
 static void emit_linear(gen *g)
 {
     const nx_kernel *k = g->k;
-    char e[512] = "i0";
-    size_t n = strlen(e);
-    for (int l = 1; l < k->ndim && n < sizeof e - 64; l++) {
-        char tmp[512];
-        snprintf(tmp, sizeof tmp, "(%s) * %lldLL + i%d", e, (long long)k->extent[l], l);
-        snprintf(e, sizeof e, "%s", tmp);
-        n = strlen(e);
+    char e[768];
+    size_t n = 0;
+    for (int l = 1; l < k->ndim && n < 64; l++)
+        e[n++] = '(';
+    n += (size_t)snprintf(e + n, sizeof e - n, "(i64)i0");
+    for (int l = 1; l < k->ndim && n < sizeof e; l++)
+        n += (size_t)snprintf(e + n, sizeof e - n, " * %lldLL + i%d)", (long long)k->extent[l], l);
+    if (n >= sizeof e) {
+        g->t.failed = true;
+        return;
     }
-    line(g, "const i64 q = %s%s;", k->ndim > 1 ? "" : "(i64)", e);
+    line(g, "const i64 q = %s;", e);
 }
 
 static void emit_box_body(gen *g, const box_plan *bp, const uint8_t *live)
@@ -1016,9 +1100,18 @@ static void emit_body(gen *g, const box_plan *bp, const uint8_t *live)
 
 int nx_ptx_general_flags(void)
 {
-    const char *split = getenv("NITRIX_PTX_SPLIT"), *narrow = getenv("NITRIX_PTX_NARROW");
-    bool no_split = split && !strcmp(split, "0"), no_narrow = narrow && !strcmp(narrow, "0");
-    return (no_split ? 0 : NX_PTX_SPLIT) | (no_narrow ? 0 : NX_PTX_NARROW);
+    static const struct {
+        const char *var;
+        int flag;
+    } knobs[] = {{"NITRIX_PTX_SPLIT", NX_PTX_SPLIT},
+                 {"NITRIX_PTX_NARROW", NX_PTX_NARROW},
+                 {"NITRIX_PTX_MINMAX", NX_PTX_MINMAX}};
+    int flags = 0;
+    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
+        const char *v = getenv(knobs[i].var);
+        flags |= v && !strcmp(v, "0") ? 0 : knobs[i].flag;
+    }
+    return flags;
 }
 
 /* Which i64 instructions are computed as int: values within int32 (lo, hi: nx_kranges), of an
@@ -1068,8 +1161,16 @@ static void emit_general(gen *g)
     nx_kbox box = {0};
     box_plan bp;
     int64_t *lo = NULL, *hi = NULL;
-    uint8_t *nw = NULL, *live = nx_rt_calloc(ctx, n, 1);
-    bool ok = live != NULL;
+    uint8_t *nw = NULL, *live = nx_rt_calloc(ctx, n, 1), *mm = nx_rt_calloc(ctx, n, 1);
+    int32_t *stack = nx_rt_alloc(ctx, n * sizeof *stack);
+    int32_t *seen = nx_rt_calloc(ctx, n, sizeof *seen);
+    bool ok = live && mm && stack && seen;
+    if (ok && (flags & NX_PTX_MINMAX)) {
+        find_minmax(k, mm);
+        g->mm = mm;
+        g->mm_stack = stack;
+        g->mm_seen = seen;
+    }
     if (ok && (flags & NX_PTX_NARROW) && narrow_space(k)) {
         lo = nx_rt_alloc(ctx, n * sizeof *lo);
         hi = nx_rt_alloc(ctx, n * sizeof *hi);
@@ -1093,8 +1194,12 @@ static void emit_general(gen *g)
         g->t.failed = true;
     g->alias = NULL;
     g->narrow = NULL;
+    g->mm = NULL;
     nx_kbox_free(ctx, &box);
     nx_rt_free(ctx, live, n);
+    nx_rt_free(ctx, mm, n);
+    nx_rt_free(ctx, stack, n * sizeof *stack);
+    nx_rt_free(ctx, seen, n * sizeof *seen);
     nx_rt_free(ctx, nw, n);
     nx_rt_free(ctx, lo, n * sizeof *lo);
     nx_rt_free(ctx, hi, n * sizeof *hi);

@@ -1,0 +1,242 @@
+/* Stencil kernels through the CUDA emitter's general form: the box split, 32-bit index arithmetic
+ * and the float MIN/MAX networks (codegen/ptx/emit.c, docs/cuda.md "Borders and 32-bit index
+ * arithmetic"). Cases: grey dilation and erosion 3^3 and 2 x 3 x 4 (every border mode), median 3^3,
+ * Gaussian FIR passes (reflect, constant, wrap), on volumes with short axes (1, 2, 3) and long
+ * ones, inputs holding NaN, +-0 and +-inf.
+ *   - Without a GPU: every kernel's CUDA C is emitted with the refinements on and off and compiled
+ *     by NVRTC for compute_80 (skipped, with the reason printed, where NVRTC is missing), and the
+ *     emitted form is checked where it must have changed: a dilation's kernel holds no 64-bit
+ *     modulo (nx_imod) in its box region and declares its loop indices int.
+ *   - With a GPU (NX_TEST_CUDA_RUN=1 and a device answering): each case runs on the device in
+ *     reproducible mode and must equal the reference interpreter bit for bit (NaNs of any payload
+ *     equal, signed zeros distinct), with the refinements on, and off (NITRIX_PTX_SPLIT=0 ...). */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/ptx/emit-tile.h"
+#include "nitrix-ops.h"
+#include "passes/fuse.h"
+#include "testutil.h"
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+
+static double next_unit(void)
+{
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return (double)(rng >> 11) / 9007199254740992.0;
+}
+
+/* Random values with NaN, +-0 and +-inf sprinkled in (one in 16 each kind). */
+static nx_tensor *input(nx_ctx *ctx, const int64_t *shape)
+{
+    nx_tensor *t = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 3, shape, &t), NX_OK);
+    float *p = nx_tensor_data(t);
+    static const float special[4] = {NAN, 0.0f, -0.0f, INFINITY};
+    for (int64_t i = 0; i < nx_tensor_numel(t); i++) {
+        double u = next_unit();
+        int kind = (int)(next_unit() * 64);
+        p[i] = kind < 4 ? special[kind] : kind == 4 ? -INFINITY : (float)(8 * u - 4);
+        if (kind == 5)
+            p[i] = (float)(int)(4 * u - 2); /* ties among the taps */
+    }
+    return t;
+}
+
+typedef enum { C_DILATE, C_ERODE, C_MEDIAN, C_GAUSS, C_KINDS } kind;
+
+static nx_node build(nx_graph *g, kind kd, int mode, const int64_t *shape, const int64_t *size)
+{
+    nx_node x = nx_input(g, "x", NX_DTYPE_F32, 3, shape);
+    if (kd == C_GAUSS) {
+        static const nx_gaussian_mode gm[3] = {NX_GAUSSIAN_REFLECT, NX_GAUSSIAN_CONSTANT,
+                                               NX_GAUSSIAN_WRAP};
+        nx_gaussian_opts o = {.nsigma = 1, .sigma = {0.8}, .driver = "fir", .mode = gm[mode % 3]};
+        return nx_gaussian_node(g, x, NX_NONE, &o);
+    }
+    nx_morph_opts o = {.nspatial = 3, .border = (nx_morph_border)(mode % NX_MORPH_BORDER_COUNT)};
+    for (int a = 0; a < 3; a++)
+        o.size[a] = size[a];
+    if (kd == C_MEDIAN)
+        return nx_median_node(g, x, &o);
+    return nx_morph_node(g, kd == C_DILATE ? NX_MORPH_DILATE : NX_MORPH_ERODE, x, &o);
+}
+
+static bool nvrtc_ok(void)
+{
+    const nx_rt_nvrtc *n = nx_rt_nvrtc_get();
+    if (!n->ok)
+        print_message("skipped: %s\n", n->status);
+    return n->ok;
+}
+
+/* The text between the box region's start and the shell's ("t -= "), or NULL. */
+static bool box_has(const char *src, const char *what)
+{
+    const char *a = strstr(src, "if (t < "), *b = a ? strstr(a, "t -= ") : NULL;
+    if (!a || !b)
+        return false;
+    const char *w = strstr(a, what);
+    return w && w < b;
+}
+
+/* Emits and compiles every loop kernel of the case's plan (flags: the refinements wanted). */
+static void emit_case(nx_ctx *ctx, kind kd, int mode, const int64_t *shape, const int64_t *size,
+                      bool compile)
+{
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    nx_node y = build(g, kd, mode, shape, size);
+    assert_int_equal(nx_graph_status(g), NX_OK);
+    nx_kplan *plan = NULL;
+    if (nx_pass_pipeline(ctx, &g->s, 1, &y, &plan) != NX_OK)
+        fail_msg("pipeline: %s", nx_ctx_last_error(ctx));
+    for (int i = 0; i < plan->nkernels; i++) {
+        const nx_kernel *k = plan->kernels[i];
+        if (k->kind != NX_KERNEL_LOOP || nx_ptx_unsupported(k))
+            continue;
+        char *src = NULL;
+        size_t len = 0;
+        nx_ptx_launch l;
+        if (nx_ptx_emit(k, "k", false, &src, &len, &l) != NX_OK)
+            fail_msg("emit %s: %s", k->name, nx_ctx_last_error(ctx));
+        bool on = nx_ptx_general_flags() == (NX_PTX_SPLIT | NX_PTX_NARROW | NX_PTX_MINMAX);
+        if (on && kd == C_DILATE && shape[0] >= 8 && shape[1] >= 8 && shape[2] >= 8 &&
+            i == plan->nkernels - 1) {
+            if (!strstr(src, "if (t < ") || box_has(src, "nx_imod"))
+                fail_msg("dilate %s: no box, or a 64-bit modulo inside it:\n%s", k->name, src);
+            if (!strstr(src, "int i0;") || !strstr(src, "for (i64 p"))
+                fail_msg("dilate %s: loop indices are not int:\n%s", k->name, src);
+        }
+        if (compile) {
+            nx_ptx_image img;
+            nx_ptx_target t = {80, NX_PTX_KIND_PTX};
+            if (nx_ptx_compile(ctx, src, "stencil.cu", t, NULL, 0, &img) != NX_OK)
+                fail_msg("NVRTC %s: %s\n%s", k->name, nx_ctx_last_error(ctx), src);
+            nx_ptx_image_free(ctx, &img);
+        }
+        nx_rt_free(ctx, src, len);
+    }
+    nx_kplan_free(plan);
+    nx_graph_free(g);
+}
+
+static const int64_t SHAPES[][3] = {{9, 10, 11}, {1, 7, 12}, {2, 3, 16}, {33, 5, 3}, {20, 18, 40}};
+static const int64_t SIZES[][3] = {{3, 3, 3}, {2, 3, 4}, {3, 3, 3}, {1, 4, 2}, {3, 3, 3}};
+
+static void each_case(void (*fn)(nx_ctx *, kind, int, const int64_t *, const int64_t *, bool),
+                      nx_ctx *ctx, bool arg)
+{
+    for (int kd = 0; kd < C_KINDS; kd++)
+        for (int s = 0; s < 5; s++)
+            for (int m = 0; m < (kd == C_MEDIAN ? 2 : 5); m++) {
+                if (kd == C_GAUSS && m >= 3)
+                    continue;
+                if (kd == C_GAUSS && (SHAPES[s][0] < 4 || SHAPES[s][1] < 4 || SHAPES[s][2] < 4))
+                    continue; /* the FIR's window must fit every axis */
+                fn(ctx, (kind)kd, m + s, SHAPES[s], SIZES[s], arg);
+            }
+}
+
+static void set_flags(bool on)
+{
+    const char *v = on ? "1" : "0";
+    setenv("NITRIX_PTX_SPLIT", v, 1);
+    setenv("NITRIX_PTX_NARROW", v, 1);
+    setenv("NITRIX_PTX_MINMAX", v, 1);
+}
+
+static void test_emit(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
+    bool compile = nvrtc_ok();
+    for (int on = 1; on >= 0; on--) {
+        set_flags(on);
+        each_case(emit_case, ctx, compile);
+    }
+    set_flags(true);
+    nx_ctx_free(ctx);
+}
+
+static int64_t mismatches;
+
+/* Runs the case on the device and on the reference interpreter; bitwise comparison. */
+static void run_case(nx_ctx *ctx, kind kd, int mode, const int64_t *shape, const int64_t *size,
+                     bool unused)
+{
+    (void)unused;
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    nx_node y = build(g, kd, mode, shape, size);
+    nx_tensor *x = input(ctx, shape);
+    nx_program *ref = NULL, *dev = NULL;
+    nx_compile_opts ro = {NX_BACKEND_REF, 1, &y}, co = {NX_BACKEND_CUDA, 1, &y};
+    if (nx_graph_compile(g, &ro, &ref) != NX_OK || nx_graph_compile(g, &co, &dev) != NX_OK)
+        fail_msg("compile: %s", nx_ctx_last_error(ctx));
+    nx_tensor *want = NULL, *got = NULL;
+    assert_int_equal(nx_program_run(ref, (const nx_tensor *const *)&x, &want), NX_OK);
+    if (nx_program_run(dev, (const nx_tensor *const *)&x, &got) != NX_OK)
+        fail_msg("run: %s", nx_ctx_last_error(ctx));
+    const float *a = nx_tensor_data(got), *b = nx_tensor_data(want);
+    for (int64_t i = 0; i < nx_tensor_numel(want); i++) {
+        uint32_t ua, ub;
+        memcpy(&ua, &a[i], 4);
+        memcpy(&ub, &b[i], 4);
+        if (ua != ub && !(isnan(a[i]) && isnan(b[i]))) {
+            if (mismatches++ < 8)
+                print_message("case %d mode %d shape %lld %lld %lld: element %lld: device %a, "
+                              "reference %a\n",
+                              kd, mode, (long long)shape[0], (long long)shape[1],
+                              (long long)shape[2], (long long)i, a[i], b[i]);
+            break;
+        }
+    }
+    nx_tensor_free(got);
+    nx_tensor_free(want);
+    nx_program_free(dev);
+    nx_program_free(ref);
+    nx_tensor_free(x);
+    nx_graph_free(g);
+}
+
+static void test_device_values(void **state)
+{
+    (void)state;
+    const char *run = getenv("NX_TEST_CUDA_RUN");
+    if (!run || strcmp(run, "1") != 0) {
+        print_message("skipped: NX_TEST_CUDA_RUN=1 is not set\n");
+        skip();
+    }
+    if (nx_rt_cuda_available(NULL) != NX_OK) {
+        print_message("skipped: %s\n", nx_ctx_last_error(NULL));
+        skip();
+    }
+    for (int on = 1; on >= 0; on--) {
+        set_flags(on);
+        nx_ctx *ctx = NULL;
+        assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
+        mismatches = 0;
+        each_case(run_case, ctx, false);
+        nx_ctx_free(ctx);
+        if (mismatches)
+            fail_msg("%lld cases differ from the interpreter (refinements %s)",
+                     (long long)mismatches, on ? "on" : "off");
+    }
+    set_flags(true);
+}
+
+int main(void)
+{
+    setenv("NITRIX_REPRODUCIBLE", "1", 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_emit),
+        cmocka_unit_test(test_device_values),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
