@@ -143,8 +143,9 @@ static nx_status on_device_of(const nx_tensor *x, nx_tensor **t)
  *         (sigma 12: 1.70 s, sigma 16: 2.72 s), weight 2.5; recursive 0.95-1.14 s for three axes,
  *         ~150 slice taps per axis. So auto is fir up to sigma 8 (65 taps at truncate 4),
  *         recursive from sigma 12 (2026-11-29, load 7-11: docs/perf/morphology.md).
- *   cuda  FIR 17 taps 0.789 ms, recursive (sigma 8) 3.84 ms on the H200 (docs/PERF.md): ~80 taps
- *         per axis. The device scans are being rewritten; the constant follows their timing.
+ *   cuda  FIR 17 taps 0.330 ms, recursive (sigma 8) 2.19 ms on the H200 after the device scan
+ *         rewrite (docs/perf/cuda-scan.md, 19:03 UTC): ~110 taps per axis, so fir up to sigma 12,
+ *         recursive from sigma 16. The constant follows the recursive driver's device timing.
  *   ref   the interpreter is the oracle, not a fast path: the CPU's constants.
  *
  * In a caller's graph (nx_gaussian_node) the backend is not known yet and auto keeps the
@@ -152,7 +153,7 @@ static nx_status on_device_of(const nx_tensor *x, nx_tensor **t)
 #define CPU_SLICE_TAPS 65
 #define CPU_FOLD_WEIGHT 2.5
 #define CPU_RECURSIVE_TAPS 150.0
-#define CUDA_RECURSIVE_TAPS 80.0
+#define CUDA_RECURSIVE_TAPS 110.0
 
 static bool is_auto(const char *driver)
 {
