@@ -53,6 +53,12 @@ static const sym cuda_syms[] = {
     CU_SYM(cuStreamDestroy_v2),
 };
 
+/* Entry points the backend can do without: resolved when present, NULL otherwise. */
+static const sym cuda_optional_syms[] = {
+    CU_SYM(cuMemAllocHost_v2),
+    CU_SYM(cuMemFreeHost),
+};
+
 #define NVRTC_SYM(f)                                                                               \
     {                                                                                              \
 #f, offsetof(nx_rt_nvrtc_api, f)                                                           \
@@ -225,6 +231,8 @@ void nx_rt_cuda_driver_open(const char *path, nx_rt_cuda_driver *d)
         return;
     }
     d->lib = lib;
+    for (size_t i = 0; i < sizeof cuda_optional_syms / sizeof cuda_optional_syms[0]; i++)
+        (void)resolve(lib, &cuda_optional_syms[i], 1, &d->api);
     char err[160];
     /* The version is readable before cuInit, so `nitrix info` can show it even without a GPU. */
     if (d->api.cuDriverGetVersion(&d->version) != NX_CU_SUCCESS)
@@ -398,6 +406,9 @@ struct nx_rt_cuda {
     pthread_mutex_t lock; /* free lists and stats */
     block *small[SMALL_CLASSES];
     block *large;
+    pthread_mutex_t staging_lock; /* held from a small read's copy to its memcpy */
+    void *staging;     /* page-locked, STAGING_BYTES: small reads go through it */
+    bool staging_none; /* the driver could not give one: small reads copy straight */
     size_t cache_limit;
     nx_rt_cuda_stats stats;
     bool warned; /* a failure on a path that cannot return one was logged */
@@ -468,12 +479,15 @@ static void cuda_destroy(nx_ctx *ctx, void *obj)
     pthread_mutex_unlock(&cu->lock);
     if (cu->stream) {
         warn_failure(ctx, cu, a->cuStreamSynchronize(cu->stream), "cuStreamSynchronize");
+        if (cu->staging)
+            warn_failure(ctx, cu, a->cuMemFreeHost(cu->staging), "cuMemFreeHost");
         warn_failure(ctx, cu, a->cuStreamDestroy_v2(cu->stream), "cuStreamDestroy_v2");
     }
     a->cuCtxSetCurrent(NULL);
     if (cu->cuctx)
         warn_failure(ctx, cu, a->cuDevicePrimaryCtxRelease_v2(cu->dev),
                      "cuDevicePrimaryCtxRelease_v2");
+    pthread_mutex_destroy(&cu->staging_lock);
     pthread_mutex_destroy(&cu->lock);
     nx_rt_free(ctx, cu, sizeof *cu);
 }
@@ -517,6 +531,11 @@ static nx_status cuda_create(nx_ctx *ctx, nx_rt_cuda **out)
     /* A quarter of the device may sit in the free lists; beyond that, frees go to the driver. */
     cu->cache_limit = (size_t)(cu->info.memory_bytes / 4);
     if (pthread_mutex_init(&cu->lock, NULL) != 0) {
+        nx_rt_free(ctx, cu, sizeof *cu);
+        return nx_rt_error(ctx, NX_ERR_BACKEND, "CUDA: cannot create a mutex");
+    }
+    if (pthread_mutex_init(&cu->staging_lock, NULL) != 0) {
+        pthread_mutex_destroy(&cu->lock);
         nx_rt_free(ctx, cu, sizeof *cu);
         return nx_rt_error(ctx, NX_ERR_BACKEND, "CUDA: cannot create a mutex");
     }
@@ -750,18 +769,54 @@ nx_status nx_rt_cuda_copy(nx_ctx *ctx, nx_cu_ptr dst, nx_cu_ptr src, size_t byte
     return NX_OK;
 }
 
+/* A read from pageable memory makes the driver stage it through its own pinned buffer, a second
+ * copy and a wait; reads of a few bytes (a flag, a count, a convergence test after each program
+ * run) then cost several microseconds more than the copy itself. Reads up to STAGING_BYTES go
+ * through one page-locked buffer of the context, allocated on the first such read. */
+#define STAGING_BYTES 4096
+
+static bool staging_ready(nx_rt_cuda *cu)
+{
+    if (cu->staging || cu->staging_none)
+        return cu->staging != NULL;
+    const nx_rt_cuda_api *a = &cu->drv->api;
+    if (!a->cuMemAllocHost_v2 || !a->cuMemFreeHost ||
+        a->cuMemAllocHost_v2(&cu->staging, STAGING_BYTES) != NX_CU_SUCCESS) {
+        cu->staging = NULL;
+        cu->staging_none = true; /* not an error: the plain copy below still works */
+    }
+    return cu->staging != NULL;
+}
+
+static nx_status download_failed(nx_ctx *ctx, nx_rt_cuda *cu, nx_cu_result r, size_t bytes)
+{
+    char what[64];
+    snprintf(what, sizeof what, "copying %zu bytes from the device", bytes);
+    return cu_fail(ctx, cu->drv, r, "cuMemcpyDtoHAsync_v2", what);
+}
+
 nx_status nx_rt_cuda_download(nx_ctx *ctx, void *dst, nx_cu_ptr src, size_t bytes)
 {
     nx_rt_cuda *cu;
     nx_status st = nx_rt_cuda_get(ctx, &cu);
     if (st != NX_OK || bytes == 0)
         return st;
-    nx_cu_result r = cu->drv->api.cuMemcpyDtoHAsync_v2(dst, src, bytes, cu->stream);
-    if (r != NX_CU_SUCCESS) {
-        char what[64];
-        snprintf(what, sizeof what, "copying %zu bytes from the device", bytes);
-        return cu_fail(ctx, cu->drv, r, "cuMemcpyDtoHAsync_v2", what);
+    if (bytes <= STAGING_BYTES) {
+        pthread_mutex_lock(&cu->staging_lock);
+        if (staging_ready(cu)) {
+            nx_cu_result r = cu->drv->api.cuMemcpyDtoHAsync_v2(cu->staging, src, bytes, cu->stream);
+            st = r != NX_CU_SUCCESS ? download_failed(ctx, cu, r, bytes)
+                                    : stream_sync(ctx, cu, "after a copy from the device");
+            if (st == NX_OK)
+                memcpy(dst, cu->staging, bytes);
+            pthread_mutex_unlock(&cu->staging_lock);
+            return st;
+        }
+        pthread_mutex_unlock(&cu->staging_lock);
     }
+    nx_cu_result r = cu->drv->api.cuMemcpyDtoHAsync_v2(dst, src, bytes, cu->stream);
+    if (r != NX_CU_SUCCESS)
+        return download_failed(ctx, cu, r, bytes);
     return stream_sync(ctx, cu, "after a copy from the device");
 }
 

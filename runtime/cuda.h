@@ -74,6 +74,9 @@ typedef struct nx_rt_cuda_api {
     nx_cu_result (*cuStreamCreate)(nx_cu_stream *s, unsigned flags);
     nx_cu_result (*cuStreamSynchronize)(nx_cu_stream s);
     nx_cu_result (*cuStreamDestroy_v2)(nx_cu_stream s);
+    /* Optional (NULL when the driver lacks them): page-locked host memory for small reads. */
+    nx_cu_result (*cuMemAllocHost_v2)(void **p, size_t bytes);
+    nx_cu_result (*cuMemFreeHost)(void *p);
 } nx_rt_cuda_api;
 
 /* A driver: the library, its entry points and what it reported about the machine. */
