@@ -22,8 +22,12 @@
  *                   thread per line, consecutive threads on adjacent lines (coalesced), loads in
  *                   register batches of 16 (8) steps issued one batch ahead of the recurrence.
  *                   Offsets are 32-bit below 2^31 elements. Every line still recurs in order on
- *                   one thread, so reproducible and fast mode give the same bits; few long lines
- *                   (a 1-D scan) therefore run on few threads: correct, slow.
+ *                   one thread, so reproducible and fast mode give the same bits. The exception:
+ *                   integer sum/prod/max/min scans of few long lines (<= 16384 lines of >= 256)
+ *                   run a block per line (a scan of 4 elements per thread, then of the thread
+ *                   totals in shared memory): exact in any grouping, so the same bits. Few long
+ *                   float lines (a 1-D cumsum or scan_linear) still run on few threads: correct,
+ *                   slow.
  *   scatter         the runner first copies x into y on the device (stream-ordered). Integer
  *                   i32/i64 scatters and, when reassociation is allowed, f32/f64 ones run one
  *                   thread per update with atomics (integer add wraps and max/min are exact in
@@ -434,6 +438,79 @@ static void emit_form(text *t, const scan_form *f, const char *name, nx_ptx_laun
 
 /* ---- scan ----------------------------------------------------------------------------------*/
 
+/* Elements per thread and chunk of the block-per-line scan. */
+#define SCAN_BLOCK_E 4
+
+/* A scan whose monoid is exact in any grouping: integer (and bool) sum and prod wrap in the
+ * dtype's ring, max and min pick a value. Such a scan may run a line across a block and give the
+ * in-order loop's bits. It does so when there are few long lines (label propagation's two-level
+ * cumulative sum: 1449 rows of 1449, then one column of 1449): a line per thread would leave the
+ * device idle and walk each line serially. */
+static bool scan_blocked(const scan_form *f)
+{
+    int m = (int)f->k->attrs[1];
+    return !is_f(f->k->bufs[0].dtype) && m != NX_MONOID_LOGSUMEXP && f->lines <= 16384 &&
+           f->len >= 256;
+}
+
+/* The monoid on two values (l before r), exactly as the in-order carry would combine them. */
+static void block_op(text *t, int m, const char *T)
+{
+    put(t, "static __device__ __forceinline__ %s nx_op(%s l, %s r)\n{\n", T, T, T);
+    switch (m) {
+    case NX_MONOID_SUM:
+        put(t, "    return (%s)nx_add((i64)l, (i64)r);\n}\n", T);
+        break;
+    case NX_MONOID_PROD:
+        put(t, "    return (%s)nx_mul((i64)l, (i64)r);\n}\n", T);
+        break;
+    default:
+        put(t, "    return r %s l ? r : l;\n}\n", m == NX_MONOID_MAX ? ">" : "<");
+        break;
+    }
+}
+
+/* One block per line (grid-stride over lines), the line in chunks of 256 x E elements: each thread
+ * scans its E adjacent elements, a Hillis-Steele scan over the 256 thread totals in shared memory
+ * gives each thread the total before it, and the carry of the chunks before goes in front. */
+static void emit_blocked(text *t, const scan_form *f, const char *name, nx_ptx_launch *launch)
+{
+    int m = (int)f->k->attrs[1], d = f->k->bufs[0].dtype;
+    const char *T = ctype(d);
+    const char *id = m == NX_MONOID_SUM    ? "0"
+                     : m == NX_MONOID_PROD ? "1"
+                                           : limit_text(d, m == NX_MONOID_MAX);
+    block_op(t, m, T);
+    put(t, "#define E %d\n#define ID ((%s)%s)\n", SCAN_BLOCK_E, T, id);
+    form_head(t, f, name);
+    put(t, "    __shared__ %s part[%d];\n    const int tid = threadIdx.x;\n", T, NX_PTX_THREADS);
+    put(t, "    for (ix ln = blockIdx.x; ln < LINES; ln += gridDim.x) {\n");
+    form_offsets(t, f, "ln", "        ");
+    put(t, "        %s carry = ID;\n", T);
+    put(t, "        for (ix c0 = 0; c0 < LEN; c0 += %d * E) {\n", NX_PTX_THREADS);
+    put(t, "            %s v[E];\n", T);
+    put(t, "#pragma unroll\n            for (int e = 0; e < E; e++) {\n");
+    put(t, "                const ix q = c0 + (ix)tid * E + e;\n");
+    put(t, "                v[e] = q < LEN ? b0[o0 + (%s) * (ix)%lld] : ID;\n",
+        f->rev ? "LEN - 1 - q" : "q", (long long)f->st[0][f->axis]);
+    put(t, "                if (e > 0) v[e] = nx_op(v[e - 1], v[e]);\n            }\n");
+    put(t, "            part[tid] = v[E - 1];\n            __syncthreads();\n");
+    put(t, "            for (int off = 1; off < %d; off <<= 1) {\n", NX_PTX_THREADS);
+    put(t, "                const %s l = tid >= off ? part[tid - off] : ID;\n", T);
+    put(t, "                __syncthreads();\n");
+    put(t, "                part[tid] = nx_op(l, part[tid]);\n                __syncthreads();\n");
+    put(t, "            }\n");
+    put(t, "            const %s pre = nx_op(carry, tid > 0 ? part[tid - 1] : ID);\n", T);
+    put(t, "#pragma unroll\n            for (int e = 0; e < E; e++) {\n");
+    put(t, "                const ix q = c0 + (ix)tid * E + e;\n");
+    put(t, "                if (q < LEN) b1[o1 + (%s) * (ix)%lld] = nx_op(pre, v[e]);\n",
+        f->rev ? "LEN - 1 - q" : "q", (long long)f->st[1][f->axis]);
+    put(t, "            }\n");
+    put(t, "            carry = nx_op(carry, part[%d]);\n", NX_PTX_THREADS - 1);
+    put(t, "            __syncthreads();\n        }\n    }\n}\n");
+    launch->points = f->lines * NX_PTX_THREADS;
+}
+
 static void scan_carry(text *t, const nx_kernel *k)
 {
     int m = (int)k->attrs[1], d = k->bufs[0].dtype;
@@ -499,7 +576,10 @@ static void emit_scan(text *t, const nx_kernel *k, const char *name, nx_ptx_laun
     form_init(&f, k, 1, (int)k->attrs[0], k->attrs[2] != 0);
     f.carry = scan_carry;
     f.step = scan_step;
-    emit_form(t, &f, name, launch);
+    if (scan_blocked(&f))
+        emit_blocked(t, &f, name, launch);
+    else
+        emit_form(t, &f, name, launch);
 }
 
 /* ---- scan_linear ---------------------------------------------------------------------------*/

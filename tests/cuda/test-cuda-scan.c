@@ -2,7 +2,9 @@
  * of the emitter: lines along the contiguous axis through shared-memory tiles (partial tiles,
  * partial column chunks, reversed, coefficients per line or per element, b broadcast along the
  * axis), lines along a strided axis one thread per line in register batches (lines shorter than
- * a batch, a tail after whole batches), 1-D lines, every scan monoid and the integer dtypes.
+ * a batch, a tail after whole batches), integer scans of few long lines a block per line (several
+ * chunks, the last partial, contiguous and strided, reversed), every scan monoid and the integer
+ * dtypes.
  *
  * Everywhere: the emitter picks the path and the index width the shape calls for (32-bit offsets
  * below 2^31 elements, 64-bit above, checked on the source text of shapes too large to run) and
@@ -89,8 +91,11 @@ static bool have_gpu(nx_ctx *ctx)
 }
 
 /* What the emitter should make of a kernel. */
+typedef enum path { STRIDED, TILED, BLOCK } path;
+static const char *const path_name[] = {"a thread per line", "tiles", "a block per line"};
+
 typedef struct want_path {
-    bool tiled;     /* shared-memory tiles (else one thread per line) */
+    path path;
     bool ix32;      /* 32-bit offsets */
     int64_t points; /* launch->points */
 } want_path;
@@ -103,13 +108,12 @@ static void check_emit(nx_ctx *ctx, const char *name, const nx_kernel *k, const 
         nx_ptx_launch l;
         assert_int_equal(nx_ptx_kernel_emit(k, "nx_kernel", reassoc, &src, &len, &l), NX_OK);
         assert_int_equal(l.shape, NX_PTX_POINTS);
-        bool tiled = strstr(src, "__shared__") != NULL;
+        path got = strstr(src, " part[") ? BLOCK : strstr(src, "__shared__") ? TILED : STRIDED;
         bool ix32 = strstr(src, "typedef int ix;") != NULL;
-        if (tiled != w->tiled || ix32 != w->ix32 || l.points != w->points)
+        if (got != w->path || ix32 != w->ix32 || l.points != w->points)
             fail_msg("%s: emitted %s, %s-bit offsets, %lld points; expected %s, %s-bit, %lld", name,
-                     tiled ? "tiles" : "a thread per line", ix32 ? "32" : "64", (long long)l.points,
-                     w->tiled ? "tiles" : "a thread per line", w->ix32 ? "32" : "64",
-                     (long long)w->points);
+                     path_name[got], ix32 ? "32" : "64", (long long)l.points, path_name[w->path],
+                     w->ix32 ? "32" : "64", (long long)w->points);
         if (have_nvrtc(ctx)) {
             const nx_rt_nvrtc *n = nx_rt_nvrtc_get();
             bool has90 = false;
@@ -250,28 +254,28 @@ static void test_scan_linear(void **state)
     const int64_t s2[2] = {67, 45}, a_batch[3] = {3, 1, 1}, s3c[3] = {3, 130, 33};
     /* contiguous axis: 350 lines of 77 (3 chunks, the last partial), 6 tiles, the last partial */
     linear_case("f32 last axis, scalar a", F32, 1, one, 3, s3, 2, false,
-                (want_path){true, true, tiles(350, F32)});
+                (want_path){TILED, true, tiles(350, F32)});
     linear_case("f32 last axis reversed, a per element", F32, 3, s3, 3, s3, 2, true,
-                (want_path){true, true, tiles(350, F32)});
+                (want_path){TILED, true, tiles(350, F32)});
     linear_case("f32 last axis, a per line", F32, 3, per_line, 3, s3, 2, false,
-                (want_path){true, true, tiles(350, F32)});
+                (want_path){TILED, true, tiles(350, F32)});
     linear_case("f64 last axis reversed, a along the axis only", F64, 3, along, 3, s3, 2, true,
-                (want_path){true, true, tiles(350, F64)});
+                (want_path){TILED, true, tiles(350, F64)});
     linear_case("f32 last axis, b constant along it", F32, 3, s3, 3, b_const, 2, false,
-                (want_path){true, true, tiles(350, F32)});
+                (want_path){TILED, true, tiles(350, F32)});
     linear_case("f32 last axis reversed, a per batch [3,1,1]", F32, 3, a_batch, 3, s3c, 2, true,
-                (want_path){true, true, tiles(390, F32)});
+                (want_path){TILED, true, tiles(390, F32)});
     linear_case("f32 1-D line of 1000, reversed", F32, 1, v1, 1, v1, 0, true,
-                (want_path){true, true, 256});
+                (want_path){TILED, true, 256});
     linear_case("f64 45-long rows", F64, 2, s2, 2, s2, 1, false,
-                (want_path){true, true, tiles(67, F64)});
+                (want_path){TILED, true, tiles(67, F64)});
     /* strided axes: 70-long lines (4 batches of 16 and a tail of 6), 3-long lines (tail only) */
-    linear_case("f64 axis 0", F64, 3, s3, 3, s3, 0, false, (want_path){false, true, 70 * 77});
-    linear_case("f32 axis 1 reversed", F32, 3, s3, 3, s3, 1, true, (want_path){false, true, 385});
+    linear_case("f64 axis 0", F64, 3, s3, 3, s3, 0, false, (want_path){STRIDED, true, 70 * 77});
+    linear_case("f32 axis 1 reversed", F32, 3, s3, 3, s3, 1, true, (want_path){STRIDED, true, 385});
     linear_case("f32 axis 0 reversed, b broadcast along it", F32, 3, s3, 2, b_plane, 0, true,
-                (want_path){false, true, 70 * 77});
+                (want_path){STRIDED, true, 70 * 77});
     linear_case("f32 axis 1 of length 3", F32, 3, s3b, 3, s3b, 1, false,
-                (want_path){false, true, 130 * 33});
+                (want_path){STRIDED, true, 130 * 33});
 }
 
 static void scan_case(const char *name, nx_dtype dt, int nd, const int64_t *shape, int axis,
@@ -288,29 +292,48 @@ static void test_scan(void **state)
     (void)state;
     const int64_t s2[2] = {67, 45}, v1[1] = {1000};
     scan_case("sum f32 last axis", NX_DTYPE_F32, 3, s3, 2, NX_MONOID_SUM, false,
-              (want_path){true, true, tiles(350, NX_DTYPE_F32)});
+              (want_path){TILED, true, tiles(350, NX_DTYPE_F32)});
     scan_case("sum f32 axis 0 reversed", NX_DTYPE_F32, 3, s3, 0, NX_MONOID_SUM, true,
-              (want_path){false, true, 70 * 77});
+              (want_path){STRIDED, true, 70 * 77});
     scan_case("max f64 last axis reversed", NX_DTYPE_F64, 3, s3, 2, NX_MONOID_MAX, true,
-              (want_path){true, true, tiles(350, NX_DTYPE_F64)});
+              (want_path){TILED, true, tiles(350, NX_DTYPE_F64)});
     scan_case("min f32 axis 1", NX_DTYPE_F32, 3, s3, 1, NX_MONOID_MIN, false,
-              (want_path){false, true, 385});
+              (want_path){STRIDED, true, 385});
     scan_case("prod f64 last axis", NX_DTYPE_F64, 2, s2, 1, NX_MONOID_PROD, false,
-              (want_path){true, true, tiles(67, NX_DTYPE_F64)});
-    scan_case("sum i32 1-D", NX_DTYPE_I32, 1, v1, 0, NX_MONOID_SUM, false,
-              (want_path){true, true, 256});
+              (want_path){TILED, true, tiles(67, NX_DTYPE_F64)});
+    scan_case("logsumexp f32 1-D", NX_DTYPE_F32, 1, v1, 0, NX_MONOID_LOGSUMEXP, false,
+              (want_path){TILED, true, 256});
     scan_case("sum i8 last axis (wraps)", NX_DTYPE_I8, 3, s3, 2, NX_MONOID_SUM, false,
-              (want_path){true, true, tiles(350, NX_DTYPE_I8)});
+              (want_path){TILED, true, tiles(350, NX_DTYPE_I8)});
     scan_case("prod i64 axis 0 reversed", NX_DTYPE_I64, 2, s2, 0, NX_MONOID_PROD, true,
-              (want_path){false, true, 45});
+              (want_path){STRIDED, true, 45});
     scan_case("max bool last axis", NX_DTYPE_BOOL, 3, s3b, 2, NX_MONOID_MAX, false,
-              (want_path){true, true, tiles(390, NX_DTYPE_BOOL)});
+              (want_path){TILED, true, tiles(390, NX_DTYPE_BOOL)});
     scan_case("max u8 axis 0 reversed", NX_DTYPE_U8, 3, s3b, 0, NX_MONOID_MAX, true,
-              (want_path){false, true, 99});
+              (want_path){STRIDED, true, 99});
     scan_case("logsumexp f64 last axis", NX_DTYPE_F64, 2, s2, 1, NX_MONOID_LOGSUMEXP, false,
-              (want_path){true, true, tiles(67, NX_DTYPE_F64)});
+              (want_path){TILED, true, tiles(67, NX_DTYPE_F64)});
     scan_case("logsumexp f32 axis 0 reversed", NX_DTYPE_F32, 2, s2, 0, NX_MONOID_LOGSUMEXP, true,
-              (want_path){false, true, 45});
+              (want_path){STRIDED, true, 45});
+    /* integer monoids on few long lines: a block per line, chunks of 1024 (the last partial) */
+    const int64_t rows[2] = {37, 2100}, r8[2] = {5, 1300}, mid[3] = {3, 700, 2};
+    const int64_t col[2] = {300, 4}, bits[1] = {600}, mid2[3] = {2, 1030, 3};
+    scan_case("sum i32 1-D", NX_DTYPE_I32, 1, v1, 0, NX_MONOID_SUM, false,
+              (want_path){BLOCK, true, 256});
+    scan_case("sum i32 rows of 2100", NX_DTYPE_I32, 2, rows, 1, NX_MONOID_SUM, false,
+              (want_path){BLOCK, true, 37 * 256});
+    scan_case("sum i8 rows of 1300 reversed (wraps)", NX_DTYPE_I8, 2, r8, 1, NX_MONOID_SUM, true,
+              (want_path){BLOCK, true, 5 * 256});
+    scan_case("prod i64 middle axis of 700", NX_DTYPE_I64, 3, mid, 1, NX_MONOID_PROD, false,
+              (want_path){BLOCK, true, 6 * 256});
+    scan_case("max u8 axis 0 reversed", NX_DTYPE_U8, 2, col, 0, NX_MONOID_MAX, true,
+              (want_path){BLOCK, true, 4 * 256});
+    scan_case("max bool 1-D", NX_DTYPE_BOOL, 1, bits, 0, NX_MONOID_MAX, false,
+              (want_path){BLOCK, true, 256});
+    scan_case("min i16 middle axis of 1030", NX_DTYPE_I16, 3, mid2, 1, NX_MONOID_MIN, false,
+              (want_path){BLOCK, true, 6 * 256});
+    scan_case("min i32 middle axis of 1030 reversed", NX_DTYPE_I32, 3, mid2, 1, NX_MONOID_MIN, true,
+              (want_path){BLOCK, true, 6 * 256});
 }
 
 /* Shapes too large to run: the emitter must switch to 64-bit offsets at 2^31 elements. */
@@ -339,10 +362,10 @@ static void test_index_width(void **state)
     (void)state;
     const int64_t just[2] = {32767, 65535}, big[2] = {65536, 32769};
     emit_only("32767 x 65535 rows", 2, just, 1,
-              (want_path){true, true, tiles(32767, NX_DTYPE_F32)});
+              (want_path){TILED, true, tiles(32767, NX_DTYPE_F32)});
     emit_only("65536 x 32769 rows", 2, big, 1,
-              (want_path){true, false, tiles(65536, NX_DTYPE_F32)});
-    emit_only("65536 x 32769 columns", 2, big, 0, (want_path){false, false, 32769});
+              (want_path){TILED, false, tiles(65536, NX_DTYPE_F32)});
+    emit_only("65536 x 32769 columns", 2, big, 0, (want_path){STRIDED, false, 32769});
 }
 
 static nx_status sweep_body(nx_ctx *ctx, void *user)
