@@ -390,8 +390,13 @@ static bool axis_ok(const nx_kernel *k, int L)
 static int analyse(const nx_kernel *k, const uint32_t *mask, int L, scratch *s, int64_t *lo,
                    int64_t *hi)
 {
-    analysis a = {.k = k, .mask = mask, .loop = L, .mid = (k->extent[L] - 1) / 2, .f = s->f,
-                  .need = s->need, .al = s->al};
+    analysis a = {.k = k,
+                  .mask = mask,
+                  .loop = L,
+                  .mid = (k->extent[L] - 1) / 2,
+                  .f = s->f,
+                  .need = s->need,
+                  .al = s->al};
     for (int32_t id = 0; id < k->ninst; id++) {
         a.cur = id;
         a.al[id] = (nx_kalias){NX_KALIAS_SELF, -1, 0};
@@ -545,8 +550,7 @@ static range divmod_range(range x, range y, bool div)
         return ANY;
     int64_t m = y.lo;
     if (div)
-        return span(floor_div(x.lo, m), floor_div(x.hi, m), floor_div(x.lo, m),
-                    floor_div(x.hi, m));
+        return span(floor_div(x.lo, m), floor_div(x.hi, m), floor_div(x.lo, m), floor_div(x.hi, m));
     if (floor_div(x.lo, m) == floor_div(x.hi, m)) { /* one period: x - q m */
         int64_t q = floor_div(x.lo, m);
         return span(x.lo - q * m, x.hi - q * m, x.lo - q * m, x.hi - q * m);

@@ -38,7 +38,7 @@ NX_HIDDEN nx_status nx_kborders_find(const nx_kernel *k, const uint32_t *mask, i
 NX_HIDDEN void nx_kborders_free(nx_ctx *ctx, nx_kborders *s);
 
 typedef struct nx_kbox {
-    int naxes; /* space axes on which some rule resolves; 0: no box (alias NULL) */
+    int naxes;     /* space axes on which some rule resolves; 0: no box (alias NULL) */
     uint32_t axes; /* bit a set for each of them */
     int64_t lo[NX_KERNEL_MAX_LOOPS], hi[NX_KERNEL_MAX_LOOPS]; /* per space axis; [0, n) if none */
     int ninst;

@@ -960,7 +960,8 @@ static void emit_slab_point(gen *g, const box_plan *bp, int a)
     const nx_kernel *k = g->k;
     const char *it = g->narrow ? "int" : "i64";
     for (int l = k->ndim - 1; l >= 0; l--) {
-        long long n = (long long)k->extent[l], w = (long long)bp->w[l], lo = (long long)bp->b->lo[l];
+        long long n = (long long)k->extent[l], w = (long long)bp->w[l];
+        long long lo = (long long)bp->b->lo[l];
         long long e = l < a ? w : l == a ? n - w : n;
         line(g, "i%d = (%s)(t %% %lldU);", l, it, e);
         line(g, "t /= %lldU;", e);

@@ -336,25 +336,63 @@ static void eval_point(const nx_kernel *k, const nx_kalias *al, const int64_t *a
                 ok = ok && known[in->a[j]];
             int64_t x = v[in->a[0]], y = ar > 1 ? v[in->a[1]] : 0;
             switch (in->prim) {
-            case NX_PRIM_ADD: r = x + y; break;
-            case NX_PRIM_SUB: r = x - y; break;
-            case NX_PRIM_MUL: r = x * y; break;
-            case NX_PRIM_NEG: r = -x; break;
-            case NX_PRIM_DIV: r = floordiv_i(x, y); break;
-            case NX_PRIM_MOD: r = fmod_i(x, y); break;
-            case NX_PRIM_MIN: r = y < x ? y : x; break;
-            case NX_PRIM_MAX: r = y > x ? y : x; break;
-            case NX_PRIM_SELECT: r = x ? y : v[in->a[2]]; break;
-            case NX_PRIM_LT: r = x < y; break;
-            case NX_PRIM_LE: r = x <= y; break;
-            case NX_PRIM_GT: r = x > y; break;
-            case NX_PRIM_GE: r = x >= y; break;
-            case NX_PRIM_EQ: r = x == y; break;
-            case NX_PRIM_NE: r = x != y; break;
-            case NX_PRIM_AND: r = x && y; break;
-            case NX_PRIM_OR: r = x || y; break;
-            case NX_PRIM_NOT: r = !x; break;
-            default: ok = false; break;
+            case NX_PRIM_ADD:
+                r = x + y;
+                break;
+            case NX_PRIM_SUB:
+                r = x - y;
+                break;
+            case NX_PRIM_MUL:
+                r = x * y;
+                break;
+            case NX_PRIM_NEG:
+                r = -x;
+                break;
+            case NX_PRIM_DIV:
+                r = floordiv_i(x, y);
+                break;
+            case NX_PRIM_MOD:
+                r = fmod_i(x, y);
+                break;
+            case NX_PRIM_MIN:
+                r = y < x ? y : x;
+                break;
+            case NX_PRIM_MAX:
+                r = y > x ? y : x;
+                break;
+            case NX_PRIM_SELECT:
+                r = x ? y : v[in->a[2]];
+                break;
+            case NX_PRIM_LT:
+                r = x < y;
+                break;
+            case NX_PRIM_LE:
+                r = x <= y;
+                break;
+            case NX_PRIM_GT:
+                r = x > y;
+                break;
+            case NX_PRIM_GE:
+                r = x >= y;
+                break;
+            case NX_PRIM_EQ:
+                r = x == y;
+                break;
+            case NX_PRIM_NE:
+                r = x != y;
+                break;
+            case NX_PRIM_AND:
+                r = x && y;
+                break;
+            case NX_PRIM_OR:
+                r = x || y;
+                break;
+            case NX_PRIM_NOT:
+                r = !x;
+                break;
+            default:
+                ok = false;
+                break;
             }
             /* comparisons of floats are not followed */
             if (ar > 1 && k->inst[in->a[0]].dtype != NX_DTYPE_I64 &&
@@ -438,9 +476,9 @@ static void dilate_box_case(nx_ctx *ctx, int border, const int64_t *shape, const
         o.size[a] = size[a];
     nx_node y = nx_morph_node(g, NX_MORPH_DILATE, nx_input(g, "x", NX_DTYPE_F32, 3, shape), &o);
     char what[160];
-    snprintf(what, sizeof what, "dilate border %d shape %lld %lld %lld size %lld %lld %lld",
-             border, (long long)shape[0], (long long)shape[1], (long long)shape[2],
-             (long long)size[0], (long long)size[1], (long long)size[2]);
+    snprintf(what, sizeof what, "dilate border %d shape %lld %lld %lld size %lld %lld %lld", border,
+             (long long)shape[0], (long long)shape[1], (long long)shape[2], (long long)size[0],
+             (long long)size[1], (long long)size[2]);
     if (nx_graph_status(g) != NX_OK)
         fail_msg("%s: %s", what, nx_ctx_last_error(ctx));
     nx_kplan *plan = NULL;
@@ -468,8 +506,8 @@ static void dilate_box_case(nx_ctx *ctx, int border, const int64_t *shape, const
             fail_msg("%s: axis %d interior [%lld, %lld), expected [%lld, %lld)", what, a,
                      (long long)b.lo[a], (long long)b.hi[a], (long long)lo, (long long)hi);
         if (rule && !(b.axes >> a & 1))
-            fail_msg("%s: axis %d has no interior; expected [%lld, %lld)", what, a,
-                     (long long)lo, (long long)hi);
+            fail_msg("%s: axis %d has no interior; expected [%lld, %lld)", what, a, (long long)lo,
+                     (long long)hi);
         want_pts *= hi - lo;
     }
     int64_t inside = check_box_values(k, &b, what);
@@ -504,8 +542,8 @@ static void test_box_gaussian(void **state)
         nx_graph *g = NULL;
         assert_int_equal(nx_graph_new(f->ctx, &g), NX_OK);
         int64_t shape[3] = {20, 18, 19};
-        nx_gaussian_opts o = {.nsigma = 1, .sigma = {1.0}, .driver = "fir",
-                              .mode = (nx_gaussian_mode)modes[m]};
+        nx_gaussian_opts o = {
+            .nsigma = 1, .sigma = {1.0}, .driver = "fir", .mode = (nx_gaussian_mode)modes[m]};
         nx_node y = nx_gaussian_node(g, nx_input(g, "x", NX_DTYPE_F32, 3, shape), NX_NONE, &o);
         nx_kplan *plan = NULL;
         if (nx_pass_pipeline(f->ctx, &g->s, 1, &y, &plan) != NX_OK)
@@ -556,12 +594,13 @@ static void test_ranges(void **state)
     nx_kernel_buffer(k, NX_KBUF_OUT, NX_DTYPE_I64, 2, shape, 0);
     nx_kernel_space(k, 2, shape);
     int32_t i = nx_kernel_idx(k, 0), j = nx_kernel_idx(k, 1);
-    int32_t c3 = nx_kernel_const_i(k, NX_DTYPE_I64, -3), c10 = nx_kernel_const_i(k, NX_DTYPE_I64, 10);
-    int32_t s = nx_kernel_prim(k, NX_PRIM_SUB, NX_DTYPE_I64, j, c3, -1);     /* [3, 302] */
-    int32_t md = nx_kernel_prim(k, NX_PRIM_MOD, NX_DTYPE_I64, s, c10, -1);   /* [0, 9] */
-    int32_t dv = nx_kernel_prim(k, NX_PRIM_DIV, NX_DTYPE_I64, s, c3, -1);    /* [-101, -1] */
-    int32_t ml = nx_kernel_prim(k, NX_PRIM_MUL, NX_DTYPE_I64, i, dv, -1);    /* [-606, 0] */
-    int32_t mx = nx_kernel_prim(k, NX_PRIM_MAX, NX_DTYPE_I64, ml, c3, -1);   /* [-3, 0] */
+    int32_t c3 = nx_kernel_const_i(k, NX_DTYPE_I64, -3);
+    int32_t c10 = nx_kernel_const_i(k, NX_DTYPE_I64, 10);
+    int32_t s = nx_kernel_prim(k, NX_PRIM_SUB, NX_DTYPE_I64, j, c3, -1);   /* [3, 302] */
+    int32_t md = nx_kernel_prim(k, NX_PRIM_MOD, NX_DTYPE_I64, s, c10, -1); /* [0, 9] */
+    int32_t dv = nx_kernel_prim(k, NX_PRIM_DIV, NX_DTYPE_I64, s, c3, -1);  /* [-101, -1] */
+    int32_t ml = nx_kernel_prim(k, NX_PRIM_MUL, NX_DTYPE_I64, i, dv, -1);  /* [-606, 0] */
+    int32_t mx = nx_kernel_prim(k, NX_PRIM_MAX, NX_DTYPE_I64, ml, c3, -1); /* [-3, 0] */
     int32_t big = nx_kernel_const_i(k, NX_DTYPE_I64, (int64_t)1 << 40);
     int32_t wide = nx_kernel_prim(k, NX_PRIM_MUL, NX_DTYPE_I64, j, big, -1); /* [0, 299 2^40] */
     int32_t lt = nx_kernel_prim(k, NX_PRIM_LT, NX_DTYPE_BOOL, i, c10, -1);
@@ -574,9 +613,11 @@ static void test_ranges(void **state)
     const struct {
         int32_t id;
         int64_t lo, hi;
-    } want[] = {{i, 0, 6}, {j, 0, 299}, {s, 3, 302}, {md, 0, 9}, {dv, -101, -1},
-                {ml, -606, 0}, {mx, -3, 0}, {wide, 0, 299 * ((int64_t)1 << 40)}, {sel, -3, 9},
-                {sum, -3, 9 + 299 * ((int64_t)1 << 40)}};
+    } want[] = {{i, 0, 6},      {j, 0, 299},
+                {s, 3, 302},    {md, 0, 9},
+                {dv, -101, -1}, {ml, -606, 0},
+                {mx, -3, 0},    {wide, 0, 299 * ((int64_t)1 << 40)},
+                {sel, -3, 9},   {sum, -3, 9 + 299 * ((int64_t)1 << 40)}};
     for (size_t w = 0; w < sizeof want / sizeof want[0]; w++)
         if (lo[want[w].id] != want[w].lo || hi[want[w].id] != want[w].hi)
             fail_msg("%%%d: [%lld, %lld], expected [%lld, %lld]", want[w].id,

@@ -1,8 +1,8 @@
 /* Stencil kernels through the CUDA emitter's general form: the box split, 32-bit index arithmetic
  * and the float MIN/MAX networks (codegen/ptx/emit.c, docs/cuda.md "Borders, 32-bit index
- * arithmetic, MIN/MAX networks"). Cases: grey dilation and erosion 3^3 and 2 x 3 x 4 (every border mode), median 3^3,
- * Gaussian FIR passes (reflect, constant, wrap), on volumes with short axes (1, 2, 3) and long
- * ones, inputs holding NaN, +-0 and +-inf.
+ * arithmetic, MIN/MAX networks"). Cases: grey dilation and erosion 3^3 and 2 x 3 x 4 (every
+ * border mode), median 3^3, Gaussian FIR passes (reflect, constant, wrap), on volumes with short
+ * axes (1, 2, 3) and long ones, inputs holding NaN, +-0 and +-inf.
  *   - Without a GPU: every kernel's CUDA C is emitted with the refinements on and off and compiled
  *     by NVRTC for compute_80 (skipped, with the reason printed, where NVRTC is missing), and the
  *     emitted form is checked where it must have changed: a dilation's kernel holds no 64-bit
