@@ -938,18 +938,21 @@ typedef struct box_plan {
     int64_t w[NX_KERNEL_MAX_LOOPS]; /* the box's width on each axis */
     int64_t inner;                  /* the box's points */
     bool split[NX_KERNEL_MAX_LOOPS]; /* axes with a border */
+    int axis, rows; /* rows > 1: each box thread takes `rows` consecutive points along `axis` */
 } box_plan;
 
 /* i<l> = lo[l] + (t in C order over w[]) on every axis; t is consumed. */
 static void emit_box_point(gen *g, const box_plan *bp)
 {
     for (int l = g->k->ndim - 1; l >= 0; l--) {
-        long long w = (long long)bp->w[l], lo = (long long)bp->b->lo[l];
+        long long w = (long long)bp->w[l], lo = (long long)bp->b->lo[l], r = 1;
+        if (l == bp->axis)
+            r = bp->rows, w /= r;
         if (w == 1) {
             line(g, "i%d = %lld;", l, lo);
             continue;
         }
-        line(g, "i%d = %lld + (%s)(t %% %lldU);", l, lo, g->narrow ? "int" : "i64", w);
+        line(g, "i%d = %lld + (%s)(t %% %lldU) * %lld;", l, lo, g->narrow ? "int" : "i64", w, r);
         line(g, "t /= %lldU;", w);
     }
 }
@@ -1005,20 +1008,33 @@ static void emit_box_body(gen *g, const box_plan *bp, const uint8_t *live)
     line(g, "%s t = (%s)p;", ut, ut);
     for (int l = 0; l < k->ndim; l++)
         line(g, "%s i%d;", g->narrow ? "int" : "i64", l);
-    line(g, "if (t < %lldU) {", (long long)bp->inner);
+    line(g, "if (t < %lldU) {", (long long)(bp->inner / bp->rows));
     g->ind++;
     emit_box_point(g, bp);
-    emit_linear(g);
+    if (bp->rows > 1)
+        line(g, "const %s ib = i%d;", g->narrow ? "int" : "i64", bp->axis);
     g->alias = bp->b->alias;
     g->live = live;
-    emit_scope(g, -1, k->ninst);
+    for (int r = 0; r < bp->rows; r++) {
+        if (bp->rows > 1) {
+            line(g, "{");
+            g->ind++;
+            line(g, "const %s i%d = ib + %d;", g->narrow ? "int" : "i64", bp->axis, r);
+        }
+        emit_linear(g);
+        emit_scope(g, -1, k->ninst);
+        emit_stores_at(g, "q");
+        if (bp->rows > 1) {
+            g->ind--;
+            line(g, "}");
+        }
+    }
     g->alias = NULL;
     g->live = NULL;
-    emit_stores_at(g, "q");
     line(g, "continue;");
     g->ind--;
     line(g, "}");
-    line(g, "t -= %lldU;", (long long)bp->inner);
+    line(g, "t -= %lldU;", (long long)(bp->inner / bp->rows));
     int last = -1;
     for (int a = 0; a < k->ndim; a++)
         last = bp->split[a] ? a : last;
@@ -1052,14 +1068,41 @@ static void emit_box_body(gen *g, const box_plan *bp, const uint8_t *live)
 }
 
 /* The box plan of b for k; false when the box is the whole space or empty (no split). */
-static bool plan_box(const nx_kernel *k, const nx_kbox *b, box_plan *bp)
+/* Rows along an outer axis: points i and i + 1 along an axis with a wide border read mostly the
+ * same taps, so a thread computing `rows` consecutive points there (the box's width on that axis cut
+ * to a multiple of rows, the rest joining the shell) loads each shared tap once (the compiler
+ * merges the loads of equal addresses: the buffers are __restrict__ and the taps unrolled). The
+ * axis: the outer one with the widest border, at least 2. Off unless NITRIX_PTX_ROWS=1: on the
+ * H200 it made dilation 5x, the FIR 1.5x slower (not yet understood; docs/perf/cuda-stencil.md). */
+static void plan_rows(const nx_kernel *k, box_plan *bp)
+{
+    bp->axis = -1;
+    bp->rows = 1;
+    int64_t best = 1;
+    for (int l = 0; l + 1 < k->ndim; l++) {
+        int64_t border = k->extent[l] - bp->w[l];
+        if (border > best && bp->w[l] >= 16)
+            best = border, bp->axis = l;
+    }
+    if (bp->axis < 0)
+        return;
+    bp->rows = best >= 8 ? 8 : 4;
+    bp->w[bp->axis] -= bp->w[bp->axis] % bp->rows;
+}
+
+static bool plan_box(const nx_kernel *k, const nx_kbox *b, bool rows, box_plan *bp)
 {
     memset(bp, 0, sizeof *bp);
     bp->b = b;
     bp->inner = 1;
+    bp->axis = -1;
+    bp->rows = 1;
+    for (int l = 0; l < k->ndim; l++)
+        bp->w[l] = b->hi[l] - b->lo[l];
+    if (rows && b->naxes > 0)
+        plan_rows(k, bp);
     int nsplit = 0;
     for (int l = 0; l < k->ndim; l++) {
-        bp->w[l] = b->hi[l] - b->lo[l];
         bp->inner *= bp->w[l];
         bp->split[l] = bp->w[l] < k->extent[l];
         nsplit += bp->split[l];
@@ -1106,11 +1149,14 @@ int nx_ptx_general_flags(void)
         int flag;
     } knobs[] = {{"NITRIX_PTX_SPLIT", NX_PTX_SPLIT},
                  {"NITRIX_PTX_NARROW", NX_PTX_NARROW},
-                 {"NITRIX_PTX_MINMAX", NX_PTX_MINMAX}};
+                 {"NITRIX_PTX_MINMAX", NX_PTX_MINMAX},
+                 {"NITRIX_PTX_ROWS", NX_PTX_ROWS}};
     int flags = 0;
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const char *v = getenv(knobs[i].var);
-        flags |= v && !strcmp(v, "0") ? 0 : knobs[i].flag;
+        /* rows per thread measured slower on the H200 (docs/perf/cuda-stencil.md): opt-in */
+        bool on = knobs[i].flag == NX_PTX_ROWS ? v && !strcmp(v, "1") : !v || strcmp(v, "0");
+        flags |= on ? knobs[i].flag : 0;
     }
     return flags;
 }
@@ -1187,7 +1233,8 @@ static void emit_general(gen *g)
         ok = nx_kborders_box(k, g->mask, &box) == NX_OK;
     if (ok && box.naxes > 0)
         nx_kbox_live(k, box.alias, live);
-    bool split = ok && plan_box(k, &box, &bp) && nx_ir_numel(k->ndim, k->extent) > 0;
+    bool split = ok && plan_box(k, &box, flags & NX_PTX_ROWS, &bp) &&
+                 nx_ir_numel(k->ndim, k->extent) > 0;
     g->alias = ok && box.naxes > 0 && !split ? box.alias : NULL;
     if (ok)
         emit_body(g, split ? &bp : NULL, live);

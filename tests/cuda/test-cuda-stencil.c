@@ -1,6 +1,6 @@
-/* Stencil kernels through the CUDA emitter's general form: the box split, 32-bit index arithmetic
- * and the float MIN/MAX networks (codegen/ptx/emit.c, docs/cuda.md "Borders, 32-bit index
- * arithmetic, MIN/MAX networks"). Cases: grey dilation and erosion 3^3 and 2 x 3 x 4 (every
+/* Stencil kernels through the CUDA emitter's general form: the box split, 32-bit index arithmetic,
+ * the float MIN/MAX networks and rows per thread (codegen/ptx/emit.c, docs/cuda.md "Borders, 32-bit
+ * index arithmetic, MIN/MAX networks"). Cases: grey dilation and erosion 3^3 and 2 x 3 x 4 (every
  * border mode), median 3^3, Gaussian FIR passes (reflect, constant, wrap), on volumes with short
  * axes (1, 2, 3) and long ones, inputs holding NaN, +-0 and +-inf.
  *   - Without a GPU: every kernel's CUDA C is emitted with the refinements on and off and compiled
@@ -104,7 +104,8 @@ static void emit_case(nx_ctx *ctx, kind kd, int mode, const int64_t *shape, cons
         nx_ptx_launch l;
         if (nx_ptx_emit(k, "k", false, &src, &len, &l) != NX_OK)
             fail_msg("emit %s: %s", k->name, nx_ctx_last_error(ctx));
-        bool on = nx_ptx_general_flags() == (NX_PTX_SPLIT | NX_PTX_NARROW | NX_PTX_MINMAX);
+        bool on =
+            nx_ptx_general_flags() == (NX_PTX_SPLIT | NX_PTX_NARROW | NX_PTX_MINMAX | NX_PTX_ROWS);
         if (on && kd == C_DILATE && shape[0] >= 8 && shape[1] >= 8 && shape[2] >= 8 &&
             i == plan->nkernels - 1) {
             if (!strstr(src, "if (t < ") || box_has(src, "nx_imod"))
@@ -125,14 +126,18 @@ static void emit_case(nx_ctx *ctx, kind kd, int mode, const int64_t *shape, cons
     nx_graph_free(g);
 }
 
-static const int64_t SHAPES[][3] = {{9, 10, 11}, {1, 7, 12}, {2, 3, 16}, {33, 5, 3}, {20, 18, 40}};
-static const int64_t SIZES[][3] = {{3, 3, 3}, {2, 3, 4}, {3, 3, 3}, {1, 4, 2}, {3, 3, 3}};
+/* The last two are long enough for rows per thread (an outer axis of 16 or more in the box). */
+static const int64_t SHAPES[][3] = {{9, 10, 11}, {1, 7, 12},   {2, 3, 16},
+                                    {33, 5, 3},  {20, 18, 40}, {40, 24, 9}};
+static const int64_t SIZES[][3] = {{3, 3, 3}, {2, 3, 4}, {3, 3, 3},
+                                   {1, 4, 2}, {3, 3, 3}, {3, 3, 3}};
+#define NSHAPES 6
 
 static void each_case(void (*fn)(nx_ctx *, kind, int, const int64_t *, const int64_t *, bool),
                       nx_ctx *ctx, bool arg)
 {
     for (int kd = 0; kd < C_KINDS; kd++)
-        for (int s = 0; s < 5; s++)
+        for (int s = 0; s < NSHAPES; s++)
             for (int m = 0; m < (kd == C_MEDIAN ? 2 : 5); m++) {
                 if (kd == C_GAUSS && m >= 3)
                     continue;
@@ -148,6 +153,7 @@ static void set_flags(bool on)
     setenv("NITRIX_PTX_SPLIT", v, 1);
     setenv("NITRIX_PTX_NARROW", v, 1);
     setenv("NITRIX_PTX_MINMAX", v, 1);
+    setenv("NITRIX_PTX_ROWS", v, 1);
 }
 
 static void test_emit(void **state)
