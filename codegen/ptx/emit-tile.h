@@ -35,7 +35,7 @@ typedef struct nx_ptx_gen {
  * NITRIX_PTX_SPLIT=0, NX_PTX_NARROW (32-bit index arithmetic) unless NITRIX_PTX_NARROW=0,
  * NX_PTX_MINMAX (one NaN test per leaf of a float MIN/MAX network) unless NITRIX_PTX_MINMAX=0,
  * NX_PTX_ROWS (box threads take several points along an outer axis) only with NITRIX_PTX_ROWS=1
- * (measured slower); for measurements. Part of the kernel cache key. */
+ * (not measured since a fix); for measurements. Part of the kernel cache key. */
 enum { NX_PTX_SPLIT = 1, NX_PTX_NARROW = 2, NX_PTX_MINMAX = 4, NX_PTX_ROWS = 8 };
 NX_HIDDEN int nx_ptx_general_flags(void);
 

@@ -1072,8 +1072,9 @@ static void emit_box_body(gen *g, const box_plan *bp, const uint8_t *live)
  * same taps, so a thread computing `rows` consecutive points there (the box's width on that axis cut
  * to a multiple of rows, the rest joining the shell) loads each shared tap once (the compiler
  * merges the loads of equal addresses: the buffers are __restrict__ and the taps unrolled). The
- * axis: the outer one with the widest border, at least 2. Off unless NITRIX_PTX_ROWS=1: on the
- * H200 it made dilation 5x, the FIR 1.5x slower (not yet understood; docs/perf/cuda-stencil.md). */
+ * axis: the outer one with the widest border, at least 2. Off unless NITRIX_PTX_ROWS=1: measured
+ * only with a bug since fixed (the launch kept one thread per point, the surplus threads ran past
+ * the space), not measured since (docs/perf/cuda-stencil.md). */
 static void plan_rows(const nx_kernel *k, box_plan *bp)
 {
     bp->axis = -1;
@@ -1199,7 +1200,7 @@ static bool narrow_space(const nx_kernel *k)
 
 /* The general form, with the box split of its POINTS loop and 32-bit index arithmetic where the
  * analyses (passes/borders.h) allow them and nx_ptx_general_flags has them on. */
-static void emit_general(gen *g)
+static void emit_general(gen *g, nx_ptx_launch *launch)
 {
     const nx_kernel *k = g->k;
     nx_ctx *ctx = k->ctx;
@@ -1236,6 +1237,10 @@ static void emit_general(gen *g)
     bool split = ok && plan_box(k, &box, flags & NX_PTX_ROWS, &bp) &&
                  nx_ir_numel(k->ndim, k->extent) > 0;
     g->alias = ok && box.naxes > 0 && !split ? box.alias : NULL;
+    /* with rows, a box thread takes `rows` points: the launch has that many fewer threads, and a
+     * thread past them would decompose a point outside the space */
+    if (split)
+        launch->points -= bp.inner - bp.inner / bp.rows;
     if (ok)
         emit_body(g, split ? &bp : NULL, live);
     else
@@ -1289,7 +1294,7 @@ nx_status nx_ptx_emit(const nx_kernel *k, const char *name, bool reassoc, char *
                  !nx_ptx_emit_vec(&g, aff, name, launch))) {
         choose_shape(&g, reassoc, launch);
         emit_signature(&g, name);
-        emit_general(&g);
+        emit_general(&g, launch);
     }
     nx_rt_free(ctx, aff, n * sizeof *aff);
     nx_rt_free(ctx, g.mask, n * sizeof *g.mask);

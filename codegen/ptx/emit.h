@@ -18,7 +18,8 @@ typedef enum nx_ptx_shape {
 
 typedef struct nx_ptx_launch {
     nx_ptx_shape shape;
-    int64_t points;    /* iteration points of the space (1 for a 0-d space) */
+    int64_t points;    /* iteration points of the space (1 for a 0-d space); the general form's
+                          POINTS kernels with rows per thread: the work items (fewer) */
     int64_t fold_len;  /* BLOCK_REDUCE: elements each output folds */
     int64_t blocks_per_point; /* BLOCK_REDUCE: blocks folding one output; partials and tickets
                                  (zeroed once) sized points * blocks_per_point */

@@ -113,6 +113,13 @@ static void emit_case(nx_ctx *ctx, kind kd, int mode, const int64_t *shape, cons
             if (!strstr(src, "int i0;") || !strstr(src, "for (i64 p"))
                 fail_msg("dilate %s: loop indices are not int:\n%s", k->name, src);
         }
+        /* one thread per point, fewer where box threads take rows of points: never more (a
+         * thread past the work would decompose a point outside the space) */
+        int64_t numel = nx_ir_numel(k->ndim, k->extent);
+        bool rows = strstr(src, " ib = i") != NULL;
+        if (rows ? l.points >= numel || l.points < numel / 8 : l.points != numel)
+            fail_msg("%s: launch of %lld threads for %lld points%s", k->name, (long long)l.points,
+                     (long long)numel, rows ? " (rows per thread)" : "");
         if (compile) {
             nx_ptx_image img;
             nx_ptx_target t = {80, NX_PTX_KIND_PTX};
