@@ -1073,8 +1073,8 @@ static void emit_box_body(gen *g, const box_plan *bp, const uint8_t *live)
  * to a multiple of rows, the rest joining the shell) loads each shared tap once (the compiler
  * merges the loads of equal addresses: the buffers are __restrict__ and the taps unrolled). The
  * axis: the outer one with the widest border, at least 2. Off unless NITRIX_PTX_ROWS=1: measured
- * only with a bug since fixed (the launch kept one thread per point, the surplus threads ran past
- * the space), not measured since (docs/perf/cuda-stencil.md). */
+ * only with a bug since fixed (the launch kept one thread per point, the surplus threads computed
+ * shell points again), not measured since (docs/perf/cuda-stencil.md). */
 static void plan_rows(const nx_kernel *k, box_plan *bp)
 {
     bp->axis = -1;
@@ -1237,8 +1237,8 @@ static void emit_general(gen *g, nx_ptx_launch *launch)
     bool split = ok && plan_box(k, &box, flags & NX_PTX_ROWS, &bp) &&
                  nx_ir_numel(k->ndim, k->extent) > 0;
     g->alias = ok && box.naxes > 0 && !split ? box.alias : NULL;
-    /* with rows, a box thread takes `rows` points: the launch has that many fewer threads, and a
-     * thread past them would decompose a point outside the space */
+    /* with rows, a box thread takes `rows` points: the launch has that many fewer threads (a
+     * thread past them would fall into the last slab and compute its points again) */
     if (split)
         launch->points -= bp.inner - bp.inner / bp.rows;
     if (ok)

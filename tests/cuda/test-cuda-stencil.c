@@ -114,7 +114,7 @@ static void emit_case(nx_ctx *ctx, kind kd, int mode, const int64_t *shape, cons
                 fail_msg("dilate %s: loop indices are not int:\n%s", k->name, src);
         }
         /* one thread per point, fewer where box threads take rows of points: never more (a
-         * thread past the work would decompose a point outside the space) */
+         * thread past the work would compute shell points again) */
         int64_t numel = nx_ir_numel(k->ndim, k->extent);
         bool rows = strstr(src, " ib = i") != NULL;
         if (rows ? l.points >= numel || l.points < numel / 8 : l.points != numel)
