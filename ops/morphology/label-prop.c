@@ -24,10 +24,11 @@
  * gathers; the scatter's copy of L is a device copy, not a kernel). A program run does ROUNDS
  * rounds and one more kernel for the flag "the labels are not a fixed point yet" (not_fixed: it
  * tests the fixed point directly, so no round is spent confirming it), and the host reads that
- * 4-byte flag once per run (a synchronisation): the usual mask takes one run. The four gathers
- * read one materialised buffer, so they do the work of two pointer-jumping kernels in one. Inputs
- * on the device stay there: every program's inputs are device tensors then, so no label array
- * crosses the bus between runs. */
+ * 4-byte flag once per run (a synchronisation). The first run's program also makes the initial
+ * labels from the mask (one more kernel), so the usual mask takes two program runs in all: that
+ * one and the numbering. The four gathers read one materialised buffer, so they do the work of
+ * two pointer-jumping kernels in one. Inputs on the device stay there: every program's inputs are
+ * device tensors then, so no label array crosses the bus between runs. */
 #include <string.h>
 
 #include "morph.h"
@@ -38,9 +39,9 @@
 #define JUMPS 4
 #define MAX_NEIGHBOURS 80 /* 3^4 - 1 */
 #define MAX_OUTPUTS NX_RT_GRAPH_OUTPUTS
-_Static_assert(1 + 3 * ROUNDS <= MAX_OUTPUTS, "the rounds' outputs fit");
+_Static_assert(2 + 2 * ROUNDS <= MAX_OUTPUTS, "the rounds' outputs fit");
 
-enum { PROG_INIT, PROG_ROUNDS, PROG_FINAL };
+enum { PROG_FIRST, PROG_ROUNDS, PROG_FINAL };
 
 typedef struct prop_call {
     int kind;
@@ -97,10 +98,11 @@ static nx_node neighbourhood_min(nx_graph *g, const prop_call *c, nx_node lab, i
     return flat(g, m, n);
 }
 
-/* One round on the flat labels lab (n voxels). Each materialised value is appended to keep[]:
- * fusion recomputes an inlined value at every place a kernel reads it, and M, H and the round's
- * result are read at several index maps (neighbours, gathers), so without these materialisation
- * points the rounds would nest into exponentially large kernels. */
+/* One round on the flat labels lab (n voxels). H is appended to keep[] (the caller keeps each
+ * round's result too): fusion recomputes an inlined value at every place a kernel reads it, and
+ * H and the round's result are read at several index maps (neighbours, gathers), so without these
+ * materialisation points the rounds would nest into exponentially large kernels. M needs no entry:
+ * as the scatter's updates it is a library kernel's input, which the plan materialises. */
 static nx_node round_of(nx_graph *g, const prop_call *c, nx_node lab, int64_t n, nx_node *keep,
                         int *nkeep)
 {
@@ -108,7 +110,6 @@ static nx_node round_of(nx_graph *g, const prop_call *c, nx_node lab, int64_t n,
     /* background's M goes nowhere: its scatter index is out of range (dropped), its result is
      * masked below */
     nx_node m = neighbourhood_min(g, c, lab, n);
-    keep[(*nkeep)++] = m;
     nx_node h = nx_scatter(g, lab, lab, m, 0, NX_MONOID_MIN);
     keep[(*nkeep)++] = h;
     nx_node jump = h;
@@ -164,16 +165,17 @@ static nx_status build(nx_graph *g, void *user, nx_node *outs, int *nout)
         n *= c->shape[i];
     nx_node big = nx_scalar(g, NX_DTYPE_I32, (double)INT32_MAX);
     nx_node idx = nx_iota(g, NX_DTYPE_I32, 1, &n, 0);
-    if (c->kind == PROG_INIT) {
+    nx_node lab = NX_NONE;
+    *nout = 2;
+    if (c->kind == PROG_FIRST) { /* the initial labels, then the rounds */
         nx_node mask = nx_input(g, "mask", c->mask_dtype, c->nd, c->shape);
-        outs[0] = nx_select(g, flat(g, nx_cast(g, mask, NX_DTYPE_BOOL), n), idx, big);
-        *nout = 1;
-        return nx_graph_status(g);
+        lab = nx_select(g, flat(g, nx_cast(g, mask, NX_DTYPE_BOOL), n), idx, big);
+        outs[(*nout)++] = lab;
+    } else {
+        lab = nx_input(g, "labels", NX_DTYPE_I32, 1, &n);
     }
-    nx_node lab = nx_input(g, "labels", NX_DTYPE_I32, 1, &n);
-    if (c->kind == PROG_ROUNDS) {
+    if (c->kind != PROG_FINAL) {
         nx_node l = lab;
-        *nout = 2;
         for (int r = 0; r < ROUNDS; r++) {
             if (r > 0)
                 outs[(*nout)++] = l;
@@ -221,35 +223,39 @@ static nx_status scalar_of(const nx_tensor *t, int32_t *v)
     return st;
 }
 
-/* Runs p and keeps its first output and, when o1 is not NULL, its second (the others are
- * materialisation points). */
-static nx_status run_keep(nx_program *p, const nx_tensor *const *in, nx_tensor **o0, nx_tensor **o1)
+/* Runs p and keeps its first two outputs (the others are materialisation points). */
+static nx_status run2(nx_program *p, const nx_tensor *const *in, nx_tensor **o0, nx_tensor **o1)
 {
     nx_tensor *outs[MAX_OUTPUTS] = {NULL};
     nx_status st = nx_program_run(p, in, outs);
     *o0 = outs[0];
-    int kept = 1;
-    if (o1)
-        *o1 = outs[kept++];
-    for (int i = kept; i < nx_program_num_outputs(p); i++)
+    *o1 = outs[1];
+    for (int i = 2; i < nx_program_num_outputs(p); i++)
         nx_tensor_free(outs[i]);
     return st;
 }
 
-/* Iterates the round program from the initial labels to the fixed point; *lab is replaced. */
-static nx_status iterate(nx_ctx *ctx, prop_call *c, nx_tensor **lab, int *runs)
+/* Runs the first program on the mask (the initial labels and ROUNDS rounds), then the round
+ * program until the labels are a fixed point; *lab receives them (NULL on failure). */
+static nx_status iterate(nx_ctx *ctx, prop_call *c, const nx_tensor *mask, nx_tensor **lab,
+                         int *runs)
 {
-    nx_program *p = NULL;
-    c->kind = PROG_ROUNDS;
-    nx_status st = program(ctx, c, &p);
-    int64_t n = nx_tensor_numel(*lab);
+    nx_program *first = NULL, *rounds = NULL;
+    c->kind = PROG_FIRST;
+    nx_status st = program(ctx, c, &first);
     /* Each round moves a component's minimum at least one step along a path, so n / ROUNDS + 2
      * runs always reach the fixed point; hooking and jumping make the usual count logarithmic. */
-    int64_t limit = n / ROUNDS + 2;
+    int64_t limit = nx_tensor_numel(mask) / ROUNDS + 2;
     int32_t open = 1;
+    *lab = NULL;
     for (*runs = 0; st == NX_OK && open && *runs < limit; (*runs)++) {
+        c->kind = PROG_ROUNDS;
+        if (*runs == 1)
+            st = program(ctx, c, &rounds);
         nx_tensor *next = NULL, *flag = NULL;
-        st = run_keep(p, (const nx_tensor *const[]){*lab}, &next, &flag);
+        const nx_tensor *in = *runs == 0 ? mask : *lab;
+        if (st == NX_OK)
+            st = run2(*runs == 0 ? first : rounds, &in, &next, &flag);
         if (st == NX_OK)
             st = scalar_of(flag, &open);
         nx_tensor_free(flag);
@@ -272,7 +278,7 @@ static nx_status propagate(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
                            nx_tensor **out, int32_t *n_labels)
 {
     *out = NULL;
-    prop_call c = {.kind = PROG_INIT,
+    prop_call c = {.kind = PROG_FIRST,
                    .nd = nx_tensor_ndim(mask),
                    .connectivity = connectivity,
                    .shape = nx_tensor_shape(mask),
@@ -291,17 +297,13 @@ static nx_status propagate(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
     }
     nx_program *p = NULL;
     nx_tensor *lab = NULL, *num = NULL, *count = NULL;
-    nx_status st = program(ctx, &c, &p);
-    if (st == NX_OK)
-        st = run_keep(p, (const nx_tensor *const[]){mask}, &lab, NULL);
     int nruns = 0;
-    if (st == NX_OK)
-        st = iterate(ctx, &c, &lab, &nruns);
+    nx_status st = iterate(ctx, &c, mask, &lab, &nruns);
     c.kind = PROG_FINAL;
     if (st == NX_OK)
         st = program(ctx, &c, &p);
     if (st == NX_OK)
-        st = run_keep(p, (const nx_tensor *const[]){lab}, &num, &count);
+        st = run2(p, (const nx_tensor *const[]){lab}, &num, &count);
     int32_t k = 0;
     if (st == NX_OK)
         st = scalar_of(count, &k);
