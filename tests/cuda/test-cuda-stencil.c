@@ -7,6 +7,7 @@
  *     by NVRTC for compute_80 (skipped, with the reason printed, where NVRTC is missing), and the
  *     emitted form is checked where it must have changed: a dilation's kernel holds no 64-bit
  *     modulo (nx_imod) in its box region and declares its loop indices int.
+ *   - The emission of a dilation under every failing allocation: NX_ERR_NOMEM, no leak.
  *   - With a GPU (NX_TEST_CUDA_RUN=1 and a device answering): each case runs on the device in
  *     reproducible mode and must equal the reference interpreter bit for bit (NaNs of any payload
  *     equal, signed zeros distinct), with the refinements on, and off (NITRIX_PTX_SPLIT=0 ...). */
@@ -244,11 +245,50 @@ static void test_device_values(void **state)
     set_flags(true);
 }
 
+/* Emits a dilation's kernels (box, 32-bit, MIN/MAX network and rows all on) under every failing
+ * allocation: each must fail with NX_ERR_NOMEM and leak nothing (the analyses' scratch, the box's
+ * aliases and the source text included). */
+static nx_status emit_sweep_body(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    nx_graph *g = NULL;
+    nx_status st = nx_graph_new(ctx, &g);
+    if (st != NX_OK)
+        return st;
+    int64_t shape[3] = {20, 18, 12}, size[3] = {3, 3, 3};
+    nx_node y = build(g, C_DILATE, 0, shape, size);
+    nx_kplan *plan = NULL;
+    st = nx_graph_status(g);
+    if (st == NX_OK)
+        st = nx_pass_pipeline(ctx, &g->s, 1, &y, &plan);
+    for (int i = 0; st == NX_OK && i < plan->nkernels; i++) {
+        char *src = NULL;
+        size_t len = 0;
+        nx_ptx_launch l;
+        if (plan->kernels[i]->kind != NX_KERNEL_LOOP)
+            continue;
+        st = nx_ptx_emit(plan->kernels[i], "k", false, &src, &len, &l);
+        if (st == NX_OK)
+            nx_rt_free(ctx, src, len);
+    }
+    nx_kplan_free(plan);
+    nx_graph_free(g);
+    return st;
+}
+
+static void test_emit_sweep(void **state)
+{
+    (void)state;
+    set_flags(true);
+    assert_true(nx_test_alloc_sweep(emit_sweep_body, NULL, 4000) > 10);
+}
+
 int main(void)
 {
     setenv("NITRIX_REPRODUCIBLE", "1", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_emit),
+        cmocka_unit_test(test_emit_sweep),
         cmocka_unit_test(test_device_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
