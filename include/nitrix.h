@@ -181,9 +181,9 @@ typedef struct nx_ctx_opts {
  * it accepts. When creation fails, *out is NULL and nx_ctx_last_error(NULL) holds the message. */
 NX_API nx_status nx_ctx_new(const nx_ctx_opts *opts, nx_ctx **out);
 NX_API void nx_ctx_free(nx_ctx *ctx);
-/* With the default allocator, a context keeps up to 8 freed host blocks of 2 MiB or more (512 MiB
- * in all) and gives each to the next allocation of the same size, so repeated calls on same-shaped
- * tensors reuse warm pages. nx_ctx_trim returns them to the system now (nx_ctx_free does too). A
+/* With the default allocator, a context keeps up to 32 freed host blocks of 2 MiB or more (an
+ * eighth of physical memory in all, between 256 MiB and 2 GiB) and gives each to the next
+ * allocation of the same size, so repeated calls on same-shaped tensors reuse warm pages. nx_ctx_trim returns them to the system now (nx_ctx_free does too). A
  * context with a user allocator keeps nothing. */
 NX_API void nx_ctx_trim(nx_ctx *ctx);
 

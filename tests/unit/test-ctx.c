@@ -208,14 +208,21 @@ static void test_kept_blocks(void **state)
     nx_tensor_free(c);
     nx_ctx_trim(ctx); /* released: the next one is whatever the system gives */
     nx_tensor_free(b);
-    /* 64 MiB blocks past the 512 MiB budget: the ninth is freed, not kept (the sanitizer builds
-     * check that every block, kept or not, is released by nx_ctx_free) */
-    int64_t huge[1] = {(int64_t)(64u << 20) / 4};
-    nx_tensor *t[9] = {NULL};
-    for (int i = 0; i < 9; i++)
-        assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 1, huge, &t[i]), NX_OK);
-    for (int i = 0; i < 9; i++)
+    /* More 2 MiB blocks than the context has slots (32): the last is freed, not kept (the
+     * sanitizer builds check that every block, kept or not, is released by nx_ctx_free) */
+    int64_t two[1] = {(int64_t)(2u << 20) / 4};
+    nx_tensor *t[33] = {NULL};
+    for (int i = 0; i < 33; i++)
+        assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 1, two, &t[i]), NX_OK);
+    for (int i = 0; i < 33; i++)
         nx_tensor_free(t[i]);
+    /* 64 MiB blocks past the smallest budget (256 MiB) */
+    int64_t huge[1] = {(int64_t)(64u << 20) / 4};
+    nx_tensor *h[5] = {NULL};
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 1, huge, &h[i]), NX_OK);
+    for (int i = 0; i < 5; i++)
+        nx_tensor_free(h[i]);
     nx_ctx_free(ctx); /* frees the kept ones (ASan's leak check would say otherwise) */
 
     nx_test_alloc ta = {0};
