@@ -58,17 +58,19 @@ typedef struct nx_gaussian_opts {
     int64_t kernel_size[NX_GAUSSIAN_MAX_SPATIAL]; /* 0: from truncate */
     nx_gaussian_mode mode;
     double cval;         /* NX_GAUSSIAN_CONSTANT only; finite */
-    const char *driver;  /* NULL or "auto" (reproducible mode: fir, else recursive), "fir",
-                          * "recursive" */
+    /* NULL or "auto": in reproducible mode or with a sigma gradient fir, else the driver the
+     * backend's cost model says is cheaper (on the CPU fir up to sigma 8 at truncate 4,
+     * recursive from sigma 12); "fir"; "recursive" */
+    const char *driver;
 } nx_gaussian_opts;
 
 /* The fragment inside a caller's graph; x is f32 or f64 and is not empty (an empty image has no
  * line to filter: the entry point returns an empty result for it). sigma_node may be NX_NONE, or
  * a float node of x's dtype with shape [] or [1] (every axis) or [nspatial]: the weights are then
  * an IR expression of it, so nx_graph_vjp gives d/dsigma (the window's extent stays the one
- * opts->sigma gives, which is where sigma's value must be). The driver resolves as in the entry
- * point (auto: the context's reproducible mode), except that with a sigma_node auto means fir and
- * recursive is refused. NX_NONE with the graph's error on failure. */
+ * opts->sigma gives, which is where sigma's value must be). In a graph the backend is not known:
+ * auto keeps the registry's rule (fir in reproducible mode, else recursive), except that with a
+ * sigma_node auto means fir and recursive is refused. NX_NONE with the graph's error on failure. */
 NX_API nx_node nx_gaussian_node(nx_graph *g, nx_node x, nx_node sigma_node,
                                 const nx_gaussian_opts *opts);
 
