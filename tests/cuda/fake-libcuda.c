@@ -6,7 +6,9 @@
  * Configured from the environment when cuInit is called:
  *   NX_FAKE_CUDA_INIT     the result of cuInit (default 0; 100 = CUDA_ERROR_NO_DEVICE)
  *   NX_FAKE_CUDA_DEVICES  "name:major.minor:sms:GiB,..." (default one "Fake A100" 8.0, 108 SMs, 40)
- * Test hooks (found with dlsym): fake_cuda_live_allocs, fake_cuda_bad_copies. */
+ *   NX_FAKE_CUDA_NO_HOST  set: cuMemAllocHost_v2 fails (the runtime must fall back to plain copies)
+ * Test hooks (found with dlsym): fake_cuda_live_allocs, fake_cuda_bad_copies,
+ * fake_cuda_live_host (page-locked blocks not yet freed), fake_cuda_host_allocs (all ever given). */
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -38,6 +40,7 @@ static struct {
 } allocs[MAX_ALLOCS];
 static int live;
 static int bad_copies;
+static int live_host, host_allocs;
 static int ctx_token; /* its address is the one context */
 static int stream_token;
 
@@ -49,6 +52,16 @@ int fake_cuda_live_allocs(void)
 int fake_cuda_bad_copies(void)
 {
     return bad_copies;
+}
+
+int fake_cuda_live_host(void)
+{
+    return live_host;
+}
+
+int fake_cuda_host_allocs(void)
+{
+    return host_allocs;
 }
 
 static void parse_devices(const char *spec)
@@ -233,6 +246,30 @@ CUresult cuMemFree_v2(CUdeviceptr p)
     }
     pthread_mutex_unlock(&lock);
     return 1;
+}
+
+CUresult cuMemAllocHost_v2(void **p, size_t n)
+{
+    NEED_INIT();
+    if (n == 0 || getenv("NX_FAKE_CUDA_NO_HOST"))
+        return 2;
+    *p = malloc(n);
+    if (!*p)
+        return 2;
+    pthread_mutex_lock(&lock);
+    live_host++;
+    host_allocs++;
+    pthread_mutex_unlock(&lock);
+    return 0;
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+    pthread_mutex_lock(&lock);
+    live_host--;
+    pthread_mutex_unlock(&lock);
+    free(p);
+    return 0;
 }
 
 /* Whether [p, p + n) lies inside one live allocation. */

@@ -72,6 +72,7 @@ static void check_fake_clean(void)
         return;
     assert_int_equal(fake_counter("fake_cuda_live_allocs"), 0);
     assert_int_equal(fake_counter("fake_cuda_bad_copies"), 0);
+    assert_int_equal(fake_counter("fake_cuda_live_host"), 0); /* the staging buffer went back */
 }
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
@@ -173,12 +174,17 @@ static void test_round_trip_dtypes(void **state)
     nx_test_alloc ta = {0};
     nx_ctx *ctx = nx_test_ctx(&ta);
     const int64_t s3[3] = {3, 4, 5}, big[1] = {(1 << 20) + 7}, empty[2] = {0, 3};
+    int host_before = fake_driver() ? fake_counter("fake_cuda_host_allocs") : 0;
     for (int dt = 0; dt < NX_DTYPE_COUNT; dt++) {
         round_trip(ctx, (nx_dtype)dt, 3, s3);
         round_trip(ctx, (nx_dtype)dt, 0, NULL);
         round_trip(ctx, (nx_dtype)dt, 1, big);
         round_trip(ctx, (nx_dtype)dt, 2, empty);
     }
+    /* reads of up to 4 KiB went through one page-locked staging buffer for the whole context */
+    if (fake_driver())
+        assert_int_equal(fake_counter("fake_cuda_host_allocs") - host_before,
+                         getenv("NX_FAKE_CUDA_NO_HOST") ? 0 : 1);
     nx_ctx_free(ctx);
     assert_int_equal(ta.live, 0);
     check_fake_clean();
