@@ -288,6 +288,7 @@ typedef struct run_state {
     nx_ptx_plan *cp;
     nx_tensor **slot; /* device tensor of each slot (owned: every entry is freed at the end) */
     bool device_out;
+    bool copied; /* take_output enqueued a device copy that the run must wait for */
 } run_state;
 
 static nx_cu_ptr dptr(const nx_tensor *t)
@@ -430,6 +431,7 @@ static nx_status take_output(run_state *rs, int i, nx_tensor **out)
     nx_status st = nx_rt_cuda_tensor_new(rs->ctx, t->dtype, t->ndim, t->shape, out);
     if (st == NX_OK)
         st = nx_rt_cuda_copy(rs->ctx, dptr(*out), dptr(t), (*out)->storage->bytes);
+    rs->copied = true;
     return st;
 }
 
@@ -439,7 +441,7 @@ nx_status nx_ptx_plan_run(nx_ctx *ctx, const nx_kplan *p, nx_ptx_plan *cp,
     for (int i = 0; i < p->noutputs; i++)
         outputs[i] = NULL;
     size_t n = (size_t)p->nslots + 1;
-    run_state rs = {ctx, p, cp, nx_rt_calloc(ctx, n, sizeof(nx_tensor *)), false};
+    run_state rs = {ctx, p, cp, nx_rt_calloc(ctx, n, sizeof(nx_tensor *)), false, false};
     if (!rs.slot)
         return nx_rt_nomem(ctx, "nx_program_run (CUDA slots)", n * sizeof(nx_tensor *));
     int nin = 0, ndev = 0;
@@ -456,7 +458,8 @@ nx_status nx_ptx_plan_run(nx_ctx *ctx, const nx_kplan *p, nx_ptx_plan *cp,
         st = nx_rt_cuda_sync(ctx);
     for (int i = 0; st == NX_OK && i < p->noutputs; i++)
         st = take_output(&rs, i, &outputs[i]);
-    if (st == NX_OK)
+    /* downloads wait for themselves; only device-to-device copies are still in flight */
+    if (st == NX_OK && rs.copied)
         st = nx_rt_cuda_sync(ctx);
     for (int i = 0; i < p->nslots; i++)
         nx_tensor_free(rs.slot[i]);
