@@ -21,6 +21,7 @@
 #include "codegen/ptx/emit-lib.h"
 #include "passes/fuse.h"
 #include "testutil.h"
+#include "probe.h"
 
 typedef enum tol_kind { EXACT, LSE_ULPS, FAST_SUM } tol_kind;
 
@@ -73,30 +74,6 @@ static nx_tensor *make_input(nx_ctx *ctx, nx_dtype dt, int ndim, const int64_t *
 }
 
 /* ---- checking ------------------------------------------------------------------------------*/
-
-static bool have_nvrtc(nx_ctx *ctx)
-{
-    static int known = -1;
-    if (known < 0) {
-        known = nx_ptx_available(ctx) == NX_OK;
-        if (!known)
-            print_message("NVRTC compiles skipped: %s\n", nx_ctx_last_error(ctx));
-    }
-    return known;
-}
-
-static bool have_gpu(nx_ctx *ctx)
-{
-    static int known = -1;
-    if (known < 0) {
-        const char *fake = getenv("NX_TEST_FAKE_DRIVER");
-        known = nx_rt_cuda_available(ctx) == NX_OK && !(fake && fake[0] == '1');
-        if (!known)
-            print_message("device runs skipped: %s\n",
-                          nx_ctx_last_error(ctx)[0] ? nx_ctx_last_error(ctx) : "fake driver");
-    }
-    return known;
-}
 
 static void nvrtc_compile(nx_ctx *ctx, const nx_kernel *k, bool reassoc)
 {

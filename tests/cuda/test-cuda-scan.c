@@ -26,6 +26,7 @@
 #include "codegen/ptx/emit-lib.h"
 #include "passes/fuse.h"
 #include "testutil.h"
+#include "probe.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;
 
@@ -64,30 +65,6 @@ static nx_tensor *make_input(nx_ctx *ctx, nx_dtype dt, int ndim, const int64_t *
         nx_ir_put(nx_tensor_data(t), dt, i, v);
     }
     return t;
-}
-
-static bool have_nvrtc(nx_ctx *ctx)
-{
-    static int known = -1;
-    if (known < 0) {
-        known = nx_ptx_available(ctx) == NX_OK;
-        if (!known)
-            print_message("NVRTC compiles skipped: %s\n", nx_ctx_last_error(ctx));
-    }
-    return known;
-}
-
-static bool have_gpu(nx_ctx *ctx)
-{
-    static int known = -1;
-    if (known < 0) {
-        const char *fake = getenv("NX_TEST_FAKE_DRIVER");
-        known = nx_rt_cuda_available(ctx) == NX_OK && !(fake && fake[0] == '1');
-        if (!known)
-            print_message("device runs skipped: %s\n",
-                          nx_ctx_last_error(ctx)[0] ? nx_ctx_last_error(ctx) : "fake driver");
-    }
-    return known;
 }
 
 /* What the emitter should make of a kernel. */
