@@ -138,7 +138,7 @@ static nx_status on_device_of(const nx_tensor *x, nx_tensor **t)
  * elementwise work whatever sigma is (an axis with sigma < 0.5 takes the FIR in it too). The
  * constants come from measurements at 256^3 f32:
  *
- *   cpu   FIR as sums of shifted slices (up to 65 taps, gaussian.c's FIR_SLICE_TAPS) 2.3 ms per
+ *   cpu   FIR as sums of shifted slices (up to NX_GAUSS_FIR_SLICE_TAPS = 65 taps) 2.3 ms per
  *         tap and axis (sigma 8: 0.45 s CPU); beyond, window folds 5.8-7.0 ms per tap and axis
  *         (sigma 12: 1.70 s, sigma 16: 2.72 s), weight 2.5; recursive 0.95-1.14 s for three axes,
  *         ~150 slice taps per axis. So auto is fir up to sigma 8 (65 taps at truncate 4),
@@ -150,7 +150,6 @@ static nx_status on_device_of(const nx_tensor *x, nx_tensor **t)
  *
  * In a caller's graph (nx_gaussian_node) the backend is not known yet and auto keeps the
  * registry's rule (recursive outside reproducible mode). */
-#define CPU_SLICE_TAPS 65
 #define CPU_FOLD_WEIGHT 2.5
 #define CPU_RECURSIVE_TAPS 150.0
 #define CUDA_RECURSIVE_TAPS 110.0
@@ -167,7 +166,7 @@ static bool recursive_cheaper(const nx_gauss_plan *p, nx_backend b)
     for (int i = 0; i < p->nsp; i++) {
         int64_t taps = p->lo[i] + p->hi[i] + 1;
         double t = (double)taps;
-        if (b != NX_BACKEND_CUDA && taps > CPU_SLICE_TAPS)
+        if (b != NX_BACKEND_CUDA && taps > NX_GAUSS_FIR_SLICE_TAPS)
             t *= CPU_FOLD_WEIGHT;
         fir += t;
         rec += p->sigma[i] < 0.5      ? t

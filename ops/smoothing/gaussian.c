@@ -183,9 +183,6 @@ static nx_node weights_node(nx_graph *g, const nx_gauss_plan *p, int i, nx_node 
     return out;
 }
 
-/* Up to this many taps, constant weights along the last axis fold as a sum of shifted slices
- * (below); wider windows keep the window fold, whose kernel does not grow with the taps. */
-#define FIR_SLICE_TAPS 65
 
 /* sum_t w[t] xp[i + t] along absolute axis a as k shifted slices of xp times constants, added in
  * tap order (the window fold's order): one elementwise kernel whose loads are affine shifts of
@@ -235,7 +232,7 @@ static nx_node fir_pass(nx_graph *g, nx_node x, const nx_gauss_plan *p, int i, n
     lo[a] = p->lo[i];
     hi[a] = p->hi[i];
     nx_node xp = padded ? x : nx_pad(g, x, lo, hi, p->pad, p->cval);
-    if (sigma == NX_NONE && k <= FIR_SLICE_TAPS && (a == nd - 1 || slices_anywhere))
+    if (sigma == NX_NONE && k <= NX_GAUSS_FIR_SLICE_TAPS && (a == nd - 1 || slices_anywhere))
         return fir_slices(g, xp, p, i);
     nx_node v = nx_window(g, xp, win, NULL, NULL);
     nx_node w = nx_reshape(g, weights_node(g, p, i, sigma, nx_node_dtype(g, x)), 2 * nd, wshape);

@@ -50,4 +50,9 @@ NX_HIDDEN nx_node nx_gauss_recursive_pass(nx_graph *g, nx_node x, int axis, doub
 NX_HIDDEN bool nx_gauss_yvv_poles(double sigma, double p_re[3], double p_im[3], double a_re[3],
                                   double a_im[3]);
 
+/* Up to this many taps, constant weights along an axis fold as a sum of shifted slices
+ * (gaussian.c); wider windows keep the window fold, whose kernel does not grow with the taps. The
+ * entry point's `auto` cost model prices the two paths differently. */
+#define NX_GAUSS_FIR_SLICE_TAPS 65
+
 #endif /* NX_OPS_GAUSSIAN_H */
