@@ -749,7 +749,7 @@ const char *nx_ptx_lib_unsupported(const nx_kernel *k)
                    : "a scatter kernel without inputs x, idx, updates, one output and [axis, "
                      "monoid]";
     case NX_PRIM_EXTERN:
-        return "extern runs a host routine (user C code) and has no device implementation";
+        return nx_ptx_extern_unsupported(k);
     case NX_PRIM_REDUCE_CUSTOM:
         return "reduce_custom's monoid (graph expressions) has no device implementation yet";
     default:
@@ -786,6 +786,9 @@ nx_status nx_ptx_lib_emit(const nx_kernel *k, const char *name, bool reassoc, ch
         break;
     case NX_PRIM_SCAN_LINEAR:
         emit_scan_linear(&t, k, name, launch);
+        break;
+    case NX_PRIM_EXTERN:
+        nx_ptx_extern_emit(&t, k, name, launch);
         break;
     default:
         emit_scatter(&t, k, name, reassoc, launch);

@@ -35,6 +35,13 @@ NX_HIDDEN int nx_ptx_lib_precopy(const nx_kernel *k);
  * Needs no other prelude. */
 NX_HIDDEN extern const char nx_ptx_half_prelude[];
 
+/* Extern kernels on the device (emit-extern.c): NULL when the extern's definition carries a
+ * device implementation, else the reason; and its CUDA C appended to t (after emit-lib.c's
+ * prelude) with the launch it needs. */
+NX_HIDDEN const char *nx_ptx_extern_unsupported(const nx_kernel *k);
+NX_HIDDEN void nx_ptx_extern_emit(nx_rt_text *t, const nx_kernel *k, const char *name,
+                                  nx_ptx_launch *launch);
+
 /* Any kernel kind: LOOP kernels through emit.c, library kernels through emit-lib.c. */
 NX_HIDDEN const char *nx_ptx_kernel_unsupported(const nx_kernel *k);
 NX_HIDDEN nx_status nx_ptx_kernel_emit(const nx_kernel *k, const char *name, bool reassoc,
