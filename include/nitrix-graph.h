@@ -246,6 +246,14 @@ NX_API nx_node nx_reduce_custom(nx_graph *g, nx_node x, int naxes, const int *ax
 NX_API nx_node nx_scan(nx_graph *g, nx_node x, int axis, nx_monoid monoid, bool reverse);
 /* First-order linear recurrence y_t = a_t * y_{t-1} + b_t with y_{-1} = 0 (broadcast a, b). */
 NX_API nx_node nx_scan_linear(nx_graph *g, nx_node a, nx_node b, int axis, bool reverse);
+/* Constant-coefficient recursion of order 1..4 (NX_SCAN_IIR_MAX_ORDER) along axis:
+ * y[t] = b[t] + c[0] y[t-1] + ... + c[order-1] y[t-order], terms before the line's start 0
+ * (reverse: y[t+1].. from the end). b is f32 or f64; the coefficients are finite doubles, stored
+ * bit-exactly and rounded once to b's dtype; each step is (((b + c1 y1) + c2 y2) + ...) with every
+ * product and sum rounded (never an fma). Differentiable in b only (no coefficient gradient). */
+#define NX_SCAN_IIR_MAX_ORDER 4
+NX_API nx_node nx_scan_iir(nx_graph *g, nx_node b, int axis, bool reverse, int order,
+                           const double *coef);
 
 /* Stable sort along axis; NaN sorts last ascending, first descending, as numpy does for sort. */
 NX_API nx_node nx_sort(nx_graph *g, nx_node x, int axis, bool descending);
