@@ -284,6 +284,32 @@ typedef struct nx_extern_def {
  * not accepted). Equal calls are one node, so reference must be a pure function. */
 NX_API nx_node nx_extern(nx_graph *g, const nx_extern_def *def, int n_in, const nx_node *ins);
 
+/* A device implementation of an extern (docs/cuda.md "Externs on the device"). source writes, as
+ * snprintf does (at most cap bytes, NUL-terminated; buf is NULL when cap is 0), self-contained
+ * CUDA C defining
+ *     extern "C" __global__ void <kernel>(const T0 *b0, ..., const T<n-1> *b<n-1>, Tout *b<n>,
+ *                                         long long points)
+ * (the inputs, then the output: C-contiguous device buffers of the dtypes and shapes given; T is
+ * float, double, signed char, short, int, long long, or unsigned char for u8 and bool), sets
+ * *points, and returns the source's length, or -1 when it has no device code for these inputs
+ * (the extern then runs on the host). The kernel is launched over `points` threads in blocks of
+ * 256 on a capped grid, so it walks `for (p = blockIdx.x * 256 + threadIdx.x; p < points;
+ * p += gridDim.x * 256)`, and must write every output element. source is called several times
+ * per compile and must answer the same each time; the source text is part of the compiled
+ * kernel's cache key. NVRTC errors in it fail the compile with NX_ERR_BACKEND and the log. */
+typedef struct nx_extern_device_def {
+    int (*source)(void *user, int n_in, const nx_dtype *dtypes, const int *ndims,
+                  const int64_t *const *shapes, const char *kernel, char *buf, size_t cap,
+                  int64_t *points);
+    void *user;
+} nx_extern_device_def;
+/* nx_extern whose node the CUDA backend runs with dev's kernel (other backends call
+ * def->reference, and equal results are the definition's promise). A plan whose externs all have
+ * device code runs whole on the device; dev must outlive the graph and its programs, as def; dev
+ * NULL is nx_extern. */
+NX_API nx_node nx_extern_device(nx_graph *g, const nx_extern_def *def,
+                                const nx_extern_device_def *dev, int n_in, const nx_node *ins);
+
 /* ------------------------------------------------------------------------------------------------
  * Conveniences composed from primitives
  * ----------------------------------------------------------------------------------------------*/
