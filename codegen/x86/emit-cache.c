@@ -39,10 +39,10 @@ nx_status nx_x86_kernel_key(nx_ctx *ctx, const nx_kernel *k, bool reassoc,
 {
     uint8_t *ir = NULL;
     size_t len = 0;
+    nx_rt_cache_blob_init(b, ctx); /* the caller frees b whatever the outcome */
     nx_status st = nx_kernel_serialize(k, &ir, &len);
     if (st != NX_OK)
         return st;
-    nx_rt_cache_blob_init(b, ctx);
     nx_rt_cache_blob_str(b, "backend", "cpu");
     nx_rt_cache_blob_str(b, "emit", nx_x86_emit_version());
     nx_rt_cache_blob_str(b, "passes", nx_x86_kernel_pipeline());
@@ -138,9 +138,13 @@ static nx_status get_locked(nx_ctx *ctx, const nx_kernel *k, bool reassoc, nx_x8
     st = nx_rt_cache_load(cache, &key, &obj, &len, &found);
     if (st == NX_OK && found) {
         /* A stored object that does not link (another JIT's, damaged in a way the checksum
-         * missed) is compiled again and replaced. */
-        if (link_object(jit, obj, len, name, fn) == NX_OK)
+         * missed) is compiled again and replaced. Running out of memory while linking it is not
+         * a damaged object: it is the caller's error, not a reason to compile. */
+        nx_status lst = link_object(jit, obj, len, name, fn);
+        if (lst == NX_OK)
             info->disk_hit = true;
+        else if (lst == NX_ERR_NOMEM)
+            st = lst;
         nx_rt_free(ctx, obj, len);
         obj = NULL;
     }

@@ -296,6 +296,55 @@ static void test_two_processes(void **state)
     assert_int_equal(ta.live, 0);
 }
 
+/* The body of the allocation sweep below: y = x * x + 1 lowered and fetched from the cache. */
+static nx_status get_body(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    nx_graph *g = NULL;
+    nx_status st = nx_graph_new(ctx, &g);
+    if (st != NX_OK)
+        return st;
+    int64_t n = 29;
+    nx_node x = nx_input(g, "x", NX_DTYPE_F32, 1, &n);
+    nx_node y = nx_add(g, nx_mul(g, x, x), nx_scalar(g, NX_DTYPE_F32, 1));
+    nx_kplan *p = NULL;
+    st = nx_graph_status(g);
+    if (st == NX_OK)
+        st = nx_pass_pipeline(ctx, &g->s, 1, &y, &p);
+    nx_x86_loop_fn fn = NULL;
+    nx_x86_get_info info;
+    if (st == NX_OK)
+        st = nx_x86_kernel_get(ctx, p->kernels[0], true, &fn, &info);
+    if (st == NX_OK)
+        check_fn(fn, n);
+    nx_kplan_free(p);
+    nx_graph_free(g);
+    return st;
+}
+
+/* An allocation that fails while a stored object is linked is NX_ERR_NOMEM, not a miss that
+ * compiles the kernel again and returns NX_OK. */
+static void test_disk_hit_nomem(void **state)
+{
+    (void)state;
+    const char *old = getenv("NITRIX_CACHE_DIR");
+    char saved[256] = "";
+    if (old)
+        snprintf(saved, sizeof saved, "%s", old);
+    setenv("NITRIX_CACHE_DIR", dir, 1);
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = ctx_in(&ta, dir);
+    assert_int_equal(get_body(ctx, NULL), NX_OK); /* stores the object */
+    nx_ctx_free(ctx);
+    assert_int_equal(count_entries(dir), 1);
+    int64_t n = nx_test_alloc_sweep(get_body, NULL, 20000);
+    assert_true(n > 0);
+    if (old)
+        setenv("NITRIX_CACHE_DIR", saved, 1);
+    else
+        unsetenv("NITRIX_CACHE_DIR");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -303,6 +352,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_key_changes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_processes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disk_hit_nomem, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
