@@ -5,117 +5,181 @@
  * The state is one flat i32 label per voxel: a foreground voxel starts with its own linear index,
  * background holds INT32_MAX throughout (so no separate mask travels between programs). A round:
  *
- *   M[i] = min(L[i], L[j] over the neighbours j)         (padded with INT32_MAX)
+ *   M[i] = min(L[i], L[j] over the neighbours j)         (out of the volume: INT32_MAX)
  *   H    = L, then H[L[i]] = min(H[L[i]], M[i])          (a scatter-min: hooking, as in
  *                                                         Shiloach-Vishkin; background dropped)
- *   L'[i] = min(M[i], H[H[H[H[i]]]])                     (four chained gathers of one buffer)
+ *   L'[i] = min(M[i], H[H[..H[i]..]])                    (JUMPS chained gathers of one buffer)
  *
  * for foreground i. Every label is the index of a foreground voxel of the same component no
  * greater than the voxel's own, so hooks and jumps stay inside the component and labels only
  * decrease. L' <= M, so a component's minimum moves at least one step per round (the bound on
  * runs); the hooks let a whole tree take a lower root at once and the jumps shorten chains, so
- * the usual count is logarithmic (5 rounds on a 128^3 mask at 50 % density; 4 to 6 on random 3-D
- * masks of 30-70 % in a NumPy model). At a fixed point every voxel holds the first voxel of its
- * component in C order. The final program numbers the roots (voxels that are their own label) by
- * a cumulative sum in C order (two levels of scans, rows then row totals) and gathers each voxel's
+ * the usual count is logarithmic (4 rounds on a 128^3 mask at 50 % density with 6 jumps, 5 with 4
+ * jumps, in a NumPy model; 5 to 6 at 30 %). At a fixed point every voxel holds the first voxel of
+ * its component in C order. The numbering counts the roots (voxels that are their own label) by a
+ * cumulative sum in C order (two levels of scans, rows then row totals) and gathers each voxel's
  * number, which is exactly scipy.ndimage.label's numbering.
  *
- * Kernels and runs: a round is three kernels (the neighbourhood minimum, the scatter, the chained
- * gathers; the scatter's copy of L is a device copy, not a kernel). A program run does ROUNDS
- * rounds and one more kernel for the flag "the labels are not a fixed point yet" (not_fixed: it
- * tests the fixed point directly, so no round is spent confirming it), and the host reads that
- * 4-byte flag once per run (a synchronisation). The first run's program also makes the initial
- * labels from the mask (one more kernel), so the usual mask takes two program runs in all: that
- * one and the numbering. The four gathers read one materialised buffer, so they do the work of
- * two pointer-jumping kernels in one. Inputs on the device stay there: every program's inputs are
- * device tensors then, so no label array crosses the bus between runs. */
+ * Flat, so every kernel is cheap. The labels stay one flat axis in every kernel: a neighbour is
+ * the flat index plus a constant offset (sum of delta_a * stride_a) in a copy of the labels padded
+ * by the largest offset, valid when each inner axis the step moves along stays inside (one
+ * comparison with the voxel's coordinate); the outermost axis needs no test, since with the
+ * inner axes inside, the flat index leaves [0, n) exactly when that coordinate leaves its range.
+ * The GPU emitter then gives the kernels an interior without any bounds test, where a neighbour
+ * taken on the 3-D grid of a flat buffer paid a division, a modulo and a clamp per load (the
+ * plan keeps the scatter's operands flat, so the grid view was one reshape per load).
+ *
+ * The first round needs no scatter: from L[i] = i the only hook into i is i's own, so H = M, and
+ * the initial labels are read from the mask inside the neighbourhood minimum (no kernel of their
+ * own). Kernels and runs: the first round is two kernels (M, then the chained gathers of M); a
+ * later round is three (M, the scatter, the gathers; the scatter's copy of L into H is a device
+ * copy, not a kernel). A program run does ROUNDS rounds, tests the fixed point (not_fixed: one
+ * reduction) and numbers the labels as if it had been reached, so the usual mask is one program
+ * run with one 4-byte read (the status: the number of components, or -1 when the labels were
+ * not a fixed point yet; then the host runs the round program on the labels the run left and
+ * discards its numbering). Inputs on the device stay there: every program's inputs are device
+ * tensors then, so no label array crosses the bus between runs. */
 #include <string.h>
 
 #include "morph.h"
 #include "nitrix-ops.h"
 #include "runtime/cache.h"
 
-#define ROUNDS 5
-#define JUMPS 4
+#define ROUNDS 4
+#define JUMPS 6
 #define MAX_NEIGHBOURS 80 /* 3^4 - 1 */
 #define MAX_OUTPUTS NX_RT_GRAPH_OUTPUTS
-_Static_assert(2 + 2 * ROUNDS <= MAX_OUTPUTS, "the rounds' outputs fit");
 
-enum { PROG_FIRST, PROG_ROUNDS, PROG_FINAL };
+enum { PROG_FIRST, PROG_ROUNDS };
 
 typedef struct prop_call {
     int kind;
     int nd, connectivity;
     const int64_t *shape;
     nx_dtype mask_dtype;
+    bool flat_mask; /* the mask comes as a flat view; else in its own shape (reshaped in the graph) */
     nx_backend backend;
 } prop_call;
 
-/* The neighbours' offsets (per axis, -1..1) with at most connectivity nonzero components. */
-static int neighbours(int nd, int connectivity, int (*delta)[NX_MORPH_MAX_SPATIAL])
-{
-    int n = 0, total = 1;
-    for (int i = 0; i < nd; i++)
-        total *= 3;
-    for (int c = 0; c < total; c++) {
-        int t = c, nz = 0;
-        for (int i = nd - 1; i >= 0; i--) {
-            delta[n][i] = t % 3 - 1;
-            t /= 3;
-            nz += delta[n][i] != 0;
-        }
-        if (nz > 0 && nz <= connectivity)
-            n++;
-    }
-    return n;
-}
-
-/* x flattened to one axis and back: gather works along one axis. */
-static nx_node flat(nx_graph *g, nx_node x, int64_t n)
-{
-    return nx_reshape(g, x, 1, &n);
-}
-
-/* M[i] = min(L[i], L[j] over the neighbours j) on the flat labels lab (padded with INT32_MAX). */
-static nx_node neighbourhood_min(nx_graph *g, const prop_call *c, nx_node lab, int64_t n)
-{
+/* The flat geometry of the labels: n voxels, C-order strides, and each neighbour's step. */
+typedef struct flat_geo {
+    int64_t n, pad;
+    int64_t stride[NX_MORPH_MAX_SPATIAL];
+    int nn;
     int delta[MAX_NEIGHBOURS][NX_MORPH_MAX_SPATIAL];
-    int nn = neighbours(c->nd, c->connectivity, delta);
-    int64_t one[NX_MORPH_MAX_SPATIAL], start[NX_MORPH_MAX_SPATIAL] = {0};
-    int64_t stop[NX_MORPH_MAX_SPATIAL] = {0};
-    for (int i = 0; i < NX_MORPH_MAX_SPATIAL; i++)
-        one[i] = 1;
-    nx_node grid = nx_reshape(g, lab, c->nd, c->shape);
-    nx_node padded = nx_pad(g, grid, one, one, NX_PAD_CONSTANT, (double)INT32_MAX);
-    nx_node m = grid;
-    for (int k = 0; k < nn; k++) {
-        for (int i = 0; i < c->nd; i++) {
-            start[i] = 1 + delta[k][i];
-            stop[i] = start[i] + c->shape[i];
-        }
-        m = nx_minimum(g, m, nx_slice(g, padded, start, stop, NULL));
+    int64_t off[MAX_NEIGHBOURS];
+} flat_geo;
+
+/* The neighbours' steps (per axis, -1..1) with at most connectivity nonzero components. */
+static void geometry(const prop_call *c, flat_geo *f)
+{
+    int total = 1;
+    f->n = 1;
+    for (int i = c->nd - 1; i >= 0; i--) {
+        f->stride[i] = f->n;
+        f->n *= c->shape[i];
+        total *= 3;
     }
-    return flat(g, m, n);
+    f->nn = 0;
+    f->pad = 1;
+    for (int k = 0; k < total; k++) {
+        int t = k, nz = 0;
+        int64_t off = 0;
+        for (int i = c->nd - 1; i >= 0; i--) {
+            f->delta[f->nn][i] = t % 3 - 1;
+            t /= 3;
+            nz += f->delta[f->nn][i] != 0;
+            off += f->delta[f->nn][i] * f->stride[i];
+        }
+        if (nz == 0 || nz > c->connectivity)
+            continue;
+        f->off[f->nn++] = off;
+        f->pad = off > f->pad ? off : -off > f->pad ? -off : f->pad;
+    }
 }
 
-/* One round on the flat labels lab (n voxels). H is appended to keep[] (the caller keeps each
- * round's result too): fusion recomputes an inlined value at every place a kernel reads it, and
- * H and the round's result are read at several index maps (neighbours, gathers), so without these
- * materialisation points the rounds would nest into exponentially large kernels. M needs no entry:
- * as the scatter's updates it is a library kernel's input, which the plan materialises. */
-static nx_node round_of(nx_graph *g, const prop_call *c, nx_node lab, int64_t n, nx_node *keep,
-                        int *nkeep)
+/* True where neighbour k of the flat voxel idx lies inside the volume along the inner axes it
+ * steps on (the outer axis is the padding's job); NX_NONE when it steps on none. */
+static nx_node neighbour_inside(nx_graph *g, const prop_call *c, const flat_geo *f, nx_node idx,
+                                int k, int variant)
+{
+    nx_node ok = NX_NONE;
+    for (int a = 1; a < c->nd; a++) {
+        int d = f->delta[k][a];
+        if (d == 0)
+            continue;
+        /* idx + v * stride_a * extent_a has the same coordinate a as idx */
+        int64_t shift = (int64_t)variant * f->stride[a - 1];
+        nx_node at = shift > 0 && shift <= INT32_MAX - f->n
+                         ? nx_add(g, idx, nx_scalar(g, NX_DTYPE_I32, (double)shift))
+                         : idx;
+        if (f->stride[a] > 1)
+            at = nx_div(g, at, nx_scalar(g, NX_DTYPE_I32, (double)f->stride[a]));
+        at = nx_mod(g, at, nx_scalar(g, NX_DTYPE_I32, (double)c->shape[a]));
+        double edge = d < 0 ? 0 : (double)(c->shape[a] - 1);
+        nx_node in = nx_ne(g, at, nx_scalar(g, NX_DTYPE_I32, edge));
+        ok = ok == NX_NONE ? in : nx_and(g, ok, in);
+    }
+    return ok;
+}
+
+/* M[i] = min(L[i], L[j] over the neighbours j) on the flat labels lab. Every kernel that takes
+ * one computes the coordinates itself: the graph shares equal nodes, and a coordinate node read
+ * by several kernels would be materialised (a buffer and a kernel per test), so each use passes
+ * its own variant, which writes the same coordinates as a different expression. */
+static nx_node neighbourhood_min(nx_graph *g, const prop_call *c, const flat_geo *f, nx_node lab,
+                                 int variant)
+{
+    nx_node big = nx_scalar(g, NX_DTYPE_I32, (double)INT32_MAX);
+    nx_node idx = nx_iota(g, NX_DTYPE_I32, 1, &f->n, 0);
+    nx_node padded = nx_pad(g, lab, &f->pad, &f->pad, NX_PAD_CONSTANT, (double)INT32_MAX);
+    nx_node m = lab;
+    for (int k = 0; k < f->nn; k++) {
+        int64_t start = f->pad + f->off[k], stop = start + f->n;
+        nx_node v = nx_slice(g, padded, &start, &stop, NULL);
+        nx_node in = neighbour_inside(g, c, f, idx, k, variant);
+        m = nx_minimum(g, m, in == NX_NONE ? v : nx_select(g, in, v, big));
+    }
+    return m;
+}
+
+/* L' = H[H[..H[i]..]] (JUMPS loads): every step is a voxel of the component no greater than the
+ * one before, so the chain only lowers the label. */
+static nx_node jumps(nx_graph *g, nx_node h)
+{
+    nx_node j = h;
+    for (int s = 1; s < JUMPS; s++)
+        j = nx_gather(g, h, j, 0);
+    return j;
+}
+
+/* The first round, from the mask: L[i] = i on foreground. The only hook into i is i's own
+ * (H[i] = min(i, M[i]) = M[i]), so the round is the neighbourhood minimum of the initial labels
+ * and the jumps over it; the initial labels are computed where they are read. */
+static nx_node first_round(nx_graph *g, const prop_call *c, const flat_geo *f, nx_node mask,
+                           nx_node *keep)
+{
+    nx_node big = nx_scalar(g, NX_DTYPE_I32, (double)INT32_MAX);
+    nx_node idx = nx_iota(g, NX_DTYPE_I32, 1, &f->n, 0);
+    nx_node lab = nx_select(g, nx_cast(g, mask, NX_DTYPE_BOOL), idx, big);
+    nx_node m = neighbourhood_min(g, c, f, lab, 0);
+    /* read only by the gathers, M would be inlined into them and recomputed at every step of
+     * the chain; as an output it is one kernel's */
+    *keep = m;
+    /* the same test as the cast, written differently: one shared node would be materialised */
+    nx_node fg = nx_ne(g, mask, nx_scalar(g, c->mask_dtype, 0));
+    return nx_select(g, fg, jumps(g, m), big);
+}
+
+/* A later round on the flat labels lab. */
+static nx_node round_of(nx_graph *g, const prop_call *c, const flat_geo *f, nx_node lab, int r)
 {
     nx_node big = nx_scalar(g, NX_DTYPE_I32, (double)INT32_MAX);
     /* background's M goes nowhere: its scatter index is out of range (dropped), its result is
      * masked below */
-    nx_node m = neighbourhood_min(g, c, lab, n);
+    nx_node m = neighbourhood_min(g, c, f, lab, r);
     nx_node h = nx_scatter(g, lab, lab, m, 0, NX_MONOID_MIN);
-    keep[(*nkeep)++] = h;
-    nx_node jump = h;
-    for (int j = 1; j < JUMPS; j++)
-        jump = nx_gather(g, h, jump, 0);
-    return nx_select(g, nx_ne(g, lab, big), nx_minimum(g, m, jump), big);
+    return nx_select(g, nx_ne(g, lab, big), nx_minimum(g, m, jumps(g, h)), big);
 }
 
 /* 1 when the labels lab are not a fixed point of a round, else 0 (0-d): some foreground voxel
@@ -124,12 +188,14 @@ static nx_node round_of(nx_graph *g, const prop_call *c, nx_node lab, int64_t n,
  * round changes nothing (M = L, the hooks write L[L[i]] = L[i], the gathers return L); and a
  * fixed point has both properties. Tested on the last round's result, this saves the round that
  * would only confirm the fixed point. */
-static nx_node not_fixed(nx_graph *g, const prop_call *c, nx_node lab, int64_t n)
+static nx_node not_fixed(nx_graph *g, const prop_call *c, const flat_geo *f, nx_node lab)
 {
     nx_node big = nx_scalar(g, NX_DTYPE_I32, (double)INT32_MAX);
-    nx_node lower = nx_ne(g, neighbourhood_min(g, c, lab, n), lab);
+    nx_node lower = nx_ne(g, neighbourhood_min(g, c, f, lab, ROUNDS), lab);
     nx_node not_root = nx_ne(g, nx_gather(g, lab, lab, 0), lab);
-    nx_node bad = nx_and(g, nx_ne(g, lab, big), nx_or(g, lower, not_root));
+    /* lab < big, not lab != big: the numbering reads that node, and a node two kernels read
+     * is materialised */
+    nx_node bad = nx_and(g, nx_lt(g, lab, big), nx_or(g, lower, not_root));
     return nx_reduce(g, nx_cast(g, bad, NX_DTYPE_I32), 1, (const int[]){0}, NX_MONOID_MAX, false);
 }
 
@@ -157,42 +223,43 @@ static nx_node two_level_cumsum(nx_graph *g, nx_node x, int64_t n, nx_node *tota
                     &n, NULL);
 }
 
+/* Outputs: the numbered labels (flat), the status (0-d: the number of components, or -1 when lab
+ * is not a fixed point yet and the numbering is void), and lab itself, to go on from (the first
+ * program has a fourth, the first round's M). */
+static void number(nx_graph *g, const flat_geo *f, nx_node lab, nx_node open, nx_node *outs)
+{
+    nx_node big = nx_scalar(g, NX_DTYPE_I32, (double)INT32_MAX);
+    nx_node idx = nx_iota(g, NX_DTYPE_I32, 1, &f->n, 0);
+    nx_node root = nx_eq(g, lab, idx); /* background (INT32_MAX) is no voxel's index */
+    nx_node total = NX_NONE;
+    nx_node rank = two_level_cumsum(g, nx_cast(g, root, NX_DTYPE_I32), f->n, &total);
+    nx_node zero = nx_scalar(g, NX_DTYPE_I32, 0);
+    outs[0] = nx_select(g, nx_ne(g, lab, big), nx_gather(g, rank, lab, 0), zero);
+    outs[1] = nx_select(g, nx_ne(g, open, zero), nx_scalar(g, NX_DTYPE_I32, -1), total);
+    outs[2] = lab;
+}
+
 static nx_status build(nx_graph *g, void *user, nx_node *outs, int *nout)
 {
     const prop_call *c = user;
-    int64_t n = 1;
-    for (int i = 0; i < c->nd; i++)
-        n *= c->shape[i];
-    nx_node big = nx_scalar(g, NX_DTYPE_I32, (double)INT32_MAX);
-    nx_node idx = nx_iota(g, NX_DTYPE_I32, 1, &n, 0);
+    flat_geo f;
+    geometry(c, &f);
     nx_node lab = NX_NONE;
-    *nout = 2;
-    if (c->kind == PROG_FIRST) { /* the initial labels, then the rounds */
-        nx_node mask = nx_input(g, "mask", c->mask_dtype, c->nd, c->shape);
-        lab = nx_select(g, flat(g, nx_cast(g, mask, NX_DTYPE_BOOL), n), idx, big);
-        outs[(*nout)++] = lab;
+    int r = 0;
+    if (c->kind == PROG_FIRST) {
+        nx_node mask = c->flat_mask ? nx_input(g, "mask", c->mask_dtype, 1, &f.n)
+                                    : nx_reshape(g, nx_input(g, "mask", c->mask_dtype, c->nd,
+                                                             c->shape),
+                                                 1, &f.n);
+        lab = first_round(g, c, &f, mask, &outs[3]);
+        r = 1;
     } else {
-        lab = nx_input(g, "labels", NX_DTYPE_I32, 1, &n);
+        lab = nx_input(g, "labels", NX_DTYPE_I32, 1, &f.n);
     }
-    if (c->kind != PROG_FINAL) {
-        nx_node l = lab;
-        for (int r = 0; r < ROUNDS; r++) {
-            if (r > 0)
-                outs[(*nout)++] = l;
-            l = round_of(g, c, l, n, outs, nout);
-        }
-        outs[0] = l;
-        outs[1] = not_fixed(g, c, l, n);
-        return nx_graph_status(g);
-    }
-    nx_node root = nx_eq(g, lab, idx); /* background (INT32_MAX) is no voxel's index */
-    nx_node total = NX_NONE;
-    nx_node rank = two_level_cumsum(g, nx_cast(g, root, NX_DTYPE_I32), n, &total);
-    nx_node grid = nx_reshape(g, lab, c->nd, c->shape);
-    nx_node zero = nx_scalar(g, NX_DTYPE_I32, 0);
-    outs[0] = nx_select(g, nx_ne(g, grid, big), nx_gather(g, rank, grid, 0), zero);
-    outs[1] = total;
-    *nout = 2;
+    for (; r < ROUNDS; r++)
+        lab = round_of(g, c, &f, lab, r);
+    number(g, &f, lab, not_fixed(g, c, &f, lab), outs);
+    *nout = c->kind == PROG_FIRST ? 4 : 3;
     return nx_graph_status(g);
 }
 
@@ -200,7 +267,7 @@ static nx_status program(nx_ctx *ctx, const prop_call *c, nx_program **out)
 {
     nx_rt_cache_blob b;
     nx_rt_cache_blob_init(&b, ctx);
-    int64_t geo[4] = {c->kind, c->nd, c->connectivity, c->mask_dtype};
+    int64_t geo[5] = {c->kind, c->nd, c->connectivity, c->mask_dtype, c->flat_mask};
     nx_rt_cache_blob_str(&b, "op", "label_propagation");
     nx_rt_cache_blob_bytes(&b, "geo", geo, sizeof geo);
     nx_rt_cache_blob_bytes(&b, "shape", c->shape, (size_t)c->nd * sizeof(int64_t));
@@ -223,55 +290,77 @@ static nx_status scalar_of(const nx_tensor *t, int32_t *v)
     return st;
 }
 
-/* Runs p and keeps its first two outputs (the others are materialisation points). */
-static nx_status run2(nx_program *p, const nx_tensor *const *in, nx_tensor **o0, nx_tensor **o1)
+/* One program run on in: *num the numbered labels and *status as number() says, *lab the labels
+ * reached (each NULL on failure). */
+static nx_status run_once(nx_program *p, const nx_tensor *in, nx_tensor **num, int32_t *status,
+                          nx_tensor **lab)
 {
     nx_tensor *outs[MAX_OUTPUTS] = {NULL};
-    nx_status st = nx_program_run(p, in, outs);
-    *o0 = outs[0];
-    *o1 = outs[1];
-    for (int i = 2; i < nx_program_num_outputs(p); i++)
-        nx_tensor_free(outs[i]);
+    nx_status st = nx_program_run(p, &in, outs);
+    if (st == NX_OK)
+        st = scalar_of(outs[1], status);
+    nx_tensor_free(outs[1]);
+    nx_tensor_free(outs[3]); /* a materialisation point */
+    if (st != NX_OK) {
+        nx_tensor_free(outs[0]);
+        nx_tensor_free(outs[2]);
+        outs[0] = outs[2] = NULL;
+    }
+    *num = outs[0];
+    *lab = outs[2];
     return st;
 }
 
-/* Runs the first program on the mask (the initial labels and ROUNDS rounds), then the round
- * program until the labels are a fixed point; *lab receives them (NULL on failure). */
-static nx_status iterate(nx_ctx *ctx, prop_call *c, const nx_tensor *mask, nx_tensor **lab,
-                         int *runs)
+/* Runs the first program on the flat (or shaped) mask, then the round program until the labels
+ * are a fixed point; *num receives the flat numbered labels (NULL on failure), *k their count. */
+static nx_status iterate(nx_ctx *ctx, prop_call *c, const nx_tensor *mask, nx_tensor **num,
+                         int32_t *k)
 {
-    nx_program *first = NULL, *rounds = NULL;
+    nx_program *p = NULL;
     c->kind = PROG_FIRST;
-    nx_status st = program(ctx, c, &first);
+    nx_status st = program(ctx, c, &p);
     /* Each round moves a component's minimum at least one step along a path, so n / ROUNDS + 2
      * runs always reach the fixed point; hooking and jumping make the usual count logarithmic. */
     int64_t limit = nx_tensor_numel(mask) / ROUNDS + 2;
-    int32_t open = 1;
-    *lab = NULL;
-    for (*runs = 0; st == NX_OK && open && *runs < limit; (*runs)++) {
-        c->kind = PROG_ROUNDS;
-        if (*runs == 1)
-            st = program(ctx, c, &rounds);
-        nx_tensor *next = NULL, *flag = NULL;
-        const nx_tensor *in = *runs == 0 ? mask : *lab;
-        if (st == NX_OK)
-            st = run2(*runs == 0 ? first : rounds, &in, &next, &flag);
-        if (st == NX_OK)
-            st = scalar_of(flag, &open);
-        nx_tensor_free(flag);
-        if (st != NX_OK) {
-            nx_tensor_free(next);
+    int32_t status = -1;
+    nx_tensor *lab = NULL;
+    *num = NULL;
+    for (int runs = 0; st == NX_OK && status < 0; runs++) {
+        if (runs == limit) {
+            st = nx_rt_error(ctx, NX_ERR_INTERNAL,
+                             "connected components: label propagation had not reached a fixed "
+                             "point after %d runs; expected one by then",
+                             runs);
             break;
         }
-        nx_tensor_free(*lab);
-        *lab = next;
+        if (runs == 1) {
+            c->kind = PROG_ROUNDS;
+            st = program(ctx, c, &p);
+        }
+        nx_tensor *next = NULL;
+        nx_tensor_free(*num);
+        *num = NULL;
+        if (st == NX_OK)
+            st = run_once(p, runs == 0 ? mask : lab, num, &status, &next);
+        nx_tensor_free(lab);
+        lab = next;
     }
-    if (st == NX_OK && open)
-        st = nx_rt_error(ctx, NX_ERR_INTERNAL,
-                         "connected components: label propagation had not reached a fixed point "
-                         "after %d runs; expected one by then",
-                         *runs);
+    nx_tensor_free(lab);
+    if (st != NX_OK) {
+        nx_tensor_free(*num);
+        *num = NULL;
+    }
+    *k = status;
     return st;
+}
+
+/* A flat view of t, or NULL when its strides cannot give one (the graph then reshapes). */
+static nx_status flat_view(const nx_tensor *t, nx_tensor **out)
+{
+    int64_t n = nx_tensor_numel(t);
+    *out = NULL;
+    bool viewable = nx_tensor_is_contiguous(t) || nx_tensor_ndim(t) == 1;
+    return viewable ? nx_tensor_reshape(t, 1, &n, out) : NX_OK;
 }
 
 static nx_status propagate(nx_ctx *ctx, const nx_tensor *mask, int connectivity, nx_backend backend,
@@ -295,28 +384,19 @@ static nx_status propagate(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
             *n_labels = 0;
         return nx_tensor_new(ctx, NX_DTYPE_I32, c.nd, c.shape, out);
     }
-    nx_program *p = NULL;
-    nx_tensor *lab = NULL, *num = NULL, *count = NULL;
-    int nruns = 0;
-    nx_status st = iterate(ctx, &c, mask, &lab, &nruns);
-    c.kind = PROG_FINAL;
-    if (st == NX_OK)
-        st = program(ctx, &c, &p);
-    if (st == NX_OK)
-        st = run2(p, (const nx_tensor *const[]){lab}, &num, &count);
+    nx_tensor *flat = NULL, *num = NULL;
     int32_t k = 0;
+    nx_status st = flat_view(mask, &flat);
+    c.flat_mask = flat != NULL;
     if (st == NX_OK)
-        st = scalar_of(count, &k);
-    nx_tensor_free(lab);
-    nx_tensor_free(count);
-    if (st != NX_OK) {
-        nx_tensor_free(num);
-        return st;
-    }
-    if (n_labels)
+        st = iterate(ctx, &c, flat ? flat : mask, &num, &k);
+    nx_tensor_free(flat);
+    if (st == NX_OK)
+        st = nx_tensor_reshape(num, c.nd, c.shape, out);
+    nx_tensor_free(num);
+    if (st == NX_OK && n_labels)
         *n_labels = k;
-    *out = num;
-    return NX_OK;
+    return st;
 }
 
 static nx_status check_opts(nx_ctx *ctx, const nx_tensor *mask, const nx_label_opts *o,
