@@ -34,37 +34,67 @@ static nx_status propagate(nx_ctx *ctx, const nx_tensor *m, int conn, nx_backend
     return nx_connected_components_opts(ctx, m, &o, out, k);
 }
 
+/* A host copy of the labels got (the result itself when it is on the host already). */
+static nx_tensor *on_host(nx_tensor *got)
+{
+    if (nx_tensor_device(got) == NX_DEVICE_HOST)
+        return got;
+    nx_tensor *h = NULL;
+    assert_int_equal(nx_tensor_to_device(got, NX_DEVICE_HOST, &h), NX_OK);
+    nx_tensor_free(got);
+    return h;
+}
+
+/* The mask on the device when device is set (NULL when there is no GPU to put it on). */
+static nx_tensor *placed(nx_tensor *m, bool device)
+{
+    if (!device)
+        return m;
+    nx_tensor *d = NULL;
+    nx_status st = nx_tensor_to_device(m, NX_DEVICE_CUDA, &d);
+    nx_tensor_free(m);
+    return st == NX_OK ? d : NULL;
+}
+
+/* Every case of the scipy fixture file on the backend (device: the mask on the GPU). */
+static void golden_on(nx_ctx *ctx, nx_backend be, bool device)
+{
+    char path[1024], line[256], name[64];
+    snprintf(path, sizeof path, "%s/morphology/label.txt", nx_test_data_dir());
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    int n = 0, conn = 0, k = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || sscanf(line, "%63s %d %d", name, &conn, &k) != 3)
+            continue;
+        nx_tensor *m = placed(load(ctx, name, "mask"), device), *want = load(ctx, name, "out");
+        nx_tensor *got = NULL;
+        int32_t count = -1;
+        assert_non_null(m);
+        if (propagate(ctx, m, conn, be, &got, &count) != NX_OK)
+            fail_msg("%s on backend %d: %s", name, (int)be, nx_ctx_last_error(ctx));
+        assert_int_equal(count, k);
+        assert_int_equal(nx_tensor_dtype(got), NX_DTYPE_I32);
+        assert_int_equal(nx_tensor_ndim(got), nx_tensor_ndim(want));
+        got = on_host(got);
+        assert_memory_equal(nx_tensor_data(got), nx_tensor_data(want),
+                            (size_t)nx_tensor_numel(want) * sizeof(int32_t));
+        nx_tensor_free(got);
+        nx_tensor_free(m);
+        nx_tensor_free(want);
+        n++;
+    }
+    fclose(f);
+    assert_true(n >= 6); /* the fixture file has grown; every case in it runs */
+}
+
 /* scipy.ndimage.label's labels exactly, on both backends. */
 static void test_golden(void **state)
 {
     (void)state;
     nx_ctx *ctx = ctx_new();
-    char path[1024], line[256], name[64];
-    snprintf(path, sizeof path, "%s/morphology/label.txt", nx_test_data_dir());
-    static const nx_backend backends[] = {NX_BACKEND_REF, NX_BACKEND_CPU};
-    for (int b = 0; b < 2; b++) {
-        FILE *f = fopen(path, "r");
-        assert_non_null(f);
-        int n = 0, conn = 0, k = 0;
-        while (fgets(line, sizeof line, f)) {
-            if (line[0] == '#' || sscanf(line, "%63s %d %d", name, &conn, &k) != 3)
-                continue;
-            nx_tensor *m = load(ctx, name, "mask"), *want = load(ctx, name, "out"), *got = NULL;
-            int32_t count = -1;
-            if (propagate(ctx, m, conn, backends[b], &got, &count) != NX_OK)
-                fail_msg("%s: %s", name, nx_ctx_last_error(ctx));
-            assert_int_equal(count, k);
-            assert_int_equal(nx_tensor_dtype(got), NX_DTYPE_I32);
-            assert_memory_equal(nx_tensor_data(got), nx_tensor_data(want),
-                                (size_t)nx_tensor_numel(want) * sizeof(int32_t));
-            nx_tensor_free(got);
-            nx_tensor_free(m);
-            nx_tensor_free(want);
-            n++;
-        }
-        fclose(f);
-        assert_true(n >= 6); /* the fixture file has grown; every case in it runs */
-    }
+    golden_on(ctx, NX_BACKEND_REF, false);
+    golden_on(ctx, NX_BACKEND_CPU, false);
     nx_ctx_free(ctx);
     assert_int_equal(g_ta.live, 0);
 }
@@ -84,11 +114,9 @@ static nx_tensor *random_mask(nx_ctx *ctx, int nd, const int64_t *shape, double 
 
 /* Equal to the union-find driver (itself checked against scipy) over ranks 1-4, every
  * connectivity and densities around the percolation threshold, where components are largest
- * and most tortuous. */
-static void test_random_equals_union_find(void **state)
+ * and most tortuous; on the backend be (device: the masks on the GPU). */
+static void random_on(nx_ctx *ctx, nx_backend be, bool device)
 {
-    (void)state;
-    nx_ctx *ctx = ctx_new();
     static const int64_t shapes[4][4] = {{301}, {23, 29}, {11, 13, 17}, {5, 6, 7, 8}};
     static const double densities[] = {0.2, 0.35, 0.6, 0.9};
     int cases = 0;
@@ -97,20 +125,85 @@ static void test_random_equals_union_find(void **state)
             for (int di = 0; di < 4; di++) {
                 nx_tensor *m = random_mask(ctx, nd, shapes[nd - 1], densities[di],
                                            (uint64_t)(nd * 100 + conn * 10 + di));
-                nx_tensor *a = NULL, *b = NULL;
+                nx_tensor *a = NULL, *b = NULL, *md = placed(m, device);
                 int32_t ka = -1, kb = -2;
+                assert_non_null(md);
+                m = random_mask(ctx, nd, shapes[nd - 1], densities[di],
+                                (uint64_t)(nd * 100 + conn * 10 + di));
                 assert_int_equal(nx_connected_components(ctx, m, conn, &a, &ka), NX_OK);
-                if (propagate(ctx, m, conn, NX_BACKEND_CPU, &b, &kb) != NX_OK)
-                    fail_msg("nd %d conn %d: %s", nd, conn, nx_ctx_last_error(ctx));
+                if (propagate(ctx, md, conn, be, &b, &kb) != NX_OK)
+                    fail_msg("nd %d conn %d backend %d: %s", nd, conn, (int)be,
+                             nx_ctx_last_error(ctx));
                 assert_int_equal(ka, kb);
+                b = on_host(b);
                 assert_memory_equal(nx_tensor_data(a), nx_tensor_data(b),
                                     (size_t)nx_tensor_numel(m) * sizeof(int32_t));
                 nx_tensor_free(a);
                 nx_tensor_free(b);
                 nx_tensor_free(m);
+                nx_tensor_free(md);
                 cases++;
             }
     assert_int_equal(cases, 4 * (1 + 2 + 3 + 4));
+}
+
+static void test_random_equals_union_find(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    random_on(ctx, NX_BACKEND_CPU, false);
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
+/* A mask whose strides give no flat view (a permuted 3-D one) reaches the graph in its own shape
+ * and is reshaped there: the labels of the permuted mask equal union-find's on its contiguous
+ * copy. The permutation of a [9, 14, 11] mask, placed on the device first when device is set
+ * (NULL where there is no GPU), or its contiguous copy on the host. */
+static nx_tensor *permuted_mask(nx_ctx *ctx, bool contiguous, bool device)
+{
+    int64_t s[3] = {9, 14, 11};
+    nx_tensor *m = placed(random_mask(ctx, 3, s, 0.45, 99), device), *p = NULL, *c = NULL;
+    if (!m)
+        return NULL;
+    assert_int_equal(nx_tensor_permute(m, (const int[]){2, 0, 1}, &p), NX_OK);
+    nx_tensor_free(m);
+    if (!contiguous)
+        return p;
+    assert_int_equal(nx_tensor_contiguous(p, &c), NX_OK);
+    nx_tensor_free(p);
+    return c;
+}
+
+/* Labels of the strided mask p on backend be equal union-find's on c, its contiguous copy. */
+static void strided_on(nx_ctx *ctx, const nx_tensor *p, const nx_tensor *c, nx_backend be)
+{
+    assert_false(nx_tensor_is_contiguous(p));
+    for (int conn = 1; conn <= 3; conn++) {
+        nx_tensor *a = NULL, *b = NULL;
+        int32_t ka = -1, kb = -2;
+        assert_int_equal(nx_connected_components(ctx, c, conn, &a, &ka), NX_OK);
+        if (propagate(ctx, p, conn, be, &b, &kb) != NX_OK)
+            fail_msg("strided mask, backend %d: %s", (int)be, nx_ctx_last_error(ctx));
+        assert_int_equal(nx_tensor_device(b), nx_tensor_device(p));
+        assert_int_equal(ka, kb);
+        assert_true(conn > 1 || ka > 1); /* at 45 %, several components under 6-connectivity */
+        assert_memory_equal(nx_tensor_shape(b), nx_tensor_shape(p), 3 * sizeof(int64_t));
+        b = on_host(b);
+        assert_memory_equal(nx_tensor_data(a), nx_tensor_data(b), 9 * 14 * 11 * sizeof(int32_t));
+        nx_tensor_free(a);
+        nx_tensor_free(b);
+    }
+}
+
+static void test_strided_mask(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    nx_tensor *p = permuted_mask(ctx, false, false), *c = permuted_mask(ctx, true, false);
+    strided_on(ctx, p, c, NX_BACKEND_CPU);
+    nx_tensor_free(p);
+    nx_tensor_free(c);
     nx_ctx_free(ctx);
     assert_int_equal(g_ta.live, 0);
 }
@@ -161,10 +254,8 @@ static void test_serpentine(void **state)
  * round, so 30000 voxels take more rounds than one program run holds (8 on a run of 20000 in a
  * NumPy model of the rounds) and the host repeats the run until the labels are a fixed point.
  * Zeros at 10000 and 20001 leave three runs, numbered 1, 2, 3 (closed form). */
-static void test_long_runs(void **state)
+static void long_runs_on(nx_ctx *ctx, nx_backend be, bool device)
 {
-    (void)state;
-    nx_ctx *ctx = ctx_new();
     enum { N = 30000 };
     int64_t n = N;
     nx_tensor *m = NULL;
@@ -172,22 +263,30 @@ static void test_long_runs(void **state)
     uint8_t *d = nx_tensor_data(m);
     memset(d, 1, N);
     d[10000] = d[20001] = 0;
-    static const nx_backend backends[] = {NX_BACKEND_REF, NX_BACKEND_CPU};
-    for (int b = 0; b < 2; b++) {
-        nx_tensor *y = NULL;
-        int32_t k = -1;
-        assert_int_equal(propagate(ctx, m, 1, backends[b], &y, &k), NX_OK);
-        assert_int_equal(k, 3);
-        const int32_t *l = nx_tensor_data(y);
-        for (int i = 0; i < N; i++)
-            assert_int_equal(l[i], i < 10000    ? 1
-                                   : i == 10000 ? 0
-                                   : i < 20001  ? 2
-                                   : i == 20001 ? 0
-                                                : 3);
-        nx_tensor_free(y);
-    }
+    m = placed(m, device);
+    assert_non_null(m);
+    nx_tensor *y = NULL;
+    int32_t k = -1;
+    assert_int_equal(propagate(ctx, m, 1, be, &y, &k), NX_OK);
+    assert_int_equal(k, 3);
+    y = on_host(y);
+    const int32_t *l = nx_tensor_data(y);
+    for (int i = 0; i < N; i++)
+        assert_int_equal(l[i], i < 10000    ? 1
+                               : i == 10000 ? 0
+                               : i < 20001  ? 2
+                               : i == 20001 ? 0
+                                            : 3);
+    nx_tensor_free(y);
     nx_tensor_free(m);
+}
+
+static void test_long_runs(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    long_runs_on(ctx, NX_BACKEND_REF, false);
+    long_runs_on(ctx, NX_BACKEND_CPU, false);
     nx_ctx_free(ctx);
     assert_int_equal(g_ta.live, 0);
 }
@@ -241,6 +340,41 @@ static void test_bad_options(void **state)
     assert_int_equal(g_ta.live, 0);
 }
 
+/* On the GPU (where one answers; else nx_tensor_to_device says why, NX_ERR_BACKEND, and there is
+ * nothing more to run): the scipy cases with the mask on the device and on the host, the random
+ * masks against union-find, a permuted (strided) device mask, and long runs that take several
+ * program runs; the labels of a device mask stay on the device. */
+static void test_device(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    int64_t one = 1;
+    nx_tensor *probe = NULL, *pd = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_U8, 1, &one, &probe), NX_OK);
+    nx_status st = nx_tensor_to_device(probe, NX_DEVICE_CUDA, &pd);
+    nx_tensor_free(probe);
+    if (st != NX_OK) {
+        assert_int_equal(st, NX_ERR_BACKEND);
+        assert_true(strlen(nx_ctx_last_error(ctx)) > 0);
+        assert_null(pd);
+        nx_ctx_free(ctx);
+        assert_int_equal(g_ta.live, 0);
+        return;
+    }
+    nx_tensor_free(pd);
+    golden_on(ctx, NX_BACKEND_CUDA, true);
+    golden_on(ctx, NX_BACKEND_CUDA, false);
+    random_on(ctx, NX_BACKEND_CUDA, true);
+    nx_tensor *p = permuted_mask(ctx, false, true), *c = permuted_mask(ctx, true, false);
+    assert_non_null(p);
+    strided_on(ctx, p, c, NX_BACKEND_CUDA);
+    nx_tensor_free(p);
+    nx_tensor_free(c);
+    long_runs_on(ctx, NX_BACKEND_CUDA, true);
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
 static nx_status sweep_body(nx_ctx *ctx, void *user)
 {
     (void)user;
@@ -271,11 +405,13 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_golden),
         cmocka_unit_test(test_random_equals_union_find),
+        cmocka_unit_test(test_strided_mask),
         cmocka_unit_test(test_serpentine),
         cmocka_unit_test(test_long_runs),
         cmocka_unit_test(test_empty_and_background),
         cmocka_unit_test(test_bad_options),
         cmocka_unit_test(test_alloc_sweep),
+        cmocka_unit_test(test_device),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
