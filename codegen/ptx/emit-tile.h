@@ -35,8 +35,15 @@ typedef struct nx_ptx_gen {
  * NITRIX_PTX_SPLIT=0, NX_PTX_NARROW (32-bit index arithmetic) unless NITRIX_PTX_NARROW=0,
  * NX_PTX_MINMAX (one NaN test per leaf of a float MIN/MAX network) unless NITRIX_PTX_MINMAX=0,
  * NX_PTX_ROWS (box threads take several points along an outer axis) only with NITRIX_PTX_ROWS=1
- * (not measured since a fix); for measurements. Part of the kernel cache key. */
-enum { NX_PTX_SPLIT = 1, NX_PTX_NARROW = 2, NX_PTX_MINMAX = 4, NX_PTX_ROWS = 8 };
+ * (not measured since a fix), NX_PTX_STENCIL (window MIN/MAX networks through shared-memory tiles,
+ * emit-stencil.c) unless NITRIX_PTX_STENCIL=0; for measurements. Part of the kernel cache key. */
+enum {
+    NX_PTX_SPLIT = 1,
+    NX_PTX_NARROW = 2,
+    NX_PTX_MINMAX = 4,
+    NX_PTX_ROWS = 8,
+    NX_PTX_STENCIL = 16,
+};
 NX_HIDDEN int nx_ptx_general_flags(void);
 
 /* Text output: put appends; line appends one indented line (g->ind levels of 4 spaces). A failed
@@ -50,6 +57,34 @@ NX_HIDDEN const char *nx_ptx_ctype(int dtype);
 NX_HIDDEN void nx_ptx_emit_inst(nx_ptx_gen *g, int id);
 /* i<l> for every space loop from the linear C-order point index in variable p. */
 NX_HIDDEN void nx_ptx_emit_point_index(nx_ptx_gen *g, const char *p);
+
+/* A box split of the general form's POINTS loop (passes/borders.h): the box's points first (in C
+ * order, computed with the aliases), then the shell outside it in slabs (one per split axis a: the
+ * box's ranges on the axes before a, the two border ranges of a, the whole of the axes after a),
+ * computed as written. */
+typedef struct nx_ptx_box_plan {
+    const nx_kbox *b;
+    int64_t w[NX_KERNEL_MAX_LOOPS]; /* the box's width on each axis */
+    int64_t inner;                  /* the box's points */
+    bool split[NX_KERNEL_MAX_LOOPS]; /* axes with a border */
+    int axis, rows; /* rows > 1: each box thread takes `rows` consecutive points along `axis` */
+} nx_ptx_box_plan;
+
+/* Shell point number t (an unsigned variable of the emitted code, in [0, points - inner), consumed)
+ * of bp: sets the declared i<l>, computes the kernel there as written and stores. */
+NX_HIDDEN void nx_ptx_emit_shell(nx_ptx_gen *g, const nx_ptx_box_plan *bp);
+
+/* The kernel body (after the signature) of a 3-D kernel whose box value is one float MIN or MAX
+ * network over loads of one buffer at constant offsets forming a separable window (emit-stencil.c):
+ * box tiles staged in shared memory, per-plane partial folds kept in registers, the shell as
+ * nx_ptx_emit_shell. Sets launch->points to the threads it needs. Returns false, having emitted
+ * nothing, when k is not such a kernel; true otherwise (allocation failures set g->t.failed). */
+NX_HIDDEN bool nx_ptx_emit_stencil(nx_ptx_gen *g, const nx_ptx_box_plan *bp,
+                                   nx_ptx_launch *launch);
+/* NITRIX_PTX_STENCIL_TZ (outputs per thread along axis 0, 1..64) | NITRIX_PTX_STENCIL_DEPTH
+ * (planes the loads run ahead, 1..8) << 8, each 0 when unset (the defaults); for measurements.
+ * Part of the kernel cache key (in nx_ptx_general_flags). */
+NX_HIDDEN int nx_ptx_stencil_knobs(void);
 
 /* An i64 instruction as an affine function of the loop indices: value = c + sum coef[l] * i_l. */
 typedef struct nx_ptx_affine {

@@ -933,13 +933,7 @@ static void emit_stores(gen *g)
  * border ranges of a, the whole of the axes after a), computed as written. Consecutive threads
  * thus take consecutive points of the innermost axis inside one region, and a warp diverges only
  * where it straddles two regions. */
-typedef struct box_plan {
-    const nx_kbox *b;
-    int64_t w[NX_KERNEL_MAX_LOOPS]; /* the box's width on each axis */
-    int64_t inner;                  /* the box's points */
-    bool split[NX_KERNEL_MAX_LOOPS]; /* axes with a border */
-    int axis, rows; /* rows > 1: each box thread takes `rows` consecutive points along `axis` */
-} box_plan;
+typedef nx_ptx_box_plan box_plan;
 
 /* i<l> = lo[l] + (t in C order over w[]) on every axis; t is consumed. */
 static void emit_box_point(gen *g, const box_plan *bp)
@@ -998,6 +992,39 @@ static void emit_linear(gen *g)
     line(g, "const i64 q = %s;", e);
 }
 
+void nx_ptx_emit_shell(nx_ptx_gen *g, const nx_ptx_box_plan *bp)
+{
+    const nx_kernel *k = g->k;
+    int last = -1;
+    for (int a = 0; a < k->ndim; a++)
+        last = bp->split[a] ? a : last;
+    line(g, "do {");
+    g->ind++;
+    for (int a = 0; a <= last; a++) {
+        if (!bp->split[a])
+            continue;
+        int64_t size = 1;
+        for (int l = 0; l < k->ndim; l++)
+            size *= l < a ? bp->w[l] : l == a ? k->extent[l] - bp->w[l] : k->extent[l];
+        if (a < last) {
+            line(g, "if (t < %lldU) {", (long long)size);
+            g->ind++;
+        }
+        emit_slab_point(g, bp, a);
+        if (a < last) {
+            line(g, "break;");
+            g->ind--;
+            line(g, "}");
+            line(g, "t -= %lldU;", (long long)size);
+        }
+    }
+    g->ind--;
+    line(g, "} while (0);");
+    emit_linear(g);
+    emit_scope(g, -1, k->ninst);
+    emit_stores_at(g, "q");
+}
+
 static void emit_box_body(gen *g, const box_plan *bp, const uint8_t *live)
 {
     const nx_kernel *k = g->k;
@@ -1035,34 +1062,7 @@ static void emit_box_body(gen *g, const box_plan *bp, const uint8_t *live)
     g->ind--;
     line(g, "}");
     line(g, "t -= %lldU;", (long long)(bp->inner / bp->rows));
-    int last = -1;
-    for (int a = 0; a < k->ndim; a++)
-        last = bp->split[a] ? a : last;
-    line(g, "do {");
-    g->ind++;
-    for (int a = 0; a <= last; a++) {
-        if (!bp->split[a])
-            continue;
-        int64_t size = 1;
-        for (int l = 0; l < k->ndim; l++)
-            size *= l < a ? bp->w[l] : l == a ? k->extent[l] - bp->w[l] : k->extent[l];
-        if (a < last) {
-            line(g, "if (t < %lldU) {", (long long)size);
-            g->ind++;
-        }
-        emit_slab_point(g, bp, a);
-        if (a < last) {
-            line(g, "break;");
-            g->ind--;
-            line(g, "}");
-            line(g, "t -= %lldU;", (long long)size);
-        }
-    }
-    g->ind--;
-    line(g, "} while (0);");
-    emit_linear(g);
-    emit_scope(g, -1, k->ninst);
-    emit_stores_at(g, "q");
+    nx_ptx_emit_shell(g, bp);
     g->ind--;
     line(g, "}");
 }
@@ -1151,7 +1151,8 @@ int nx_ptx_general_flags(void)
     } knobs[] = {{"NITRIX_PTX_SPLIT", NX_PTX_SPLIT},
                  {"NITRIX_PTX_NARROW", NX_PTX_NARROW},
                  {"NITRIX_PTX_MINMAX", NX_PTX_MINMAX},
-                 {"NITRIX_PTX_ROWS", NX_PTX_ROWS}};
+                 {"NITRIX_PTX_ROWS", NX_PTX_ROWS},
+                 {"NITRIX_PTX_STENCIL", NX_PTX_STENCIL}};
     int flags = 0;
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const char *v = getenv(knobs[i].var);
@@ -1159,7 +1160,7 @@ int nx_ptx_general_flags(void)
         bool on = knobs[i].flag == NX_PTX_ROWS ? v && !strcmp(v, "1") : !v || strcmp(v, "0");
         flags |= on ? knobs[i].flag : 0;
     }
-    return flags;
+    return flags | nx_ptx_stencil_knobs() << 8;
 }
 
 /* Which i64 instructions are computed as int: values within int32 (lo, hi: nx_kranges), of an
@@ -1234,16 +1235,19 @@ static void emit_general(gen *g, nx_ptx_launch *launch)
         ok = nx_kborders_box(k, g->mask, &box) == NX_OK;
     if (ok && box.naxes > 0)
         nx_kbox_live(k, box.alias, live);
-    bool split = ok && plan_box(k, &box, flags & NX_PTX_ROWS, &bp) &&
-                 nx_ir_numel(k->ndim, k->extent) > 0;
+    bool split = ok && plan_box(k, &box, false, &bp) && nx_ir_numel(k->ndim, k->extent) > 0;
     g->alias = ok && box.naxes > 0 && !split ? box.alias : NULL;
+    /* window stencils first (rows per thread would only take their taps apart) */
+    bool done = split && (flags & NX_PTX_STENCIL) && nx_ptx_emit_stencil(g, &bp, launch);
+    if (split && !done && (flags & NX_PTX_ROWS))
+        plan_box(k, &box, true, &bp);
     /* with rows, a box thread takes `rows` points: the launch has that many fewer threads (a
      * thread past them would fall into the last slab and compute its points again) */
-    if (split)
+    if (split && !done)
         launch->points -= bp.inner - bp.inner / bp.rows;
-    if (ok)
+    if (ok && !done)
         emit_body(g, split ? &bp : NULL, live);
-    else
+    else if (!ok)
         g->t.failed = true;
     g->alias = NULL;
     g->narrow = NULL;

@@ -85,6 +85,26 @@ static bool box_has(const char *src, const char *what)
     return w && w < b;
 }
 
+/* A stencil kernel's launch: NS shell blocks (the "blockIdx.x < NS" test) of one thread per shell
+ * point (the "p < shell" bound), then tile blocks of 32 x 8 x 16 box points each, covering the
+ * box and no more tiles than the box has points. */
+static void check_stencil_launch(const nx_kernel *k, const char *src, const nx_ptx_launch *l)
+{
+    const char *a = strstr(src, "if (blockIdx.x < "), *b = strstr(src, "if (p < ");
+    long long ns = 0, shell = 0;
+    if (!a || !b || sscanf(a, "if (blockIdx.x < %lldU)", &ns) != 1 ||
+        sscanf(b, "if (p < %lldLL)", &shell) != 1)
+        fail_msg("%s: no shell block count or shell bound:\n%s", k->name, src);
+    int64_t numel = nx_ir_numel(k->ndim, k->extent), box = numel - shell;
+    long long nt = l->points / NX_PTX_THREADS - ns;
+    if (l->points % NX_PTX_THREADS || shell < 1 || box < 1 ||
+        ns != (shell + NX_PTX_THREADS - 1) / NX_PTX_THREADS || nt * 32 * 8 * 16 < box ||
+        nt > box)
+        fail_msg("%s: launch of %lld threads: %lld shell blocks for %lld points, %lld tiles for "
+                 "%lld box points",
+                 k->name, (long long)l->points, ns, shell, nt, (long long)box);
+}
+
 /* Emits and compiles every loop kernel of the case's plan (flags: the refinements wanted). */
 static void emit_case(nx_ctx *ctx, kind kd, int mode, const int64_t *shape, const int64_t *size,
                       bool compile)
@@ -105,10 +125,19 @@ static void emit_case(nx_ctx *ctx, kind kd, int mode, const int64_t *shape, cons
         nx_ptx_launch l;
         if (nx_ptx_emit(k, "k", false, &src, &len, &l) != NX_OK)
             fail_msg("emit %s: %s", k->name, nx_ctx_last_error(ctx));
-        bool on =
-            nx_ptx_general_flags() == (NX_PTX_SPLIT | NX_PTX_NARROW | NX_PTX_MINMAX | NX_PTX_ROWS);
-        if (on && kd == C_DILATE && shape[0] >= 8 && shape[1] >= 8 && shape[2] >= 8 &&
-            i == plan->nkernels - 1) {
+        int all = NX_PTX_SPLIT | NX_PTX_NARROW | NX_PTX_MINMAX | NX_PTX_ROWS | NX_PTX_STENCIL;
+        bool on = nx_ptx_general_flags() == all;
+        bool stencil = strstr(src, "__shared__ float sm[2]") != NULL;
+        /* a flat box's fused passes: one MIN/MAX network over a separable window of taps (on
+         * shorter axes the box may be empty: either form) */
+        bool window = (kd == C_DILATE || kd == C_ERODE) && i == plan->nkernels - 1 &&
+                      shape[0] >= 8 && shape[1] >= 8 && shape[2] >= 8;
+        if ((window && on && !stencil) || (stencil && (!on || kd == C_MEDIAN || kd == C_GAUSS)))
+            fail_msg("%s (case %d, shape %lld %lld %lld): stencil tiles %s:\n%s", k->name, kd,
+                     (long long)shape[0], (long long)shape[1], (long long)shape[2],
+                     stencil ? "used" : "not used", src);
+        if (on && !stencil && kd == C_DILATE && shape[0] >= 8 && shape[1] >= 8 &&
+            shape[2] >= 8 && i == plan->nkernels - 1) {
             if (!strstr(src, "if (t < ") || box_has(src, "nx_imod"))
                 fail_msg("dilate %s: no box, or a 64-bit modulo inside it:\n%s", k->name, src);
             if (!strstr(src, "int i0;") || !strstr(src, "for (i64 p"))
@@ -118,7 +147,9 @@ static void emit_case(nx_ctx *ctx, kind kd, int mode, const int64_t *shape, cons
          * thread past the work would compute shell points again) */
         int64_t numel = nx_ir_numel(k->ndim, k->extent);
         bool rows = strstr(src, " ib = i") != NULL;
-        if (rows ? l.points >= numel || l.points < numel / 8 : l.points != numel)
+        if (stencil)
+            check_stencil_launch(k, src, &l);
+        else if (rows ? l.points >= numel || l.points < numel / 8 : l.points != numel)
             fail_msg("%s: launch of %lld threads for %lld points%s", k->name, (long long)l.points,
                      (long long)numel, rows ? " (rows per thread)" : "");
         if (compile) {
@@ -134,12 +165,14 @@ static void emit_case(nx_ctx *ctx, kind kd, int mode, const int64_t *shape, cons
     nx_graph_free(g);
 }
 
-/* The last two are long enough for rows per thread (an outer axis of 16 or more in the box). */
-static const int64_t SHAPES[][3] = {{9, 10, 11}, {1, 7, 12},   {2, 3, 16},
-                                    {33, 5, 3},  {20, 18, 40}, {40, 24, 9}};
-static const int64_t SIZES[][3] = {{3, 3, 3}, {2, 3, 4}, {3, 3, 3},
-                                   {1, 4, 2}, {3, 3, 3}, {3, 3, 3}};
-#define NSHAPES 6
+/* The 5th and 6th are long enough for rows per thread (an outer axis of 16 or more in the box);
+ * the last two span several stencil tiles (32 x 8 x 16 points) on every axis, with windows of 5
+ * and even extents. */
+static const int64_t SHAPES[][3] = {{9, 10, 11}, {1, 7, 12},   {2, 3, 16},   {33, 5, 3},
+                                    {20, 18, 40}, {40, 24, 9}, {37, 21, 70}, {35, 19, 67}};
+static const int64_t SIZES[][3] = {{3, 3, 3}, {2, 3, 4}, {3, 3, 3}, {1, 4, 2},
+                                   {3, 3, 3}, {3, 3, 3}, {5, 3, 4}, {3, 2, 5}};
+#define NSHAPES 8
 
 static void each_case(void (*fn)(nx_ctx *, kind, int, const int64_t *, const int64_t *, bool),
                       nx_ctx *ctx, bool arg)
@@ -162,6 +195,7 @@ static void set_flags(bool on)
     setenv("NITRIX_PTX_NARROW", v, 1);
     setenv("NITRIX_PTX_MINMAX", v, 1);
     setenv("NITRIX_PTX_ROWS", v, 1);
+    setenv("NITRIX_PTX_STENCIL", v, 1);
 }
 
 static void test_emit(void **state)
