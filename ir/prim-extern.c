@@ -3,7 +3,9 @@
  *
  *   extern   y = def->reference(x_0, ..., x_{n-1})
  *
- * Equal calls (same def, same inputs) are one node: an extern must be a pure function. */
+ * Equal calls (same def, same inputs) are one node: an extern must be a pure function.
+ * Attributes: [def], or [def, dev] for nx_extern_device (dev: the nx_extern_device_def whose CUDA
+ * C the CUDA backend compiles, codegen/ptx/emit-extern.c; every other backend ignores it). */
 #include <string.h>
 
 #include "ir.h"
@@ -20,8 +22,9 @@ nx_status nx_ir_shape_extern(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_
                              nx_ir_sig *out)
 {
     (void)s;
-    if (p->nattrs != 1 || !p->attrs[0])
-        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "%d attributes; expected [def]", p->nattrs);
+    if (p->nattrs < 1 || p->nattrs > 2 || !p->attrs[0] || (p->nattrs == 2 && !p->attrs[1]))
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "%d attributes; expected [def] or [def, dev]",
+                          p->nattrs);
     const nx_extern_def *def = def_of(p->attrs);
     if (p->nops > EXTERN_MAX_IN)
         return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "'%s' has %d inputs; expected at most %d",
@@ -53,21 +56,38 @@ nx_status nx_ir_shape_extern(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_
     return NX_OK;
 }
 
-nx_node nx_extern(nx_graph *g, const nx_extern_def *def, int n_in, const nx_node *ins)
+static nx_node make_extern(nx_graph *g, const char *fn, const nx_extern_def *def,
+                           const nx_extern_device_def *dev, int n_in, const nx_node *ins)
 {
     if (!g)
         return NX_NONE;
     if (!def || !def->name || !def->shape || !def->reference)
         return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
-                                 "nx_extern: def%s lacks a name, shape rule or reference; "
+                                 "%s: def%s lacks a name, shape rule or reference; "
                                  "expected all three",
-                                 def ? "" : " (NULL)");
+                                 fn, def ? "" : " (NULL)");
+    if (dev && !dev->source)
+        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
+                                 "%s: '%s' has a device definition without a source callback; "
+                                 "expected dev->source set (or dev NULL)",
+                                 fn, def->name);
     if (n_in < 0 || (n_in > 0 && !ins))
         return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
-                                 "nx_extern: '%s' given %d inputs%s; expected n_in >= 0 nodes",
+                                 "%s: '%s' given %d inputs%s; expected n_in >= 0 nodes", fn,
                                  def->name, n_in, ins ? "" : " (NULL)");
-    int64_t attr = (int64_t)(intptr_t)def;
-    return nx_ir_make(g, "nx_extern", NX_PRIM_EXTERN, n_in, ins, 1, &attr, 0, NULL);
+    int64_t attrs[2] = {(int64_t)(intptr_t)def, (int64_t)(intptr_t)dev};
+    return nx_ir_make(g, fn, NX_PRIM_EXTERN, n_in, ins, dev ? 2 : 1, attrs, 0, NULL);
+}
+
+nx_node nx_extern(nx_graph *g, const nx_extern_def *def, int n_in, const nx_node *ins)
+{
+    return make_extern(g, "nx_extern", def, NULL, n_in, ins);
+}
+
+nx_node nx_extern_device(nx_graph *g, const nx_extern_def *def, const nx_extern_device_def *dev,
+                         int n_in, const nx_node *ins)
+{
+    return make_extern(g, "nx_extern_device", def, dev, n_in, ins);
 }
 
 nx_status nx_ir_ref_extern(const nx_ir_eval *ev, const nx_ir_node *n, const nx_tensor *const *ins,
@@ -83,7 +103,8 @@ nx_status nx_ir_ref_extern(const nx_ir_eval *ev, const nx_ir_node *n, const nx_t
 
 void nx_ir_attrs_extern(FILE *f, const nx_ir_store *s, const nx_ir_node *n)
 {
-    fprintf(f, "[name=%s]", def_of(nx_ir_node_attrs(s, n))->name);
+    fprintf(f, "[name=%s%s]", def_of(nx_ir_node_attrs(s, n))->name,
+            n->nattrs == 2 ? ", device" : "");
 }
 
 /* ---- adjoint ----------------------------------------------------------------------------*/

@@ -28,27 +28,47 @@ static void kernel_destroy(void *user, void *obj)
     nx_rt_free(user, obj, sizeof(nx_ptx_kernel));
 }
 
-static nx_status build_key(nx_ctx *ctx, const nx_kernel *k, bool reassoc, nx_ptx_target t,
-                           nx_rt_cache_blob *b, nx_rt_cache_key *key)
+static bool is_extern(const nx_kernel *k)
+{
+    return k->kind == NX_KERNEL_LIBRARY && k->lib_prim == NX_PRIM_EXTERN;
+}
+
+/* The kernel's identity, into b (initialised by the caller): its IR, and for an extern its
+ * device source (src, emitted first) and point count instead of the definitions' addresses, which the IR's attributes hold. Two externs that share
+ * name and shapes but not code then never share a kernel, and an extern's kernel is found on
+ * disk again by the next process. */
+static nx_status build_key(const nx_kernel *k, const char *src, int64_t points, bool reassoc,
+                           nx_ptx_target t, nx_rt_cache_blob *b, nx_rt_cache_key *key)
 {
     uint8_t *ir = NULL;
     size_t ir_len = 0;
-    nx_status st = nx_kernel_serialize(k, &ir, &ir_len);
+    nx_status st;
+    if (src) {
+        nx_kernel anon = *k;
+        anon.attrs[0] = 0;
+        anon.attrs[1] = 0;
+        st = nx_kernel_serialize(&anon, &ir, &ir_len);
+    } else {
+        st = nx_kernel_serialize(k, &ir, &ir_len);
+    }
     if (st != NX_OK)
         return st;
     char tc[128], target[32];
     snprintf(target, sizeof target, "%s_%d", t.kind == NX_PTX_KIND_CUBIN ? "sm" : "compute",
              t.arch);
-    nx_rt_cache_blob_init(b, ctx);
     nx_rt_cache_blob_str(b, "backend", "cuda");
     nx_rt_cache_blob_str(b, "emitter", NX_PTX_EMITTER_VERSION);
     nx_rt_cache_blob_bytes(b, "ir", ir, ir_len);
+    if (src) {
+        nx_rt_cache_blob_str(b, "extern_source", src);
+        nx_rt_cache_blob_i64(b, "extern_points", points);
+    }
     nx_rt_cache_blob_i64(b, "reassoc", reassoc);
     nx_rt_cache_blob_i64(b, "pair_rows", nx_ptx_pair_rows_override());
     nx_rt_cache_blob_i64(b, "general", nx_ptx_general_flags());
     nx_rt_cache_blob_str(b, "target", target);
     nx_rt_cache_blob_str(b, "toolchain", nx_ptx_toolchain_key(tc, sizeof tc));
-    nx_rt_free(ctx, ir, ir_len);
+    nx_rt_free(k->ctx, ir, ir_len);
     return nx_rt_cache_blob_key(b, key);
 }
 
@@ -96,6 +116,18 @@ static nx_status image_of(nx_ctx *ctx, nx_rt_cache *cache, const nx_rt_cache_key
     return NX_OK;
 }
 
+/* An extern's device source that NVRTC refused: the message names the extern (user code), then
+ * NVRTC's own, which carries the log. */
+static nx_status extern_failed(nx_ctx *ctx, const nx_kernel *k)
+{
+    char why[512];
+    snprintf(why, sizeof why, "%s", nx_ctx_last_error(ctx));
+    return nx_rt_error(ctx, NX_ERR_BACKEND,
+                       "CUDA: the device source of extern '%s' (kernel %s) did not compile; "
+                       "expected CUDA C that NVRTC accepts: %s",
+                       ((const nx_extern_def *)k->lib_ptr)->name, k->name, why);
+}
+
 nx_status nx_ptx_kernel_get(nx_ctx *ctx, const nx_kernel *k, bool reassoc,
                             const nx_ptx_kernel **out, nx_ptx_get_info *info)
 {
@@ -109,25 +141,33 @@ nx_status nx_ptx_kernel_get(nx_ctx *ctx, const nx_kernel *k, bool reassoc,
         st = nx_rt_cache_of(ctx, &cache);
     if (st != NX_OK)
         return st;
-    nx_rt_cache_blob b;
-    nx_rt_cache_key key;
-    st = build_key(ctx, k, reassoc, t, &b, &key);
-    nx_ptx_kernel *pk = st == NX_OK ? nx_rt_cache_find(cache, &key) : NULL;
-    if (pk) {
-        inf.memory_hit = true;
-        goto done;
-    }
     char *src = NULL;
     size_t src_len = 0;
     nx_ptx_launch launch;
     static const char name[] = "nx_kernel";
+    bool ext = is_extern(k);
+    if (ext)
+        st = nx_ptx_kernel_emit(k, name, reassoc, &src, &src_len, &launch);
+    nx_rt_cache_blob b;
+    nx_rt_cache_key key;
+    nx_rt_cache_blob_init(&b, ctx);
     if (st == NX_OK)
+        st = build_key(k, src, ext ? launch.points : -1, reassoc, t, &b, &key);
+    nx_ptx_kernel *pk = st == NX_OK ? nx_rt_cache_find(cache, &key) : NULL;
+    if (pk) {
+        nx_rt_free(ctx, src, src_len);
+        inf.memory_hit = true;
+        goto done;
+    }
+    if (st == NX_OK && !ext)
         st = nx_ptx_kernel_emit(k, name, reassoc, &src, &src_len, &launch);
     void *img = NULL;
     size_t img_len = 0;
     if (st == NX_OK)
         st = image_of(ctx, cache, &key, src, "nitrix-kernel.cu", t, reassoc, &img, &img_len,
                       &inf.disk_hit);
+    if (st == NX_ERR_BACKEND && ext)
+        st = extern_failed(ctx, k);
     nx_rt_free(ctx, src, src_len);
     nx_cu_module m = NULL;
     if (st == NX_OK)

@@ -7,6 +7,9 @@
  *                 2012), O(n) per line, as one IR extern. Where a tile's
  *                 distances are short, a window minimum that stops as soon as no farther place
  *                 can win replaces the envelope (the same sums; see "small values").
+ *                 On the cuda backend the same driver is a chain of per-axis extern passes
+ *                 with CUDA C (nx_extern_device; "the device driver" below), so the whole
+ *                 plan runs on the device: device masks are read in place and results stay there.
  *
  * Why an extern: the envelope is a sequential scan with a data-dependent stack (each parabola
  * pops the ones it hides, then a second sweep walks the envelope), which no IR primitive
@@ -22,6 +25,7 @@
 #endif
 
 #include "cache.h"
+#include "codegen/ptx/emit.h"
 #include "internal.h"
 #include "morph.h"
 #include "nitrix-graph.h"
@@ -531,6 +535,258 @@ nx_node nx_morph_edt_fast_node(nx_graph *g, nx_node field, const double *samplin
     return nx_extern(g, &felzenszwalb_def, 2, (nx_node[]){field, sv});
 }
 
+/* ---- the device driver: one extern per axis, each with CUDA C --------------------------------
+ *
+ * On the CUDA backend the fast driver is a chain of per-axis extern passes (nx_extern_device),
+ * each a kernel of its own; the graph's other kernels (the field) run on the device too, so the
+ * whole plan does. The passes read the sampling from its constant (f64[nd]) at run time, and
+ * compute in f64 whatever the dtype (stores round once, as the CPU's passes do):
+ *
+ *   first   along axis 0 (the outermost: lines are strided, so consecutive threads take adjacent
+ *           lines and every step's loads and stores coalesce): one thread per line, the squared
+ *           distance to the nearest source on either side by two sweeps. The forward sweep
+ *           parks the distance to the left source in the output (an exact integer, or +inf).
+ *   window  along axes 1 .. nd-1: one thread per place, the minimum of f[q] and f[q -+ k] +
+ *           s2 k^2 for k = 1, 2, ... until s2 k^2 reaches the minimum (no farther place can win:
+ *           values are >= 0) or both ends are passed. The sums are the CPU window's and
+ *           envelope's, (s2 k) k + f, rounded apart (__dmul_rn/__dadd_rn, never an FMA).
+ *           Neighbouring threads are neighbouring places of the contiguous axis, or adjacent
+ *           lines of a strided one, so each step's loads coalesce (and hit L1 for the next k).
+ *           Cost per place is the distance found along the axis, so a field with sources a
+ *           few places apart (the bench's 1 %) takes a few steps, and the worst case (an axis
+ *           with no source on any of its lines yet) is the line's length per place.
+ *   The last pass stores the square root (sqrtf / sqrt, correctly rounded, as the CPU's).
+ * Every pass's host reference is the CPU code above, so the chain also runs (and is checked)
+ * wherever the device does not. */
+typedef struct edt_pass {
+    int axis;
+    bool first, root;
+} edt_pass;
+
+static void axis_split(const int64_t *shape, int nd, int axis, int64_t *outer, int64_t *n,
+                       int64_t *inner)
+{
+    *outer = 1;
+    *inner = 1;
+    for (int i = 0; i < axis; i++)
+        *outer *= shape[i];
+    for (int i = axis + 1; i < nd; i++)
+        *inner *= shape[i];
+    *n = shape[axis];
+}
+
+static nx_status pass_shape(void *user, int n_in, const nx_dtype *dtypes, const int *ndims,
+                            const int64_t *const *shapes, nx_dtype *out_dtype, int *out_ndim,
+                            int64_t out_shape[NX_MAX_DIMS])
+{
+    const edt_pass *ps = user;
+    nx_status st = fz_shape(NULL, n_in, dtypes, ndims, shapes, out_dtype, out_ndim, out_shape);
+    return st == NX_OK && ps->axis >= ndims[0] ? NX_ERR_SHAPE : st;
+}
+
+/* The first pass on the host along any axis: the two sweeps over each strided line. */
+typedef struct strided_first {
+    const nx_tensor *in;
+    nx_tensor *out;
+    int64_t n, inner;
+    double s2;
+    bool root;
+} strided_first;
+
+static double field_at(const nx_tensor *t, int64_t i)
+{
+    return nx_tensor_dtype(t) == NX_DTYPE_F64 ? ((const double *)nx_tensor_data(t))[i]
+                                              : (double)((const float *)nx_tensor_data(t))[i];
+}
+
+static void store_at(nx_tensor *t, int64_t i, double v, bool root)
+{
+    if (nx_tensor_dtype(t) == NX_DTYPE_F64)
+        ((double *)nx_tensor_data(t))[i] = root ? sqrt(v) : v;
+    else
+        ((float *)nx_tensor_data(t))[i] = root ? sqrtf((float)v) : (float)v;
+}
+
+static void strided_first_chunk(void *user, int64_t begin, int64_t end, int chunk)
+{
+    (void)chunk;
+    const strided_first *j = user;
+    int64_t n = j->n, inner = j->inner;
+    for (int64_t line = begin; line < end; line++) {
+        int64_t base = line / inner * n * inner + line % inner, last = -1;
+        for (int64_t q = 0; q < n; q++) {
+            last = field_at(j->in, base + q * inner) == 0 ? q : last;
+            store_at(j->out, base + q * inner, last < 0 ? INFINITY : (double)(q - last), false);
+        }
+        int64_t next = -1;
+        for (int64_t q = n - 1; q >= 0; q--) {
+            next = field_at(j->in, base + q * inner) == 0 ? q : next;
+            double d = field_at(j->out, base + q * inner);
+            if (next >= 0 && (double)(next - q) < d)
+                d = (double)(next - q);
+            store_at(j->out, base + q * inner, isinf(d) ? INFINITY : j->s2 * d * d, j->root);
+        }
+    }
+}
+
+static nx_status pass_reference(void *user, nx_ctx *ctx, int n_in, const nx_tensor *const *ins,
+                                nx_tensor *out)
+{
+    (void)n_in;
+    const edt_pass *ps = user;
+    const nx_tensor *f = ins[0];
+    int nd = nx_tensor_ndim(f);
+    double s[NX_MAX_DIMS];
+    memcpy(s, nx_tensor_data(ins[1]), (size_t)nd * sizeof(double));
+    if (nx_tensor_numel(f) == 0)
+        return NX_OK;
+    int64_t outer, n, inner;
+    axis_split(nx_tensor_shape(f), nd, ps->axis, &outer, &n, &inner);
+    if (ps->first) {
+        strided_first j = {f, out, n, inner, s[ps->axis] * s[ps->axis], ps->root};
+        return nx_rt_parallel_for(ctx, outer * inner, 64, strided_first_chunk, &j);
+    }
+    memcpy(nx_tensor_data(out), nx_tensor_data(f),
+           (size_t)nx_tensor_numel(f) * nx_dtype_size(nx_tensor_dtype(f)));
+    return envelope_axis(ctx, nx_tensor_data(out), nx_tensor_dtype(f) == NX_DTYPE_F64, nd,
+                         nx_tensor_shape(f), ps->axis, s[ps->axis], ps->root,
+                         window_exact_f32(nd, nx_tensor_shape(f), s));
+}
+
+/* Shared by both kernels: the line geometry as constants, the index type (32-bit below 2^31
+ * elements), the sampling's square and the store. */
+static const char pass_prelude[] =
+    "typedef %s T;\n"
+    "typedef %s I;\n"
+    "#define N ((I)%lld)\n"
+    "#define INNER ((I)%lld)\n"
+    "static __device__ __forceinline__ void put(T *y, I at, double v)\n"
+    "{\n"
+    "    y[at] = %s;\n"
+    "}\n"
+    "extern \"C\" __global__ void __launch_bounds__(256)\n"
+    "%s(const T *__restrict__ f, const double *__restrict__ sampling, T *__restrict__ y,\n"
+    "   long long points)\n"
+    "{\n"
+    "    const double s2 = __dmul_rn(sampling[%d], sampling[%d]);\n"
+    "    for (I p = (I)blockIdx.x * 256 + (I)threadIdx.x; p < (I)points;\n"
+    "         p += (I)gridDim.x * 256) {\n";
+
+static const char first_body[] =
+    "        const I base = p / INNER * N * INNER + p % INNER;\n"
+    "        const double inf = __longlong_as_double(0x7ff0000000000000LL);\n"
+    "        I last = -1;\n"
+    "#pragma unroll 8\n"
+    "        for (I q = 0; q < N; q++) {\n"
+    "            last = f[base + q * INNER] == (T)0 ? q : last;\n"
+    "            y[base + q * INNER] = last < 0 ? (T)inf : (T)(q - last);\n"
+    "        }\n"
+    "        I next = -1;\n"
+    "#pragma unroll 8\n"
+    "        for (I q = N - 1; q >= 0; q--) {\n"
+    "            next = f[base + q * INNER] == (T)0 ? q : next;\n"
+    "            double d = (double)y[base + q * INNER];\n"
+    "            if (next >= 0 && (double)(next - q) < d)\n"
+    "                d = (double)(next - q);\n"
+    "            put(y, base + q * INNER, d == inf ? inf : __dmul_rn(__dmul_rn(s2, d), d));\n"
+    "        }\n"
+    "    }\n"
+    "}\n";
+
+static const char window_body[] =
+    "        const I q = p / INNER % N;\n"
+    "        const T *line = f + (p - q * INNER);\n"
+    "        double acc = (double)f[p];\n"
+    "        for (I k = 1;; k++) {\n"
+    "            const double c = __dmul_rn(__dmul_rn(s2, (double)k), (double)k);\n"
+    "            if (!(acc > c) || (q < k && q + k >= N))\n"
+    "                break;\n"
+    "            if (q >= k) {\n"
+    "                const double x = __dadd_rn((double)line[(q - k) * INNER], c);\n"
+    "                acc = x < acc ? x : acc;\n"
+    "            }\n"
+    "            if (q + k < N) {\n"
+    "                const double x = __dadd_rn((double)line[(q + k) * INNER], c);\n"
+    "                acc = x < acc ? x : acc;\n"
+    "            }\n"
+    "        }\n"
+    "        put(y, p, acc);\n"
+    "    }\n"
+    "}\n";
+
+static int pass_source(void *user, int n_in, const nx_dtype *dtypes, const int *ndims,
+                       const int64_t *const *shapes, const char *kernel, char *buf, size_t cap,
+                       int64_t *points)
+{
+    const edt_pass *ps = user;
+    nx_dtype od;
+    int ond;
+    int64_t osh[NX_MAX_DIMS];
+    if (pass_shape(user, n_in, dtypes, ndims, shapes, &od, &ond, osh) != NX_OK)
+        return -1;
+    int64_t outer, n, inner, numel = 1;
+    axis_split(shapes[0], ndims[0], ps->axis, &outer, &n, &inner);
+    for (int i = 0; i < ndims[0]; i++)
+        numel *= shapes[0][i];
+    /* the first sweep parks exact integer distances in the output's dtype */
+    if (ps->first && dtypes[0] == NX_DTYPE_F32 && n >= (1 << 24))
+        return -1;
+    bool f64 = dtypes[0] == NX_DTYPE_F64, i32 = numel < (1 << 30); /* p + stride fits */
+    const char *T = f64 ? "double" : "float";
+    const char *store = ps->root ? (f64 ? "sqrt(v)" : "sqrtf((float)v)") : "(T)v";
+    *points = ps->first ? outer * inner : numel;
+    int head = snprintf(buf, cap, pass_prelude, T, i32 ? "int" : "long long", (long long)n,
+                        (long long)inner, store, kernel, ps->axis, ps->axis);
+    if (head < 0)
+        return -1;
+    size_t used = (size_t)head < cap ? (size_t)head : cap;
+    int body = snprintf(buf ? buf + used : NULL, cap - used, "%s",
+                        ps->first ? first_body : window_body);
+    return body < 0 ? -1 : head + body;
+}
+
+#define PASS(F, R, A) {.axis = A, .first = F, .root = R}
+#define PASS_AXES(F, R)                                                                            \
+    {PASS(F, R, 0), PASS(F, R, 1), PASS(F, R, 2), PASS(F, R, 3),                                  \
+     PASS(F, R, 4), PASS(F, R, 5), PASS(F, R, 6), PASS(F, R, 7)}
+static const edt_pass pass_info[2][2][NX_MAX_DIMS] = {{PASS_AXES(0, 0), PASS_AXES(0, 1)},
+                                                      {PASS_AXES(1, 0), PASS_AXES(1, 1)}};
+#define DEF(F, R, A)                                                                               \
+    {.name = F ? "edt_first_pass" : "edt_window_pass", .shape = pass_shape,                        \
+     .reference = pass_reference, .user = (void *)&pass_info[F][R][A]}
+#define DEF_AXES(F, R)                                                                             \
+    {DEF(F, R, 0), DEF(F, R, 1), DEF(F, R, 2), DEF(F, R, 3),                                      \
+     DEF(F, R, 4), DEF(F, R, 5), DEF(F, R, 6), DEF(F, R, 7)}
+static const nx_extern_def pass_defs[2][2][NX_MAX_DIMS] = {{DEF_AXES(0, 0), DEF_AXES(0, 1)},
+                                                           {DEF_AXES(1, 0), DEF_AXES(1, 1)}};
+#define DEV(F, R, A) {.source = pass_source, .user = (void *)&pass_info[F][R][A]}
+#define DEV_AXES(F, R)                                                                             \
+    {DEV(F, R, 0), DEV(F, R, 1), DEV(F, R, 2), DEV(F, R, 3),                                      \
+     DEV(F, R, 4), DEV(F, R, 5), DEV(F, R, 6), DEV(F, R, 7)}
+static const nx_extern_device_def pass_devs[2][2][NX_MAX_DIMS] = {
+    {DEV_AXES(0, 0), DEV_AXES(0, 1)}, {DEV_AXES(1, 0), DEV_AXES(1, 1)}};
+
+/* The device driver's chain: the first pass along axis 0, then a window pass per later axis; the
+ * last pass takes the square root. NX_HIDDEN for the CUDA extern tests (test-cuda-extern.c). */
+NX_HIDDEN nx_node nx_morph_edt_device_node(nx_graph *g, nx_node field, const double *sampling);
+nx_node nx_morph_edt_device_node(nx_graph *g, nx_node field, const double *sampling)
+{
+    int nd = nx_node_ndim(g, field);
+    if (nd < 1 || nd > NX_MAX_DIMS)
+        return NX_NONE;
+    double s[NX_MAX_DIMS];
+    int64_t n = nd;
+    for (int i = 0; i < nd; i++)
+        s[i] = sampling ? sampling[i] : 1.0;
+    nx_node sv = nx_constant(g, NX_DTYPE_F64, 1, &n, s), y = field;
+    for (int a = 0; a < nd; a++) {
+        int first = a == 0, root = a == nd - 1;
+        y = nx_extern_device(g, &pass_defs[first][root][a], &pass_devs[first][root][a], 2,
+                             (nx_node[]){y, sv});
+    }
+    return y;
+}
+
 /* ---- the entry point ----------------------------------------------------------------------*/
 
 typedef struct edt_call {
@@ -538,6 +794,7 @@ typedef struct edt_call {
     const double *sampling;
     nx_backend backend;
     bool fast;
+    bool device; /* the fast driver's device chain (the backend is cuda) */
 } edt_call;
 
 static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
@@ -554,8 +811,9 @@ static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
     nx_node fg = md == NX_DTYPE_BOOL ? m : nx_ne(g, m, nx_scalar(g, md, 0));
     nx_node field = nx_select(g, fg, nx_scalar(g, dt, INFINITY), nx_scalar(g, dt, 0));
     field = nx_broadcast(g, field, nd, nx_tensor_shape(mask));
-    nx_node y = c->fast ? nx_morph_edt_fast_node(g, field, c->sampling)
-                        : nx_morph_edt_separable_node(g, field, c->sampling);
+    nx_node y = c->device ? nx_morph_edt_device_node(g, field, c->sampling)
+                : c->fast   ? nx_morph_edt_fast_node(g, field, c->sampling)
+                            : nx_morph_edt_separable_node(g, field, c->sampling);
     if ((st = nx_graph_status(g)) == NX_OK) {
         nx_compile_opts co = {.backend = c->backend, .n_outputs = 1, .outputs = &y};
         st = nx_graph_compile(g, &co, out);
@@ -570,8 +828,8 @@ static nx_status program(nx_ctx *ctx, const edt_call *c, nx_program **out)
     int nd = nx_tensor_ndim(mask);
     nx_rt_cache_blob b;
     nx_rt_cache_blob_init(&b, ctx);
-    int64_t sig[NX_MAX_DIMS + 4] = {c->fast, c->backend, nx_tensor_dtype(mask), nd};
-    memcpy(sig + 4, nx_tensor_shape(mask), (size_t)nd * sizeof(int64_t));
+    int64_t sig[NX_MAX_DIMS + 5] = {c->fast, c->backend, nx_tensor_dtype(mask), nd, c->device};
+    memcpy(sig + 5, nx_tensor_shape(mask), (size_t)nd * sizeof(int64_t));
     double s[NX_MAX_DIMS];
     for (int i = 0; i < nd; i++)
         s[i] = c->sampling ? c->sampling[i] : 1.0;
@@ -585,14 +843,9 @@ static nx_status check_mask(nx_ctx *ctx, const char *who, const nx_tensor *mask,
                             const double *sampling)
 {
     nx_dtype md = nx_tensor_dtype(mask);
-    if (nx_tensor_device(mask) != NX_DEVICE_HOST)
-        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
-                           "%s: mask is a device tensor; the distance transform is a host op (its "
-                           "fast driver's envelope is a CPU extern): copy the mask to the host",
-                           who);
     if (md == NX_DTYPE_F16 || md == NX_DTYPE_BF16)
         return nx_rt_error(ctx, NX_ERR_DTYPE,
-                           "%s: mask is %s; expected a host f32, f64, integer or bool tensor", who,
+                           "%s: mask is %s; expected an f32, f64, integer or bool tensor", who,
                            nx_dtype_name(md));
     int nd = nx_tensor_ndim(mask);
     if (nd < 1 || nd + 1 > NX_MAX_DIMS)
@@ -604,6 +857,37 @@ static nx_status check_mask(nx_ctx *ctx, const char *who, const nx_tensor *mask,
                                "%s: sampling[%d] is %g; expected a finite value > 0", who, i,
                                sampling[i]);
     return NX_OK;
+}
+
+/* The backend the op runs on (NITRIX_BACKEND and auto resolved here: the cuda backend takes the
+ * device chain). A device mask needs the cuda backend: its plan reads the mask in place and the
+ * result stays on the device. */
+static nx_status device_backend(nx_ctx *ctx, const char *who, const nx_tensor *mask,
+                                nx_backend requested, nx_backend *out)
+{
+    nx_status st = nx_ptx_resolve_backend(ctx, requested, out);
+    if (st == NX_OK && nx_tensor_device(mask) != NX_DEVICE_HOST && *out != NX_BACKEND_CUDA)
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
+                           "%s: mask is a CUDA device tensor but the op runs on the %s backend; "
+                           "expected a host mask, or the cuda backend",
+                           who, nx_backend_name(*out));
+    return st;
+}
+
+/* An empty result, placed where the mask is. */
+static nx_status empty_result(nx_ctx *ctx, const nx_tensor *mask, nx_tensor **out)
+{
+    nx_tensor *h = NULL;
+    nx_status st = nx_tensor_new(ctx, nx_tensor_dtype(mask) == NX_DTYPE_F64 ? NX_DTYPE_F64
+                                                                            : NX_DTYPE_F32,
+                                 nx_tensor_ndim(mask), nx_tensor_shape(mask), &h);
+    if (st != NX_OK || nx_tensor_device(mask) == NX_DEVICE_HOST) {
+        *out = h;
+        return st;
+    }
+    st = nx_tensor_to_device(h, nx_tensor_device(mask), out);
+    nx_tensor_free(h);
+    return st;
 }
 
 nx_status nx_distance_transform_edt(nx_ctx *ctx, const nx_tensor *mask, const nx_edt_opts *opts,
@@ -624,15 +908,17 @@ nx_status nx_distance_transform_edt(nx_ctx *ctx, const nx_tensor *mask, const nx
     st = nx_driver_resolve(ctx, "distance_transform_edt", o->driver, &variant);
     if (st != NX_OK)
         return st;
-    int nd = nx_tensor_ndim(mask);
+    nx_backend be;
+    if ((st = device_backend(ctx, who, mask, o->backend, &be)) != NX_OK)
+        return st;
     if (nx_tensor_numel(mask) == 0)
-        return nx_tensor_new(ctx,
-                             nx_tensor_dtype(mask) == NX_DTYPE_F64 ? NX_DTYPE_F64 : NX_DTYPE_F32,
-                             nd, nx_tensor_shape(mask), out);
+        return empty_result(ctx, mask, out);
+    bool fast = strcmp(variant, "felzenszwalb") == 0;
     edt_call c = {.mask = mask,
                   .sampling = o->sampling,
-                  .backend = o->backend,
-                  .fast = strcmp(variant, "felzenszwalb") == 0};
+                  .backend = be,
+                  .fast = fast,
+                  .device = fast && be == NX_BACKEND_CUDA};
     nx_program *p = NULL;
     if ((st = program(ctx, &c, &p)) != NX_OK)
         return st;
