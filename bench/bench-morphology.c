@@ -11,7 +11,7 @@
  * device tensor, whose output stays on the device; the plan run synchronises before it returns,
  * so the figure is the device work plus the launch, without host<->device copies. The label row
  * on a device mask runs the label-propagation driver there (its runs read one flag each); the
- * EDT row stays a host op (its mask stays on the host) and says so in its note. GPU peers:
+ * EDT row's device mask runs the fast driver's device chain (per-axis extern passes). GPU peers:
  *     python3 bench/peers-morphology.py --gpu     (PyTorch max_pool3d, on the device machine) */
 #include <math.h>
 #include <stdlib.h>
@@ -167,7 +167,7 @@ nx_status nx_bench_morphology(nx_ctx *ctx, const char *filter, int runs, bool js
         {"morph_dilate_3x3x3", "[256,256,256]", "scipy grey_dilation (issue)", 0.645, 256, 0, -1,
          call_dilate, 4, true},
         {"morph_edt", "[256,256,256]", "scipy distance_transform_edt (issue)", 3.1, 256, 0, 0.99,
-         call_edt, 4, false},
+         call_edt, 4, true},
         {"morph_median_3x3x3", "[128,128,128]", "scipy median_filter (issue)", 0.79, 128, 0, -1,
          call_median, 4, true},
         {"morph_label", "[128,128,128]", "scipy label (issue)", 0.019, 128, 0, 0.5, call_label, 4,
