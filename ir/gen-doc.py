@@ -106,7 +106,13 @@ functions are the correctly rounded double result rounded once to f32.
   winner (numpy.argmax). Custom monoids evaluate their placeholder expressions per element:
   `c = identity; c = combine(c, lift(x_k)) for k ascending; y = finalize(c)`.
 - **Scans** use the same carries (`y[t]` is the fold of `x[0..t]`); `scan_linear` computes
-  `y_t = a_t * y_{t-1} + b_t` from `y_{-1} = 0`, rounding the product and then the sum.
+  `y_t = a_t * y_{t-1} + b_t` from `y_{-1} = 0`, rounding the product and then the sum;
+  `scan_iir` computes `y_t = b_t + c_1 y_{t-1} + ... + c_k y_{t-k}` (k <= 4) from zero states,
+  its coefficients finite doubles stored as attribute bits and rounded once to the dtype, summed
+  left to right (`acc = b`, then `acc = acc + c_j * y_{t-j}`, each product and sum rounded, never
+  an fma; a state's term is computed even while the state is 0). Its adjoint is the same recursion
+  run the other way over dy (the transpose of the banded Toeplitz solve); there is no gradient with
+  respect to the coefficients, which are constants of the graph.
 - **Sort** is a stable merge sort: NaN is the greatest value (last ascending, first descending),
   ties keep their index order in both directions; top-k is the first k of that order.
 - **Pad modes** are scipy.ndimage's, and pads wider than the axis repeat the rule periodically:

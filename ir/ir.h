@@ -25,6 +25,7 @@
  *                     (see NX_RC_* below)
  *   SCAN              [axis, monoid, reverse]
  *   SCAN_LINEAR       [axis, reverse]
+ *   SCAN_IIR          [axis, reverse, order, bits of the double c_1 .. c_order]
  *   SORT, ARGSORT     [axis, descending, k]
  *   EXTERN            [the nx_extern_def pointer]
  */
@@ -197,6 +198,7 @@ NX_HIDDEN nx_status nx_ir_vjp_reduce(nx_graph *g, nx_node y, nx_node dy, nx_node
 NX_HIDDEN nx_status nx_ir_vjp_reduce_custom(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
 NX_HIDDEN nx_status nx_ir_vjp_scan(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
 NX_HIDDEN nx_status nx_ir_vjp_scan_linear(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
+NX_HIDDEN nx_status nx_ir_vjp_scan_iir(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
 NX_HIDDEN nx_status nx_ir_vjp_sort(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
 NX_HIDDEN nx_status nx_ir_vjp_extern(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
 

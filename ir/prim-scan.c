@@ -4,7 +4,9 @@
  *                under sum, prod, max, min or logsumexp, folded one element at a time with the
  *                same carry as reduce (ir/prim-reduce.c), so y[n-1] equals the reduction
  *   scan_linear  y[t] = a[t] * y[t-1] + b[t], y[-1] = 0     (reverse: y[t+1]; a, b broadcast)
- *                each step rounds the product, then the sum, as a sequential C loop would */
+ *                each step rounds the product, then the sum, as a sequential C loop would
+ *   scan_iir     y[t] = b[t] + c_1 y[t-1] + ... + c_k y[t-k], k <= 4 constant coefficients, the
+ *                states before the start 0; summed left to right, each product and sum rounded */
 #include <math.h>
 #include <string.h>
 
@@ -466,6 +468,220 @@ void nx_ir_attrs_scan_linear(FILE *f, const nx_ir_store *s, const nx_ir_node *n)
     fprintf(f, "[axis=%lld, reverse=%lld]", (long long)a[0], (long long)a[1]);
 }
 
+/* ---- scan_iir ------------------------------------------------------------------------------*/
+
+/* The coefficients as stored: attributes 3 .. 3 + order hold the bits of each double. */
+static double iir_coef(const int64_t *at, int j)
+{
+    double c;
+    memcpy(&c, &at[3 + j], sizeof c);
+    return c;
+}
+
+nx_status nx_ir_shape_scan_iir(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_proto *p,
+                               nx_ir_sig *out)
+{
+    (void)s;
+    const nx_ir_sig *b = &p->ins[0];
+    if (p->nattrs < 4 || p->nattrs > 3 + NX_SCAN_IIR_MAX_ORDER || p->attrs[2] != p->nattrs - 3)
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG,
+                          "%d attributes; expected [axis, reverse, order, order coefficient bits] "
+                          "with order 1 to %d",
+                          p->nattrs, NX_SCAN_IIR_MAX_ORDER);
+    if (!nx_ir_is_core_float(b->dtype))
+        return nx_ir_fail(ck, NX_ERR_DTYPE, "b is %s; expected f32 or f64",
+                          nx_dtype_name(b->dtype));
+    if (p->attrs[0] < 0 || p->attrs[0] >= b->ndim)
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "axis %lld is out of range for %d dims",
+                          (long long)p->attrs[0], b->ndim);
+    if (p->attrs[1] != 0 && p->attrs[1] != 1)
+        return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "reverse is %lld; expected 0 or 1",
+                          (long long)p->attrs[1]);
+    for (int j = 0; j < p->attrs[2]; j++)
+        if (!isfinite(iir_coef(p->attrs, j)))
+            return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "coefficient c_%d is %g; expected finite",
+                              j + 1, iir_coef(p->attrs, j));
+    *out = *b;
+    return NX_OK;
+}
+
+nx_node nx_scan_iir(nx_graph *g, nx_node b, int axis, bool reverse, int order, const double *coef)
+{
+    if (!g || !nx_ir_check_handles(g, "nx_scan_iir", 1, &b))
+        return NX_NONE;
+    int nd = g->s.nodes[b].ndim, ax;
+    if (!nx_ir_axis(axis, nd, &ax))
+        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
+                                 "nx_scan_iir: axis %d is out of range for %d dims; expected "
+                                 "%d to %d",
+                                 axis, nd, -nd, nd - 1);
+    if (order < 1 || order > NX_SCAN_IIR_MAX_ORDER)
+        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
+                                 "nx_scan_iir: order %d is out of range; expected 1 to %d", order,
+                                 NX_SCAN_IIR_MAX_ORDER);
+    if (!coef)
+        return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
+                                 "nx_scan_iir: coef is NULL; expected %d coefficients", order);
+    int64_t attrs[3 + NX_SCAN_IIR_MAX_ORDER] = {ax, reverse, order};
+    for (int j = 0; j < order; j++) {
+        if (!isfinite(coef[j]))
+            return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
+                                     "nx_scan_iir: coefficient %d is %g; expected a finite value",
+                                     j, coef[j]);
+        memcpy(&attrs[3 + j], &coef[j], sizeof coef[j]);
+    }
+    return nx_ir_make(g, "nx_scan_iir", NX_PRIM_SCAN_IIR, 1, &b, 3 + order, attrs, 0, NULL);
+}
+
+/* The routine behind the interpreter and the x86 backend's library kernel. Coefficients are rounded
+ * to the dtype once; a step is acc = b, then acc = acc + c_j * y_{t-j} for j = 1 .. order, each
+ * product and each sum rounded (the library is ISO C without FMA contraction), with the states
+ * before the line's start 0 and their terms still computed. The partitions below change which
+ * lines run together, never a line's arithmetic, so every path gives the same bits.
+ *
+ *   inner > 1   a task is a block of up to SL_COLS adjacent lines of one outer index; each step
+ *               writes b's row into y's, then adds each term as one pass over the row, so the
+ *               loops over the block vectorise (the row stays in L1 between the passes).
+ *   inner == 1  a task is SL_LANES contiguous lines stepped together through a transposed tile of
+ *               SL_STEPS samples, the states held per lane. */
+typedef struct iir_job {
+    const void *b;
+    void *y;
+    int order;
+    bool rev, f64;
+    double c[NX_SCAN_IIR_MAX_ORDER];
+    int64_t len, inner, outer, tasks_per_outer;
+} iir_job;
+
+#define IIR_KERNELS(T)                                                                             \
+    static void iir_cols_##T(const iir_job *jb, int64_t task)                                      \
+    {                                                                                              \
+        static const T zeros[SL_COLS];                                                             \
+        int64_t o = task / jb->tasks_per_outer, j0 = (task % jb->tasks_per_outer) * SL_COLS;       \
+        int64_t n = jb->inner - j0 < SL_COLS ? jb->inner - j0 : SL_COLS, len = jb->len;            \
+        const T *b = (const T *)jb->b + o * len * jb->inner + j0;                                  \
+        T *y = (T *)jb->y + o * len * jb->inner + j0;                                              \
+        T c[NX_SCAN_IIR_MAX_ORDER];                                                                \
+        for (int j = 0; j < jb->order; j++)                                                        \
+            c[j] = (T)jb->c[j];                                                                    \
+        for (int64_t k = 0; k < len; k++) {                                                        \
+            int64_t t = jb->rev ? len - 1 - k : k;                                                 \
+            const T *pb = b + t * jb->inner;                                                       \
+            T *py = y + t * jb->inner;                                                             \
+            for (int64_t i = 0; i < n; i++)                                                        \
+                py[i] = pb[i];                                                                     \
+            for (int j = 0; j < jb->order; j++) {                                                  \
+                int64_t kp = k - 1 - j;                                                            \
+                const T *prev = kp < 0 ? zeros                                                     \
+                                       : y + (jb->rev ? len - 1 - kp : kp) * jb->inner;            \
+                T cj = c[j];                                                                       \
+                for (int64_t i = 0; i < n; i++) {                                                  \
+                    T p = cj * prev[i];                                                            \
+                    py[i] = py[i] + p;                                                             \
+                }                                                                                  \
+            }                                                                                      \
+        }                                                                                          \
+    }                                                                                              \
+    static void iir_lines_##T(const iir_job *jb, int64_t task)                                     \
+    {                                                                                              \
+        int64_t l0 = task * SL_LANES, nl = jb->outer - l0 < SL_LANES ? jb->outer - l0 : SL_LANES;  \
+        int64_t off[SL_LANES], len = jb->len;                                                      \
+        for (int64_t l = 0; l < nl; l++)                                                           \
+            off[l] = (l0 + l) * len;                                                               \
+        const T *b = jb->b;                                                                        \
+        T *y = jb->y;                                                                              \
+        T tb[SL_STEPS][SL_LANES], st[NX_SCAN_IIR_MAX_ORDER][SL_LANES], c[NX_SCAN_IIR_MAX_ORDER];   \
+        memset(tb, 0, sizeof tb);                                                                  \
+        memset(st, 0, sizeof st);                                                                  \
+        int order = jb->order;                                                                     \
+        for (int j = 0; j < order; j++)                                                            \
+            c[j] = (T)jb->c[j];                                                                    \
+        int64_t dir = jb->rev ? -1 : 1, first = jb->rev ? len - 1 : 0;                             \
+        for (int64_t k0 = 0; k0 < len; k0 += SL_STEPS) {                                           \
+            int64_t ns = len - k0 < SL_STEPS ? len - k0 : SL_STEPS, t0 = first + dir * k0;         \
+            if (!sl_tile_in_##T(tb, b, off, nl, ns, t0, dir, 1))                                   \
+                for (int64_t l = 0; l < nl; l++)                                                   \
+                    for (int64_t s = 0; s < ns; s++)                                               \
+                        tb[s][l] = b[off[l] + t0 + s * dir];                                       \
+            for (int64_t s = 0; s < ns; s++) {                                                     \
+                T acc[SL_LANES];                                                                   \
+                for (int l = 0; l < SL_LANES; l++)                                                 \
+                    acc[l] = tb[s][l];                                                             \
+                for (int j = 0; j < order; j++)                                                    \
+                    for (int l = 0; l < SL_LANES; l++) {                                           \
+                        T p = c[j] * st[j][l];                                                     \
+                        acc[l] = acc[l] + p;                                                       \
+                    }                                                                              \
+                for (int j = order - 1; j > 0; j--)                                                \
+                    memcpy(st[j], st[j - 1], sizeof st[j]);                                        \
+                memcpy(st[0], acc, sizeof acc);                                                    \
+                memcpy(tb[s], acc, sizeof acc);                                                    \
+            }                                                                                      \
+            if (!sl_tile_out_##T(tb, y, off, nl, ns, t0, dir, 1))                                  \
+                for (int64_t l = 0; l < nl; l++)                                                   \
+                    for (int64_t s = 0; s < ns; s++)                                               \
+                        y[off[l] + t0 + s * dir] = tb[s][l];                                       \
+        }                                                                                          \
+    }
+
+IIR_KERNELS(float)
+IIR_KERNELS(double)
+
+static void iir_chunk(void *user, int64_t begin, int64_t end, int chunk)
+{
+    (void)chunk;
+    const iir_job *jb = user;
+    for (int64_t task = begin; task < end; task++) {
+        if (jb->inner > 1 && jb->f64)
+            iir_cols_double(jb, task);
+        else if (jb->inner > 1)
+            iir_cols_float(jb, task);
+        else if (jb->f64)
+            iir_lines_double(jb, task);
+        else
+            iir_lines_float(jb, task);
+    }
+}
+
+nx_status nx_ir_ref_scan_iir(const nx_ir_eval *ev, const nx_ir_node *n,
+                             const nx_tensor *const *ins, nx_tensor *out)
+{
+    const int64_t *at = nx_ir_node_attrs(ev->s, n);
+    int axis = (int)at[0], nd = n->ndim;
+    iir_job jb = {.b = nx_tensor_data(ins[0]), .y = nx_tensor_data(out), .order = (int)at[2],
+                  .rev = at[1] != 0, .f64 = out->dtype == NX_DTYPE_F64, .len = n->shape[axis],
+                  .inner = nx_ir_numel(nd - axis - 1, n->shape + axis + 1),
+                  .outer = nx_ir_numel(axis, n->shape)};
+    for (int j = 0; j < jb.order; j++)
+        jb.c[j] = iir_coef(at, j);
+    if (jb.len == 0 || jb.inner == 0 || jb.outer == 0)
+        return NX_OK;
+    int64_t tasks, per_task;
+    if (jb.inner > 1) {
+        jb.tasks_per_outer = (jb.inner + SL_COLS - 1) / SL_COLS;
+        tasks = jb.outer * jb.tasks_per_outer;
+        per_task = jb.len * (jb.inner < SL_COLS ? jb.inner : SL_COLS);
+    } else {
+        tasks = (jb.outer + SL_LANES - 1) / SL_LANES;
+        per_task = jb.len * SL_LANES;
+    }
+    if (!ev->ctx) {
+        iir_chunk(&jb, 0, tasks, 0);
+        return NX_OK;
+    }
+    int64_t grain = per_task >= 65536 ? 1 : 65536 / per_task;
+    return nx_rt_parallel_for(ev->ctx, tasks, grain, iir_chunk, &jb);
+}
+
+void nx_ir_attrs_scan_iir(FILE *f, const nx_ir_store *s, const nx_ir_node *n)
+{
+    const int64_t *a = nx_ir_node_attrs(s, n);
+    fprintf(f, "[axis=%lld, reverse=%lld, coef=(", (long long)a[0], (long long)a[1]);
+    for (int j = 0; j < a[2]; j++)
+        fprintf(f, "%s%.17g", j ? ", " : "", iir_coef(a, j));
+    fprintf(f, ")]");
+}
+
 /* ---- adjoints ---------------------------------------------------------------------------*/
 
 /* Adjoint rules of the scans: each is a scan running the other way (a reverse scan, or a reverse
@@ -558,5 +774,18 @@ nx_status nx_ir_vjp_scan_linear(nx_graph *g, nx_node y, nx_node dy, nx_node *dx)
     nx_node prev = nx_ir_ad_shift(g, y, axis, rev, 0.0);
     dx[0] = nx_ir_ad_unbroadcast(g, nx_mul(g, gs, prev), v.ops[0]);
     dx[1] = nx_ir_ad_unbroadcast(g, gs, v.ops[1]);
+    return NX_OK;
+}
+
+/* y = L^-1 b with L unit lower triangular, banded and Toeplitz (-c_j on subdiagonal j), so
+ * db = L^-T dy: the same recursion run the other way over dy. */
+nx_status nx_ir_vjp_scan_iir(nx_graph *g, nx_node y, nx_node dy, nx_node *dx)
+{
+    nx_ir_ad_view v;
+    nx_ir_ad_view_of(g, y, &v);
+    double c[NX_SCAN_IIR_MAX_ORDER];
+    for (int j = 0; j < v.a[2]; j++)
+        c[j] = iir_coef(v.a, j);
+    dx[0] = nx_scan_iir(g, dy, (int)v.a[0], v.a[1] == 0, (int)v.a[2], c);
     return NX_OK;
 }

@@ -25,6 +25,7 @@ bool nx_fuse_is_library(int prim)
     case NX_PRIM_ARGSORT:
     case NX_PRIM_SCAN:
     case NX_PRIM_SCAN_LINEAR:
+    case NX_PRIM_SCAN_IIR:
     case NX_PRIM_EXTERN:
     case NX_PRIM_REDUCE_CUSTOM:
         return true;

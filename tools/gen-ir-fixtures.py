@@ -49,6 +49,7 @@ import sys
 import numpy as np
 import scipy
 import scipy.ndimage as ndi
+import scipy.signal
 import scipy.special as sps
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -978,6 +979,73 @@ def gen_scan():
                 bb = np.broadcast_to(np.abs(b), y.shape)
                 c.tolerance(RTOL[dt], sum_atol(dt, 2 * n, np.sum(bb, axis=axis)))
                 add(c.out(dt, y))
+
+
+def iir_oracle(x, coef, axis, reverse):
+    """scipy.signal.lfilter([1], [1, -c1, .., -ck]) along axis (zero initial state), reversed
+    lines for reverse."""
+    den = np.concatenate([[1.0], -np.asarray(coef, dtype=np.float64)])
+    x = np.asarray(x, dtype=np.float64)
+    if reverse:
+        return np.flip(scipy.signal.lfilter([1.0], den, np.flip(x, axis), axis=axis), axis)
+    return scipy.signal.lfilter([1.0], den, x, axis=axis)
+
+
+def iir_atol(dt, x, y, coef, axis):
+    """The worst-case rounding bound of the recursion: a step rounds k products and k sums, an
+    error of at most 2k eps (|b_t| + sum_j |c_j y_{t-j}|) (doubled for the second-order terms), and
+    each step's error reaches later outputs through the impulse response h of 1/D, so at most
+    sum |h| times the largest step error. h is summed in float64 until it has decayed."""
+    k = len(coef)
+    den = np.concatenate([[1.0], -np.asarray(coef, dtype=np.float64)])
+    imp = np.zeros(4096)
+    imp[0] = 1.0
+    h1 = float(np.sum(np.abs(scipy.signal.lfilter([1.0], den, imp))))
+    ya = np.moveaxis(np.abs(y), axis, -1)
+    xa = np.moveaxis(np.abs(np.asarray(x, dtype=np.float64)), axis, -1)
+    step = xa.max() + sum(abs(c) for c in coef) * ya.max()
+    return 2 * 2 * k * EPS[dt] * h1 * step
+
+
+IIR_COEFS = {
+    1: [0.7],
+    2: [2 * 0.8 * np.cos(0.5), -0.64],
+    3: None,  # Young-van Vliet's a1..a3 at sigma 3, from yvv_coefficients below
+    4: list(-np.poly([0.6, -0.5, 0.7 * np.exp(0.9j), 0.7 * np.exp(-0.9j)]).real[1:]),
+}
+
+
+def yvv_coefficients(sigma):
+    """a1..a3 of Young and van Vliet (1995, eqs. 8c, 9) for sigma >= 2.5."""
+    q = 0.98711 * sigma - 0.96330
+    b0 = 1.57825 + 2.44413 * q + 1.4281 * q ** 2 + 0.422205 * q ** 3
+    b = [2.44413 * q + 2.85619 * q ** 2 + 1.26661 * q ** 3, -(1.4281 * q ** 2 + 1.26661 * q ** 3),
+         0.422205 * q ** 3]
+    return [v / b0 for v in b]
+
+
+def gen_scan_iir():
+    IIR_COEFS[3] = yvv_coefficients(3.0)
+    shapes = [((3, 40), 1), ((40, 3), 0), ((2, 37, 5), 1), ((17,), 0), ((5, 4, 33), 2)]
+    for order in (1, 2, 3, 4):
+        for k, (shp, axis) in enumerate(shapes):
+            for rev in (False, True):
+                for dt in FLOATS if k in (0, 2, 4) else ('f64',):
+                    c = Case('scan_iir_o%d_%d_r%d_%s' % (order, k, int(rev), dt), 'scan_iir')
+                    coef = [float(v) for v in IIR_COEFS[order]]
+                    c.attr('axis', axis).attr('reverse', int(rev)).attr('coef', *coef)
+                    x = c.inp(dt, uni(-2, 2, shp)).astype(np.float64)
+                    # the coefficients are rounded once to the dtype: the oracle uses those values
+                    used = [float(NP_DTYPE[dt](v)) for v in coef]
+                    y = iir_oracle(x, used, axis, rev)
+                    c.tolerance(RTOL[dt], iir_atol(dt, x, y, used, axis))
+                    add(c.out(dt, y))
+    c = Case('scan_iir_view_f64', 'scan_iir')
+    c.attr('axis', 0).attr('reverse', 1).attr('coef', 0.5, 0.25)
+    x = c.inp('f64', uni(-3, 3, (5, 4)), [('perm', 1, 0), ('slice', 0, 3, 4, -1)])
+    y = iir_oracle(x, [0.5, 0.25], 0, True)
+    c.tolerance(1e-13, iir_atol('f64', x, y, [0.5, 0.25], 0))
+    add(c.out('f64', y))
 
 
 def linear_recurrence(a, b, axis, reverse):
@@ -2281,6 +2349,7 @@ def main():
     gen_scale()
     gen_dags()
     gen_custom_monoids()
+    gen_scan_iir()
     write_all()
     return 0
 

@@ -14,7 +14,10 @@
  *                   device's exp/log within an ulp of the host's).
  *   scan_linear     one thread per line, y = a*y rounded, then + b rounded (__fmul_rn/__fadd_rn:
  *                   never contracted into an fma), in line order: bit-exact.
- *                   Both scans walk their lines one of two ways (emit_tiled, emit_strided). Lines
+ *   scan_iir        one thread per line, states y[t-1..t-order] in registers, acc = b then
+ *                   acc + c_j y_j rounded term by term (__fmul_rn/__fadd_rn), coefficients rounded
+ *                   once to the dtype: bit-exact.
+ *                   The three scans walk their lines one of two ways (emit_tiled, emit_strided). Lines
  *                   along the contiguous axis: a block takes 64 lines (32 for 8-byte dtypes) and
  *                   moves them through shared memory 32 columns at a time, loaded and stored
  *                   coalesced (a warp covers 32 adjacent columns of one line); the next chunk's
@@ -608,6 +611,57 @@ static void emit_scan_linear(text *t, const nx_kernel *k, const char *name,
     emit_form(t, &f, name, launch);
 }
 
+/* ---- scan_iir ------------------------------------------------------------------------------*/
+
+/* The coefficients rounded once to the dtype (as the host's (T)c), written as bit patterns so the
+ * source text carries them exactly, and the states y[t-1..t-order], 0 before the line's start. */
+static void iir_carry(text *t, const nx_kernel *k)
+{
+    bool f32 = k->bufs[1].dtype == NX_DTYPE_F32;
+    const char *T = ctype(k->bufs[1].dtype);
+    for (int j = 0; j < k->attrs[2]; j++) {
+        double c;
+        memcpy(&c, &k->attrs[3 + j], sizeof c);
+        if (f32) {
+            float cf = (float)c;
+            uint32_t u;
+            memcpy(&u, &cf, sizeof u);
+            put(t, "        const float c%d = __int_as_float((int)0x%08xu);\n", j + 1, u);
+        } else {
+            uint64_t u;
+            memcpy(&u, &c, sizeof u);
+            put(t, "        const double c%d = __longlong_as_double((i64)0x%016llxULL);\n", j + 1,
+                (unsigned long long)u);
+        }
+        put(t, "        %s y%d = 0;\n", T, j + 1);
+    }
+}
+
+/* acc = b, then acc + c_j y_j for j = 1 .. order, each product and sum rounded (__fmul_rn /
+ * __fadd_rn: never an fma), then the states shift: the interpreter's step, bit for bit. */
+static void iir_step(text *t, const nx_kernel *k)
+{
+    bool f32 = k->bufs[1].dtype == NX_DTYPE_F32;
+    const char *T = ctype(k->bufs[1].dtype);
+    int order = (int)k->attrs[2];
+    put(t, "                    %s acc = v0;\n", T);
+    for (int j = 1; j <= order; j++)
+        put(t, "                    acc = %s(acc, %s(c%d, y%d));\n", f32 ? "__fadd_rn" : "__dadd_rn",
+            f32 ? "__fmul_rn" : "__dmul_rn", j, j);
+    for (int j = order; j > 1; j--)
+        put(t, "                    y%d = y%d;\n", j, j - 1);
+    put(t, "                    y1 = acc;\n                    const %s r = acc;\n", T);
+}
+
+static void emit_scan_iir(text *t, const nx_kernel *k, const char *name, nx_ptx_launch *launch)
+{
+    scan_form f;
+    form_init(&f, k, 1, (int)k->attrs[0], k->attrs[1] != 0);
+    f.carry = iir_carry;
+    f.step = iir_step;
+    emit_form(t, &f, name, launch);
+}
+
 /* ---- scatter -------------------------------------------------------------------------------*/
 
 static bool scatter_atomic(const nx_kernel *k, bool reassoc)
@@ -743,6 +797,12 @@ const char *nx_ptx_lib_unsupported(const nx_kernel *k)
                    ? NULL
                    : "a scan_linear kernel without inputs a, b, a float output and [axis, "
                      "reverse]";
+    case NX_PRIM_SCAN_IIR:
+        return bufs_are(k, 1) && k->nattrs >= 4 && k->nattrs == 3 + k->attrs[2] &&
+                       k->attrs[2] <= NX_SCAN_IIR_MAX_ORDER && is_f(k->bufs[1].dtype)
+                   ? NULL
+                   : "a scan_iir kernel without input b, a float output and [axis, reverse, "
+                     "order, coefficients]";
     case NX_PRIM_SCATTER:
         return bufs_are(k, 3) && k->nattrs == 2
                    ? NULL
@@ -786,6 +846,9 @@ nx_status nx_ptx_lib_emit(const nx_kernel *k, const char *name, bool reassoc, ch
         break;
     case NX_PRIM_SCAN_LINEAR:
         emit_scan_linear(&t, k, name, launch);
+        break;
+    case NX_PRIM_SCAN_IIR:
+        emit_scan_iir(&t, k, name, launch);
         break;
     case NX_PRIM_EXTERN:
         nx_ptx_extern_emit(&t, k, name, launch);

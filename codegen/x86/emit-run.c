@@ -180,6 +180,7 @@ static bool writes_whole_output(const nx_kernel *k)
     switch (k->lib_prim) {
     case NX_PRIM_SCAN:
     case NX_PRIM_SCAN_LINEAR:
+    case NX_PRIM_SCAN_IIR:
     case NX_PRIM_SORT:
     case NX_PRIM_ARGSORT:
     case NX_PRIM_SCATTER:

@@ -214,6 +214,19 @@ static nx_node b_scan_linear_r(nx_graph *g, const nx_node *p)
     nx_node y = nx_scan_linear(g, p[0], p[1], 0, true);
     return nx_mul(g, y, y);
 }
+/* scan_iir's adjoint is the recursion run the other way; the weight p[1] makes the cotangent of
+ * y non-uniform, so a wrong direction or coefficient order shows. */
+static nx_node b_scan_iir(nx_graph *g, const nx_node *p)
+{
+    static const double c[3] = {1.2, -0.6, 0.15};
+    return nx_mul(g, nx_scan_iir(g, p[0], 1, false, 3, c), p[1]);
+}
+static nx_node b_scan_iir_r(nx_graph *g, const nx_node *p)
+{
+    static const double c[4] = {-0.4, 0.3, 0.1, -0.05};
+    nx_node y = nx_scan_iir(g, p[0], 0, true, 4, c);
+    return nx_mul(g, y, y);
+}
 static nx_node b_sort(nx_graph *g, const nx_node *p)
 {
     return nx_mul(g, nx_sort(g, p[0], 1, false), p[1]);
@@ -363,6 +376,8 @@ static const ck_case cases[] = {
     C1("scan logsumexp reverse", b_scan_lse_r, 2, S(3, 5), -2, 2),
     C2("scan_linear broadcast a", b_scan_linear, 2, S(1, 5), 2, S(3, 5), -1, 1),
     C2("scan_linear reverse", b_scan_linear_r, 2, S(5, 3), 2, S(5, 1), -1, 1),
+    C2("scan_iir order 3", b_scan_iir, 2, S(3, 6), 2, S(3, 6), -1, 1),
+    C1("scan_iir order 4 reverse", b_scan_iir_r, 2, S(6, 2), -1, 1),
     C2("sort", b_sort, 2, S(3, 5), 2, S(3, 5), -2, 2),
     C1("top-k", b_topk, 2, S(6, 2), -2, 2),
     C2("matmul", b_matmul, 2, S(3, 4), 2, S(4, 2), -1, 1),

@@ -1,4 +1,4 @@
-/* The device scan and scan_linear kernels (codegen/ptx/emit-lib.c) on shapes that reach every path
+/* The device scan, scan_linear and scan_iir kernels (codegen/ptx/emit-lib.c) on shapes that reach every path
  * of the emitter: lines along the contiguous axis through shared-memory tiles (partial tiles,
  * partial column chunks, reversed, coefficients per line or per element, b broadcast along the
  * axis), lines along a strided axis one thread per line in register batches (lines shorter than
@@ -13,8 +13,8 @@
  * bit for bit (NaN matching NaN; logsumexp within 8 ulps of the output: the device's exp/log).
  * The emitter is swept for allocation failures.
  *
- * NX_TEST_SCAN_BENCH=1 on a GPU also times scan_linear over the recursive Gaussian's padded
- * volume (320 x 256 x 256 f32, scalar coefficient) along each axis and an i32 cumulative sum of
+ * NX_TEST_SCAN_BENCH=1 on a GPU also times scan_linear and the order-3 scan_iir over the recursive
+ * Gaussian's padded volume (320 x 256 x 256 f32) along each axis and an i32 cumulative sum of
  * 1449 x 1449 (label propagation's row scan) on device tensors, and prints the median of 20
  * calls and the bandwidth: a measurement, asserted by nothing. */
 #include <math.h>
@@ -255,6 +255,36 @@ static void test_scan_linear(void **state)
                 (want_path){STRIDED, true, 130 * 33});
 }
 
+/* Order 1..4, stable (poles inside the unit circle), a negative coefficient among them. */
+static const double iir_c[4][4] = {
+    {0.7}, {1.4, -0.64}, {1.848, -1.218, 0.2651}, {-0.49, 0.3, 0.12, -0.0147}};
+
+static void iir_case(const char *name, nx_dtype dt, int nd, const int64_t *shape, int axis,
+                     bool rev, int order, want_path w)
+{
+    env e;
+    env_open(&e);
+    nx_node b = env_input(&e, dt, nd, shape, false);
+    env_check(&e, name, nx_scan_iir(e.g, b, axis, rev, order, iir_c[order - 1]), &w, false);
+}
+
+static void test_scan_iir(void **state)
+{
+    (void)state;
+    const nx_dtype F32 = NX_DTYPE_F32, F64 = NX_DTYPE_F64;
+    const int64_t s2[2] = {67, 45}, v1[1] = {1000};
+    iir_case("iir3 f32 last axis", F32, 3, s3, 2, false, 3, (want_path){TILED, true, tiles(350, F32)});
+    iir_case("iir4 f64 last axis reversed", F64, 3, s3, 2, true, 4,
+             (want_path){TILED, true, tiles(350, F64)});
+    iir_case("iir1 f32 1-D line of 1000", F32, 1, v1, 0, false, 1, (want_path){TILED, true, 256});
+    iir_case("iir2 f64 45-long rows reversed", F64, 2, s2, 1, true, 2,
+             (want_path){TILED, true, tiles(67, F64)});
+    iir_case("iir3 f32 axis 0 reversed", F32, 3, s3, 0, true, 3, (want_path){STRIDED, true, 70 * 77});
+    iir_case("iir4 f32 axis 1", F32, 3, s3, 1, false, 4, (want_path){STRIDED, true, 385});
+    iir_case("iir2 f64 axis 1 of length 3", F64, 3, s3b, 1, false, 2,
+             (want_path){STRIDED, true, 130 * 33});
+}
+
 static void scan_case(const char *name, nx_dtype dt, int nd, const int64_t *shape, int axis,
                       nx_monoid m, bool rev, want_path w)
 {
@@ -396,13 +426,14 @@ static int cmp_double(const void *a, const void *b)
 /* Median of 20 calls of y = scan(x) on device tensors (after 3 warm-ups); bytes: x read once and
  * y written once. */
 static void bench_one(nx_ctx *ctx, const char *what, nx_dtype dt, int nd, const int64_t *shape,
-                      int axis, bool linear)
+                      int axis, int linear)
 {
     nx_graph *g = NULL;
     assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
     nx_node x = nx_input(g, "x", dt, nd, shape);
-    nx_node y = linear ? nx_scan_linear(g, nx_scalar(g, dt, 0.9), x, axis, false)
-                       : nx_scan(g, x, axis, NX_MONOID_SUM, false);
+    nx_node y = linear == 1   ? nx_scan_linear(g, nx_scalar(g, dt, 0.9), x, axis, false)
+                : linear == 2 ? nx_scan_iir(g, x, axis, false, 3, iir_c[2])
+                              : nx_scan(g, x, axis, NX_MONOID_SUM, false);
     nx_compile_opts o = {.backend = NX_BACKEND_CUDA, .n_outputs = 1, .outputs = &y};
     nx_program *prog = NULL;
     assert_int_equal(nx_graph_compile(g, &o, &prog), NX_OK);
@@ -441,6 +472,9 @@ static void test_bench(void **state)
         bench_one(ctx, "scan_linear f32 320x256x256 axis 0", NX_DTYPE_F32, 3, v, 0, true);
         bench_one(ctx, "scan_linear f32 256x320x256 axis 1", NX_DTYPE_F32, 3, v1, 1, true);
         bench_one(ctx, "scan_linear f32 256x256x320 axis 2", NX_DTYPE_F32, 3, v2, 2, true);
+        bench_one(ctx, "scan_iir order 3 f32 320x256x256 axis 0", NX_DTYPE_F32, 3, v, 0, 2);
+        bench_one(ctx, "scan_iir order 3 f32 256x320x256 axis 1", NX_DTYPE_F32, 3, v1, 1, 2);
+        bench_one(ctx, "scan_iir order 3 f32 256x256x320 axis 2", NX_DTYPE_F32, 3, v2, 2, 2);
         bench_one(ctx, "scan sum i32 1449x1449 axis 1", NX_DTYPE_I32, 2, rows, 1, false);
         bench_one(ctx, "scan sum i32 1449x1449 axis 0", NX_DTYPE_I32, 2, rows, 0, false);
     }
@@ -450,7 +484,8 @@ static void test_bench(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_scan_linear), cmocka_unit_test(test_scan),
+        cmocka_unit_test(test_scan_linear), cmocka_unit_test(test_scan_iir),
+        cmocka_unit_test(test_scan),
         cmocka_unit_test(test_index_width), cmocka_unit_test(test_alloc_sweep),
         cmocka_unit_test(test_bench),
     };

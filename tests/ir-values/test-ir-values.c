@@ -205,6 +205,19 @@ static bool b_scan_linear(build *b)
     return true;
 }
 
+static bool b_scan_iir(build *b)
+{
+    const mf_attr *a = mf_attr_get(b->c, "coef");
+    double coef[NX_SCAN_IIR_MAX_ORDER];
+    if (!a || a->nvals < 1 || a->nvals > NX_SCAN_IIR_MAX_ORDER)
+        return false;
+    for (int j = 0; j < a->nvals; j++)
+        coef[j] = strtod(a->vals[j], NULL);
+    b->out[0] = nx_scan_iir(b->g, b->in[0], (int)mf_attr_int(b->c, "axis", 0),
+                            mf_attr_int(b->c, "reverse", 0) != 0, a->nvals, coef);
+    return true;
+}
+
 static bool b_sort(build *b)
 {
     int axis = (int)mf_attr_int(b->c, "axis", 0);
@@ -734,6 +747,7 @@ static const struct {
     {"reduce_custom", b_reduce_custom},
     {"scan", b_scan},
     {"scan_linear", b_scan_linear},
+    {"scan_iir", b_scan_iir},
     {"sort", b_sort},
     {"argsort", b_sort},
     {"topk", b_topk},

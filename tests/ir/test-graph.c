@@ -74,7 +74,8 @@ static void test_selfcheck(void **state)
         assert_int_equal(nx_ir_prims[nondiff[i]].adj, NX_ADJ_NONE);
     static const nx_prim diff[] = {NX_PRIM_ADD,    NX_PRIM_EXP,    NX_PRIM_REDUCE,
                                    NX_PRIM_GATHER, NX_PRIM_WINDOW, NX_PRIM_SCAN_LINEAR,
-                                   NX_PRIM_SORT,   NX_PRIM_SELECT, NX_PRIM_PAD};
+                                   NX_PRIM_SORT,   NX_PRIM_SELECT, NX_PRIM_PAD,
+                                   NX_PRIM_SCAN_IIR};
     for (size_t i = 0; i < sizeof diff / sizeof *diff; i++) {
         assert_int_equal(nx_ir_prims[diff[i]].adj, NX_ADJ_SLOT);
         assert_non_null(nx_ir_prims[diff[i]].vjp); /* the adjoint rule of the row */

@@ -954,6 +954,21 @@ static void op_scan_linear(fz *f)
     push(f, nx_scan_linear(f->g, a.n, b.n, neg(f, axis, ond), chance(f->r, 50)), b.dt, ond, out, 0);
 }
 
+static void op_scan_iir(fz *f)
+{
+    f->op = "scan_iir";
+    val *px = pick(f, K_FLOAT, 1, MAX_ND);
+    if (!px)
+        return;
+    val x = *px;
+    int order = 1 + (int)below(f->r, 4), axis = (int)below(f->r, (uint32_t)x.nd);
+    double c[4];
+    for (int j = 0; j < order; j++) /* |c| sums below 1: every pole inside the unit circle */
+        c[j] = ((double)below(f->r, 2001) / 1000.0 - 1.0) * 0.9 / order;
+    push(f, nx_scan_iir(f->g, x.n, neg(f, axis, x.nd), chance(f->r, 50), order, c), x.dt, x.nd,
+         x.sh, 0);
+}
+
 static void op_sort(fz *f)
 {
     bool arg = chance(f->r, 50);
@@ -1135,6 +1150,7 @@ static struct {
     {"reduce_custom", op_reduce_custom, 2},
     {"scan", op_scan, 3},
     {"scan_linear", op_scan_linear, 2},
+    {"scan_iir", op_scan_iir, 1},
     {"sort", op_sort, 3},
     {"topk", op_topk, 2},
     {"matmul", op_matmul, 2},

@@ -4,7 +4,12 @@
  * piece of the partition: lines along the last axis in groups of 16 with a partial group and
  * lengths past one 64-step tile, column blocks of 1024 with a partial block, a trailing unit axis,
  * a scalar a, an a broadcast along the line or across lines, a partial broadcast that takes the
- * generic walk, reverse scans, and an infinite a at a line's first step (a * 0 is NaN there). */
+ * generic walk, reverse scans, and an infinite a at a line's first step (a * 0 is NaN there).
+ *
+ * scan_iir (the same file's constant-coefficient recursion of order 1..4, which the recursive
+ * Gaussian runs on) against its own sequential loop per line: the coefficients rounded once to the
+ * dtype, acc = b then acc + c_j y_{t-j} term by term from zero states, bit for bit on the same
+ * shapes; its builder's errors; its allocation failures. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -239,11 +244,216 @@ static void test_alloc_sweep(void **state)
     assert_true(nx_test_alloc_sweep(sweep_body, NULL, 4000) > 0);
 }
 
+/* ---- scan_iir ------------------------------------------------------------------------------*/
+
+/* Stable recursions of each order (poles inside the unit circle), one with a negative c_1. */
+static const double iir_coefs[4][4] = {
+    {0.7},
+    {1.4040965, -0.64},
+    {1.8483958452537217, -1.2180722467418186, 0.26512040347052905},
+    {-0.49, 0.3, 0.12, -0.0147},
+};
+
+/* The partition's pieces for one operand (a's shapes do not apply): lines along the last axis in
+ * groups of 16 with a partial group, fewer lines than one group, tiles of 64 steps with a partial
+ * tile, column blocks of 1024 with a partial block, a trailing unit axis, lines of 1. */
+static const sl_case iir_cases[] = {
+    {2, {37, 45}, {0}, 1},   {2, {37, 45}, {0}, 0}, {3, {3, 20, 1100}, {0}, 1},
+    {3, {3, 7, 150}, {0}, 2}, {3, {3, 7, 150}, {0}, 0}, {3, {2, 3, 70}, {0}, 2},
+    {3, {5, 4, 1}, {0}, 1},  {3, {6, 5, 4}, {0}, 1}, {1, {300}, {0}, 0},
+    {2, {9, 1}, {0}, 1},
+};
+
+#define IIR_ORACLE(T)                                                                              \
+    static void iir_oracle_##T(const sl_case *c, bool rev, int order, const T *b, T *y)            \
+    {                                                                                              \
+        T cf[4];                                                                                   \
+        for (int j = 0; j < order; j++)                                                            \
+            cf[j] = (T)iir_coefs[order - 1][j];                                                    \
+        int64_t n = numel(c->nd, c->shape), len = c->shape[c->axis];                              \
+        for (int64_t e = 0; e < n; e++) {                                                          \
+            int64_t idx[3] = {0}, r = e;                                                           \
+            for (int k = c->nd - 1; k >= 0; k--) {                                                 \
+                idx[k] = r % c->shape[k];                                                          \
+                r /= c->shape[k];                                                                  \
+            }                                                                                      \
+            if (idx[c->axis] != 0)                                                                 \
+                continue;                                                                          \
+            T st[4] = {0, 0, 0, 0};                                                                \
+            for (int64_t s = 0; s < len; s++) {                                                    \
+                idx[c->axis] = rev ? len - 1 - s : s;                                              \
+                int64_t off = 0;                                                                   \
+                for (int k = 0; k < c->nd; k++)                                                    \
+                    off = off * c->shape[k] + idx[k];                                              \
+                T acc = b[off];                                                                    \
+                for (int j = 0; j < order; j++) {                                                  \
+                    T p = cf[j] * st[j];                                                           \
+                    acc = acc + p;                                                                 \
+                }                                                                                  \
+                for (int j = 3; j > 0; j--)                                                        \
+                    st[j] = st[j - 1];                                                             \
+                st[0] = acc;                                                                       \
+                y[off] = acc;                                                                      \
+            }                                                                                      \
+        }                                                                                          \
+    }
+IIR_ORACLE(float)
+IIR_ORACLE(double)
+
+static void run_iir(nx_ctx *ctx, const sl_case *c, nx_dtype dt, bool rev, int order,
+                    nx_backend be)
+{
+    int64_t n = numel(c->nd, c->shape);
+    double *bv = malloc((size_t)n * sizeof(double));
+    assert_non_null(bv);
+    fill(bv, n, 13u + (uint32_t)order, -4.0, 8.0);
+    bv[n / 2] = -0.0; /* a signed zero input: acc = -0 + c * 0 follows the defined order */
+    nx_tensor *b = from_doubles(ctx, dt, c->nd, c->shape, bv);
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    nx_node bn = nx_input(g, "b", dt, c->nd, c->shape);
+    nx_node y = nx_scan_iir(g, bn, c->axis, rev, order, iir_coefs[order - 1]);
+    nx_compile_opts co = {.backend = be, .n_outputs = 1, .outputs = &y};
+    nx_program *p = NULL;
+    if (nx_graph_compile(g, &co, &p) != NX_OK)
+        fail_msg("compile: %s", nx_ctx_last_error(ctx));
+    nx_tensor *got = NULL;
+    if (nx_program_run(p, (const nx_tensor *const[]){b}, &got) != NX_OK)
+        fail_msg("run: %s", nx_ctx_last_error(ctx));
+    size_t es = dt == NX_DTYPE_F32 ? 4 : 8;
+    void *want = malloc((size_t)n * es);
+    assert_non_null(want);
+    if (dt == NX_DTYPE_F32)
+        iir_oracle_float(c, rev, order, nx_tensor_data(b), want);
+    else
+        iir_oracle_double(c, rev, order, nx_tensor_data(b), want);
+    for (int64_t i = 0; i < n; i++)
+        if (memcmp((char *)nx_tensor_data(got) + (size_t)i * es, (char *)want + (size_t)i * es,
+                   es) != 0)
+            fail_msg("scan_iir order %d shape %lldx%lldx%lld axis %d rev %d %s [%s, %d threads]: "
+                     "element %lld is %.17g; the sequential loop gives %.17g",
+                     order, (long long)c->shape[0], (long long)c->shape[1],
+                     (long long)(c->nd > 2 ? c->shape[2] : 1), c->axis, rev, nx_dtype_name(dt),
+                     nx_backend_name(be), nx_ctx_num_threads(ctx), (long long)i,
+                     dt == NX_DTYPE_F32 ? ((float *)nx_tensor_data(got))[i]
+                                        : ((double *)nx_tensor_data(got))[i],
+                     dt == NX_DTYPE_F32 ? ((float *)want)[i] : ((double *)want)[i]);
+    free(want);
+    nx_tensor_free(got);
+    nx_program_free(p);
+    nx_graph_free(g);
+    nx_tensor_free(b);
+    free(bv);
+}
+
+static void test_iir_against_loop(void **state)
+{
+    (void)state;
+    static const nx_backend bes[] = {NX_BACKEND_CPU, NX_BACKEND_REF};
+    for (int threads = 1; threads <= 3; threads += 2) {
+        nx_test_alloc ta = {0};
+        nx_ctx *ctx = ctx_threads(&ta, threads);
+        for (size_t i = 0; i < sizeof iir_cases / sizeof *iir_cases; i++)
+            for (int order = 1; order <= 4; order++)
+                for (int rev = 0; rev < 2; rev++)
+                    for (int be = 0; be < 2; be++) {
+                        run_iir(ctx, &iir_cases[i], NX_DTYPE_F32, rev, order, bes[be]);
+                        run_iir(ctx, &iir_cases[i], NX_DTYPE_F64, rev, order, bes[be]);
+                    }
+        nx_ctx_free(ctx);
+        assert_int_equal(ta.live, 0);
+    }
+}
+
+static void expect_iir_error(nx_ctx *ctx, nx_dtype dt, int axis, int order, const double *coef,
+                             nx_status want, const char *msg)
+{
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    int64_t shape[2] = {3, 4};
+    nx_node x = nx_input(g, "x", dt, 2, shape);
+    assert_int_equal(nx_scan_iir(g, x, axis, false, order, coef), NX_NONE);
+    assert_int_equal(nx_graph_status(g), want);
+    if (!strstr(nx_graph_error(g), msg))
+        fail_msg("error \"%s\" does not contain \"%s\"", nx_graph_error(g), msg);
+    nx_graph_free(g);
+}
+
+static void test_iir_errors(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = ctx_threads(&ta, 1);
+    const double ok[4] = {0.5, 0.1, 0.1, 0.1}, bad[2] = {0.5, NAN}, inf[1] = {-INFINITY};
+    expect_iir_error(ctx, NX_DTYPE_F32, 0, 0, ok, NX_ERR_INVALID_ARG,
+                     "nx_scan_iir: order 0 is out of range; expected 1 to 4");
+    expect_iir_error(ctx, NX_DTYPE_F32, 0, 5, ok, NX_ERR_INVALID_ARG,
+                     "nx_scan_iir: order 5 is out of range; expected 1 to 4");
+    expect_iir_error(ctx, NX_DTYPE_F32, 0, 2, NULL, NX_ERR_INVALID_ARG,
+                     "nx_scan_iir: coef is NULL; expected 2 coefficients");
+    expect_iir_error(ctx, NX_DTYPE_F64, 1, 2, bad, NX_ERR_INVALID_ARG,
+                     "nx_scan_iir: coefficient 1 is nan; expected a finite value");
+    expect_iir_error(ctx, NX_DTYPE_F64, 1, 1, inf, NX_ERR_INVALID_ARG,
+                     "nx_scan_iir: coefficient 0 is -inf; expected a finite value");
+    expect_iir_error(ctx, NX_DTYPE_I32, 0, 1, ok, NX_ERR_DTYPE,
+                     "nx_scan_iir: b is i32; expected f32 or f64");
+    expect_iir_error(ctx, NX_DTYPE_F32, 2, 1, ok, NX_ERR_INVALID_ARG,
+                     "nx_scan_iir: axis 2 is out of range for 2 dims; expected -2 to 1");
+    /* negative axes count from the end, as everywhere */
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    nx_node x = nx_input(g, "x", NX_DTYPE_F32, 2, (int64_t[]){3, 4});
+    assert_int_not_equal(nx_scan_iir(g, x, -1, true, 4, ok), NX_NONE);
+    nx_graph_free(g);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+static nx_status sweep_iir(nx_ctx *ctx, int axis, int64_t n0, int64_t n1)
+{
+    int64_t shape[2] = {n0, n1};
+    nx_graph *g = NULL;
+    nx_status st = nx_graph_new(ctx, &g);
+    if (st != NX_OK)
+        return st;
+    nx_node b = nx_input(g, "b", NX_DTYPE_F32, 2, shape);
+    nx_node y = nx_scan_iir(g, b, axis, axis == 0, 3, iir_coefs[2]);
+    nx_compile_opts co = {.backend = NX_BACKEND_REF, .n_outputs = 1, .outputs = &y};
+    nx_program *p = NULL;
+    nx_tensor *bt = NULL, *out = NULL;
+    st = nx_graph_compile(g, &co, &p);
+    if (st == NX_OK)
+        st = nx_tensor_new(ctx, NX_DTYPE_F32, 2, shape, &bt);
+    if (st == NX_OK)
+        st = nx_program_run(p, (const nx_tensor *const[]){bt}, &out);
+    nx_tensor_free(out);
+    nx_tensor_free(bt);
+    nx_program_free(p);
+    nx_graph_free(g);
+    return st;
+}
+
+static nx_status sweep_iir_body(nx_ctx *ctx, void *user)
+{
+    (void)user;
+    nx_status st = sweep_iir(ctx, 1, 64, 2048);
+    return st == NX_OK ? sweep_iir(ctx, 0, 300, 1100) : st;
+}
+
+static void test_iir_alloc_sweep(void **state)
+{
+    (void)state;
+    assert_true(nx_test_alloc_sweep(sweep_iir_body, NULL, 4000) > 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_against_loop),
         cmocka_unit_test(test_alloc_sweep),
+        cmocka_unit_test(test_iir_against_loop),
+        cmocka_unit_test(test_iir_errors),
+        cmocka_unit_test(test_iir_alloc_sweep),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
