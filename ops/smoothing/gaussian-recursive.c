@@ -1,25 +1,29 @@
 /* The recursive Gaussian of Young and van Vliet (Signal Processing 44, 1995): a causal and an
  * anti-causal third-order recursion whose cascade has the transfer function
  *   G(z) = B^2 / (D(z) D(1/z)),   D(z) = 1 - a1 z^-1 - a2 z^-2 - a3 z^-3,
- * with q(sigma), b0..b3 and B from the paper. The IR's scan is first order (y_t = a y_{t-1} + b_t),
- * so G is evaluated in partial fractions instead of as a cascade: D has a real pole p1 and a
- * complex pair p, conj(p) (|p| = r, arg p = theta), and the two-sided impulse response is
- *   h[n] = A1 p1^|n| + 2 Re(A2 p^|n|),
- * so y = sum_k A_k (C_k x + R_k x - x) with C_k the causal and R_k the anti-causal first-order
- * recursion of pole p_k. The complex recursion z_t = p z_{t-1} + x_t is run as two real ones by
- * modulation: u_t = z_t e^{-i t theta} obeys u_t = r u_{t-1} + x_t e^{-i t theta}, whose real and
- * imaginary parts are real scans with coefficient r; z_t = u_t e^{i t theta} is elementwise. Six
- * real scans per axis (three each way), each O(N), over the padded line and its two modulated
- * copies (shared by both directions), and the gradient with respect to x comes from autodiff of
- * SCAN_LINEAR.
+ * with q(sigma), b0..b3 and B from the paper, run directly as that cascade on SCAN_IIR (order 3,
+ * the coefficients a1..a3 as graph constants): per axis
+ *   z = IIR_fwd(B xp)     v = IIR_bwd(z)     y = B v + start terms
+ * over the padded line xp, both scans from zero states. The scale B rides in the loop kernel that
+ * pads (and, after the first axis, also finishes the previous axis), and the start terms and the
+ * crop in the loop kernel after the second scan: two scans and one loop kernel per axis, and the
+ * gradient with respect to x comes from autodiff of SCAN_IIR (the opposite recursion).
  *
  * Boundary rule (documented in docs/smoothing.md): each line is extended by the FIR driver's radius
- * int(truncate sigma + 0.5) with the border mode, and beyond that by its end values: every
- * recursion starts in the steady state of a constant input equal to the padded line's first (last)
- * sample (a start that decays through the scans, so it is added to their combined output, see
- * line_starts). Constant and nearest modes are therefore exact extensions; reflect, mirror and wrap
- * follow the mode for 4 sigma, which holds all but ~1e-4 of the filter's mass. A constant image
- * is returned unchanged (G(1) = 1). */
+ * int(truncate sigma + 0.5) with the border mode, and beyond that by its end values: the result is
+ * G applied to the padded line continued by its first sample to the left and its last to the
+ * right, forever. Constant and nearest modes are therefore exact extensions; reflect, mirror and
+ * wrap follow the mode for 4 sigma, which holds all but ~1e-4 of the filter's mass. A constant
+ * image is returned unchanged (G(1) = 1).
+ *
+ * The starts (Triggs and Sdika, IEEE TSP 54, 2006, give the same matrix in closed form): the
+ * causal recursion starts in the steady state of a constant xp[0] (every state xp[0]); its effect is
+ * the homogeneous response hc[t] of unit states, times xp[0]. The anti-causal one starts where the
+ * infinite right extension leaves it: with u = xp[n-1], its states y[n+i] = u + sum_j M[i][j]
+ * (w[n-1-j] - u), M the response of the continued recursions to the last three causal outputs
+ * (computed here by running both recursions in double until the poles have decayed). Every
+ * start's effect on the output is linear in xp[0], xp[n-1] and z[n-1..n-3], with weights along the
+ * line (F, U, E_j below) computed once per axis in double. */
 #include <complex.h>
 #include <math.h>
 #include <string.h>
@@ -96,81 +100,139 @@ bool nx_gauss_yvv_poles(double sigma, double p_re[3], double p_im[3], double a_r
     return true;
 }
 
-/* Per-sample constants along the padded line, as [n] f64 arrays: the modulations, the combination
- * weights of the complex section, and the steady-state start of each direction. */
-typedef struct yvv_line {
-    int64_t n;
-    double *cos_t, *sin_t; /* cos(t theta), sin(t theta) */
-    double *pc, *qc;       /* Re, Im of A2 e^{+i t theta}: causal output weights */
-    double *pa, *qa;       /* Re, Im of A2 e^{-i t theta}: anti-causal output weights */
-    double *start_c, *start_a; /* the start's share of each output, per unit of the end sample */
-} yvv_line;
+/* Per-sample weights of the start terms over the cropped line (extent m = n - 2 pad), in units of
+ * the scans' input xs = B xp:
+ *   y[t] = B v[t] + F[t] xs[0] + U[t] xs[n-1] + sum_j E_j[t] z[n-1-j]
+ * E_j is dropped (folded into F) where n - 1 - j < 0: there w[n-1-j] is a start state, xp[0]. */
+typedef struct yvv_starts {
+    int64_t n, m;
+    double *f, *u, *e[3];
+} yvv_starts;
 
-#define YVV_ARRAYS 8
+#define YVV_ARRAYS 5
 
-static void line_free(nx_ctx *ctx, yvv_line *l)
+static double **starts_arrays(yvv_starts *w, int i)
 {
-    double **arr[YVV_ARRAYS] = {&l->cos_t, &l->sin_t, &l->pc, &l->qc,
-                                &l->pa,    &l->qa,    &l->start_c, &l->start_a};
+    double **arr[YVV_ARRAYS] = {&w->f, &w->u, &w->e[0], &w->e[1], &w->e[2]};
+    return arr[i];
+}
+
+static void starts_free(nx_ctx *ctx, yvv_starts *w)
+{
     for (int i = 0; i < YVV_ARRAYS; i++) {
-        nx_rt_free(ctx, *arr[i], (size_t)l->n * sizeof(double));
-        *arr[i] = NULL;
+        nx_rt_free(ctx, *starts_arrays(w, i), (size_t)w->m * sizeof(double));
+        *starts_arrays(w, i) = NULL;
     }
 }
 
-/* The poles and residues of one axis, and the steady state of a constant input before each
- * direction's first sample. */
-typedef struct yvv_poles {
-    double p1, r, theta, a1;
-    double complex a2;
-} yvv_poles;
-
-/* Each direction starts in the steady state of a constant input v equal to its first sample (in
- * scan order): the real section's state before it is v / (1 - p1), the modulated pair's
- * v e^{i theta} / (1 - r e^{i theta}) (causal) or v e^{i n theta} / (1 - r e^{i theta})
- * (anti-causal). A state s decays as pole^k over the k-th sample of the scan, so instead of
- * entering the scans it is added to the output: start[t] = A1 p1^(k+1) / (1 - p1) +
- * 2 Re(weight_t r^(k+1) u0) with k = t (causal) or n - 1 - t (anti-causal). */
-static void line_starts(const yvv_poles *q, yvv_line *l)
+/* Samples until the slowest pole has decayed below 1e-20 of a unit start. */
+static int64_t decay_length(const double a[3])
 {
-    double complex e = cexp(I * q->theta);
-    for (int dir = 0; dir < 2; dir++) {
-        double complex u0 = (dir ? cexp(I * q->theta * (double)l->n) : e) / (1.0 - q->r * e);
-        double *out = dir ? l->start_a : l->start_c;
-        const double *pw = dir ? l->pa : l->pc, *qw = dir ? l->qa : l->qc;
-        for (int64_t t = 0; t < l->n; t++) {
-            double k = (double)(dir ? l->n - 1 - t : t);
-            double s1 = pow(q->p1, k + 1.0) / (1.0 - q->p1);
-            double complex u = pow(q->r, k + 1.0) * u0;
-            out[t] = q->a1 * s1 + 2.0 * (pw[t] * creal(u) - qw[t] * cimag(u));
+    double p1 = real_pole(a);
+    double c1 = p1 - a[0], c0 = p1 * c1 - a[1];
+    double r = sqrt(c0 > 0 ? c0 : 0), most = p1 > r ? p1 : r;
+    if (!(most < 1.0))
+        return 1 << 20;
+    double len = ceil(log(1e-20) / log(most)) + 8.0;
+    return len < (double)(1 << 20) ? (int64_t)len : 1 << 20;
+}
+
+/* M[i][j]: the anti-causal state y[n+i] per unit deviation of w[n-1-j] from the right extension's
+ * steady state. The deviation continues through the causal recursion with zero input, the
+ * anti-causal one runs back over it from beyond where it has decayed. */
+static bool triggs_matrix(nx_ctx *ctx, const double a[3], double b, double m[3][3])
+{
+    int64_t len = decay_length(a);
+    double *dw = nx_rt_calloc(ctx, (size_t)len + 6, sizeof(double));
+    if (!dw)
+        return false;
+    for (int j = 0; j < 3; j++) {
+        memset(dw, 0, ((size_t)len + 6) * sizeof(double));
+        dw[2 - j] = 1.0; /* dw[0..2] = w[n-3..n-1] */
+        for (int64_t t = 3; t < len + 3; t++)
+            dw[t] = a[0] * dw[t - 1] + a[1] * dw[t - 2] + a[2] * dw[t - 3];
+        double y1 = 0, y2 = 0, y3 = 0; /* y[t+1..t+3] */
+        for (int64_t t = len + 2; t >= 3; t--) {
+            double y = b * dw[t] + a[0] * y1 + a[1] * y2 + a[2] * y3;
+            y3 = y2;
+            y2 = y1;
+            y1 = y;
+            if (t <= 5)
+                m[t - 3][j] = y;
         }
     }
+    nx_rt_free(ctx, dw, ((size_t)len + 6) * sizeof(double));
+    return true;
 }
 
-static bool line_make(nx_ctx *ctx, int64_t n, const yvv_poles *q, yvv_line *l)
+/* The homogeneous responses over the padded line: hc (causal, unit states before t = 0), hc2
+ * (the zero-state anti-causal recursion over hc) and ha_i (anti-causal, unit state y[n+i]). */
+static bool starts_make(nx_ctx *ctx, int64_t n, int64_t pad, const double a[3], double b,
+                        yvv_starts *w)
 {
-    memset(l, 0, sizeof *l);
-    l->n = n;
-    double **arr[YVV_ARRAYS] = {&l->cos_t, &l->sin_t, &l->pc, &l->qc,
-                                &l->pa,    &l->qa,    &l->start_c, &l->start_a};
+    memset(w, 0, sizeof *w);
+    w->n = n;
+    w->m = n - 2 * pad;
+    double mat[3][3];
+    if (!triggs_matrix(ctx, a, b, mat))
+        return false;
+    double *tmp = nx_rt_calloc(ctx, (size_t)n * 5, sizeof(double));
+    if (!tmp)
+        return false;
     for (int i = 0; i < YVV_ARRAYS; i++) {
-        *arr[i] = nx_rt_calloc(ctx, (size_t)n, sizeof(double));
-        if (!*arr[i]) {
-            line_free(ctx, l);
+        *starts_arrays(w, i) = nx_rt_calloc(ctx, (size_t)w->m, sizeof(double));
+        if (!*starts_arrays(w, i)) {
+            starts_free(ctx, w);
+            nx_rt_free(ctx, tmp, (size_t)n * 5 * sizeof(double));
             return false;
         }
     }
-    double complex a2 = q->a2;
+    double *hc = tmp, *hc2 = tmp + n, *ha[3] = {tmp + 2 * n, tmp + 3 * n, tmp + 4 * n};
+    double s1 = 1, s2 = 1, s3 = 1;
     for (int64_t t = 0; t < n; t++) {
-        double c = cos((double)t * q->theta), s = sin((double)t * q->theta);
-        l->cos_t[t] = c;
-        l->sin_t[t] = s;
-        l->pc[t] = creal(a2) * c - cimag(a2) * s;
-        l->qc[t] = creal(a2) * s + cimag(a2) * c;
-        l->pa[t] = creal(a2) * c + cimag(a2) * s;
-        l->qa[t] = cimag(a2) * c - creal(a2) * s;
+        hc[t] = a[0] * s1 + a[1] * s2 + a[2] * s3;
+        s3 = s2;
+        s2 = s1;
+        s1 = hc[t];
     }
-    line_starts(q, l);
+    s1 = s2 = s3 = 0;
+    for (int64_t t = n - 1; t >= 0; t--) {
+        hc2[t] = hc[t] + a[0] * s1 + a[1] * s2 + a[2] * s3;
+        s3 = s2;
+        s2 = s1;
+        s1 = hc2[t];
+    }
+    for (int i = 0; i < 3; i++) {
+        double st[3] = {0, 0, 0}; /* y[t+1..t+3] */
+        st[i] = 1.0;
+        for (int64_t t = n - 1; t >= 0; t--) {
+            ha[i][t] = a[0] * st[0] + a[1] * st[1] + a[2] * st[2];
+            st[2] = st[1];
+            st[1] = st[0];
+            st[0] = ha[i][t];
+        }
+    }
+    for (int64_t k = 0; k < w->m; k++) {
+        int64_t t = k + pad;
+        double f = b * hc2[t], u = 0;
+        for (int i = 0; i < 3; i++) {
+            double rowsum = 0;
+            for (int j = 0; j < 3; j++) {
+                int64_t e = n - 1 - j;
+                rowsum += mat[i][j];
+                if (e >= 0) {
+                    f += mat[i][j] * hc[e] * ha[i][t];
+                    w->e[j][k] += mat[i][j] * ha[i][t];
+                } else {
+                    f += mat[i][j] * ha[i][t];
+                }
+            }
+            u += (1.0 - rowsum) * ha[i][t];
+        }
+        w->f[k] = f / b;
+        w->u[k] = u / b;
+    }
+    nx_rt_free(ctx, tmp, (size_t)n * 5 * sizeof(double));
     return true;
 }
 
@@ -183,87 +245,55 @@ static nx_node along(nx_graph *g, const double *v, int64_t n, int nd, int a, nx_
     return nx_cast(g, nx_reshape(g, nx_constant(g, NX_DTYPE_F64, 1, &n, v), nd, shape), dt);
 }
 
-/* Sample 0 (or n - 1) of x along axis a, kept as extent 1. */
-static nx_node end_sample(nx_graph *g, nx_node x, int a, bool last)
+/* Samples [from, to) of x along axis a. */
+static nx_node span(nx_graph *g, nx_node x, int a, int64_t from, int64_t to)
 {
     int64_t start[NX_MAX_DIMS] = {0}, stop[NX_MAX_DIMS];
     if (!nx_node_shape(g, x, stop))
         return NX_NONE;
-    start[a] = last ? stop[a] - 1 : 0;
-    stop[a] = start[a] + 1;
+    start[a] = from;
+    stop[a] = to;
     return nx_slice(g, x, start, stop, NULL);
 }
 
-typedef struct yvv_ctx {
-    nx_graph *g;
-    int nd, a;
-    nx_dtype dt;
-    const yvv_line *l;
-} yvv_ctx;
-
-static nx_node k_along(const yvv_ctx *c, const double *v)
+/* y over the cropped line from the scans' input xs, the causal output z and the anti-causal v. */
+static nx_node finish(nx_graph *g, int a, int64_t pad, const yvv_starts *w, double b, nx_node xs,
+                      nx_node z, nx_node v)
 {
-    return along(c->g, v, c->l->n, c->nd, c->a, c->dt);
-}
-
-static nx_node k_scalar(const yvv_ctx *c, double v)
-{
-    return nx_scalar(c->g, c->dt, v);
-}
-
-/* The three scans of each direction read two modulated copies of xp shared by both directions
- * (the anti-causal imaginary input is +x sin, the causal one -x sin: a scan of -b is exactly the
- * negated scan of b) and xp itself:
- *   y = A1 (S1c + S1a) + 2 (pc Rc + qc Ic) + 2 (pa Ra - qa Ia) + start_c xp[0] + start_a xp[n-1]
- *       - (A1 + 2 Re A2) xp
- * where S1 scans xp with p1, R scans xp cos and I scans xp sin with r, c causal, a anti-causal. */
-static nx_node combine(const yvv_ctx *c, nx_node xp, const yvv_poles *q)
-{
-    nx_graph *g = c->g;
-    const yvv_line *l = c->l;
-    nx_node p1 = k_scalar(c, q->p1), r = k_scalar(c, q->r);
-    nx_node bc = nx_mul(g, xp, k_along(c, l->cos_t)), bs = nx_mul(g, xp, k_along(c, l->sin_t));
-    nx_node s1 = nx_add(g, nx_scan_linear(g, p1, xp, c->a, false),
-                        nx_scan_linear(g, p1, xp, c->a, true));
-    nx_node causal = nx_add(g, nx_mul(g, k_along(c, l->pc), nx_scan_linear(g, r, bc, c->a, false)),
-                            nx_mul(g, k_along(c, l->qc), nx_scan_linear(g, r, bs, c->a, false)));
-    nx_node anti = nx_sub(g, nx_mul(g, k_along(c, l->pa), nx_scan_linear(g, r, bc, c->a, true)),
-                          nx_mul(g, k_along(c, l->qa), nx_scan_linear(g, r, bs, c->a, true)));
-    nx_node pair = nx_mul(g, nx_add(g, causal, anti), k_scalar(c, 2.0));
-    nx_node starts = nx_add(g, nx_mul(g, end_sample(g, xp, c->a, false), k_along(c, l->start_c)),
-                            nx_mul(g, end_sample(g, xp, c->a, true), k_along(c, l->start_a)));
-    double total = q->a1 + 2.0 * creal(q->a2);
-    nx_node y = nx_add(g, nx_add(g, nx_mul(g, s1, k_scalar(c, q->a1)), pair), starts);
-    return nx_sub(g, y, nx_mul(g, xp, k_scalar(c, total)));
+    int nd = nx_node_ndim(g, xs);
+    nx_dtype dt = nx_node_dtype(g, xs);
+    int64_t n = w->n;
+    nx_node y = nx_mul(g, span(g, v, a, pad, pad + w->m), nx_scalar(g, dt, b));
+    y = nx_add(g, y, nx_mul(g, span(g, xs, a, 0, 1), along(g, w->f, w->m, nd, a, dt)));
+    y = nx_add(g, y, nx_mul(g, span(g, xs, a, n - 1, n), along(g, w->u, w->m, nd, a, dt)));
+    for (int j = 0; j < 3 && n - 1 - j >= 0; j++)
+        y = nx_add(g, y, nx_mul(g, span(g, z, a, n - 1 - j, n - j),
+                                along(g, w->e[j], w->m, nd, a, dt)));
+    return y;
 }
 
 nx_node nx_gauss_recursive_pass(nx_graph *g, nx_node x, int a, double sigma, int64_t pad,
                                 nx_pad_mode mode, double cval)
 {
-    double pr[3], pi[3], ar[3], ai[3];
-    if (!nx_gauss_yvv_poles(sigma, pr, pi, ar, ai))
+    if (!(sigma >= 0.5) || !isfinite(sigma))
         return nx_ir_graph_failf(g, NX_ERR_INTERNAL,
                                  "gaussian_filter: no recursive decomposition for sigma %g", sigma);
-    int nd = nx_node_ndim(g, x);
     int64_t shape[NX_MAX_DIMS], lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0};
     if (!nx_node_shape(g, x, shape))
         return NX_NONE;
+    double coef[3], b;
+    yvv_coefficients(sigma, coef, &b);
     lo[a] = hi[a] = pad;
     nx_node xp = pad > 0 ? nx_pad(g, x, lo, hi, mode, cval) : x;
     int64_t n = shape[a] + 2 * pad;
-    yvv_poles q = {.p1 = pr[0], .r = hypot(pr[1], pi[1]), .theta = atan2(pi[1], pr[1]),
-                   .a1 = ar[0], .a2 = ar[1] + I * ai[1]};
-    yvv_line l;
-    if (!line_make(nx_graph_ctx(g), n, &q, &l))
+    yvv_starts w;
+    if (!starts_make(nx_graph_ctx(g), n, pad, coef, b, &w))
         return nx_ir_graph_failf(g, NX_ERR_NOMEM, "gaussian_filter: out of memory (%lld samples)",
                                  (long long)n);
-    yvv_ctx c = {.g = g, .nd = nd, .a = a, .dt = nx_node_dtype(g, x), .l = &l};
-    nx_node y = combine(&c, xp, &q);
-    line_free(nx_graph_ctx(g), &l);
-    if (pad == 0 || y == NX_NONE)
-        return y;
-    int64_t start[NX_MAX_DIMS] = {0};
-    start[a] = pad;
-    shape[a] += pad;
-    return nx_slice(g, y, start, shape, NULL);
+    nx_node xs = nx_mul(g, xp, nx_scalar(g, nx_node_dtype(g, x), b));
+    nx_node z = nx_scan_iir(g, xs, a, false, 3, coef);
+    nx_node v = nx_scan_iir(g, z, a, true, 3, coef);
+    nx_node y = finish(g, a, pad, &w, b, xs, z, v);
+    starts_free(nx_graph_ctx(g), &w);
+    return y;
 }
