@@ -16,10 +16,10 @@
  * decrease. L' <= M, so a component's minimum moves at least one step per round (the bound on
  * runs); the hooks let a whole tree take a lower root at once and the jumps shorten chains, so
  * the usual count is logarithmic (4 rounds on a 128^3 mask at 50 % density with 6 jumps, 5 with 4
- * jumps, in a NumPy model; 5 to 6 at 30-40 %). At a fixed point every voxel holds the first voxel of
- * its component in C order. The numbering counts the roots (voxels that are their own label) by a
- * cumulative sum in C order (two levels of scans, rows then row totals) and gathers each voxel's
- * number, which is exactly scipy.ndimage.label's numbering.
+ * jumps, in a NumPy model; 5 to 6 at 30-40 %). At a fixed point every voxel holds the first
+ * voxel of its component in C order. The numbering counts the roots (voxels that are their own
+ * label) by a cumulative sum in C order (two levels of scans, rows then row totals) and gathers
+ * each voxel's number, which is exactly scipy.ndimage.label's numbering.
  *
  * Flat, so every kernel is cheap. The labels stay one flat axis in every kernel: a neighbour is
  * the flat index plus a constant offset (sum of delta_a * stride_a) in a copy of the labels padded
@@ -62,7 +62,7 @@ typedef struct prop_call {
     int nd, connectivity;
     const int64_t *shape;
     nx_dtype mask_dtype;
-    bool flat_mask; /* the mask comes as a flat view; else in its own shape (reshaped in the graph) */
+    bool flat_mask; /* the mask comes as a flat view, else in its own shape (the graph reshapes) */
     nx_backend backend;
 } prop_call;
 
@@ -257,10 +257,10 @@ static nx_status build(nx_graph *g, void *user, nx_node *outs, int *nout)
     nx_node lab = NX_NONE;
     int r = 0;
     if (c->kind == PROG_FIRST) {
-        nx_node mask = c->flat_mask ? nx_input(g, "mask", c->mask_dtype, 1, &f.n)
-                                    : nx_reshape(g, nx_input(g, "mask", c->mask_dtype, c->nd,
-                                                             c->shape),
-                                                 1, &f.n);
+        nx_node mask =
+            c->flat_mask
+                ? nx_input(g, "mask", c->mask_dtype, 1, &f.n)
+                : nx_reshape(g, nx_input(g, "mask", c->mask_dtype, c->nd, c->shape), 1, &f.n);
         lab = first_round(g, c, &f, mask, &outs[3]);
         r = 1;
     } else {
