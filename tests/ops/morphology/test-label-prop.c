@@ -375,20 +375,25 @@ static void test_device(void **state)
     assert_int_equal(g_ta.live, 0);
 }
 
+/* A 6 x 7 mask (one program run), or a run of 2000 ones in 1-D, which takes five rounds (NumPy
+ * model), so two program runs: the round program is compiled and run on the first's labels. */
 static nx_status sweep_body(nx_ctx *ctx, void *user)
 {
-    (void)user;
-    int64_t s[2] = {6, 7};
+    bool long_run = user != NULL;
+    int64_t s[2] = {6, 7}, n = 2000;
     nx_tensor *m = NULL, *y = NULL;
-    nx_status st = nx_tensor_new(ctx, NX_DTYPE_U8, 2, s, &m);
+    nx_status st = long_run ? nx_tensor_new(ctx, NX_DTYPE_U8, 1, &n, &m)
+                            : nx_tensor_new(ctx, NX_DTYPE_U8, 2, s, &m);
     if (st == NX_OK) {
         uint8_t *d = nx_tensor_data(m);
-        for (int i = 0; i < 42; i++)
-            d[i] = (i * 7 + i / 5) % 3 != 0;
+        for (int i = 0; i < nx_tensor_numel(m); i++)
+            d[i] = long_run || (i * 7 + i / 5) % 3 != 0;
     }
     int32_t k = 0;
     if (st == NX_OK)
-        st = propagate(ctx, m, 2, NX_BACKEND_REF, &y, &k);
+        st = propagate(ctx, m, long_run ? 1 : 2, NX_BACKEND_REF, &y, &k);
+    if (st == NX_OK && long_run && (k != 1 || ((const int32_t *)nx_tensor_data(y))[1999] != 1))
+        st = NX_ERR_INTERNAL; /* one component, labelled 1 */
     nx_tensor_free(y);
     nx_tensor_free(m);
     return st;
@@ -398,6 +403,7 @@ static void test_alloc_sweep(void **state)
 {
     (void)state;
     assert_true(nx_test_alloc_sweep(sweep_body, NULL, 200000) > 0);
+    assert_true(nx_test_alloc_sweep(sweep_body, "long run", 200000) > 0);
 }
 
 int main(void)
