@@ -534,11 +534,50 @@ static void test_cdt_grad(void **state)
     nx_ctx_free(ctx);
 }
 
-/* distance_transform_edt to 1e-10 relative in f64 and 1e-4 in f32, isotropic and anisotropic. */
+/* Whether ctx reaches a GPU (a tensor goes to the device). */
+static bool edt_gpu(nx_ctx *ctx)
+{
+    int64_t one = 1;
+    nx_tensor *h = NULL, *d = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F32, 1, &one, &h), NX_OK);
+    bool ok = nx_tensor_to_device(h, NX_DEVICE_CUDA, &d) == NX_OK;
+    nx_tensor_free(d);
+    nx_tensor_free(h);
+    return ok;
+}
+
+/* The fast driver on the cuda backend (its device chain) from a host mask and from a device mask
+ * (whose result stays on the device), against scipy. */
+static void edt_golden_cuda(nx_ctx *ctx, const char *name, const nx_tensor *m, const double *s,
+                            const nx_tensor *want, double rtol)
+{
+    nx_edt_opts o = {.backend = NX_BACKEND_CUDA, .sampling = s, .driver = "felzenszwalb"};
+    nx_tensor *md = NULL, *got[2] = {NULL, NULL}, *gd = NULL;
+    assert_int_equal(nx_tensor_to_device(m, NX_DEVICE_CUDA, &md), NX_OK);
+    if (nx_distance_transform_edt(ctx, m, &o, &got[0]) != NX_OK ||
+        nx_distance_transform_edt(ctx, md, &o, &gd) != NX_OK)
+        fail_msg("%s on cuda: %s", name, nx_ctx_last_error(ctx));
+    assert_int_equal(nx_tensor_device(got[0]), NX_DEVICE_HOST);
+    assert_int_equal(nx_tensor_device(gd), NX_DEVICE_CUDA);
+    assert_int_equal(nx_tensor_to_device(gd, NX_DEVICE_HOST, &got[1]), NX_OK);
+    for (int j = 0; j < 2; j++)
+        for (int64_t i = 0; i < nx_tensor_numel(want); i++)
+            if (!nx_test_close(at(got[j], i), at(want, i), rtol, 0))
+                fail_msg("%s (cuda, %s mask): element %lld is %.17g; scipy gives %.17g", name,
+                         j ? "device" : "host", (long long)i, at(got[j], i), at(want, i));
+    nx_tensor_free(got[0]);
+    nx_tensor_free(got[1]);
+    nx_tensor_free(gd);
+    nx_tensor_free(md);
+}
+
+/* distance_transform_edt to 1e-10 relative in f64 and 1e-4 in f32, isotropic and anisotropic;
+ * with a GPU, the fast driver on the cuda backend too. */
 static void test_edt_golden(void **state)
 {
     (void)state;
     nx_ctx *ctx = ctx_new();
+    bool gpu = edt_gpu(ctx);
     char path[1024], line[256], name[64], samp[128];
     snprintf(path, sizeof path, "%s/morphology/edt.txt", nx_test_data_dir());
     FILE *f = fopen(path, "r");
@@ -574,6 +613,10 @@ static void test_edt_golden(void **state)
                              k ? "f32" : "f64", o.driver, c & 4 ? "cpu" : "ref", (long long)i,
                              at(got, i), at(want, i));
             nx_tensor_free(got);
+        }
+        if (gpu) {
+            edt_golden_cuda(ctx, name, m32, sampling, want, 1e-4);
+            edt_golden_cuda(ctx, name, m64, sampling, want, 1e-10);
         }
         nx_tensor_free(m32);
         nx_tensor_free(m64);
@@ -822,7 +865,8 @@ static void test_label_dtypes_views(void **state)
 /* Device tensors: without a usable GPU, nx_tensor_to_device says why (NX_ERR_BACKEND) and there
  * is nothing more to run. With one, the graph ops on device inputs under the cuda backend equal
  * their host results and stay on the device, the same inputs under the cpu backend are refused
- * naming the tensor, and the host ops (EDT, chamfer, labels) refuse device masks. */
+ * naming the tensor, the EDT's fast driver runs on the device (a host backend refuses its device
+ * mask), and the host ops (chamfer, labels) refuse device masks. */
 static void test_device_tensors(void **state)
 {
     (void)state;
@@ -868,8 +912,20 @@ static void test_device_tensors(void **state)
     assert_int_equal(nx_tensor_device(yd), NX_DEVICE_CUDA);
     nx_tensor_free(idx);
     nx_tensor_free(yd);
-    assert_int_equal(nx_distance_transform_edt(ctx, xd, NULL, &y), NX_ERR_UNSUPPORTED);
-    assert_non_null(strstr(nx_ctx_last_error(ctx), "host op"));
+    /* the EDT's fast driver runs on the device (its device chain); a host backend refuses */
+    nx_edt_opts eo = {.backend = NX_BACKEND_CUDA, .driver = "felzenszwalb"};
+    assert_int_equal(nx_distance_transform_edt(ctx, xd, &eo, &yd), NX_OK);
+    assert_int_equal(nx_tensor_device(yd), NX_DEVICE_CUDA);
+    eo.backend = NX_BACKEND_CPU;
+    assert_int_equal(nx_distance_transform_edt(ctx, x, &eo, &y), NX_OK);
+    assert_int_equal(nx_tensor_to_device(yd, NX_DEVICE_HOST, &yh), NX_OK);
+    assert_memory_equal(nx_tensor_data(yh), nx_tensor_data(y), 504 * sizeof(float));
+    nx_tensor_free(yh);
+    nx_tensor_free(yd);
+    nx_tensor_free(y);
+    yh = yd = y = NULL;
+    assert_int_equal(nx_distance_transform_edt(ctx, xd, &eo, &y), NX_ERR_UNSUPPORTED);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "mask is a CUDA device tensor"));
     nx_distance_opts dopt = {.metric = NX_DISTANCE_TAXICAB};
     assert_int_equal(nx_distance_transform(ctx, xd, &dopt, &y), NX_ERR_UNSUPPORTED);
     /* a device mask is labelled on the device (label propagation): scipy's labels, as the host's */
