@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "codegen/ptx/emit-lib.h"
 #include "nitrix-ops.h"
@@ -594,13 +595,82 @@ static void test_edt_device_mask(void **state)
     assert_int_equal(ta.live, 0);
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* NX_TEST_EDT_BENCH=1 on a GPU: the median of 20 calls (after a warm-up) of the EDT at 256^3 f32
+ * with 1 % sources, from a device mask through the entry point, and of the chain alone from a
+ * device field; a measurement, asserted by nothing. */
+static void test_edt_bench(void **state)
+{
+    (void)state;
+    const char *b = getenv("NX_TEST_EDT_BENCH");
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    if (!b || b[0] != '1' || !have_gpu(ctx)) {
+        nx_ctx_free(ctx);
+        skip();
+    }
+    edt_case c = {3, {256, 256, 256}, 0};
+    nx_tensor *mask = NULL, *field = NULL, *md = NULL, *fd = NULL;
+    edt_inputs(ctx, &c, NX_DTYPE_F32, &mask, &field);
+    for (int64_t i = 0; i < nx_tensor_numel(mask); i++) { /* 1 % sources */
+        bool src = next_u64() % 100 == 0;
+        ((uint8_t *)nx_tensor_data(mask))[i] = !src;
+        ((float *)nx_tensor_data(field))[i] = src ? 0 : INFINITY;
+    }
+    assert_int_equal(nx_tensor_to_device(mask, NX_DEVICE_CUDA, &md), NX_OK);
+    assert_int_equal(nx_tensor_to_device(field, NX_DEVICE_CUDA, &fd), NX_OK);
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    nx_node y = nx_morph_edt_device_node(g, nx_input(g, "f", NX_DTYPE_F32, 3, c.shape), NULL);
+    nx_compile_opts o = {.backend = NX_BACKEND_CUDA, .n_outputs = 1, .outputs = &y};
+    nx_program *p = NULL;
+    assert_int_equal(nx_graph_compile(g, &o, &p), NX_OK);
+    nx_edt_opts eo = {.backend = NX_BACKEND_CUDA, .driver = "felzenszwalb"};
+    for (int what = 0; what < 2; what++) {
+        double t[21];
+        for (int r = 0; r < 21; r++) {
+            nx_tensor *out = NULL;
+            double t0 = now_s();
+            nx_status st = what ? nx_program_run(p, (const nx_tensor *const[]){fd}, &out)
+                                : nx_distance_transform_edt(ctx, md, &eo, &out);
+            t[r] = now_s() - t0;
+            assert_int_equal(st, NX_OK);
+            nx_tensor_free(out);
+        }
+        qsort(t + 1, 20, sizeof *t, cmp_double);
+        print_message("edt 256^3 f32 1%% sources, %s: median %.4f ms (min %.4f, max %.4f)\n",
+                      what ? "chain from a device field" : "entry point, device mask",
+                      1e3 * t[10], 1e3 * t[1], 1e3 * t[20]);
+    }
+    nx_program_free(p);
+    nx_graph_free(g);
+    nx_tensor_free(md);
+    nx_tensor_free(fd);
+    nx_tensor_free(mask);
+    nx_tensor_free(field);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scale),       cmocka_unit_test(test_refused),
         cmocka_unit_test(test_bad_source),  cmocka_unit_test(test_key),
         cmocka_unit_test(test_alloc_sweep), cmocka_unit_test(test_edt_chain),
-        cmocka_unit_test(test_edt_device_mask),
+        cmocka_unit_test(test_edt_device_mask), cmocka_unit_test(test_edt_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
