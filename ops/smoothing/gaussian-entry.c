@@ -8,8 +8,14 @@
 #include "gaussian.h"
 #include "nitrix-graph.h"
 
-/* stage: the whole op in one program, or the two programs of the padded FIR (see run_padded). */
-typedef enum gauss_stage { STAGE_WHOLE, STAGE_PAD, STAGE_FOLD } gauss_stage;
+/* Defined in gaussian.c (the FIR passes' form on the CUDA backend); their declarations belong in
+ * gaussian.h, which this file does not own. */
+NX_HIDDEN bool nx_gauss_fir_device_fits(const nx_gauss_plan *p);
+NX_HIDDEN nx_node nx_gauss_fir_device(nx_graph *g, nx_node x, const nx_gauss_plan *p);
+
+/* stage: the whole op in one program, the two programs of the padded FIR (see run_padded), or
+ * the whole op in the FIR form of the CUDA backend (see device_fir). */
+typedef enum gauss_stage { STAGE_WHOLE, STAGE_PAD, STAGE_FOLD, STAGE_DEVICE } gauss_stage;
 
 typedef struct gauss_call {
     const nx_tensor *x, *dy;
@@ -52,6 +58,11 @@ static nx_status build(nx_graph *g, const gauss_call *c, nx_node *outs, int *nou
     if (c->stage == STAGE_FOLD) { /* the passes before the last are outputs: see fir_valid */
         outs[0] = nx_gauss_fir_valid(g, xf, &c->plan, outs + 1);
         *nout = c->plan.nsp;
+        return nx_graph_status(g);
+    }
+    if (c->stage == STAGE_DEVICE) {
+        outs[0] = nx_gauss_fir_device(g, xf, &c->plan);
+        *nout = 1;
         return nx_graph_status(g);
     }
     int64_t ns = c->o.nsigma;
@@ -251,6 +262,14 @@ static nx_status run_padded(nx_ctx *ctx, const gauss_call *c, nx_tensor **out, b
     return st;
 }
 
+/* Whether the forward FIR runs as nx_gauss_fir_device (gaussian.c, "the CUDA backend's form"):
+ * where the program runs on the CUDA backend, host or device tensors. */
+static bool device_fir(nx_ctx *ctx, const gauss_call *c)
+{
+    return !c->dy && nx_gauss_fir_device_fits(&c->plan) &&
+           run_backend(ctx, &c->o) == NX_BACKEND_CUDA;
+}
+
 /* An empty result of x's float dtype and shape, on x's device. */
 static nx_status empty_like(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
 {
@@ -294,7 +313,9 @@ nx_status nx_gaussian_filter(nx_ctx *ctx, const nx_tensor *x, const nx_gaussian_
     if (nx_tensor_numel(x) == 0)
         return empty_like(ctx, x, out);
     bool done = false;
-    if (padded_fir(&c) && ((st = run_padded(ctx, &c, out, &done)) != NX_OK || done))
+    if (device_fir(ctx, &c))
+        c.stage = STAGE_DEVICE;
+    else if (padded_fir(&c) && ((st = run_padded(ctx, &c, out, &done)) != NX_OK || done))
         return st;
     nx_program *p = NULL;
     if ((st = program(ctx, &c, &p)) != NX_OK || (st = check_device(ctx, who, &c, p)) != NX_OK)

@@ -154,9 +154,29 @@ static nx_node sigma_at(nx_graph *g, nx_node sigma, int i)
     return nx_reshape(g, nx_slice(g, sigma, &start, &stop, NULL), 0, NULL);
 }
 
-/* The normalised weights of spatial axis i as a [k] node of dtype dt. */
+/* w[0 .. k) as a constant of dtype dt (f32: each rounded once, as a cast would) and the given
+ * shape (k elements); shaped here, since a reshape of a constant is a kernel of its own. */
+static nx_node weights_constant(nx_graph *g, nx_dtype dt, int64_t k, const double *w, int nd,
+                                const int64_t *shape)
+{
+    if (dt != NX_DTYPE_F32)
+        return nx_constant(g, dt, nd, shape, w);
+    nx_ctx *ctx = nx_graph_ctx(g);
+    float *f = nx_rt_alloc(ctx, (size_t)k * sizeof(float));
+    if (!f)
+        return nx_ir_graph_failf(g, NX_ERR_NOMEM, "gaussian: out of memory (%lld weights)",
+                                 (long long)k);
+    for (int64_t j = 0; j < k; j++)
+        f[j] = (float)w[j];
+    nx_node out = nx_constant(g, dt, nd, shape, f);
+    nx_rt_free(ctx, f, (size_t)k * sizeof(float));
+    return out;
+}
+
+/* The normalised weights of spatial axis i as a node of dtype dt and the given shape (k elements:
+ * the taps along one axis). */
 static nx_node weights_node(nx_graph *g, const nx_gauss_plan *p, int i, nx_node sigma,
-                            nx_dtype dt)
+                            nx_dtype dt, int nd, const int64_t *shape)
 {
     nx_ctx *ctx = nx_graph_ctx(g);
     int64_t k = p->lo[i] + p->hi[i] + 1;
@@ -166,8 +186,10 @@ static nx_node weights_node(nx_graph *g, const nx_gauss_plan *p, int i, nx_node 
                                  (long long)k);
     nx_node out = NX_NONE;
     if (sigma == NX_NONE) {
+        /* a constant of x's dtype and the final shape: a cast or a reshape of a constant would
+         * be a kernel of its own on every run */
         host_weights(p, i, w);
-        out = nx_cast(g, nx_constant(g, NX_DTYPE_F64, 1, &k, w), dt);
+        out = weights_constant(g, dt, k, w, nd, shape);
     } else {
         for (int64_t j = 0; j < k; j++) {
             double t = (double)(j - p->lo[i]) + p->shift[i];
@@ -177,12 +199,12 @@ static nx_node weights_node(nx_graph *g, const nx_gauss_plan *p, int i, nx_node 
         nx_node tt = nx_cast(g, nx_constant(g, NX_DTYPE_F64, 1, &k, w), dt);
         nx_node e = nx_exp(g, nx_div(g, tt, nx_mul(g, s, s)));
         int axis = 0;
-        out = nx_div(g, e, nx_reduce(g, e, 1, &axis, NX_MONOID_SUM, false));
+        out = nx_reshape(g, nx_div(g, e, nx_reduce(g, e, 1, &axis, NX_MONOID_SUM, false)), nd,
+                         shape);
     }
     nx_rt_free(ctx, w, (size_t)k * sizeof(double));
     return out;
 }
-
 
 /* sum_t w[t] xp[i + t] along absolute axis a as k shifted slices of xp times constants, added in
  * tap order (the window fold's order): one elementwise kernel whose loads are affine shifts of
@@ -218,8 +240,10 @@ static nx_node fir_slices(nx_graph *g, nx_node xp, const nx_gauss_plan *p, int i
 
 /* y[i] = sum_t w[t] x[i + t] along absolute axis a (spatial axis i). x is padded along a here
  * unless padded says it already holds the window's reach on both sides. */
+typedef enum fir_form { FORM_SLICES_LAST, FORM_SLICES_ALL, FORM_FOLD } fir_form;
+
 static nx_node fir_pass(nx_graph *g, nx_node x, const nx_gauss_plan *p, int i, nx_node sigma,
-                        bool padded, bool slices_anywhere)
+                        bool padded, fir_form form)
 {
     int nd = p->nd, a = p->lead + i;
     int64_t k = p->lo[i] + p->hi[i] + 1;
@@ -232,10 +256,11 @@ static nx_node fir_pass(nx_graph *g, nx_node x, const nx_gauss_plan *p, int i, n
     lo[a] = p->lo[i];
     hi[a] = p->hi[i];
     nx_node xp = padded ? x : nx_pad(g, x, lo, hi, p->pad, p->cval);
-    if (sigma == NX_NONE && k <= NX_GAUSS_FIR_SLICE_TAPS && (a == nd - 1 || slices_anywhere))
+    bool slices = form == FORM_SLICES_ALL || (form == FORM_SLICES_LAST && a == nd - 1);
+    if (sigma == NX_NONE && k <= NX_GAUSS_FIR_SLICE_TAPS && slices)
         return fir_slices(g, xp, p, i);
     nx_node v = nx_window(g, xp, win, NULL, NULL);
-    nx_node w = nx_reshape(g, weights_node(g, p, i, sigma, nx_node_dtype(g, x)), 2 * nd, wshape);
+    nx_node w = weights_node(g, p, i, sigma, nx_node_dtype(g, x), 2 * nd, wshape);
     /* Folding every window axis (the others have extent 1) leaves x's shape as the kernel's
      * iteration space, so its innermost loop runs along x's contiguous axis; a reshape dropping
      * the unit axes instead lowers to div/mod index arithmetic. */
@@ -308,7 +333,7 @@ nx_node nx_gaussian_node(nx_graph *g, nx_node x, nx_node sigma_node, const nx_ga
         if (p.recursive && p.sigma[i] >= 0.5)
             y = nx_gauss_recursive_pass(g, y, p.lead + i, p.sigma[i], p.radius[i], p.pad, p.cval);
         else
-            y = fir_pass(g, y, &p, i, sigma_node, false, false);
+            y = fir_pass(g, y, &p, i, sigma_node, false, FORM_SLICES_LAST);
     }
     return y;
 }
@@ -327,9 +352,53 @@ nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_plan *p, nx_n
 {
     nx_node y = xp;
     for (int i = 0; i < p->nsp; i++) {
-        y = fir_pass(g, y, p, i, NX_NONE, true, mids != NULL);
+        y = fir_pass(g, y, p, i, NX_NONE, true, mids ? FORM_SLICES_ALL : FORM_SLICES_LAST);
         if (mids && i + 1 < p->nsp)
             mids[i] = y;
+    }
+    return y;
+}
+
+/* ---- the CUDA backend's form ----------------------------------------------------------------
+ *
+ * On the device every pass is a sum of shifted slices with the weights as immediates (no weight
+ * load beside each tap, no kernel casting a weight tensor), and each pass before the last is
+ * materialised as a fold of one element per point: a reduction, hence a kernel of its own, whose
+ * value is the pass's (0 + v: only a -0 becomes +0); unmaterialised, an elementwise pass would be
+ * inlined into the next one (k^2 loads per point). Measured on the H200 (256^3 f32, sigma 2,
+ * docs/perf/cuda-fir.md): the passes are bound by load instructions and L1 wavefronts, not by L2
+ * or HBM traffic (ncu: 131-134 us per outer-axis pass at 1.0-1.3 GB of L2 and ~125 MB of DRAM;
+ * an iteration order that shared the taps of 8 rows per thread block in L1 cut the L2 bytes 3.5x
+ * and not the time, and its final copy made the row slower: 0.38 ms), so this form gains little
+ * over window folds (0.330 -> 0.326 ms); the emitter's rows per thread take the outer-axis passes
+ * to 52 us each (NITRIX_PTX_ROWS=1: 0.195-0.199 ms). */
+/* Whether nx_gauss_fir_device takes plan p: the FIR driver, a rank with room for the fold axis. */
+bool nx_gauss_fir_device_fits(const nx_gauss_plan *p)
+{
+    return !p->recursive && p->nd + 1 <= NX_MAX_DIMS;
+}
+
+/* y as a fold of one element per point (its own kernel; rank nd + 1 <= NX_MAX_DIMS). */
+static nx_node materialise(nx_graph *g, nx_node y)
+{
+    int64_t shape[NX_MAX_DIMS + 1];
+    int nd = nx_node_ndim(g, y);
+    if (!nx_node_shape(g, y, shape))
+        return NX_NONE;
+    shape[nd] = 1;
+    int axis = nd;
+    return nx_reduce(g, nx_reshape(g, y, nd + 1, shape), 1, &axis, NX_MONOID_SUM, false);
+}
+
+/* The forward FIR with constant weights over x (float, nonempty) in the form above. */
+nx_node nx_gauss_fir_device(nx_graph *g, nx_node x, const nx_gauss_plan *p)
+{
+    nx_node y = x;
+    for (int i = 0; i < p->nsp; i++) {
+        y = fir_pass(g, y, p, i, NX_NONE, false, FORM_SLICES_ALL);
+        bool sliced = p->lo[i] + p->hi[i] + 1 <= NX_GAUSS_FIR_SLICE_TAPS; /* else a window fold */
+        if (sliced && i + 1 < p->nsp)
+            y = materialise(g, y);
     }
     return y;
 }
