@@ -34,9 +34,9 @@ static bool is_extern(const nx_kernel *k)
 }
 
 /* The kernel's identity, into b (initialised by the caller): its IR, and for an extern its
- * device source (src, emitted first) and point count instead of the definitions' addresses, which the IR's attributes hold. Two externs that share
- * name and shapes but not code then never share a kernel, and an extern's kernel is found on
- * disk again by the next process. */
+ * device source (src, emitted first) and point count in place of the definitions' addresses,
+ * which the IR's attributes hold. Two externs that share name and shapes but not code then never
+ * share a kernel, and an extern's kernel is found on disk again by the next process. */
 static nx_status build_key(const nx_kernel *k, const char *src, int64_t points, bool reassoc,
                            nx_ptx_target t, nx_rt_cache_blob *b, nx_rt_cache_key *key)
 {

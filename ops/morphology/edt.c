@@ -538,14 +538,19 @@ nx_node nx_morph_edt_fast_node(nx_graph *g, nx_node field, const double *samplin
 /* ---- the device driver: one extern per axis, each with CUDA C --------------------------------
  *
  * On the CUDA backend the fast driver is a chain of per-axis extern passes (nx_extern_device),
- * each a kernel of its own; the graph's other kernels (the field) run on the device too, so the
- * whole plan does. The passes read the sampling from its constant (f64[nd]) at run time, and
- * compute in f64 whatever the dtype (stores round once, as the CPU's passes do):
+ * each a kernel of its own, and nothing else: the first pass reads the mask itself (0 is a
+ * source, anything else, NaN included, is not: the field's rule), so the whole plan is those
+ * kernels and runs on the device. The passes read the sampling from its constant (f64[nd]) at
+ * run time. Arithmetic is f64 rounded to the output at each store, as the CPU's passes, except
+ * where every value is an exact integer below 2^24 (unit sampling, window_exact_f32, decided when
+ * the graph is built): then f32 gives the same values with half the FP64 work, the device's
+ * scarce pipe here.
  *
  *   first   along axis 0 (the outermost: lines are strided, so consecutive threads take adjacent
  *           lines and every step's loads and stores coalesce): one thread per line, the squared
  *           distance to the nearest source on either side by two sweeps. The forward sweep
- *           parks the distance to the left source in the output (an exact integer, or +inf).
+ *           parks the distance to the left source in the output (an exact integer, or +inf; 0
+ *           marks a source), so the backward sweep reads only the output.
  *   window  along axes 1 .. nd-1: one thread per place, the minimum of f[q] and f[q -+ k] +
  *           s2 k^2 for k = 1, 2, ... until s2 k^2 reaches the minimum (no farther place can win:
  *           values are >= 0) or both ends are passed. The sums are the CPU window's and
@@ -560,7 +565,7 @@ nx_node nx_morph_edt_fast_node(nx_graph *g, nx_node field, const double *samplin
  * wherever the device does not. */
 typedef struct edt_pass {
     int axis;
-    bool first, root;
+    bool first, root, exact;
 } edt_pass;
 
 static void axis_split(const int64_t *shape, int nd, int axis, int64_t *outer, int64_t *n,
@@ -575,13 +580,18 @@ static void axis_split(const int64_t *shape, int nd, int axis, int64_t *outer, i
     *n = shape[axis];
 }
 
+/* first: any mask dtype but f16/bf16 -> f64 for an f64 mask, else f32; window: f32/f64 kept. */
 static nx_status pass_shape(void *user, int n_in, const nx_dtype *dtypes, const int *ndims,
                             const int64_t *const *shapes, nx_dtype *out_dtype, int *out_ndim,
                             int64_t out_shape[NX_MAX_DIMS])
 {
     const edt_pass *ps = user;
-    nx_status st = fz_shape(NULL, n_in, dtypes, ndims, shapes, out_dtype, out_ndim, out_shape);
-    return st == NX_OK && ps->axis >= ndims[0] ? NX_ERR_SHAPE : st;
+    if (n_in != 2 || ps->axis >= ndims[0])
+        return NX_ERR_SHAPE;
+    nx_dtype in[2] = {dtypes[0], dtypes[1]};
+    if (ps->first && in[0] != NX_DTYPE_F16 && in[0] != NX_DTYPE_BF16)
+        in[0] = in[0] == NX_DTYPE_F64 ? NX_DTYPE_F64 : NX_DTYPE_F32;
+    return fz_shape(NULL, n_in, in, ndims, shapes, out_dtype, out_ndim, out_shape);
 }
 
 /* The first pass on the host along any axis: the two sweeps over each strided line. */
@@ -593,7 +603,28 @@ typedef struct strided_first {
     bool root;
 } strided_first;
 
-static double field_at(const nx_tensor *t, int64_t i)
+static bool is_source(const nx_tensor *t, int64_t i)
+{
+    const void *d = nx_tensor_data(t);
+    switch (nx_tensor_dtype(t)) {
+    case NX_DTYPE_F64:
+        return ((const double *)d)[i] == 0;
+    case NX_DTYPE_F32:
+        return ((const float *)d)[i] == 0;
+    case NX_DTYPE_I64:
+        return ((const int64_t *)d)[i] == 0;
+    case NX_DTYPE_I32:
+        return ((const int32_t *)d)[i] == 0;
+    case NX_DTYPE_I16:
+        return ((const int16_t *)d)[i] == 0;
+    case NX_DTYPE_I8:
+        return ((const int8_t *)d)[i] == 0;
+    default: /* u8, bool */
+        return ((const uint8_t *)d)[i] == 0;
+    }
+}
+
+static double out_at(const nx_tensor *t, int64_t i)
 {
     return nx_tensor_dtype(t) == NX_DTYPE_F64 ? ((const double *)nx_tensor_data(t))[i]
                                               : (double)((const float *)nx_tensor_data(t))[i];
@@ -615,13 +646,13 @@ static void strided_first_chunk(void *user, int64_t begin, int64_t end, int chun
     for (int64_t line = begin; line < end; line++) {
         int64_t base = line / inner * n * inner + line % inner, last = -1;
         for (int64_t q = 0; q < n; q++) {
-            last = field_at(j->in, base + q * inner) == 0 ? q : last;
+            last = is_source(j->in, base + q * inner) ? q : last;
             store_at(j->out, base + q * inner, last < 0 ? INFINITY : (double)(q - last), false);
         }
         int64_t next = -1;
         for (int64_t q = n - 1; q >= 0; q--) {
-            next = field_at(j->in, base + q * inner) == 0 ? q : next;
-            double d = field_at(j->out, base + q * inner);
+            double d = out_at(j->out, base + q * inner);
+            next = d == 0 ? q : next;
             if (next >= 0 && (double)(next - q) < d)
                 d = (double)(next - q);
             store_at(j->out, base + q * inner, isinf(d) ? INFINITY : j->s2 * d * d, j->root);
@@ -653,66 +684,91 @@ static nx_status pass_reference(void *user, nx_ctx *ctx, int n_in, const nx_tens
                          window_exact_f32(nd, nx_tensor_shape(f), s));
 }
 
-/* Shared by both kernels: the line geometry as constants, the index type (32-bit below 2^31
- * elements), the sampling's square and the store. */
+/* Shared by both kernels: the types (M the input's, T the output's, C the arithmetic's), the
+ * line geometry as constants, the index type (32-bit below 2^30 elements, so p + stride fits),
+ * the sampling's square and the store. */
 static const char pass_prelude[] =
+    "typedef %s M;\n"
     "typedef %s T;\n"
+    "typedef %s C;\n"
     "typedef %s I;\n"
     "#define N ((I)%lld)\n"
     "#define INNER ((I)%lld)\n"
-    "static __device__ __forceinline__ void put(T *y, I at, double v)\n"
+    "#define MUL %s\n"
+    "#define ADD %s\n"
+    "static __device__ __forceinline__ void put(T *y, I at, C v)\n"
     "{\n"
     "    y[at] = %s;\n"
     "}\n"
     "extern \"C\" __global__ void __launch_bounds__(256)\n"
-    "%s(const T *__restrict__ f, const double *__restrict__ sampling, T *__restrict__ y,\n"
+    "%s(const M *__restrict__ f, const double *__restrict__ sampling, T *__restrict__ y,\n"
     "   long long points)\n"
     "{\n"
-    "    const double s2 = __dmul_rn(sampling[%d], sampling[%d]);\n"
+    "    const C s2 = (C)__dmul_rn(sampling[%d], sampling[%d]);\n"
+    "    const C inf = (C)__longlong_as_double(0x7ff0000000000000LL);\n"
     "    for (I p = (I)blockIdx.x * 256 + (I)threadIdx.x; p < (I)points;\n"
     "         p += (I)gridDim.x * 256) {\n";
 
 static const char first_body[] =
     "        const I base = p / INNER * N * INNER + p % INNER;\n"
-    "        const double inf = __longlong_as_double(0x7ff0000000000000LL);\n"
     "        I last = -1;\n"
     "#pragma unroll 8\n"
     "        for (I q = 0; q < N; q++) {\n"
-    "            last = f[base + q * INNER] == (T)0 ? q : last;\n"
+    "            last = f[base + q * INNER] == (M)0 ? q : last;\n"
     "            y[base + q * INNER] = last < 0 ? (T)inf : (T)(q - last);\n"
     "        }\n"
     "        I next = -1;\n"
     "#pragma unroll 8\n"
     "        for (I q = N - 1; q >= 0; q--) {\n"
-    "            next = f[base + q * INNER] == (T)0 ? q : next;\n"
-    "            double d = (double)y[base + q * INNER];\n"
-    "            if (next >= 0 && (double)(next - q) < d)\n"
-    "                d = (double)(next - q);\n"
-    "            put(y, base + q * INNER, d == inf ? inf : __dmul_rn(__dmul_rn(s2, d), d));\n"
+    "            C d = (C)y[base + q * INNER];\n"
+    "            next = d == (C)0 ? q : next;\n"
+    "            if (next >= 0 && (C)(next - q) < d)\n"
+    "                d = (C)(next - q);\n"
+    "            put(y, base + q * INNER, d == inf ? inf : MUL(MUL(s2, d), d));\n"
     "        }\n"
     "    }\n"
     "}\n";
 
 static const char window_body[] =
     "        const I q = p / INNER % N;\n"
-    "        const T *line = f + (p - q * INNER);\n"
-    "        double acc = (double)f[p];\n"
+    "        const M *line = f + (p - q * INNER);\n"
+    "        C acc = (C)f[p];\n"
     "        for (I k = 1;; k++) {\n"
-    "            const double c = __dmul_rn(__dmul_rn(s2, (double)k), (double)k);\n"
+    "            const C c = MUL(MUL(s2, (C)k), (C)k);\n"
     "            if (!(acc > c) || (q < k && q + k >= N))\n"
     "                break;\n"
     "            if (q >= k) {\n"
-    "                const double x = __dadd_rn((double)line[(q - k) * INNER], c);\n"
+    "                const C x = ADD((C)line[(q - k) * INNER], c);\n"
     "                acc = x < acc ? x : acc;\n"
     "            }\n"
     "            if (q + k < N) {\n"
-    "                const double x = __dadd_rn((double)line[(q + k) * INNER], c);\n"
+    "                const C x = ADD((C)line[(q + k) * INNER], c);\n"
     "                acc = x < acc ? x : acc;\n"
     "            }\n"
     "        }\n"
     "        put(y, p, acc);\n"
     "    }\n"
     "}\n";
+
+static const char *cuda_type(nx_dtype d)
+{
+    switch (d) {
+    case NX_DTYPE_F64:
+        return "double";
+    case NX_DTYPE_F32:
+        return "float";
+    case NX_DTYPE_I64:
+        return "long long";
+    case NX_DTYPE_I32:
+        return "int";
+    case NX_DTYPE_I16:
+        return "short";
+    case NX_DTYPE_I8:
+        return "signed char";
+    default: /* u8, bool */
+        return "unsigned char";
+    }
+}
 
 static int pass_source(void *user, int n_in, const nx_dtype *dtypes, const int *ndims,
                        const int64_t *const *shapes, const char *kernel, char *buf, size_t cap,
@@ -729,14 +785,16 @@ static int pass_source(void *user, int n_in, const nx_dtype *dtypes, const int *
     for (int i = 0; i < ndims[0]; i++)
         numel *= shapes[0][i];
     /* the first sweep parks exact integer distances in the output's dtype */
-    if (ps->first && dtypes[0] == NX_DTYPE_F32 && n >= (1 << 24))
+    if (ps->first && od == NX_DTYPE_F32 && n >= (1 << 24))
         return -1;
-    bool f64 = dtypes[0] == NX_DTYPE_F64, i32 = numel < (1 << 30); /* p + stride fits */
-    const char *T = f64 ? "double" : "float";
-    const char *store = ps->root ? (f64 ? "sqrt(v)" : "sqrtf((float)v)") : "(T)v";
+    bool f64 = od == NX_DTYPE_F64, i32 = numel < (1 << 30);
+    const char *store = ps->root ? (f64 ? "sqrt((double)v)" : "sqrtf((float)v)") : "(T)v";
     *points = ps->first ? outer * inner : numel;
-    int head = snprintf(buf, cap, pass_prelude, T, i32 ? "int" : "long long", (long long)n,
-                        (long long)inner, store, kernel, ps->axis, ps->axis);
+    int head = snprintf(buf, cap, pass_prelude, cuda_type(dtypes[0]), cuda_type(od),
+                        ps->exact ? "float" : "double", i32 ? "int" : "long long", (long long)n,
+                        (long long)inner, ps->exact ? "__fmul_rn" : "__dmul_rn",
+                        ps->exact ? "__fadd_rn" : "__dadd_rn", store, kernel, ps->axis,
+                        ps->axis);
     if (head < 0)
         return -1;
     size_t used = (size_t)head < cap ? (size_t)head : cap;
@@ -745,44 +803,50 @@ static int pass_source(void *user, int n_in, const nx_dtype *dtypes, const int *
     return body < 0 ? -1 : head + body;
 }
 
-#define PASS(F, R, A) {.axis = A, .first = F, .root = R}
-#define PASS_AXES(F, R)                                                                            \
-    {PASS(F, R, 0), PASS(F, R, 1), PASS(F, R, 2), PASS(F, R, 3),                                  \
-     PASS(F, R, 4), PASS(F, R, 5), PASS(F, R, 6), PASS(F, R, 7)}
-static const edt_pass pass_info[2][2][NX_MAX_DIMS] = {{PASS_AXES(0, 0), PASS_AXES(0, 1)},
-                                                      {PASS_AXES(1, 0), PASS_AXES(1, 1)}};
-#define DEF(F, R, A)                                                                               \
+/* The passes by [first][root][exact][axis]. */
+#define PASS(F, R, E, A) {.axis = A, .first = F, .root = R, .exact = E}
+#define PASS_AXES(F, R, E)                                                                         \
+    {PASS(F, R, E, 0), PASS(F, R, E, 1), PASS(F, R, E, 2), PASS(F, R, E, 3),                      \
+     PASS(F, R, E, 4), PASS(F, R, E, 5), PASS(F, R, E, 6), PASS(F, R, E, 7)}
+#define BY_EXACT(X, F, R) {X(F, R, 0), X(F, R, 1)}
+#define BY_ROOT(X, F) {BY_EXACT(X, F, 0), BY_EXACT(X, F, 1)}
+static const edt_pass pass_info[2][2][2][NX_MAX_DIMS] = {BY_ROOT(PASS_AXES, 0),
+                                                         BY_ROOT(PASS_AXES, 1)};
+#define DEF(F, R, E, A)                                                                            \
     {.name = F ? "edt_first_pass" : "edt_window_pass", .shape = pass_shape,                        \
-     .reference = pass_reference, .user = (void *)&pass_info[F][R][A]}
-#define DEF_AXES(F, R)                                                                             \
-    {DEF(F, R, 0), DEF(F, R, 1), DEF(F, R, 2), DEF(F, R, 3),                                      \
-     DEF(F, R, 4), DEF(F, R, 5), DEF(F, R, 6), DEF(F, R, 7)}
-static const nx_extern_def pass_defs[2][2][NX_MAX_DIMS] = {{DEF_AXES(0, 0), DEF_AXES(0, 1)},
-                                                           {DEF_AXES(1, 0), DEF_AXES(1, 1)}};
-#define DEV(F, R, A) {.source = pass_source, .user = (void *)&pass_info[F][R][A]}
-#define DEV_AXES(F, R)                                                                             \
-    {DEV(F, R, 0), DEV(F, R, 1), DEV(F, R, 2), DEV(F, R, 3),                                      \
-     DEV(F, R, 4), DEV(F, R, 5), DEV(F, R, 6), DEV(F, R, 7)}
-static const nx_extern_device_def pass_devs[2][2][NX_MAX_DIMS] = {
-    {DEV_AXES(0, 0), DEV_AXES(0, 1)}, {DEV_AXES(1, 0), DEV_AXES(1, 1)}};
+     .reference = pass_reference, .user = (void *)&pass_info[F][R][E][A]}
+#define DEF_AXES(F, R, E)                                                                          \
+    {DEF(F, R, E, 0), DEF(F, R, E, 1), DEF(F, R, E, 2), DEF(F, R, E, 3),                          \
+     DEF(F, R, E, 4), DEF(F, R, E, 5), DEF(F, R, E, 6), DEF(F, R, E, 7)}
+static const nx_extern_def pass_defs[2][2][2][NX_MAX_DIMS] = {BY_ROOT(DEF_AXES, 0),
+                                                              BY_ROOT(DEF_AXES, 1)};
+#define DEV(F, R, E, A) {.source = pass_source, .user = (void *)&pass_info[F][R][E][A]}
+#define DEV_AXES(F, R, E)                                                                          \
+    {DEV(F, R, E, 0), DEV(F, R, E, 1), DEV(F, R, E, 2), DEV(F, R, E, 3),                          \
+     DEV(F, R, E, 4), DEV(F, R, E, 5), DEV(F, R, E, 6), DEV(F, R, E, 7)}
+static const nx_extern_device_def pass_devs[2][2][2][NX_MAX_DIMS] = {BY_ROOT(DEV_AXES, 0),
+                                                                     BY_ROOT(DEV_AXES, 1)};
 
-/* The device driver's chain: the first pass along axis 0, then a window pass per later axis; the
- * last pass takes the square root. NX_HIDDEN for the CUDA extern tests (test-cuda-extern.c). */
-NX_HIDDEN nx_node nx_morph_edt_device_node(nx_graph *g, nx_node field, const double *sampling);
-nx_node nx_morph_edt_device_node(nx_graph *g, nx_node field, const double *sampling)
+/* The device driver's chain from a mask (0 at sources: the field itself will do): the first pass
+ * along axis 0, then a window pass per later axis; the last pass takes the square root.
+ * NX_HIDDEN for the CUDA extern tests (test-cuda-extern.c). */
+NX_HIDDEN nx_node nx_morph_edt_device_node(nx_graph *g, nx_node mask, const double *sampling);
+nx_node nx_morph_edt_device_node(nx_graph *g, nx_node mask, const double *sampling)
 {
-    int nd = nx_node_ndim(g, field);
-    if (nd < 1 || nd > NX_MAX_DIMS)
+    int nd = nx_node_ndim(g, mask);
+    int64_t shape[NX_MAX_DIMS];
+    if (nd < 1 || nd > NX_MAX_DIMS || !nx_node_shape(g, mask, shape))
         return NX_NONE;
     double s[NX_MAX_DIMS];
     int64_t n = nd;
     for (int i = 0; i < nd; i++)
         s[i] = sampling ? sampling[i] : 1.0;
-    nx_node sv = nx_constant(g, NX_DTYPE_F64, 1, &n, s), y = field;
+    int exact = window_exact_f32(nd, shape, s);
+    nx_node sv = nx_constant(g, NX_DTYPE_F64, 1, &n, s), y = mask;
     for (int a = 0; a < nd; a++) {
         int first = a == 0, root = a == nd - 1;
-        y = nx_extern_device(g, &pass_defs[first][root][a], &pass_devs[first][root][a], 2,
-                             (nx_node[]){y, sv});
+        y = nx_extern_device(g, &pass_defs[first][root][exact][a],
+                             &pass_devs[first][root][exact][a], 2, (nx_node[]){y, sv});
     }
     return y;
 }
@@ -811,7 +875,7 @@ static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
     nx_node fg = md == NX_DTYPE_BOOL ? m : nx_ne(g, m, nx_scalar(g, md, 0));
     nx_node field = nx_select(g, fg, nx_scalar(g, dt, INFINITY), nx_scalar(g, dt, 0));
     field = nx_broadcast(g, field, nd, nx_tensor_shape(mask));
-    nx_node y = c->device ? nx_morph_edt_device_node(g, field, c->sampling)
+    nx_node y = c->device ? nx_morph_edt_device_node(g, m, c->sampling)
                 : c->fast   ? nx_morph_edt_fast_node(g, field, c->sampling)
                             : nx_morph_edt_separable_node(g, field, c->sampling);
     if ((st = nx_graph_status(g)) == NX_OK) {

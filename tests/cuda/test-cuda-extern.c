@@ -173,7 +173,8 @@ static void nvrtc_compiles(nx_ctx *ctx, const char *src, const char *what)
     bool has90 = false;
     for (int i = 0; i < n->n_archs; i++)
         has90 = has90 || n->archs[i] == 90;
-    nx_ptx_target ts[2] = {{80, NX_PTX_KIND_PTX}, {90, has90 ? NX_PTX_KIND_CUBIN : NX_PTX_KIND_PTX}};
+    nx_ptx_target ts[2] = {{80, NX_PTX_KIND_PTX},
+                           {90, has90 ? NX_PTX_KIND_CUBIN : NX_PTX_KIND_PTX}};
     static const char *const opts[] = {"-default-device", "--std=c++17", "--fmad=false"};
     for (int t = 0; t < 2; t++) {
         nx_ptx_image img;
@@ -481,20 +482,26 @@ static void check_chain(nx_ctx *ctx, const edt_case *c, nx_dtype dt, const doubl
     nx_graph *g = NULL;
     assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
     nx_node f = nx_input(g, "field", dt, c->nd, c->shape);
-    nx_node outs[2] = {nx_morph_edt_device_node(g, f, sampling),
-                       nx_morph_edt_fast_node(g, f, sampling)};
+    nx_node m = nx_input(g, "mask", NX_DTYPE_BOOL, c->nd, c->shape);
+    /* the chain from the field, the fast driver, the chain from the bool mask (f32 out) */
+    nx_node outs[3] = {nx_morph_edt_device_node(g, f, sampling),
+                       nx_morph_edt_fast_node(g, f, sampling),
+                       nx_morph_edt_device_node(g, m, sampling)};
     assert_int_equal(nx_graph_status(g), NX_OK);
-    nx_compile_opts o = {.backend = NX_BACKEND_CPU, .n_outputs = 2, .outputs = outs};
+    nx_compile_opts o = {.backend = NX_BACKEND_CPU, .n_outputs = 3, .outputs = outs};
     nx_program *p = NULL;
     assert_int_equal(nx_graph_compile(g, &o, &p), NX_OK);
-    nx_tensor *ys[2] = {NULL, NULL};
-    assert_int_equal(nx_program_run(p, (const nx_tensor *const[]){field}, ys), NX_OK);
+    nx_tensor *ys[3] = {NULL, NULL, NULL};
+    assert_int_equal(nx_program_run(p, (const nx_tensor *const[]){field, mask}, ys), NX_OK);
     char what[96];
     snprintf(what, sizeof what, "%dd %s kind %d%s (host chain)", c->nd, nx_dtype_name(dt),
              c->kind, sampling ? " anisotropic" : "");
     compare_edt(what, ys[0], ys[1], sampling == NULL);
+    if (dt == NX_DTYPE_F32)
+        compare_edt(what, ys[2], ys[1], sampling == NULL);
     nx_kplan *plan = NULL;
-    assert_int_equal(nx_pass_pipeline(ctx, &g->s, 1, &outs[0], &plan), NX_OK);
+    assert_int_equal(nx_pass_pipeline(ctx, &g->s, 1, &outs[dt == NX_DTYPE_F32 ? 2 : 0], &plan),
+                     NX_OK);
     int which = 0, nlib = 0;
     const char *why = nx_ptx_plan_unsupported(plan, &which);
     if (why)
@@ -538,13 +545,14 @@ static void check_chain(nx_ctx *ctx, const edt_case *c, nx_dtype dt, const doubl
         nx_program *pd = NULL;
         nx_tensor *yd = NULL;
         assert_int_equal(nx_graph_compile(g, &o, &pd), NX_OK);
-        assert_int_equal(nx_program_run(pd, (const nx_tensor *const[]){field}, &yd), NX_OK);
+        assert_int_equal(nx_program_run(pd, (const nx_tensor *const[]){field, mask}, &yd), NX_OK);
         compare_edt(what, yd, ys[1], sampling == NULL);
         nx_tensor_free(yd);
         nx_program_free(pd);
     }
     nx_tensor_free(ys[0]);
     nx_tensor_free(ys[1]);
+    nx_tensor_free(ys[2]);
     nx_program_free(p);
     nx_graph_free(g);
     nx_tensor_free(mask);
