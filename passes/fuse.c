@@ -12,7 +12,10 @@
  * A node is materialised (ROOT) when it is an output, when more than one node reads it (computed
  * once, read from memory by each consumer, rather than recomputed), when it is a reduction not
  * inlined as above, or when it is a library primitive (scatter, sort, scan, extern, custom
- * monoid) or an operand of one: library routines read whole buffers. */
+ * monoid) or an operand of one: library routines read whole buffers. Index arithmetic is the
+ * exception to "more than one reader": a value made only of iotas and scalar constants through
+ * elementwise and movement nodes (a coordinate, a border test) is recomputed in every kernel
+ * that reads it, since a few integer operations cost less than a kernel, a buffer and a load. */
 #include <string.h>
 
 #include "passes/fuse.h"
@@ -80,6 +83,7 @@ typedef struct fuse_state {
     bool *feeds_reduce; /* the value is part of some reduction's operand expression */
     int64_t *base;      /* elements of the largest tensor the value is made from, before any
                          * broadcast or window expands it */
+    bool *index_only;   /* made of iotas and scalar constants only (elementwise and movement) */
 } fuse_state;
 
 /* Several kernels need an inlined value. Recomputing it in each is what fusion must do when it
@@ -93,20 +97,43 @@ static bool shared_root(const fuse_state *fs, nx_node id, const nx_ir_node *n)
     return !(fs->feeds_reduce[id] && expanded && n->op != NX_PRIM_REDUCE);
 }
 
-static void compute_base(const nx_ir_store *s, int64_t *base)
+static bool is_movement(int op)
+{
+    switch (op) {
+    case NX_PRIM_RESHAPE:
+    case NX_PRIM_PERMUTE:
+    case NX_PRIM_BROADCAST:
+    case NX_PRIM_SLICE:
+    case NX_PRIM_PAD:
+    case NX_PRIM_REVERSE:
+    case NX_PRIM_CONCAT:
+    case NX_PRIM_WINDOW:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void compute_base(const nx_ir_store *s, int64_t *base, bool *index_only)
 {
     for (nx_node id = 1; id <= s->n; id++) {
         const nx_ir_node *n = nx_ir_node_at(s, id);
         int64_t numel = nx_ir_numel(n->ndim, n->shape), b = 0;
-        bool through = (n->op >= NX_PRIM_NEG && n->op <= NX_PRIM_CAST) ||
-                       n->op == NX_PRIM_BROADCAST || n->op == NX_PRIM_WINDOW ||
+        bool elementwise = n->op >= NX_PRIM_NEG && n->op <= NX_PRIM_CAST;
+        bool through = elementwise || n->op == NX_PRIM_BROADCAST || n->op == NX_PRIM_WINDOW ||
                        n->op == NX_PRIM_RESHAPE || n->op == NX_PRIM_PERMUTE;
-        if (through) {
-            const nx_node *ops = nx_ir_node_ops(s, n);
+        const nx_node *ops = nx_ir_node_ops(s, n);
+        if (through)
             for (uint32_t k = 0; k < n->nops; k++)
                 b = base[ops[k]] > b ? base[ops[k]] : b;
-        }
         base[id] = through ? b : numel;
+        bool idx = n->op == NX_PRIM_IOTA || (n->op == NX_PRIM_CONSTANT && numel <= 1);
+        if (elementwise || is_movement(n->op)) {
+            idx = n->nops > 0;
+            for (uint32_t k = 0; k < n->nops; k++)
+                idx = idx && index_only[ops[k]];
+        }
+        index_only[id] = idx;
     }
 }
 
@@ -139,7 +166,7 @@ static void note_operands(const nx_ir_store *s, fuse_state *fs, nx_node id, uint
 static nx_fuse_role decide(const nx_ir_store *s, const fuse_state *fs, nx_node id)
 {
     const nx_ir_node *n = nx_ir_node_at(s, id);
-    if (n->op == NX_PRIM_CONSTANT || n->op == NX_PRIM_IOTA)
+    if (n->op == NX_PRIM_CONSTANT || n->op == NX_PRIM_IOTA || fs->index_only[id])
         return NX_FUSE_INLINE; /* a scalar or an index: cheaper to recompute than to load */
     bool root = nx_fuse_is_library(n->op) || shared_root(fs, id, n);
     if (n->op == NX_PRIM_REDUCE)
@@ -158,12 +185,13 @@ nx_status nx_pass_fuse(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx
         nx_rt_calloc(ctx, slots, sizeof(uint32_t)),
         nx_rt_calloc(ctx, slots, sizeof(bool)),
         nx_rt_calloc(ctx, slots, sizeof(int64_t)),
+        nx_rt_calloc(ctx, slots, sizeof(bool)),
     };
     nx_status st = NX_OK;
-    if (!fs.uses || !fs.consumer || !fs.owner || !fs.feeds_reduce || !fs.base) {
-        st = nx_rt_nomem(ctx, "fusion", slots * 21);
+    if (!fs.uses || !fs.consumer || !fs.owner || !fs.feeds_reduce || !fs.base || !fs.index_only) {
+        st = nx_rt_nomem(ctx, "fusion", slots * 22);
     } else {
-        compute_base(s, fs.base);
+        compute_base(s, fs.base, fs.index_only);
         memset(role, NX_FUSE_DEAD, slots);
         for (int i = 0; i < noutputs; i++)
             role[outputs[i]] = NX_FUSE_ROOT;
@@ -185,5 +213,6 @@ nx_status nx_pass_fuse(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx
     nx_rt_free(ctx, fs.owner, slots * sizeof(uint32_t));
     nx_rt_free(ctx, fs.feeds_reduce, slots * sizeof(bool));
     nx_rt_free(ctx, fs.base, slots * sizeof(int64_t));
+    nx_rt_free(ctx, fs.index_only, slots * sizeof(bool));
     return st;
 }

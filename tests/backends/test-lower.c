@@ -623,6 +623,25 @@ static void test_shared_value(void **state)
     run_case(f, 2, outs, "shared", 3);
 }
 
+/* Index arithmetic read by two kernels (a coordinate and a border test built from an iota) is
+ * recomputed in each rather than given a kernel and a buffer of its own: two kernels, not four. */
+static void test_shared_index(void **state)
+{
+    fixture *f = *state;
+    nx_graph *g = f->g;
+    int64_t s[2] = {6, 10};
+    nx_node x = input(f, NX_DTYPE_F32, 2, s);
+    nx_node col = nx_mod(g, nx_iota(g, NX_DTYPE_I32, 2, s, 1), nx_scalar(g, NX_DTYPE_I32, 4));
+    nx_node inside = nx_ne(g, col, nx_scalar(g, NX_DTYPE_I32, 0));
+    nx_node masked = nx_select(g, inside, x, nx_neg(g, x));
+    nx_node scaled = nx_mul(g, x, nx_cast(g, col, NX_DTYPE_F32));
+    int a0[1] = {0}, a1[1] = {1};
+    nx_node outs[2] = {nx_reduce(g, masked, 1, a0, NX_MONOID_SUM, false),
+                       nx_reduce(g, nx_add(g, scaled, nx_cast(g, inside, NX_DTYPE_F32)), 1, a1,
+                                 NX_MONOID_MAX, false)};
+    run_case(f, 2, outs, "shared index", 2);
+}
+
 /* Every allocation of fusion, lowering and the plan runner may fail: the failure is reported as
  * NX_ERR_NOMEM and nothing leaks (kernels run interpreted: LLVM's own memory is not the
  * context's). */
@@ -734,6 +753,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_library, setup, teardown),
         cmocka_unit_test_setup_teardown(test_maxplus_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_value, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shared_index, setup, teardown),
         cmocka_unit_test(test_alloc_sweep),
         cmocka_unit_test(test_emit_sweep),
     };
