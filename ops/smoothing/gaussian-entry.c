@@ -149,21 +149,24 @@ static nx_status on_device_of(const nx_tensor *x, nx_tensor **t)
  * elementwise work whatever sigma is (an axis with sigma < 0.5 takes the FIR in it too). The
  * constants come from measurements at 256^3 f32:
  *
- *   cpu   FIR as sums of shifted slices (up to NX_GAUSS_FIR_SLICE_TAPS = 65 taps) 2.3 ms per
- *         tap and axis (sigma 8: 0.45 s CPU); beyond, window folds 5.8-7.0 ms per tap and axis
- *         (sigma 12: 1.70 s, sigma 16: 2.72 s), weight 2.5; recursive 0.95-1.14 s for three axes,
- *         ~150 slice taps per axis. So auto is fir up to sigma 8 (65 taps at truncate 4),
- *         recursive from sigma 12 (2026-11-29, load 7-11: docs/perf/morphology.md).
- *   cuda  FIR 17 taps 0.330 ms, recursive (sigma 8) 2.19 ms on the H200 after the device scan
- *         rewrite (docs/perf/cuda-scan.md, 19:03 UTC): ~110 taps per axis, so fir up to sigma 12,
- *         recursive from sigma 16. The constant follows the recursive driver's device timing.
+ *   cpu   FIR as sums of shifted slices (up to NX_GAUSS_FIR_SLICE_TAPS = 65 taps) 2.0-2.6 ms
+ *         per tap and axis (22:20 UTC, load 11: sigma 4 0.18-0.21 s CPU, sigma 8 0.50-0.52 s);
+ *         beyond, window folds 5.8-7.0 ms per tap and axis (sigma 12: 1.70 s, sigma 16: 2.72 s),
+ *         weight 2.5; recursive on scan_iir 0.34-0.36 s (sigma 8) to 0.42 s (sigma 4) for three
+ *         axes, ~55 slice taps per axis (was ~150 before scan_iir). So auto is fir up to sigma 6
+ *         (49 taps at truncate 4), recursive from sigma 7 (57 taps).
+ *   cuda  FIR 17 taps 0.326 ms (slices, default emitter flags), recursive on scan_iir (sigma 8)
+ *         0.675 ms on the H200 (22:05 UTC, docs/perf/cuda-fir.md): ~35 taps per axis, so fir up
+ *         to sigma 4 (33 taps), recursive from sigma 4.5. With the emitter's rows per thread
+ *         (NITRIX_PTX_ROWS=1: FIR 0.195 ms) the crossover would be ~60 taps; the constant follows
+ *         the default flags.
  *   ref   the interpreter is the oracle, not a fast path: the CPU's constants.
  *
  * In a caller's graph (nx_gaussian_node) the backend is not known yet and auto keeps the
  * registry's rule (recursive outside reproducible mode). */
 #define CPU_FOLD_WEIGHT 2.5
-#define CPU_RECURSIVE_TAPS 150.0
-#define CUDA_RECURSIVE_TAPS 110.0
+#define CPU_RECURSIVE_TAPS 55.0
+#define CUDA_RECURSIVE_TAPS 35.0
 
 static bool is_auto(const char *driver)
 {
