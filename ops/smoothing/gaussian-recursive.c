@@ -236,13 +236,26 @@ static bool starts_make(nx_ctx *ctx, int64_t n, int64_t pad, const double a[3], 
     return true;
 }
 
-/* A [n] f64 array as a node of dtype dt broadcastable along axis a of an nd-dim value. */
+/* A [n] f64 array as a constant of dtype dt (rounded here, once, so kernels load dt values)
+ * broadcastable along axis a of an nd-dim value. */
 static nx_node along(nx_graph *g, const double *v, int64_t n, int nd, int a, nx_dtype dt)
 {
     int64_t shape[NX_MAX_DIMS];
     for (int d = 0; d < nd; d++)
         shape[d] = d == a ? n : 1;
-    return nx_cast(g, nx_reshape(g, nx_constant(g, NX_DTYPE_F64, 1, &n, v), nd, shape), dt);
+    if (dt != NX_DTYPE_F32)
+        return nx_cast(g, nx_constant(g, NX_DTYPE_F64, nd, shape, v), dt);
+    nx_ctx *ctx = nx_graph_ctx(g);
+    float *f = nx_rt_alloc(ctx, (size_t)n * sizeof *f);
+    if (!f)
+        return nx_ir_graph_failf(g, NX_ERR_NOMEM,
+                                 "gaussian_filter: out of memory (%lld start weights)",
+                                 (long long)n);
+    for (int64_t i = 0; i < n; i++)
+        f[i] = (float)v[i];
+    nx_node c = nx_constant(g, NX_DTYPE_F32, nd, shape, f);
+    nx_rt_free(ctx, f, (size_t)n * sizeof *f);
+    return c;
 }
 
 /* Samples [from, to) of x along axis a. */
