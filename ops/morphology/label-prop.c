@@ -106,18 +106,14 @@ static void geometry(const prop_call *c, flat_geo *f)
 /* True where neighbour k of the flat voxel idx lies inside the volume along the inner axes it
  * steps on (the outer axis is the padding's job); NX_NONE when it steps on none. */
 static nx_node neighbour_inside(nx_graph *g, const prop_call *c, const flat_geo *f, nx_node idx,
-                                int k, int variant)
+                                int k)
 {
     nx_node ok = NX_NONE;
     for (int a = 1; a < c->nd; a++) {
         int d = f->delta[k][a];
         if (d == 0)
             continue;
-        /* idx + v * stride_a * extent_a has the same coordinate a as idx */
-        int64_t shift = (int64_t)variant * f->stride[a - 1];
-        nx_node at = shift > 0 && shift <= INT32_MAX - f->n
-                         ? nx_add(g, idx, nx_scalar(g, NX_DTYPE_I32, (double)shift))
-                         : idx;
+        nx_node at = idx;
         if (f->stride[a] > 1)
             at = nx_div(g, at, nx_scalar(g, NX_DTYPE_I32, (double)f->stride[a]));
         at = nx_mod(g, at, nx_scalar(g, NX_DTYPE_I32, (double)c->shape[a]));
@@ -128,12 +124,9 @@ static nx_node neighbour_inside(nx_graph *g, const prop_call *c, const flat_geo 
     return ok;
 }
 
-/* M[i] = min(L[i], L[j] over the neighbours j) on the flat labels lab. Every kernel that takes
- * one computes the coordinates itself: the graph shares equal nodes, and a coordinate node read
- * by several kernels would be materialised (a buffer and a kernel per test), so each use passes
- * its own variant, which writes the same coordinates as a different expression. */
-static nx_node neighbourhood_min(nx_graph *g, const prop_call *c, const flat_geo *f, nx_node lab,
-                                 int variant)
+/* M[i] = min(L[i], L[j] over the neighbours j) on the flat labels lab. The coordinate tests are
+ * index arithmetic, which fusion recomputes in every kernel that reads them (passes/fuse.c). */
+static nx_node neighbourhood_min(nx_graph *g, const prop_call *c, const flat_geo *f, nx_node lab)
 {
     nx_node big = nx_scalar(g, NX_DTYPE_I32, (double)INT32_MAX);
     nx_node idx = nx_iota(g, NX_DTYPE_I32, 1, &f->n, 0);
@@ -142,7 +135,7 @@ static nx_node neighbourhood_min(nx_graph *g, const prop_call *c, const flat_geo
     for (int k = 0; k < f->nn; k++) {
         int64_t start = f->pad + f->off[k], stop = start + f->n;
         nx_node v = nx_slice(g, padded, &start, &stop, NULL);
-        nx_node in = neighbour_inside(g, c, f, idx, k, variant);
+        nx_node in = neighbour_inside(g, c, f, idx, k);
         m = nx_minimum(g, m, in == NX_NONE ? v : nx_select(g, in, v, big));
     }
     return m;
@@ -167,7 +160,7 @@ static nx_node first_round(nx_graph *g, const prop_call *c, const flat_geo *f, n
     nx_node big = nx_scalar(g, NX_DTYPE_I32, (double)INT32_MAX);
     nx_node idx = nx_iota(g, NX_DTYPE_I32, 1, &f->n, 0);
     nx_node lab = nx_select(g, nx_cast(g, mask, NX_DTYPE_BOOL), idx, big);
-    nx_node m = neighbourhood_min(g, c, f, lab, 0);
+    nx_node m = neighbourhood_min(g, c, f, lab);
     /* read only by the gathers, M would be inlined into them and recomputed at every step of
      * the chain; as an output it is one kernel's */
     *keep = m;
@@ -177,10 +170,10 @@ static nx_node first_round(nx_graph *g, const prop_call *c, const flat_geo *f, n
 }
 
 /* A later round on the flat labels lab. */
-static nx_node round_of(nx_graph *g, const prop_call *c, const flat_geo *f, nx_node lab, int r)
+static nx_node round_of(nx_graph *g, const prop_call *c, const flat_geo *f, nx_node lab)
 {
     nx_node big = nx_scalar(g, NX_DTYPE_I32, (double)INT32_MAX);
-    nx_node m = neighbourhood_min(g, c, f, lab, r);
+    nx_node m = neighbourhood_min(g, c, f, lab);
     /* Only a voxel with a lower neighbour hooks: where M[i] = L[i], H[L[i]] starts at
      * L[L[i]] <= L[i] = M[i] and the hook changes nothing. Its index is then out of range, so
      * the scatter drops it, as it drops background's (INT32_MAX). Once most of a component holds
@@ -201,7 +194,7 @@ static nx_node round_of(nx_graph *g, const prop_call *c, const flat_geo *f, nx_n
 static nx_node not_fixed(nx_graph *g, const prop_call *c, const flat_geo *f, nx_node lab)
 {
     nx_node big = nx_scalar(g, NX_DTYPE_I32, (double)INT32_MAX);
-    nx_node lower = nx_ne(g, neighbourhood_min(g, c, f, lab, ROUNDS), lab);
+    nx_node lower = nx_ne(g, neighbourhood_min(g, c, f, lab), lab);
     nx_node not_root = nx_ne(g, nx_gather(g, lab, lab, 0), lab);
     /* lab < big, not lab != big: the numbering reads that node, and a node two kernels read
      * is materialised */
@@ -267,7 +260,7 @@ static nx_status build(nx_graph *g, void *user, nx_node *outs, int *nout)
         lab = nx_input(g, "labels", NX_DTYPE_I32, 1, &f.n);
     }
     for (; r < ROUNDS; r++)
-        lab = round_of(g, c, &f, lab, r);
+        lab = round_of(g, c, &f, lab);
     number(g, &f, lab, not_fixed(g, c, &f, lab), outs);
     *nout = c->kind == PROG_FIRST ? 4 : 3;
     return nx_graph_status(g);
