@@ -9,7 +9,10 @@ of `nitrix bench --json` (backend "scipy"). Run by hand in the same session as t
 device-resident dilation row, torch.nn.functional.max_pool3d 3^3, stride 1, padding 1 on a
 [1, 1, 256, 256, 256] f32 tensor already on the GPU (the same window max as grey_dilation 3^3;
 its border pads with -inf where scipy reflects, which does not change the cost), timed with CUDA
-events: median (min, max) of --runs (at least 10) calls after 3 warm-up calls.
+events: median (min, max) of --runs (at least 10) calls after 3 warm-up calls. Where CuPy is
+installed, also the issue's other peer, cupyx.scipy.ndimage, on device arrays of the CPU rows'
+shapes and densities (grey_dilation 3^3, distance_transform_edt, median_filter 3^3, label), each
+call synchronised, the same median of runs.
 """
 import argparse
 import json
@@ -66,6 +69,43 @@ def gpu_rows(runs):
                               f"{torch.cuda.get_device_name(0)}"}))
 
 
+def cupyx_rows(runs):
+    try:
+        import cupy as cp
+        import cupyx.scipy.ndimage as cnd
+    except ImportError as e:
+        print(json.dumps({"peer": "cupyx.scipy.ndimage", "skipped": str(e)}))
+        return
+    runs = max(runs, 10)
+    rng = np.random.default_rng(20261129)
+    u256 = cp.asarray(rng.random((256, 256, 256), dtype=np.float32))
+    u128 = cp.asarray(rng.random((128, 128, 128), dtype=np.float32))
+    m256 = cp.asarray((rng.random((256, 256, 256)) < 0.99).astype(np.float32))
+    m128 = cp.asarray(rng.random((128, 128, 128)) < 0.5)
+    rows = [
+        ("morph_dilate_3x3x3", "[256,256,256]", lambda: cnd.grey_dilation(u256, size=(3, 3, 3))),
+        ("morph_edt", "[256,256,256]", lambda: cnd.distance_transform_edt(m256)),
+        ("morph_median_3x3x3", "[128,128,128]", lambda: cnd.median_filter(u128, size=3)),
+        ("morph_label", "[128,128,128]", lambda: cnd.label(m128)),
+    ]
+    sync = cp.cuda.Device().synchronize
+    for name, shape, fn in rows:
+        for _ in range(3):
+            fn()
+        sync()
+        times = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            fn()
+            sync()
+            times.append(time.perf_counter() - t0)
+        print(json.dumps({"name": name, "backend": "cupyx-cuda", "dtype": "f32", "shape": shape,
+                          "median_s": float(np.median(times)), "min_s": float(min(times)),
+                          "max_s": float(max(times)), "runs": runs,
+                          "peer": f"cupy {cp.__version__} cupyx.scipy.ndimage, "
+                                  f"{cp.cuda.runtime.getDeviceProperties(0)['name'].decode()}"}))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
@@ -74,6 +114,7 @@ def main():
     args = ap.parse_args()
     if args.gpu:
         gpu_rows(args.runs)
+        cupyx_rows(args.runs)
         return
     rng = np.random.default_rng(20261129)
     u256 = rng.random((256, 256, 256), dtype=np.float32)
