@@ -12,6 +12,9 @@ with (k,1,1), (1,k,1), (1,1,k) kernels of scipy's weights on the device, fp32 wi
 reflect borders by F.pad per pass, timed with CUDA events (median of >= 10 after warm-up):
 
     python3 bench/peers-smoothing.py --gpu [--runs N]
+
+Where CuPy is installed, --gpu also times cupyx.scipy.ndimage.gaussian_filter (the issue's other
+peer) on the same device array, each call synchronised.
 """
 import argparse
 import json
@@ -83,6 +86,34 @@ def gpu_main(args):
               flush=True)
 
 
+def cupyx_rows(args):
+    try:
+        import cupy as cp
+        import cupyx.scipy.ndimage as cnd
+    except ImportError as e:
+        print(json.dumps({"peer": "cupyx.scipy.ndimage", "skipped": str(e)}))
+        return
+    runs = max(args.runs, 10)
+    x = cp.asarray(np.random.default_rng(20261129).random((256, 256, 256), dtype=np.float32))
+    for name, sigma in (("smoothing_gaussian_s2", 2.0), ("smoothing_gaussian_recursive_s8", 8.0)):
+        def fn():
+            return cnd.gaussian_filter(x, sigma)
+        for _ in range(3):
+            fn()
+        cp.cuda.Device().synchronize()
+        ts = []
+        for _ in range(runs):
+            t0 = time.perf_counter()
+            fn()
+            cp.cuda.Device().synchronize()
+            ts.append(time.perf_counter() - t0)
+        print(json.dumps({"name": name, "backend": "cupyx-cuda", "dtype": "f32",
+                          "shape": "[256,256,256]", "median_s": float(np.median(ts)),
+                          "min_s": min(ts), "max_s": max(ts), "runs": runs,
+                          "peer": f"cupy {cp.__version__} cupyx.scipy.ndimage.gaussian_filter "
+                                  f"sigma {sigma:g}"}), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
@@ -91,6 +122,7 @@ def main():
     args = ap.parse_args()
     if args.gpu:
         gpu_main(args)
+        cupyx_rows(args)
         return
     import scipy
     import scipy.ndimage as ndi
