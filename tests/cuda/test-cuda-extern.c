@@ -574,6 +574,65 @@ static void test_edt_chain(void **state)
     assert_int_equal(ta.live, 0);
 }
 
+/* The chain takes the mask in any dtype the entry point accepts (0 is a source): each gives the
+ * fast driver's distances on the CPU (the first pass's host reference reads every dtype), and
+ * each first pass compiles through NVRTC. */
+static void test_edt_mask_dtypes(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    static const nx_dtype dts[] = {NX_DTYPE_I8,  NX_DTYPE_I16, NX_DTYPE_I32, NX_DTYPE_I64,
+                                   NX_DTYPE_U8,  NX_DTYPE_BOOL, NX_DTYPE_F32, NX_DTYPE_F64};
+    const edt_case *c = &edt_cases[5];
+    for (size_t d = 0; d < sizeof dts / sizeof *dts; d++) {
+        nx_tensor *mask = NULL, *field = NULL, *m = NULL;
+        nx_dtype out = dts[d] == NX_DTYPE_F64 ? NX_DTYPE_F64 : NX_DTYPE_F32;
+        edt_inputs(ctx, c, out, &mask, &field);
+        /* background 1 (or -3 in signed dtypes: any nonzero), sources 0 */
+        assert_int_equal(nx_tensor_cast(mask, dts[d], &m), NX_OK);
+        for (int64_t i = 0; dts[d] == NX_DTYPE_I16 && i < nx_tensor_numel(m); i++)
+            ((int16_t *)nx_tensor_data(m))[i] *= -3;
+        nx_graph *g = NULL;
+        assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+        nx_node f = nx_input(g, "field", out, c->nd, c->shape);
+        nx_node mi = nx_input(g, "mask", dts[d], c->nd, c->shape);
+        nx_node outs[2] = {nx_morph_edt_device_node(g, mi, aniso),
+                           nx_morph_edt_fast_node(g, f, aniso)};
+        assert_int_equal(nx_graph_status(g), NX_OK);
+        assert_int_equal(nx_node_dtype(g, outs[0]), out);
+        nx_compile_opts o = {.backend = NX_BACKEND_CPU, .n_outputs = 2, .outputs = outs};
+        nx_program *p = NULL;
+        assert_int_equal(nx_graph_compile(g, &o, &p), NX_OK);
+        nx_tensor *ys[2] = {NULL, NULL};
+        assert_int_equal(nx_program_run(p, (const nx_tensor *const[]){field, m}, ys), NX_OK);
+        char what[64];
+        snprintf(what, sizeof what, "chain from a %s mask", nx_dtype_name(dts[d]));
+        compare_edt(what, ys[0], ys[1], false);
+        nx_kplan *plan = NULL;
+        assert_int_equal(nx_pass_pipeline(ctx, &g->s, 1, &outs[0], &plan), NX_OK);
+        int which;
+        assert_null(nx_ptx_plan_unsupported(plan, &which));
+        char *src = NULL;
+        size_t len = 0;
+        nx_ptx_launch launch;
+        emit(plan->kernels[0], &src, &len, &launch); /* the first pass reads the mask */
+        assert_non_null(strstr(src, "edt_first_pass"));
+        nvrtc_compiles(ctx, src, what);
+        nx_rt_free(ctx, src, len);
+        nx_kplan_free(plan);
+        nx_tensor_free(ys[0]);
+        nx_tensor_free(ys[1]);
+        nx_program_free(p);
+        nx_graph_free(g);
+        nx_tensor_free(m);
+        nx_tensor_free(mask);
+        nx_tensor_free(field);
+    }
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
 /* Device masks: the cuda backend is required (a host backend is refused, naming the mask);
  * without a device, making one fails cleanly. */
 static void test_edt_device_mask(void **state)
@@ -678,7 +737,8 @@ int main(void)
         cmocka_unit_test(test_scale),       cmocka_unit_test(test_refused),
         cmocka_unit_test(test_bad_source),  cmocka_unit_test(test_key),
         cmocka_unit_test(test_alloc_sweep), cmocka_unit_test(test_edt_chain),
-        cmocka_unit_test(test_edt_device_mask), cmocka_unit_test(test_edt_bench),
+        cmocka_unit_test(test_edt_mask_dtypes), cmocka_unit_test(test_edt_device_mask),
+        cmocka_unit_test(test_edt_bench),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
