@@ -104,7 +104,10 @@ NX_API nx_status nx_distance_transform(nx_ctx *ctx, const nx_tensor *mask,
  *   "felzenszwalb" fast: the lower envelope of parabolas per line, O(n) per line, an IR extern
  *                  without an adjoint (not differentiable).
  * driver NULL or "auto": the canonical one under nx_ctx_reproducible, else the fast one. The
- * program is cached per (driver, sampling, dtype, shape, backend). opts may be NULL. */
+ * program is cached per (driver, sampling, dtype, shape, backend). opts may be NULL.
+ * On the cuda backend the fast driver runs on the device (one extern with CUDA code per axis): a
+ * device mask is read in place and the result stays on the device. A device mask on a host
+ * backend is NX_ERR_UNSUPPORTED naming it. */
 typedef struct nx_edt_opts {
     nx_backend backend;
     const double *sampling; /* one per axis, each finite and > 0; NULL: all 1 */

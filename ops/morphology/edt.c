@@ -828,9 +828,7 @@ static const nx_extern_device_def pass_devs[2][2][2][NX_MAX_DIMS] = {BY_ROOT(DEV
                                                                      BY_ROOT(DEV_AXES, 1)};
 
 /* The device driver's chain from a mask (0 at sources: the field itself will do): the first pass
- * along axis 0, then a window pass per later axis; the last pass takes the square root.
- * NX_HIDDEN for the CUDA extern tests (test-cuda-extern.c). */
-NX_HIDDEN nx_node nx_morph_edt_device_node(nx_graph *g, nx_node mask, const double *sampling);
+ * along axis 0, then a window pass per later axis; the last pass takes the square root. */
 nx_node nx_morph_edt_device_node(nx_graph *g, nx_node mask, const double *sampling)
 {
     int nd = nx_node_ndim(g, mask);

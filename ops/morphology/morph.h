@@ -10,6 +10,9 @@
  * sampling NULL: all 1. */
 NX_HIDDEN nx_node nx_morph_edt_separable_node(nx_graph *g, nx_node field, const double *sampling);
 NX_HIDDEN nx_node nx_morph_edt_fast_node(nx_graph *g, nx_node field, const double *sampling);
+/* The fast driver's device chain from a mask (0 at sources): a pass along axis 0, then a window
+ * pass per later axis, each an extern with CUDA code (edt.c). */
+NX_HIDDEN nx_node nx_morph_edt_device_node(nx_graph *g, nx_node mask, const double *sampling);
 
 /* The element of the given rank (0-based, numpy's order: NaN last) of count same-shaped values,
  * elementwise, by a pruned sorting network of minimum/maximum (median-net.c). */

@@ -34,9 +34,6 @@
 #include "testutil.h"
 #include "probe.h"
 
-/* ops/morphology/edt.c: the device chain of the fast EDT driver. */
-NX_HIDDEN nx_node nx_morph_edt_device_node(nx_graph *g, nx_node field, const double *sampling);
-
 static bool have_device(nx_ctx *ctx)
 {
     return nx_rt_cuda_available(ctx) == NX_OK && nx_ptx_available(ctx) == NX_OK;
