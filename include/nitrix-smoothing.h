@@ -59,8 +59,8 @@ typedef struct nx_gaussian_opts {
     nx_gaussian_mode mode;
     double cval;         /* NX_GAUSSIAN_CONSTANT only; finite */
     /* NULL or "auto": in reproducible mode or with a sigma gradient fir, else the driver the
-     * backend's cost model says is cheaper (on the CPU fir up to sigma 8 at truncate 4,
-     * recursive from sigma 12); "fir"; "recursive" */
+     * backend's cost model says is cheaper (on the CPU fir up to sigma 6 at truncate 4,
+     * recursive from sigma 7); "fir"; "recursive" */
     const char *driver;
 } nx_gaussian_opts;
 

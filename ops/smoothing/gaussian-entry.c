@@ -8,11 +8,6 @@
 #include "gaussian.h"
 #include "nitrix-graph.h"
 
-/* Defined in gaussian.c (the FIR passes' form on the CUDA backend); their declarations belong in
- * gaussian.h, which this file does not own. */
-NX_HIDDEN bool nx_gauss_fir_device_fits(const nx_gauss_plan *p);
-NX_HIDDEN nx_node nx_gauss_fir_device(nx_graph *g, nx_node x, const nx_gauss_plan *p);
-
 /* stage: the whole op in one program, the two programs of the padded FIR (see run_padded), or
  * the whole op in the FIR form of the CUDA backend (see device_fir). */
 typedef enum gauss_stage { STAGE_WHOLE, STAGE_PAD, STAGE_FOLD, STAGE_DEVICE } gauss_stage;

@@ -40,6 +40,12 @@ NX_HIDDEN nx_node nx_gauss_pad_all(nx_graph *g, nx_node x, const nx_gauss_plan *
 NX_HIDDEN nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_plan *p,
                                      nx_node *mids);
 
+/* The FIR passes' form on the CUDA backend (gaussian.c): every pass a sum of shifted slices with
+ * the weights as immediates, each pass before the last its own kernel. fits: the FIR driver with
+ * room for the fold axis; the form itself takes x float and nonempty. */
+NX_HIDDEN bool nx_gauss_fir_device_fits(const nx_gauss_plan *p);
+NX_HIDDEN nx_node nx_gauss_fir_device(nx_graph *g, nx_node x, const nx_gauss_plan *p);
+
 /* Young-van Vliet along absolute axis `axis` of x (float, nonempty). */
 NX_HIDDEN nx_node nx_gauss_recursive_pass(nx_graph *g, nx_node x, int axis, double sigma,
                                           int64_t pad, nx_pad_mode mode, double cval);

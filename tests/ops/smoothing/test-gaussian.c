@@ -15,10 +15,6 @@
 #include "passes/fuse.h"
 #include "testutil.h"
 
-/* gaussian.c's FIR form of the CUDA backend (declared here: gaussian.h does not carry it yet) */
-NX_HIDDEN bool nx_gauss_fir_device_fits(const nx_gauss_plan *p);
-NX_HIDDEN nx_node nx_gauss_fir_device(nx_graph *g, nx_node x, const nx_gauss_plan *p);
-
 #define GOLDEN NX_SOURCE_ROOT "/golden/smoothing"
 
 static uint64_t rng_state = 88172645463325252ull;
