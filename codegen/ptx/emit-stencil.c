@@ -36,7 +36,8 @@
 
 enum {
     ST_TX = 32, /* tile width along axis 2: one warp */
-    ST_TY = NX_PTX_THREADS / ST_TX,
+    ST_WARPS = NX_PTX_THREADS / ST_TX,
+    ST_RY = 1,       /* rows a thread computes along axis 1 (NITRIX_PTX_STENCIL_RY) */
     ST_TZ = 16,      /* outputs a thread computes along axis 0 (NITRIX_PTX_STENCIL_TZ) */
     ST_DEPTH = 3,    /* planes its loads run ahead (NITRIX_PTX_STENCIL_DEPTH) */
     ST_SPAN = 9,     /* largest offset range per axis (hi - lo + 1) */
@@ -252,6 +253,7 @@ typedef struct tile {
     int rounds;     /* staging loads per thread and plane */
     int64_t ns;     /* shell blocks (the first ones) */
     int tz;         /* outputs per thread along axis 0 */
+    int ry, ty;     /* rows per thread along axis 1, rows per tile (ry * 8) */
     int depth;      /* planes the global loads run ahead */
     int np;         /* planes per tile: tz + the axis-0 span - 1 */
     bool wide;      /* staging indices in 64 bits */
@@ -274,26 +276,43 @@ static void emit_stage_store(nx_ptx_gen *g, const tile *tl, int j)
         line(g, "sm[%d][threadIdx.x + %d] = s%d_%d;", j & 1, r * NX_PTX_THREADS, j, r);
 }
 
-/* Plane j's partial p<j>: the first-max (first-min) chain over D1 x D2 from the staged plane, NaN
- * when a leaf is (c<j>, a max.NaN chain). */
+/* Plane j's partials p<j>_<r> (the thread's rows y + r, r < ry) over D1 x D2 from the staged
+ * plane. Fast path: max.NaN (min.NaN) chains, sharing the row maxima of D2 between the rows: the
+ * value of the first winner and NaN when a leaf is, except that a zero result does not tell which
+ * zero came first. Then the compare-select chain over D1 x D2 in order (keeping the first of
+ * equal values) decides. */
 static void emit_partial(nx_ptx_gen *g, const stencil *st, const tile *tl, int j)
 {
-    const char *op = st->max ? ">" : "<";
-    line(g, "const float *sp%d = &sm[%d][ty * %d + tx];", j, j & 1, tl->sw);
-    bool first = true;
-    for (int a = 0; a < st->n[1]; a++)
-        for (int b = 0; b < st->n[2]; b++) {
-            int off = (st->d[1][a] - st->lo[1]) * tl->sw + st->d[2][b] - st->lo[2];
-            if (first) {
-                line(g, "float a%d = sp%d[%d], c%d = a%d;", j, j, off, j, j);
+    const char *sel = st->max ? "nx_gtselectf" : "nx_ltselectf";
+    const char *fn = st->max ? "nx_maxnanf" : "nx_minnanf";
+    int span1 = st->hi[1] - st->lo[1] + 1, nrow = span1 + tl->ry - 1;
+    line(g, "const float *sp%d = &sm[%d][ty * %d + tx];", j, j & 1, tl->ry * tl->sw);
+    for (int row = 0; row < nrow; row++) { /* row maxima over D2 (unused ones are dropped) */
+        line(g, "float q%d_%d = sp%d[%d];", j, row, j, row * tl->sw + st->d[2][0] - st->lo[2]);
+        for (int b = 1; b < st->n[2]; b++)
+            line(g, "q%d_%d = %s(q%d_%d, sp%d[%d]);", j, row, fn, j, row, j,
+                 row * tl->sw + st->d[2][b] - st->lo[2]);
+    }
+    for (int r = 0; r < tl->ry; r++) {
+        line(g, "float p%d_%d = q%d_%d;", j, r, j, r + st->d[1][0] - st->lo[1]);
+        for (int a = 1; a < st->n[1]; a++)
+            line(g, "p%d_%d = %s(p%d_%d, q%d_%d);", j, r, fn, j, r, j,
+                 r + st->d[1][a] - st->lo[1]);
+        line(g, "if (p%d_%d == 0.0f) {", j, r);
+        g->ind++;
+        bool first = true;
+        for (int a = 0; a < st->n[1]; a++)
+            for (int b = 0; b < st->n[2]; b++) {
+                int off = (r + st->d[1][a] - st->lo[1]) * tl->sw + st->d[2][b] - st->lo[2];
+                if (first)
+                    line(g, "p%d_%d = sp%d[%d];", j, r, j, off);
+                else
+                    line(g, "p%d_%d = %s(sp%d[%d], p%d_%d);", j, r, sel, j, off, j, r);
                 first = false;
-                continue;
             }
-            line(g, "{ const float u = sp%d[%d]; c%d = nx_maxnanf(c%d, u); "
-                    "a%d = u %s a%d ? u : a%d; }",
-                 j, off, j, j, j, op, j, j);
-        }
-    line(g, "const float p%d = c%d != c%d ? NX_NANF : a%d;", j, j, j, j);
+        g->ind--;
+        line(g, "}");
+    }
 }
 
 /* The tile block's coordinates and staging offsets (staged element e = threadIdx.x + 256 r: row
@@ -310,12 +329,13 @@ static void emit_tile_setup(nx_ptx_gen *g, const nx_ptx_box_plan *bp, const sten
          (long long)tl->nb[2], ST_TX);
     line(g, "bt /= %lldU;", (long long)tl->nb[2]);
     line(g, "const int y0 = %lld + (int)(bt %% %lldU) * %d;", (long long)lo[1],
-         (long long)tl->nb[1], ST_TY);
+         (long long)tl->nb[1], tl->ty);
     line(g, "const int z0 = %lld + (int)(bt / %lldU) * %d;", (long long)lo[0],
          (long long)tl->nb[1], tl->tz);
-    line(g, "const int x = x0 + tx, y = y0 + ty;");
-    line(g, "const bool act = x < %lld && y < %lld;", (long long)(lo[2] + w[2]),
-         (long long)(lo[1] + w[1]));
+    line(g, "const int x = x0 + tx, y = y0 + ty * %d;", tl->ry);
+    for (int r = 0; r < tl->ry; r++)
+        line(g, "const bool act%d = x < %lld && y + %d < %lld;", r, (long long)(lo[2] + w[2]), r,
+             (long long)(lo[1] + w[1]));
     for (int r = 0; r < tl->rounds; r++) {
         line(g, "const int e%d = (int)threadIdx.x + %d;", r, r * NX_PTX_THREADS);
         line(g, "const %s o%d = (%s)(y0 + %d + e%d / %d) * %lld + (x0 + %d + e%d %% %d);", it, r,
@@ -323,24 +343,31 @@ static void emit_tile_setup(nx_ptx_gen *g, const nx_ptx_box_plan *bp, const sten
     }
 }
 
-/* Output plane z0 + base from the partials of its window, in D0's order. */
-static void emit_output(nx_ptx_gen *g, const nx_ptx_box_plan *bp, const stencil *st, int base)
+/* Output plane z0 + base, row y + r, from the partials of its window: the same two paths over
+ * D0 (the fast chain, the compare-select chain in D0's order for a zero). */
+static void emit_output(nx_ptx_gen *g, const nx_ptx_box_plan *bp, const stencil *st, int base,
+                        int r)
 {
-    const char *op = st->max ? ">" : "<";
+    const char *sel = st->max ? "nx_gtselectf" : "nx_ltselectf";
+    const char *fn = st->max ? "nx_maxnanf" : "nx_minnanf";
     const int64_t *ext = g->k->extent;
-    line(g, "if (act && z0 + %d < %lld) {", base, (long long)(bp->b->lo[0] + bp->w[0]));
+    line(g, "if (act%d && z0 + %d < %lld) {", r, base, (long long)(bp->b->lo[0] + bp->w[0]));
     g->ind++;
-    for (int a = 0; a < st->n[0]; a++) {
-        int pj = base + st->d[0][a] - st->lo[0];
-        if (a == 0) {
-            line(g, "float a = p%d, c = a;", pj);
-            continue;
-        }
-        line(g, "c = nx_maxnanf(c, p%d);", pj);
-        line(g, "a = p%d %s a ? p%d : a;", pj, op, pj);
-    }
-    line(g, "b%d[((i64)(z0 + %d) * %lldLL + y) * %lldLL + x] = c != c ? NX_NANF : a;",
-         g->k->stores[0].buf, base, (long long)ext[1], (long long)ext[2]);
+    int pj[ST_SPAN] = {0};
+    for (int a = 0; a < st->n[0]; a++)
+        pj[a] = base + st->d[0][a] - st->lo[0];
+    line(g, "float a = p%d_%d;", pj[0], r);
+    for (int a = 1; a < st->n[0]; a++)
+        line(g, "a = %s(a, p%d_%d);", fn, pj[a], r);
+    line(g, "if (a == 0.0f) {");
+    g->ind++;
+    line(g, "a = p%d_%d;", pj[0], r);
+    for (int a = 1; a < st->n[0]; a++)
+        line(g, "a = %s(p%d_%d, a);", sel, pj[a], r);
+    g->ind--;
+    line(g, "}");
+    line(g, "b%d[((i64)(z0 + %d) * %lldLL + y + %d) * %lldLL + x] = a != a ? NX_NANF : a;",
+         g->k->stores[0].buf, base, (long long)ext[1], r, (long long)ext[2]);
     g->ind--;
     line(g, "}");
 }
@@ -364,8 +391,8 @@ static void emit_tiles(nx_ptx_gen *g, const nx_ptx_box_plan *bp, const stencil *
             emit_stage_store(g, tl, j + 1);
             line(g, "__syncthreads();");
         }
-        if (j - span0 + 1 >= 0)
-            emit_output(g, bp, st, j - span0 + 1);
+        for (int r = 0; r < tl->ry && j - span0 + 1 >= 0; r++)
+            emit_output(g, bp, st, j - span0 + 1, r);
     }
 }
 
@@ -397,7 +424,9 @@ int nx_ptx_stencil_knobs(void)
     static const struct {
         const char *var;
         int lo, hi, shift;
-    } knobs[] = {{"NITRIX_PTX_STENCIL_TZ", 1, 64, 0}, {"NITRIX_PTX_STENCIL_DEPTH", 1, 8, 8}};
+    } knobs[] = {{"NITRIX_PTX_STENCIL_TZ", 1, 64, 0},
+                 {"NITRIX_PTX_STENCIL_DEPTH", 1, 8, 8},
+                 {"NITRIX_PTX_STENCIL_RY", 1, 2, 16}};
     int v = 0;
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const char *e = getenv(knobs[i].var);
@@ -416,13 +445,16 @@ bool nx_ptx_emit_stencil(nx_ptx_gen *g, const nx_ptx_box_plan *bp, nx_ptx_launch
         return g->t.failed;
     const nx_kernel *k = g->k;
     int knobs = nx_ptx_stencil_knobs();
-    tile tl = {.sw = ST_TX + st.hi[2] - st.lo[2], .sh = ST_TY + st.hi[1] - st.lo[1]};
+    tile tl = {.sw = ST_TX + st.hi[2] - st.lo[2]};
     tl.tz = knobs & 0xff ? knobs & 0xff : ST_TZ;
-    tl.depth = knobs >> 8 ? knobs >> 8 : ST_DEPTH;
+    tl.depth = knobs >> 8 & 0xff ? knobs >> 8 & 0xff : ST_DEPTH;
+    tl.ry = knobs >> 16 ? knobs >> 16 : ST_RY;
+    tl.ty = ST_WARPS * tl.ry;
+    tl.sh = tl.ty + st.hi[1] - st.lo[1];
     tl.rounds = (tl.sw * tl.sh + NX_PTX_THREADS - 1) / NX_PTX_THREADS;
     tl.np = tl.tz + st.hi[0] - st.lo[0];
     tl.nb[2] = (bp->w[2] + ST_TX - 1) / ST_TX;
-    tl.nb[1] = (bp->w[1] + ST_TY - 1) / ST_TY;
+    tl.nb[1] = (bp->w[1] + tl.ty - 1) / tl.ty;
     tl.nb[0] = (bp->w[0] + tl.tz - 1) / tl.tz;
     tl.nt = tl.nb[0] * tl.nb[1] * tl.nb[2];
     int64_t shell = nx_ir_numel(k->ndim, k->extent) - bp->inner;

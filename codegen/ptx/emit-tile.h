@@ -82,7 +82,8 @@ NX_HIDDEN void nx_ptx_emit_shell(nx_ptx_gen *g, const nx_ptx_box_plan *bp);
 NX_HIDDEN bool nx_ptx_emit_stencil(nx_ptx_gen *g, const nx_ptx_box_plan *bp,
                                    nx_ptx_launch *launch);
 /* NITRIX_PTX_STENCIL_TZ (outputs per thread along axis 0, 1..64) | NITRIX_PTX_STENCIL_DEPTH
- * (planes the loads run ahead, 1..8) << 8, each 0 when unset (the defaults); for measurements.
+ * (planes the loads run ahead, 1..8) << 8 | NITRIX_PTX_STENCIL_RY (rows per thread along axis 1,
+ * 1 or 2) << 16, each 0 when unset (the defaults); for measurements.
  * Part of the kernel cache key (in nx_ptx_general_flags). */
 NX_HIDDEN int nx_ptx_stencil_knobs(void);
 

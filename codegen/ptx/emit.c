@@ -88,6 +88,8 @@ const char nx_ptx_prelude[] =
     "}\n"
     "static __device__ __forceinline__ float nx_maxnanf(float a, float b)\n"
     "{ float r; asm(\"max.NaN.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b)); return r; }\n"
+    "static __device__ __forceinline__ float nx_minnanf(float a, float b)\n"
+    "{ float r; asm(\"min.NaN.f32 %0, %1, %2;\" : \"=f\"(r) : \"f\"(a), \"f\"(b)); return r; }\n"
     "static __device__ i64 nx_ipow(i64 a, i64 b)\n"
     "{\n"
     "    if (b < 0) return a == 1 ? 1 : a == -1 ? ((b & 1) ? -1 : 1) : 0;\n"
@@ -106,14 +108,29 @@ const char nx_ptx_prelude[] =
     "{\n"
     "    return (float)nx_fmodd((double)a, (double)b);\n"
     "}\n"
+    /* b > a ? b : a (b < a ? b : a) as written: NVVM turns the C form into min/max.f32 when
+     * an operand is a constant, and those return -0 or +0 for a tie of zeros whichever came
+     * first (a constant-border erosion's cval +0 against a -0 tap gave -0) */
+    "static __device__ __forceinline__ float nx_gtselectf(float b, float a)\n"
+    "{ float r; asm(\"{ .reg .pred p; setp.gt.f32 p, %1, %2; selp.f32 %0, %1, %2, p; }\"\n"
+    "      : \"=f\"(r) : \"f\"(b), \"f\"(a)); return r; }\n"
+    "static __device__ __forceinline__ float nx_ltselectf(float b, float a)\n"
+    "{ float r; asm(\"{ .reg .pred p; setp.lt.f32 p, %1, %2; selp.f32 %0, %1, %2, p; }\"\n"
+    "      : \"=f\"(r) : \"f\"(b), \"f\"(a)); return r; }\n"
+    "static __device__ __forceinline__ double nx_gtselectd(double b, double a)\n"
+    "{ double r; asm(\"{ .reg .pred p; setp.gt.f64 p, %1, %2; selp.f64 %0, %1, %2, p; }\"\n"
+    "      : \"=d\"(r) : \"d\"(b), \"d\"(a)); return r; }\n"
+    "static __device__ __forceinline__ double nx_ltselectd(double b, double a)\n"
+    "{ double r; asm(\"{ .reg .pred p; setp.lt.f64 p, %1, %2; selp.f64 %0, %1, %2, p; }\"\n"
+    "      : \"=d\"(r) : \"d\"(b), \"d\"(a)); return r; }\n"
     "static __device__ __forceinline__ float nx_fmaxf(float a, float b)\n"
-    "{ return (a != a || b != b) ? NX_NANF : (b > a ? b : a); }\n"
+    "{ return (a != a || b != b) ? NX_NANF : nx_gtselectf(b, a); }\n"
     "static __device__ __forceinline__ float nx_fminf(float a, float b)\n"
-    "{ return (a != a || b != b) ? NX_NANF : (b < a ? b : a); }\n"
+    "{ return (a != a || b != b) ? NX_NANF : nx_ltselectf(b, a); }\n"
     "static __device__ __forceinline__ double nx_fmaxd(double a, double b)\n"
-    "{ return (a != a || b != b) ? NX_NAN : (b > a ? b : a); }\n"
+    "{ return (a != a || b != b) ? NX_NAN : nx_gtselectd(b, a); }\n"
     "static __device__ __forceinline__ double nx_fmind(double a, double b)\n"
-    "{ return (a != a || b != b) ? NX_NAN : (b < a ? b : a); }\n"
+    "{ return (a != a || b != b) ? NX_NAN : nx_ltselectd(b, a); }\n"
     "static __device__ __forceinline__ i64 nx_sat(double x, i64 lo, i64 hi)\n"
     "{\n"
     "    if (x != x) return 0;\n"
@@ -486,13 +503,16 @@ static void find_minmax(const nx_kernel *k, uint8_t *mm)
 static void emit_minmax(gen *g, int id)
 {
     const nx_kinst *in = &g->k->inst[id];
-    const char *t = ctype(in->dtype), *op = in->prim == NX_PRIM_MIN ? "<" : ">";
+    const char *t = ctype(in->dtype);
     int a = in->a[0], b = in->a[1];
+    bool f32 = in->dtype == NX_DTYPE_F32;
+    char sel[16]; /* nx_gtselectf ...: the compare-select kept as written (see the prelude) */
+    snprintf(sel, sizeof sel, "nx_%sselect%c", in->prim == NX_PRIM_MIN ? "lt" : "gt",
+             f32 ? 'f' : 'd');
     if (g->mm[id] == MM_INNER) {
-        line(g, "const %s v%d = v%d %s v%d ? v%d : v%d;", t, id, b, op, a, b, a);
+        line(g, "const %s v%d = %s(v%d, v%d);", t, id, sel, b, a);
         return;
     }
-    bool f32 = in->dtype == NX_DTYPE_F32;
     if (f32)
         line(g, "float c%d = 0.0f;", id); /* a number: max.NaN keeps it unless a leaf is NaN */
     else
@@ -516,11 +536,9 @@ static void emit_minmax(gen *g, int id)
         }
     }
     if (f32)
-        line(g, "const float v%d = c%d != c%d ? NX_NANF : (v%d %s v%d ? v%d : v%d);", id, id, id,
-             b, op, a, b, a);
+        line(g, "const float v%d = c%d != c%d ? NX_NANF : %s(v%d, v%d);", id, id, id, sel, b, a);
     else
-        line(g, "const double v%d = c%d ? NX_NAN : (v%d %s v%d ? v%d : v%d);", id, id, b, op, a,
-             b, a);
+        line(g, "const double v%d = c%d ? NX_NAN : %s(v%d, v%d);", id, id, sel, b, a);
 }
 
 void nx_ptx_emit_inst(nx_ptx_gen *g, int id)
