@@ -7,7 +7,9 @@
  *
  * Three specialised generators come first: register-tiled contractions (emit-tile.c), staged
  * pairwise folds (emit-pair.c) and vectorised elementwise kernels (emit-vec.c); a kernel none
- * takes gets the general form below.
+ * takes gets the general form below. Within it, a box split whose value is one float MIN/MAX
+ * network over a separable window (a flat-box dilation or erosion) becomes shared-memory plane
+ * tiles (emit-stencil.c).
  *
  * Two launch shapes:
  *   POINTS        one thread per iteration point, grid-stride; each fold runs serially in the
