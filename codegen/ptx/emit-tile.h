@@ -34,8 +34,9 @@ typedef struct nx_ptx_gen {
 /* The general form's refinements in effect: NX_PTX_SPLIT (the border/interior box split) unless
  * NITRIX_PTX_SPLIT=0, NX_PTX_NARROW (32-bit index arithmetic) unless NITRIX_PTX_NARROW=0,
  * NX_PTX_MINMAX (one NaN test per leaf of a float MIN/MAX network) unless NITRIX_PTX_MINMAX=0,
- * NX_PTX_ROWS (box threads take several points along an outer axis) only with NITRIX_PTX_ROWS=1
- * (not measured since a fix), NX_PTX_STENCIL (window MIN/MAX networks through shared-memory tiles,
+ * NX_PTX_ROWS (box threads take several points along an outer axis; kernels without float
+ * MIN/MAX) unless NITRIX_PTX_ROWS=0, NX_PTX_ROWS_ALL (rows for every box kernel) only with
+ * NITRIX_PTX_ROWS=1, NX_PTX_STENCIL (window MIN/MAX networks through shared-memory tiles,
  * emit-stencil.c) unless NITRIX_PTX_STENCIL=0; for measurements. Part of the kernel cache key. */
 enum {
     NX_PTX_SPLIT = 1,
@@ -43,6 +44,7 @@ enum {
     NX_PTX_MINMAX = 4,
     NX_PTX_ROWS = 8,
     NX_PTX_STENCIL = 16,
+    NX_PTX_ROWS_ALL = 32,
 };
 NX_HIDDEN int nx_ptx_general_flags(void);
 

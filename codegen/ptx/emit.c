@@ -1172,12 +1172,14 @@ int nx_ptx_general_flags(void)
                  {"NITRIX_PTX_NARROW", NX_PTX_NARROW},
                  {"NITRIX_PTX_MINMAX", NX_PTX_MINMAX},
                  {"NITRIX_PTX_ROWS", NX_PTX_ROWS},
+                 {"NITRIX_PTX_ROWS", NX_PTX_ROWS_ALL},
                  {"NITRIX_PTX_STENCIL", NX_PTX_STENCIL}};
     int flags = 0;
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const char *v = getenv(knobs[i].var);
-        /* rows per thread measured slower on the H200 (docs/perf/cuda-stencil.md): opt-in */
-        bool on = knobs[i].flag == NX_PTX_ROWS ? v && !strcmp(v, "1") : !v || strcmp(v, "0");
+        /* rows per thread: on unless "0" (for kernels without float MIN/MAX, see emit_general);
+         * "1" takes every box kernel, for measurements */
+        bool on = knobs[i].flag == NX_PTX_ROWS_ALL ? v && !strcmp(v, "1") : !v || strcmp(v, "0");
         flags |= on ? knobs[i].flag : 0;
     }
     return flags | nx_ptx_stencil_knobs() << 8;
@@ -1217,6 +1219,24 @@ static bool narrow_space(const nx_kernel *k)
         if (k->extent[l] > INT32_MAX)
             return false;
     return nx_ir_numel(k->ndim, k->extent) <= INT32_MAX;
+}
+
+/* Whether k computes a float MIN or MAX (a network or a fold): rows per thread are on by default
+ * only for kernels without one. They took the FIR's outer-axis passes from 131 to 52 us (sums of
+ * 17 shifted loads: the R points of a thread share 16 of each 17 rows; H200, docs/perf/cuda-fir.md);
+ * MIN/MAX networks (the median's) were measured only before the launch fix of ac4ecb0
+ * (docs/perf/cuda-stencil.md), so they keep one point per thread unless NITRIX_PTX_ROWS=1. */
+static bool has_float_minmax(const nx_kernel *k)
+{
+    for (int id = 0; id < k->ninst; id++) {
+        const nx_kinst *in = &k->inst[id];
+        bool f = in->dtype == NX_DTYPE_F32 || in->dtype == NX_DTYPE_F64;
+        if (f && in->op == NX_KOP_PRIM && (in->prim == NX_PRIM_MIN || in->prim == NX_PRIM_MAX))
+            return true;
+        if (f && in->op == NX_KOP_REDUCE && (in->prim == NX_MONOID_MIN || in->prim == NX_MONOID_MAX))
+            return true;
+    }
+    return false;
 }
 
 /* The general form, with the box split of its POINTS loop and 32-bit index arithmetic where the
@@ -1259,7 +1279,8 @@ static void emit_general(gen *g, nx_ptx_launch *launch)
     g->alias = ok && box.naxes > 0 && !split ? box.alias : NULL;
     /* window stencils first (rows per thread would only take their taps apart) */
     bool done = split && (flags & NX_PTX_STENCIL) && nx_ptx_emit_stencil(g, &bp, launch);
-    if (split && !done && (flags & NX_PTX_ROWS))
+    bool rows = (flags & NX_PTX_ROWS_ALL) || ((flags & NX_PTX_ROWS) && !has_float_minmax(k));
+    if (split && !done && rows)
         plan_box(k, &box, true, &bp);
     /* with rows, a box thread takes `rows` points: the launch has that many fewer threads (a
      * thread past them would fall into the last slab and compute its points again) */
