@@ -497,10 +497,19 @@ nx_status nx_ir_shape_scan_iir(nx_ir_check *ck, const nx_ir_store *s, const nx_i
     if (p->attrs[1] != 0 && p->attrs[1] != 1)
         return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "reverse is %lld; expected 0 or 1",
                           (long long)p->attrs[1]);
-    for (int j = 0; j < p->attrs[2]; j++)
-        if (!isfinite(iir_coef(p->attrs, j)))
+    for (int j = 0; j < p->attrs[2]; j++) {
+        double c = iir_coef(p->attrs, j);
+        if (!isfinite(c))
             return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "coefficient c_%d is %g; expected finite",
-                              j + 1, iir_coef(p->attrs, j));
+                              j + 1, c);
+        /* the kernels round each coefficient once to b's dtype: an f32 inf would make every
+         * output NaN (inf * 0 at the line's zero states) */
+        if (b->dtype == NX_DTYPE_F32 && !isfinite((float)c))
+            return nx_ir_fail(ck, NX_ERR_INVALID_ARG,
+                              "coefficient c_%d is %g, which is not finite in f32; expected a "
+                              "value finite in b's dtype",
+                              j + 1, c);
+    }
     *out = *b;
     return NX_OK;
 }

@@ -395,6 +395,10 @@ static void test_iir_errors(void **state)
                      "nx_scan_iir: coefficient 1 is nan; expected a finite value");
     expect_iir_error(ctx, NX_DTYPE_F64, 1, 1, inf, NX_ERR_INVALID_ARG,
                      "nx_scan_iir: coefficient 0 is -inf; expected a finite value");
+    const double big[1] = {1e39}; /* finite as a double, inf once rounded to f32 */
+    expect_iir_error(ctx, NX_DTYPE_F32, 0, 1, big, NX_ERR_INVALID_ARG,
+                     "coefficient c_1 is 1e+39, which is not finite in f32; expected a value "
+                     "finite in b's dtype");
     expect_iir_error(ctx, NX_DTYPE_I32, 0, 1, ok, NX_ERR_DTYPE,
                      "nx_scan_iir: b is i32; expected f32 or f64");
     expect_iir_error(ctx, NX_DTYPE_F32, 2, 1, ok, NX_ERR_INVALID_ARG,
