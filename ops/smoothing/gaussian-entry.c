@@ -150,18 +150,17 @@ static nx_status on_device_of(const nx_tensor *x, nx_tensor **t)
  *         weight 2.5; recursive on scan_iir 0.34-0.36 s (sigma 8) to 0.42 s (sigma 4) for three
  *         axes, ~55 slice taps per axis (was ~150 before scan_iir). So auto is fir up to sigma 6
  *         (49 taps at truncate 4), recursive from sigma 7 (57 taps).
- *   cuda  FIR 17 taps 0.326 ms (slices, default emitter flags), recursive on scan_iir (sigma 8)
- *         0.675 ms on the H200 (22:05 UTC, docs/perf/cuda-fir.md): ~35 taps per axis, so fir up
- *         to sigma 4 (33 taps), recursive from sigma 4.5. With the emitter's rows per thread
- *         (NITRIX_PTX_ROWS=1: FIR 0.195 ms) the crossover would be ~60 taps; the constant follows
- *         the default flags.
+ *   cuda  with the emitter's rows per thread (on by default since 4309970): FIR 17 taps 0.199 ms,
+ *         recursive on scan_iir (sigma 8) 0.614 ms on the H200 (23:00 UTC, docs/PERF.md): ~52
+ *         taps per axis, so fir up to sigma 6 (49 taps), recursive from sigma 7, assuming the
+ *         FIR's time grows with its taps (measured at 17 taps only).
  *   ref   the interpreter is the oracle, not a fast path: the CPU's constants.
  *
  * In a caller's graph (nx_gaussian_node) the backend is not known yet and auto keeps the
  * registry's rule (recursive outside reproducible mode). */
 #define CPU_FOLD_WEIGHT 2.5
 #define CPU_RECURSIVE_TAPS 55.0
-#define CUDA_RECURSIVE_TAPS 35.0
+#define CUDA_RECURSIVE_TAPS 52.0
 
 static bool is_auto(const char *driver)
 {
