@@ -500,8 +500,8 @@ nx_status nx_ir_shape_scan_iir(nx_ir_check *ck, const nx_ir_store *s, const nx_i
     for (int j = 0; j < p->attrs[2]; j++) {
         double c = iir_coef(p->attrs, j);
         if (!isfinite(c))
-            return nx_ir_fail(ck, NX_ERR_INVALID_ARG, "coefficient c_%d is %g; expected finite",
-                              j + 1, c);
+            return nx_ir_fail(ck, NX_ERR_INVALID_ARG,
+                              "coefficient c_%d is %g; expected a finite value", j + 1, c);
         /* the kernels round each coefficient once to b's dtype: an f32 inf would make every
          * output NaN (inf * 0 at the line's zero states) */
         if (b->dtype == NX_DTYPE_F32 && !isfinite((float)c))
@@ -532,13 +532,8 @@ nx_node nx_scan_iir(nx_graph *g, nx_node b, int axis, bool reverse, int order, c
         return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
                                  "nx_scan_iir: coef is NULL; expected %d coefficients", order);
     int64_t attrs[3 + NX_SCAN_IIR_MAX_ORDER] = {ax, reverse, order};
-    for (int j = 0; j < order; j++) {
-        if (!isfinite(coef[j]))
-            return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG,
-                                     "nx_scan_iir: coefficient %d is %g; expected a finite value",
-                                     j, coef[j]);
+    for (int j = 0; j < order; j++) /* the shape rule checks the values against b's dtype */
         memcpy(&attrs[3 + j], &coef[j], sizeof coef[j]);
-    }
     return nx_ir_make(g, "nx_scan_iir", NX_PRIM_SCAN_IIR, 1, &b, 3 + order, attrs, 0, NULL);
 }
 

@@ -392,9 +392,9 @@ static void test_iir_errors(void **state)
     expect_iir_error(ctx, NX_DTYPE_F32, 0, 2, NULL, NX_ERR_INVALID_ARG,
                      "nx_scan_iir: coef is NULL; expected 2 coefficients");
     expect_iir_error(ctx, NX_DTYPE_F64, 1, 2, bad, NX_ERR_INVALID_ARG,
-                     "nx_scan_iir: coefficient 1 is nan; expected a finite value");
+                     "coefficient c_2 is nan; expected a finite value");
     expect_iir_error(ctx, NX_DTYPE_F64, 1, 1, inf, NX_ERR_INVALID_ARG,
-                     "nx_scan_iir: coefficient 0 is -inf; expected a finite value");
+                     "coefficient c_1 is -inf; expected a finite value");
     const double big[1] = {1e39}; /* finite as a double, inf once rounded to f32 */
     expect_iir_error(ctx, NX_DTYPE_F32, 0, 1, big, NX_ERR_INVALID_ARG,
                      "coefficient c_1 is 1e+39, which is not finite in f32; expected a value "
