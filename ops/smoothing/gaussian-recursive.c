@@ -106,23 +106,13 @@ bool nx_gauss_yvv_poles(double sigma, double p_re[3], double p_im[3], double a_r
  * E_j is dropped (folded into F) where n - 1 - j < 0: there w[n-1-j] is a start state, xp[0]. */
 typedef struct yvv_starts {
     int64_t n, m;
-    double *f, *u, *e[3];
+    double *f, *u, *e[3]; /* m each, in one block starting at f */
 } yvv_starts;
-
-#define YVV_ARRAYS 5
-
-static double **starts_arrays(yvv_starts *w, int i)
-{
-    double **arr[YVV_ARRAYS] = {&w->f, &w->u, &w->e[0], &w->e[1], &w->e[2]};
-    return arr[i];
-}
 
 static void starts_free(nx_ctx *ctx, yvv_starts *w)
 {
-    for (int i = 0; i < YVV_ARRAYS; i++) {
-        nx_rt_free(ctx, *starts_arrays(w, i), (size_t)w->m * sizeof(double));
-        *starts_arrays(w, i) = NULL;
-    }
+    nx_rt_free(ctx, w->f, 5 * (size_t)w->m * sizeof(double));
+    w->f = w->u = w->e[0] = w->e[1] = w->e[2] = NULL;
 }
 
 /* Samples until the slowest pole has decayed below 1e-20 of a unit start. */
@@ -179,14 +169,14 @@ static bool starts_make(nx_ctx *ctx, int64_t n, int64_t pad, const double a[3], 
     double *tmp = nx_rt_calloc(ctx, (size_t)n * 5, sizeof(double));
     if (!tmp)
         return false;
-    for (int i = 0; i < YVV_ARRAYS; i++) {
-        *starts_arrays(w, i) = nx_rt_calloc(ctx, (size_t)w->m, sizeof(double));
-        if (!*starts_arrays(w, i)) {
-            starts_free(ctx, w);
-            nx_rt_free(ctx, tmp, (size_t)n * 5 * sizeof(double));
-            return false;
-        }
+    w->f = nx_rt_calloc(ctx, 5 * (size_t)w->m, sizeof(double));
+    if (!w->f) {
+        nx_rt_free(ctx, tmp, (size_t)n * 5 * sizeof(double));
+        return false;
     }
+    w->u = w->f + w->m;
+    for (int j = 0; j < 3; j++)
+        w->e[j] = w->f + (2 + j) * w->m;
     double *hc = tmp, *hc2 = tmp + n, *ha[3] = {tmp + 2 * n, tmp + 3 * n, tmp + 4 * n};
     double s1 = 1, s2 = 1, s3 = 1;
     for (int64_t t = 0; t < n; t++) {
