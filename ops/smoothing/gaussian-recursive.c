@@ -233,19 +233,7 @@ static nx_node along(nx_graph *g, const double *v, int64_t n, int nd, int a, nx_
     int64_t shape[NX_MAX_DIMS];
     for (int d = 0; d < nd; d++)
         shape[d] = d == a ? n : 1;
-    if (dt != NX_DTYPE_F32)
-        return nx_cast(g, nx_constant(g, NX_DTYPE_F64, nd, shape, v), dt);
-    nx_ctx *ctx = nx_graph_ctx(g);
-    float *f = nx_rt_alloc(ctx, (size_t)n * sizeof *f);
-    if (!f)
-        return nx_ir_graph_failf(g, NX_ERR_NOMEM,
-                                 "gaussian_filter: out of memory (%lld start weights)",
-                                 (long long)n);
-    for (int64_t i = 0; i < n; i++)
-        f[i] = (float)v[i];
-    nx_node c = nx_constant(g, NX_DTYPE_F32, nd, shape, f);
-    nx_rt_free(ctx, f, (size_t)n * sizeof *f);
-    return c;
+    return nx_gauss_constant(g, dt, n, v, nd, shape);
 }
 
 /* Samples [from, to) of x along axis a. */

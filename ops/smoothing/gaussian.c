@@ -154,13 +154,13 @@ static nx_node sigma_at(nx_graph *g, nx_node sigma, int i)
     return nx_reshape(g, nx_slice(g, sigma, &start, &stop, NULL), 0, NULL);
 }
 
-/* w[0 .. k) as a constant of dtype dt (f32: each rounded once, as a cast would) and the given
- * shape (k elements); shaped here, since a reshape of a constant is a kernel of its own. */
-static nx_node weights_constant(nx_graph *g, nx_dtype dt, int64_t k, const double *w, int nd,
-                                const int64_t *shape)
+nx_node nx_gauss_constant(nx_graph *g, nx_dtype dt, int64_t k, const double *w, int nd,
+                          const int64_t *shape)
 {
-    if (dt != NX_DTYPE_F32)
+    if (dt == NX_DTYPE_F64)
         return nx_constant(g, dt, nd, shape, w);
+    if (dt != NX_DTYPE_F32)
+        return nx_cast(g, nx_constant(g, NX_DTYPE_F64, nd, shape, w), dt);
     nx_ctx *ctx = nx_graph_ctx(g);
     float *f = nx_rt_alloc(ctx, (size_t)k * sizeof(float));
     if (!f)
@@ -189,7 +189,7 @@ static nx_node weights_node(nx_graph *g, const nx_gauss_plan *p, int i, nx_node 
         /* a constant of x's dtype and the final shape: a cast or a reshape of a constant would
          * be a kernel of its own on every run */
         host_weights(p, i, w);
-        out = weights_constant(g, dt, k, w, nd, shape);
+        out = nx_gauss_constant(g, dt, k, w, nd, shape);
     } else {
         for (int64_t j = 0; j < k; j++) {
             double t = (double)(j - p->lo[i]) + p->shift[i];
@@ -371,7 +371,7 @@ nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_plan *p, nx_n
  * an iteration order that shared the taps of 8 rows per thread block in L1 cut the L2 bytes 3.5x
  * and not the time, and its final copy made the row slower: 0.38 ms), so this form gains little
  * over window folds (0.330 -> 0.326 ms); the emitter's rows per thread take the outer-axis passes
- * to 52 us each (NITRIX_PTX_ROWS=1: 0.195-0.199 ms). */
+ * to 52 us each (on by default since 4309970: 0.199 ms at 23:00 UTC, docs/PERF.md). */
 /* Whether nx_gauss_fir_device takes plan p: the FIR driver, a rank with room for the fold axis. */
 bool nx_gauss_fir_device_fits(const nx_gauss_plan *p)
 {

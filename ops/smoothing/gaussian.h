@@ -40,6 +40,11 @@ NX_HIDDEN nx_node nx_gauss_pad_all(nx_graph *g, nx_node x, const nx_gauss_plan *
 NX_HIDDEN nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_plan *p,
                                      nx_node *mids);
 
+/* w[0 .. k) as a constant of dtype dt in the given shape (k elements), each value rounded once to
+ * dt on the host: a cast or a reshape of a constant would be a kernel of its own on every run. */
+NX_HIDDEN nx_node nx_gauss_constant(nx_graph *g, nx_dtype dt, int64_t k, const double *w, int nd,
+                                    const int64_t *shape);
+
 /* The FIR passes' form on the CUDA backend (gaussian.c): every pass a sum of shifted slices with
  * the weights as immediates, each pass before the last its own kernel. fits: the FIR driver with
  * room for the fold axis; the form itself takes x float and nonempty. */
