@@ -1230,7 +1230,7 @@ static bool has_float_minmax(const nx_kernel *k)
 {
     for (int id = 0; id < k->ninst; id++) {
         const nx_kinst *in = &k->inst[id];
-        bool f = in->dtype == NX_DTYPE_F32 || in->dtype == NX_DTYPE_F64;
+        bool f = is_f(in->dtype);
         if (f && in->op == NX_KOP_PRIM && (in->prim == NX_PRIM_MIN || in->prim == NX_PRIM_MAX))
             return true;
         if (f && in->op == NX_KOP_REDUCE && (in->prim == NX_MONOID_MIN || in->prim == NX_MONOID_MAX))
