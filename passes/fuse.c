@@ -15,7 +15,13 @@
  * monoid) or an operand of one: library routines read whole buffers. Index arithmetic is the
  * exception to "more than one reader": a value made only of iotas and scalar constants through
  * elementwise and movement nodes (a coordinate, a border test) is recomputed in every kernel
- * that reads it, since a few integer operations cost less than a kernel, a buffer and a load. */
+ * that reads it, since a few integer operations cost less than a kernel, a buffer and a load.
+ * So is an elementwise or movement value whose readers, all but one, take small slices of it
+ * (at most 1/NX_FUSE_SLICE_RATIO of its elements; the boundary samples of a line, say): those
+ * readers recompute the few elements they need from the value's own operands, and the value is
+ * computed only inside its one full reader, instead of being written out and read back whole.
+ * The recomputed expression is bounded (NX_FUSE_RECOMPUTE_MAX nodes, counted as a tree), so a
+ * chain of such values cannot grow the kernels' code without limit. */
 #include <string.h>
 
 #include "passes/fuse.h"
@@ -84,17 +90,13 @@ typedef struct fuse_state {
     int64_t *base;      /* elements of the largest tensor the value is made from, before any
                          * broadcast or window expands it */
     bool *index_only;   /* made of iotas and scalar constants only (elementwise and movement) */
+    uint32_t *sliced;   /* consumers that are small slices of the value */
+    int64_t *tree;      /* nodes of the value's elementwise/movement expression, as a tree */
 } fuse_state;
 
-/* Several kernels need an inlined value. Recomputing it in each is what fusion must do when it
- * is an expanded reduction operand (broadcast(A) + broadcast(B) read by a max and a log-sum-exp
- * contraction would otherwise be materialised at M x K x N); anything else is materialised once. */
-static bool shared_root(const fuse_state *fs, nx_node id, const nx_ir_node *n)
+static bool is_elementwise(int op)
 {
-    if (fs->uses[id] <= 1 || fs->owner[id] != MULTI)
-        return false;
-    bool expanded = fs->base[id] < nx_ir_numel(n->ndim, n->shape);
-    return !(fs->feeds_reduce[id] && expanded && n->op != NX_PRIM_REDUCE);
+    return op >= NX_PRIM_NEG && op <= NX_PRIM_CAST;
 }
 
 static bool is_movement(int op)
@@ -114,12 +116,27 @@ static bool is_movement(int op)
     }
 }
 
-static void compute_base(const nx_ir_store *s, int64_t *base, bool *index_only)
+/* Several kernels need an inlined value. Recomputing it in each is what fusion must do when it
+ * is an expanded reduction operand (broadcast(A) + broadcast(B) read by a max and a log-sum-exp
+ * contraction would otherwise be materialised at M x K x N); anything else is materialised once. */
+static bool shared_root(const fuse_state *fs, nx_node id, const nx_ir_node *n)
+{
+    if (fs->uses[id] <= 1 || fs->owner[id] != MULTI)
+        return false;
+    if (fs->uses[id] - fs->sliced[id] <= 1 && fs->tree[id] <= NX_FUSE_RECOMPUTE_MAX &&
+        (is_elementwise(n->op) || is_movement(n->op)))
+        return false; /* recomputed by its small-slice readers */
+    bool expanded = fs->base[id] < nx_ir_numel(n->ndim, n->shape);
+    return !(fs->feeds_reduce[id] && expanded && n->op != NX_PRIM_REDUCE);
+}
+
+
+static void compute_base(const nx_ir_store *s, int64_t *base, bool *index_only, int64_t *tree)
 {
     for (nx_node id = 1; id <= s->n; id++) {
         const nx_ir_node *n = nx_ir_node_at(s, id);
         int64_t numel = nx_ir_numel(n->ndim, n->shape), b = 0;
-        bool elementwise = n->op >= NX_PRIM_NEG && n->op <= NX_PRIM_CAST;
+        bool elementwise = is_elementwise(n->op);
         bool through = elementwise || n->op == NX_PRIM_BROADCAST || n->op == NX_PRIM_WINDOW ||
                        n->op == NX_PRIM_RESHAPE || n->op == NX_PRIM_PERMUTE;
         const nx_node *ops = nx_ir_node_ops(s, n);
@@ -134,6 +151,11 @@ static void compute_base(const nx_ir_store *s, int64_t *base, bool *index_only)
                 idx = idx && index_only[ops[k]];
         }
         index_only[id] = idx;
+        int64_t t = 1;
+        if (elementwise || is_movement(n->op))
+            for (uint32_t k = 0; k < n->nops; k++)
+                t += tree[ops[k]];
+        tree[id] = t < INT32_MAX ? t : INT32_MAX;
     }
 }
 
@@ -154,6 +176,10 @@ static void note_operands(const nx_ir_store *s, fuse_state *fs, nx_node id, uint
             continue;
         fs->uses[o]++;
         fs->consumer[o] = id;
+        const nx_ir_node *on = nx_ir_node_at(s, o);
+        if (n->op == NX_PRIM_SLICE && k == 0 &&
+            nx_ir_numel(n->ndim, n->shape) * NX_FUSE_SLICE_RATIO <= nx_ir_numel(on->ndim, on->shape))
+            fs->sliced[o]++;
         fs->owner[o] = fs->uses[o] == 1 || fs->owner[o] == mine ? mine : MULTI;
         fs->feeds_reduce[o] = fs->feeds_reduce[o] || feeds;
         if (lib && !is_leaf_tensor(nx_ir_node_at(s, o)))
@@ -186,12 +212,15 @@ nx_status nx_pass_fuse(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx
         nx_rt_calloc(ctx, slots, sizeof(bool)),
         nx_rt_calloc(ctx, slots, sizeof(int64_t)),
         nx_rt_calloc(ctx, slots, sizeof(bool)),
+        nx_rt_calloc(ctx, slots, sizeof(uint32_t)),
+        nx_rt_calloc(ctx, slots, sizeof(int64_t)),
     };
     nx_status st = NX_OK;
-    if (!fs.uses || !fs.consumer || !fs.owner || !fs.feeds_reduce || !fs.base || !fs.index_only) {
-        st = nx_rt_nomem(ctx, "fusion", slots * 22);
+    if (!fs.uses || !fs.consumer || !fs.owner || !fs.feeds_reduce || !fs.base || !fs.index_only ||
+        !fs.sliced || !fs.tree) {
+        st = nx_rt_nomem(ctx, "fusion", slots * 34);
     } else {
-        compute_base(s, fs.base, fs.index_only);
+        compute_base(s, fs.base, fs.index_only, fs.tree);
         memset(role, NX_FUSE_DEAD, slots);
         for (int i = 0; i < noutputs; i++)
             role[outputs[i]] = NX_FUSE_ROOT;
@@ -214,5 +243,7 @@ nx_status nx_pass_fuse(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx
     nx_rt_free(ctx, fs.feeds_reduce, slots * sizeof(bool));
     nx_rt_free(ctx, fs.base, slots * sizeof(int64_t));
     nx_rt_free(ctx, fs.index_only, slots * sizeof(bool));
+    nx_rt_free(ctx, fs.sliced, slots * sizeof(uint32_t));
+    nx_rt_free(ctx, fs.tree, slots * sizeof(int64_t));
     return st;
 }

@@ -14,6 +14,10 @@ typedef enum nx_fuse_role {
 
 /* A reduction inlined into its consumer (a nested reduction) folds at most this many elements. */
 #define NX_FUSE_NESTED_MAX 64
+/* A value whose other readers take at most 1/NX_FUSE_SLICE_RATIO of it is recomputed by them, if
+ * its expression has at most NX_FUSE_RECOMPUTE_MAX nodes (passes/fuse.c). */
+#define NX_FUSE_SLICE_RATIO 16
+#define NX_FUSE_RECOMPUTE_MAX 512
 
 /* Partitions the program: role[id] for every node of s (s->n + 1 entries, role[0] unused). */
 NX_HIDDEN nx_status nx_pass_fuse(nx_ctx *ctx, const nx_ir_store *s, int noutputs,

@@ -247,16 +247,21 @@ static nx_node span(nx_graph *g, nx_node x, int a, int64_t from, int64_t to)
     return nx_slice(g, x, start, stop, NULL);
 }
 
-/* y over the cropped line from the scans' input xs, the causal output z and the anti-causal v. */
-static nx_node finish(nx_graph *g, int a, int64_t pad, const yvv_starts *w, double b, nx_node xs,
+/* y over the cropped line from the padded line xp (the scans' input is xs = B xp), the causal
+ * output z and the anti-causal v. The start terms read xs's two end samples as B times xp's, not
+ * as slices of xs: xs then has one reader, the causal scan, and fusion computes it inside that
+ * scan's loads where the backend can (passes/prologue.c) instead of writing it out. */
+static nx_node finish(nx_graph *g, int a, int64_t pad, const yvv_starts *w, double b, nx_node xp,
                       nx_node z, nx_node v)
 {
-    int nd = nx_node_ndim(g, xs);
-    nx_dtype dt = nx_node_dtype(g, xs);
+    int nd = nx_node_ndim(g, xp);
+    nx_dtype dt = nx_node_dtype(g, xp);
     int64_t n = w->n;
-    nx_node y = nx_mul(g, span(g, v, a, pad, pad + w->m), nx_scalar(g, dt, b));
-    y = nx_add(g, y, nx_mul(g, span(g, xs, a, 0, 1), along(g, w->f, w->m, nd, a, dt)));
-    y = nx_add(g, y, nx_mul(g, span(g, xs, a, n - 1, n), along(g, w->u, w->m, nd, a, dt)));
+    nx_node bs = nx_scalar(g, dt, b);
+    nx_node y = nx_mul(g, span(g, v, a, pad, pad + w->m), bs);
+    nx_node x0 = nx_mul(g, span(g, xp, a, 0, 1), bs), xn = nx_mul(g, span(g, xp, a, n - 1, n), bs);
+    y = nx_add(g, y, nx_mul(g, x0, along(g, w->f, w->m, nd, a, dt)));
+    y = nx_add(g, y, nx_mul(g, xn, along(g, w->u, w->m, nd, a, dt)));
     for (int j = 0; j < 3 && n - 1 - j >= 0; j++)
         y = nx_add(g, y, nx_mul(g, span(g, z, a, n - 1 - j, n - j),
                                 along(g, w->e[j], w->m, nd, a, dt)));
@@ -284,7 +289,7 @@ nx_node nx_gauss_recursive_pass(nx_graph *g, nx_node x, int a, double sigma, int
     nx_node xs = nx_mul(g, xp, nx_scalar(g, nx_node_dtype(g, x), b));
     nx_node z = nx_scan_iir(g, xs, a, false, 3, coef);
     nx_node v = nx_scan_iir(g, z, a, true, 3, coef);
-    nx_node y = finish(g, a, pad, &w, b, xs, z, v);
+    nx_node y = finish(g, a, pad, &w, b, xp, z, v);
     starts_free(nx_graph_ctx(g), &w);
     return y;
 }

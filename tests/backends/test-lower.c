@@ -642,6 +642,43 @@ static void test_shared_index(void **state)
     run_case(f, 2, outs, "shared index", 2);
 }
 
+/* A value read in full by one node and through small slices by others (a line's end samples) is
+ * recomputed by the slice readers instead of being materialised: one kernel. A large slice, or
+ * two full readers, keep it materialised: two kernels. */
+static void slice_case(fixture *f, int64_t rows_taken, bool second_full, int kernels)
+{
+    nx_graph *g = f->g;
+    int64_t s[2] = {64, 40}, lo[2] = {0, 0}, hi[2] = {rows_taken, 40}, pad_lo[2] = {2, 0},
+            pad_hi[2] = {3, 0};
+    nx_node x = input(f, NX_DTYPE_F32, 2, s);
+    nx_node v = nx_mul(g, nx_pad(g, x, pad_lo, pad_hi, NX_PAD_REFLECT, 0),
+                       nx_scalar(g, NX_DTYPE_F32, 0.5));
+    nx_node ends = nx_reduce(g, nx_slice(g, v, lo, hi, NULL), 1, (int[]){0}, NX_MONOID_SUM, false);
+    nx_node full = second_full ? nx_exp(g, v) : nx_neg(g, v);
+    nx_node out = nx_add(g, nx_neg(g, v), nx_broadcast(g, ends, 2, (int64_t[]){69, 40}));
+    if (second_full)
+        out = nx_add(g, out, full);
+    run_case(f, 1, &out, "small slice readers", kernels);
+}
+
+static void test_slice_readers(void **state)
+{
+    fixture *f = *state;
+    slice_case(f, 2, false, 2); /* the reduction over the slice is a kernel; v is not */
+}
+
+static void test_slice_readers_large(void **state)
+{
+    fixture *f = *state;
+    slice_case(f, 40, false, 3);
+}
+
+static void test_slice_readers_two_full(void **state)
+{
+    fixture *f = *state;
+    slice_case(f, 2, true, 3);
+}
+
 /* Every allocation of fusion, lowering and the plan runner may fail: the failure is reported as
  * NX_ERR_NOMEM and nothing leaks (kernels run interpreted: LLVM's own memory is not the
  * context's). */
@@ -754,6 +791,9 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_maxplus_plan, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_value, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shared_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slice_readers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slice_readers_large, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_slice_readers_two_full, setup, teardown),
         cmocka_unit_test(test_alloc_sweep),
         cmocka_unit_test(test_emit_sweep),
     };
