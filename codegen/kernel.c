@@ -285,7 +285,8 @@ static nx_status check_scopes(const nx_kernel *k, const uint32_t *mask)
     return NX_OK;
 }
 
-static nx_status check_loop_kernel(const nx_kernel *k)
+/* The LOOP fields: a LOOP kernel's body, or a library kernel's prologue (store_role VALUE). */
+static nx_status check_loop_kernel(const nx_kernel *k, int store_role)
 {
     if (k->ndim < 0 || k->ndim > NX_MAX_DIMS || k->nloops < k->ndim ||
         k->nloops > NX_KERNEL_MAX_LOOPS)
@@ -308,7 +309,7 @@ static nx_status check_loop_kernel(const nx_kernel *k)
         return BAD("kernel %s: no store", k->name);
     for (int s = 0; s < k->nstores; s++) {
         const nx_kstore *st = &k->stores[s];
-        if (st->buf < 0 || st->buf >= k->nbufs || k->bufs[st->buf].role != NX_KBUF_OUT ||
+        if (st->buf < 0 || st->buf >= k->nbufs || k->bufs[st->buf].role != store_role ||
             st->value < 0 || st->value >= k->ninst ||
             k->inst[st->value].dtype != k->bufs[st->buf].dtype)
             return BAD("kernel %s: store %d: expected an output buffer and a value of its dtype",
@@ -316,7 +317,7 @@ static nx_status check_loop_kernel(const nx_kernel *k)
     }
     for (int b = 0; b < k->nbufs; b++) {
         const nx_kbuf *kb = &k->bufs[b];
-        if (kb->role != NX_KBUF_OUT)
+        if (kb->role != store_role)
             continue;
         bool same = kb->ndim == k->ndim;
         for (int d = 0; same && d < k->ndim; d++)
@@ -343,14 +344,27 @@ nx_status nx_kernel_validate(const nx_kernel *k)
     for (int b = 0; b < k->nbufs; b++)
         if (k->bufs[b].dtype >= NX_DTYPE_COUNT || k->bufs[b].ndim > NX_MAX_DIMS)
             return BAD("kernel %s: buffer %d is malformed", k->name, b);
+    int values = 0;
+    for (int b = 0; b < k->nbufs; b++)
+        values += k->bufs[b].role == NX_KBUF_VALUE;
     if (k->kind == NX_KERNEL_LIBRARY) {
         if (k->lib_prim >= NX_PRIM_COUNT || k->nattrs < 0 || k->nattrs > NX_KERNEL_MAX_ATTRS)
             return BAD("kernel %s: library primitive %d", k->name, k->lib_prim);
-        return NX_OK;
+        if (!k->has_prologue)
+            return values ? BAD("kernel %s: a value buffer without a prologue", k->name) : NX_OK;
+        if (values != 1 || k->pro_operand < 0 || k->pro_operand >= k->nbufs ||
+            k->bufs[k->pro_operand].role != NX_KBUF_VALUE || k->nloops != k->ndim ||
+            k->nstores != 1)
+            return BAD("kernel %s: a prologue must compute its one value buffer (operand %d) "
+                       "with one store and no reduction loop",
+                       k->name, k->pro_operand);
+        return check_loop_kernel(k, NX_KBUF_VALUE);
     }
     if (k->kind != NX_KERNEL_LOOP)
         return BAD("kernel %s: kind %d", k->name, k->kind);
-    return check_loop_kernel(k);
+    if (values || k->has_prologue)
+        return BAD("kernel %s: a loop kernel with a prologue or a value buffer", k->name);
+    return check_loop_kernel(k, NX_KBUF_OUT);
 }
 
 #undef BAD
@@ -414,6 +428,10 @@ void nx_kernel_print(const nx_kernel *k, FILE *f)
     if (k->kind == NX_KERNEL_LIBRARY) {
         fprintf(f, "kernel %s library %s attrs", k->name, nx_ir_prim_name(k->lib_prim));
         print_shape(f, k->nattrs, k->attrs);
+        if (k->has_prologue) {
+            fprintf(f, " prologue of operand %d space ", k->pro_operand);
+            print_shape(f, k->ndim, k->extent);
+        }
         fputc('\n', f);
     } else {
         fprintf(f, "kernel %s loop space ", k->name);
@@ -424,12 +442,13 @@ void nx_kernel_print(const nx_kernel *k, FILE *f)
     }
     for (int b = 0; b < k->nbufs; b++) {
         const nx_kbuf *kb = &k->bufs[b];
-        fprintf(f, "  buf %d %s %s", b, kb->role == NX_KBUF_IN ? "in " : "out",
+        static const char *const roles[] = {"in ", "out", "val"};
+        fprintf(f, "  buf %d %s %s", b, kb->role <= NX_KBUF_VALUE ? roles[kb->role] : "?",
                 nx_dtype_name(kb->dtype));
         print_shape(f, kb->ndim, kb->shape);
         fprintf(f, " slot %u\n", (unsigned)kb->slot);
     }
-    if (k->kind == NX_KERNEL_LIBRARY)
+    if (k->kind == NX_KERNEL_LIBRARY && !k->has_prologue)
         return;
     for (int id = 0; id < k->ninst; id++)
         print_inst(k, id, f);
@@ -505,7 +524,9 @@ nx_status nx_kernel_serialize(const nx_kernel *k, uint8_t **buf, size_t *len)
         put_i64(&b, k->nattrs);
         for (int i = 0; i < k->nattrs; i++)
             put_i64(&b, k->attrs[i]);
-    } else {
+        put_i64(&b, k->has_prologue ? k->pro_operand : -1);
+    }
+    if (k->kind != NX_KERNEL_LIBRARY || k->has_prologue) {
         put_i64(&b, k->ndim);
         put_i64(&b, k->nloops);
         for (int l = 0; l < k->nloops; l++)

@@ -33,6 +33,11 @@
  * a carried dependence along one axis; extern: user code; reduce_custom until its monoid lowers).
  * Each backend implements them natively (the CPU in plain C over host buffers) with the graph
  * node's own attributes, which the kernel carries verbatim, and the interpreter's semantics.
+ *
+ * A LIBRARY kernel may carry a prologue (passes/prologue.c, for backends that accept it): one of
+ * its operands is not a slot but a value computed where the routine reads it, by the LOOP fields
+ * (space = the operand's shape, no reduction loops, one store to the operand's buffer, whose role
+ * is VALUE). The prologue's loads read the IN buffers after the library's own.
  */
 #ifndef NX_CODEGEN_KERNEL_H
 #define NX_CODEGEN_KERNEL_H
@@ -54,6 +59,7 @@ typedef enum nx_kernel_kind {
 typedef enum nx_kbuf_role {
     NX_KBUF_IN,  /* read by LOAD */
     NX_KBUF_OUT, /* written by the stores (LOOP) or the library routine; shape = iteration space */
+    NX_KBUF_VALUE, /* LIBRARY with a prologue: the operand the prologue computes (no memory) */
 } nx_kbuf_role;
 
 typedef struct nx_kbuf {
@@ -110,6 +116,10 @@ typedef struct nx_kernel {
     const void *lib_ptr;
     uint32_t lib_node; /* the node in the plan's store (binding for a host routine, not identity) */
     bool nomem;        /* an append failed for lack of memory (builders then return -1) */
+    /* LIBRARY with a prologue: operand buffer pro_operand (role VALUE) is computed by the LOOP
+     * fields above at each element the routine reads. */
+    bool has_prologue;
+    int pro_operand;
 } nx_kernel;
 
 /* ---- building ------------------------------------------------------------------------------*/

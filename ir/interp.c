@@ -264,7 +264,8 @@ static nx_status prepare_backend(nx_program *p)
     nx_ctx *ctx = p->ctx;
     const nx_backend_ops *ops = p->backend == NX_BACKEND_CUDA ? &nx_ptx_backend : &nx_x86_backend;
     const char *name = nx_backend_name(p->backend);
-    nx_status st = nx_pass_pipeline(ctx, &p->s, p->noutputs, p->outputs, &p->plan);
+    nx_status st =
+        nx_pass_pipeline_for(ctx, &p->s, p->noutputs, p->outputs, ops->supports, &p->plan);
     if (st == NX_ERR_UNSUPPORTED) {
         char why[NX_IR_MSG];
         snprintf(why, sizeof why, "%s", nx_ctx_last_error(ctx));

@@ -31,6 +31,17 @@ NX_HIDDEN bool nx_fuse_is_library(int prim);
 NX_HIDDEN nx_status nx_pass_pipeline(nx_ctx *ctx, const nx_ir_store *s, int noutputs,
                                      const nx_node *outputs, nx_kplan **out);
 
+/* The same for a backend: supports (NULL: none) is asked whether it takes a library kernel with
+ * a prologue (nx_pass_prologue). */
+NX_HIDDEN nx_status nx_pass_pipeline_for(nx_ctx *ctx, const nx_ir_store *s, int noutputs,
+                                         const nx_node *outputs,
+                                         bool (*supports)(const nx_kernel *), nx_kplan **out);
+
+/* Prologue fusion (passes/prologue.c) on a validated plan, when supports accepts every kernel:
+ * a loop kernel whose output only one library kernel reads moves into it where supports accepts
+ * the result. supports NULL: nothing changes. */
+NX_HIDDEN nx_status nx_pass_prologue(nx_kplan *p, bool (*supports)(const nx_kernel *));
+
 /* Lowering (codegen/lower.c): one kernel per ROOT in id order. */
 NX_HIDDEN nx_status nx_lower_plan(nx_ctx *ctx, const nx_ir_store *s, int noutputs,
                                   const nx_node *outputs, const uint8_t *role, nx_kplan **out);

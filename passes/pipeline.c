@@ -12,6 +12,9 @@
  *        |                 symbolic indices, LIBRARY kernels for scatter/sort/scan/extern/custom
  *        |  validate ..... nx_kernel_validate on every kernel (invalid IR never reaches a backend)
  *        v
+ *     prologue ........... where the backend takes it, a loop kernel that only one library
+ *        |                 kernel reads becomes that kernel's prologue (passes/prologue.c)
+ *        v
  *     plan (slots + kernels), handed to the backend's supports() and compile()
  *
  * verify: the graph a program holds is the user's graph after copying; verifying it again is cheap
@@ -78,6 +81,13 @@ static nx_status validate_plan(const nx_kplan *p)
 nx_status nx_pass_pipeline(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx_node *outputs,
                            nx_kplan **out)
 {
+    return nx_pass_pipeline_for(ctx, s, noutputs, outputs, NULL, out);
+}
+
+nx_status nx_pass_pipeline_for(nx_ctx *ctx, const nx_ir_store *s, int noutputs,
+                               const nx_node *outputs, bool (*supports)(const nx_kernel *),
+                               nx_kplan **out)
+{
     *out = NULL;
     nx_status st = nx_ir_verify_store(ctx, s, "pipeline");
     if (st != NX_OK)
@@ -105,6 +115,8 @@ nx_status nx_pass_pipeline(nx_ctx *ctx, const nx_ir_store *s, int noutputs, cons
     nx_rt_free(ctx, role, slots);
     if (st == NX_OK)
         st = validate_plan(plan);
+    if (st == NX_OK)
+        st = nx_pass_prologue(plan, supports);
     if (st != NX_OK) {
         nx_kplan_free(plan);
         return st;

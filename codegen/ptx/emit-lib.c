@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "codegen/ptx/emit-lib.h"
+#include "codegen/ptx/emit-tile.h"
 
 typedef nx_rt_text text;
 
@@ -227,6 +228,7 @@ typedef struct scan_form {
     bool rev, ix32;
     int64_t len, lines;
     int64_t st[3][NX_MAX_DIMS]; /* element strides per buffer, the output's last */
+    int pro;                    /* the input the prologue computes (nx_pro), -1: none */
     void (*carry)(text *t, const nx_kernel *k);
     void (*step)(text *t, const nx_kernel *k);
 } scan_form;
@@ -257,6 +259,7 @@ static void form_init(scan_form *f, const nx_kernel *k, int nin, int axis, bool 
     f->axis = axis;
     f->rev = rev;
     f->len = y->shape[axis];
+    f->pro = k->has_prologue ? k->pro_operand : -1;
     f->lines = 1;
     for (int d = 0; d < y->ndim; d++)
         f->lines *= d == axis ? 1 : y->shape[d];
@@ -293,6 +296,8 @@ static void form_offsets(text *t, const scan_form *f, const char *ln, const char
         long long e = f->k->bufs[f->nin].shape[d];
         e = e ? e : 1;
         put(t, "%sc = rem %% (ix)%lld; rem /= (ix)%lld;\n", ind, e, e);
+        if (f->pro >= 0)
+            put(t, "%sconst ix cd%d = c;\n", ind, d);
         for (int b = 0; b <= f->nin; b++)
             if (f->st[b][d])
                 put(t, "%so%d += c * (ix)%lld;\n", ind, b, (long long)f->st[b][d]);
@@ -300,11 +305,66 @@ static void form_offsets(text *t, const scan_form *f, const char *ln, const char
     put(t, "%s(void)rem; (void)c;\n", ind);
 }
 
+/* The prologue (codegen/kernel.h) as a device function of the operand's coordinates:
+ * nx_pro(<the prologue's buffers>, i0, .., i<nd-1>) is the operand's element there, computed by
+ * the loop emitter's instructions (emit.c), so it is the value the loop kernel would have
+ * stored, bit for bit. */
+static void emit_prologue(text *t, const scan_form *f)
+{
+    const nx_kernel *k = f->k;
+    put(t, "static __device__ __forceinline__ %s nx_pro(", ctype(k->bufs[f->pro].dtype));
+    for (int b = f->nin + 1; b < k->nbufs; b++)
+        put(t, "const %s *__restrict__ b%d, ", ctype(k->bufs[b].dtype), b);
+    for (int d = 0; d < k->ndim; d++)
+        put(t, "i64 i%d%s", d, d + 1 < k->ndim ? ", " : ")\n{\n");
+    if (k->ndim == 0)
+        put(t, ")\n{\n");
+    nx_ptx_gen g = {.k = k, .t = *t, .ind = 1};
+    for (int id = 0; id < k->ninst; id++)
+        nx_ptx_emit_inst(&g, id);
+    nx_ptx_line(&g, "return v%d;", k->stores[0].value);
+    *t = g.t;
+    put(t, "}\n");
+}
+
+/* The prologue's value at the line's coordinates (cd<d>, or crd[d][li] in the tiled form) and
+ * position `s` along the axis, as an expression. */
+static void pro_call(text *t, const scan_form *f, const char *s, bool tiled)
+{
+    put(t, "nx_pro(");
+    for (int b = f->nin + 1; b < f->k->nbufs; b++)
+        put(t, "b%d, ", b);
+    for (int d = 0; d < f->nd; d++) {
+        const char *sep = d + 1 < f->nd ? ", " : ")";
+        if (d == f->axis)
+            put(t, "(i64)(%s)%s", s, sep);
+        else if (tiled)
+            put(t, "(i64)crd[%d][li]%s", d, sep);
+        else
+            put(t, "(i64)cd%d%s", d, sep);
+    }
+}
+
+/* Input b's element at position `s` of the line (s an expression): a load, or the prologue. */
+static void input_at(text *t, const scan_form *f, int b, const char *s, bool tiled)
+{
+    if (b == f->pro) {
+        pro_call(t, f, s, tiled);
+        return;
+    }
+    if (tiled)
+        put(t, "b%d[off[%d][li] + %s]", b, b, s);
+    else
+        put(t, "b%d[o%d + (%s) * (ix)%lld]", b, b, s, (long long)f->st[b][f->axis]);
+}
+
 static void form_head(text *t, const scan_form *f, const char *name)
 {
     put(t, "typedef %s ix;\n", f->ix32 ? "int" : "i64");
     put(t, "#define LEN (ix)%lld\n#define LINES (ix)%lld\n", (long long)f->len,
         (long long)f->lines);
+    if (f->pro >= 0)
+        emit_prologue(t, f);
     signature(t, f->k, name);
     put(t, "    (void)points;\n");
 }
@@ -318,6 +378,8 @@ static void emit_tiled(text *t, const scan_form *f, const char *name, nx_ptx_lau
         ept, (long long)chunks);
     form_head(t, f, name);
     put(t, "    __shared__ %s ty[LPB][TC + 1];\n    __shared__ ix off[%d][LPB];\n", T, f->nin + 1);
+    if (f->pro >= 0)
+        put(t, "    __shared__ ix crd[%d][LPB];\n", f->nd);
     for (int b = 0; b < f->nin; b++)
         if (f->st[b][f->axis])
             put(t, "    __shared__ %s t%d[LPB][TC + 1];\n", T, b);
@@ -330,6 +392,9 @@ static void emit_tiled(text *t, const scan_form *f, const char *name, nx_ptx_lau
     form_offsets(t, f, "first + tid", "            ");
     for (int b = 0; b <= f->nin; b++)
         put(t, "            off[%d][tid] = o%d;\n", b, b);
+    for (int d = 0; f->pro >= 0 && d < f->nd; d++)
+        if (d != f->axis)
+            put(t, "            crd[%d][tid] = cd%d;\n", d, d);
     put(t, "        }\n        __syncthreads();\n");
     f->carry(t, f->k);
     for (int b = 0; b < f->nin; b++) {
@@ -345,8 +410,11 @@ static void emit_tiled(text *t, const scan_form *f, const char *name, nx_ptx_lau
     put(t, "            const ix s = (k) * TC + idx %% TC; \\\n");
     put(t, "            if (first + li < LINES && s < LEN) { \\\n");
     for (int b = 0; b < f->nin; b++)
-        if (f->st[b][f->axis])
-            put(t, "                r%d[e] = b%d[off[%d][li] + s]; \\\n", b, b, b);
+        if (f->st[b][f->axis]) {
+            put(t, "                r%d[e] = ", b);
+            input_at(t, f, b, "s", true);
+            put(t, "; \\\n");
+        }
     put(t, "            } \\\n        }\n");
     put(t, "        NX_LOAD(%s);\n", f->rev ? "NCH - 1" : "0");
     put(t, "        for (ix kk = 0; kk < NCH; kk++) {\n");
@@ -401,9 +469,11 @@ static void emit_strided(text *t, const scan_form *f, const char *name, nx_ptx_l
     put(t, "#define NX_LOAD(bi) \\\n        for (int j = 0; j < U; j++) { \\\n");
     put(t, "            const ix q = (bi) * U + j; \\\n");
     for (int b = 0; b < f->nin; b++)
-        if (f->st[b][f->axis])
-            put(t, "            r%d[j] = b%d[o%d + ((%s) * (ix)%lld)]; \\\n", b, b, b,
-                f->rev ? "LEN - 1 - q" : "q", (long long)f->st[b][f->axis]);
+        if (f->st[b][f->axis]) {
+            put(t, "            r%d[j] = ", b);
+            input_at(t, f, b, f->rev ? "LEN - 1 - q" : "q", false);
+            put(t, "; \\\n");
+        }
     put(t, "        }\n");
     put(t, "        if (NB > 0) NX_LOAD(0);\n");
     put(t, "        for (ix bi = 0; bi < NB; bi++) {\n");
@@ -420,9 +490,11 @@ static void emit_strided(text *t, const scan_form *f, const char *name, nx_ptx_l
     put(t, "                b%d[o%d + NX_AT(bi * U + j)] = r;\n            }\n        }\n", y, y);
     put(t, "        for (ix q = NB * U; q < LEN; q++) {\n");
     for (int b = 0; b < f->nin; b++)
-        if (f->st[b][f->axis])
-            put(t, "            const %s v%d = b%d[o%d + ((%s) * (ix)%lld)];\n", T, b, b, b,
-                f->rev ? "LEN - 1 - q" : "q", (long long)f->st[b][f->axis]);
+        if (f->st[b][f->axis]) {
+            put(t, "            const %s v%d = ", T, b);
+            input_at(t, f, b, f->rev ? "LEN - 1 - q" : "q", false);
+            put(t, ";\n");
+        }
     f->step(t, f->k);
     put(t, "            b%d[o%d + NX_AT(q)] = r;\n        }\n", y, y);
     put(t, "#undef NX_LOAD\n#undef NX_AT\n    }\n}\n");
@@ -764,20 +836,44 @@ static void emit_scatter(text *t, const nx_kernel *k, const char *name, bool rea
 
 /* ---- support and dispatch ------------------------------------------------------------------*/
 
+/* nin operands and one output, then (with a prologue) the prologue's inputs; no f16/bf16. */
 static bool bufs_are(const nx_kernel *k, int nin)
 {
-    if (k->nbufs != nin + 1 || k->bufs[nin].role != NX_KBUF_OUT)
+    if (k->nbufs < nin + 1 || (!k->has_prologue && k->nbufs != nin + 1) ||
+        k->bufs[nin].role != NX_KBUF_OUT)
         return false;
     for (int b = 0; b < k->nbufs; b++)
-        if (nx_ir_is_half(k->bufs[b].dtype))
+        if (nx_ir_is_half(k->bufs[b].dtype) || (b > nin && k->bufs[b].role != NX_KBUF_IN))
             return false;
     return true;
+}
+
+/* A prologue the scans evaluate: scan_iir's b, of the output's shape, in instructions the loop
+ * emitter implements. */
+static const char *prologue_unsupported(const nx_kernel *k)
+{
+    if (k->lib_prim != NX_PRIM_SCAN_IIR || k->pro_operand != 0 || k->nbufs < 2 ||
+        k->ndim != k->bufs[1].ndim)
+        return "a prologue only on scan_iir's input b";
+    for (int d = 0; d < k->ndim; d++)
+        if (k->extent[d] != k->bufs[1].shape[d])
+            return "a prologue only on scan_iir's input b";
+    nx_kernel body = *k; /* the instructions as a loop kernel's, for the loop emitter's test */
+    body.kind = NX_KERNEL_LOOP;
+    body.has_prologue = false;
+    const char *why = nx_ptx_unsupported(&body);
+    return why ? why : NULL;
 }
 
 const char *nx_ptx_lib_unsupported(const nx_kernel *k)
 {
     if (k->kind != NX_KERNEL_LIBRARY)
         return "not a library kernel";
+    if (k->has_prologue) {
+        const char *why = prologue_unsupported(k);
+        if (why)
+            return why;
+    }
     switch (k->lib_prim) {
     case NX_PRIM_SORT:
     case NX_PRIM_ARGSORT:
@@ -835,7 +931,7 @@ nx_status nx_ptx_lib_emit(const nx_kernel *k, const char *name, bool reassoc, ch
     *launch = (nx_ptx_launch){.shape = NX_PTX_POINTS, .blocks_per_point = 1};
     text t = {.ctx = ctx};
     put(&t, "// nitrix library kernel %s (%s)\n%s", k->name, nx_ir_prim_name(k->lib_prim),
-        prelude);
+        k->has_prologue ? nx_ptx_prelude : prelude);
     switch (k->lib_prim) {
     case NX_PRIM_SORT:
     case NX_PRIM_ARGSORT:

@@ -12,7 +12,7 @@
 #include "runtime/cache.h"
 
 /* Bumped whenever the emitted code changes for the same kernel IR. */
-#define NX_PTX_EMITTER_VERSION "ptx-emit-8"
+#define NX_PTX_EMITTER_VERSION "ptx-emit-9"
 
 static double now(void)
 {
@@ -386,7 +386,8 @@ static nx_status launch(run_state *rs, int ki)
     void *params[NX_KERNEL_MAX_BUFFERS + 3];
     int np = 0;
     for (int b = 0; b < k->nbufs; b++) {
-        vals[np] = dptr(rs->slot[k->bufs[b].slot]);
+        /* a prologue's value has no memory: the kernel computes it where it reads it */
+        vals[np] = k->bufs[b].role == NX_KBUF_VALUE ? 0 : dptr(rs->slot[k->bufs[b].slot]);
         params[np] = &vals[np];
         np++;
     }

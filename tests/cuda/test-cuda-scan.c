@@ -24,6 +24,8 @@
 #include <time.h>
 
 #include "codegen/ptx/emit-lib.h"
+#include "codegen/x86/emit.h"
+#include "ops/smoothing/gaussian.h"
 #include "passes/fuse.h"
 #include "testutil.h"
 #include "probe.h"
@@ -77,6 +79,26 @@ typedef struct want_path {
     int64_t points; /* launch->points */
 } want_path;
 
+/* The source through NVRTC for compute_80 PTX and sm_90 cubin (PTX without sm_90), when NVRTC
+ * loads. */
+static void nvrtc_check(nx_ctx *ctx, const char *name, const char *src)
+{
+    if (!have_nvrtc(ctx))
+        return;
+    const nx_rt_nvrtc *n = nx_rt_nvrtc_get();
+    bool has90 = false;
+    for (int i = 0; i < n->n_archs; i++)
+        has90 = has90 || n->archs[i] == 90;
+    nx_ptx_target ts[2] = {{80, NX_PTX_KIND_PTX}, {90, has90 ? NX_PTX_KIND_CUBIN : NX_PTX_KIND_PTX}};
+    static const char *const opts[] = {"-default-device", "--std=c++17"};
+    for (int t = 0; t < 2; t++) {
+        nx_ptx_image img;
+        if (nx_ptx_compile(ctx, src, "test-cuda-scan.cu", ts[t], opts, 2, &img) != NX_OK)
+            fail_msg("%s: NVRTC: %s\n%s", name, nx_ctx_last_error(ctx), src);
+        nx_ptx_image_free(ctx, &img);
+    }
+}
+
 static void check_emit(nx_ctx *ctx, const char *name, const nx_kernel *k, const want_path *w)
 {
     for (int reassoc = 0; reassoc < 2; reassoc++) {
@@ -91,21 +113,7 @@ static void check_emit(nx_ctx *ctx, const char *name, const nx_kernel *k, const 
             fail_msg("%s: emitted %s, %s-bit offsets, %lld points; expected %s, %s-bit, %lld", name,
                      path_name[got], ix32 ? "32" : "64", (long long)l.points, path_name[w->path],
                      w->ix32 ? "32" : "64", (long long)w->points);
-        if (have_nvrtc(ctx)) {
-            const nx_rt_nvrtc *n = nx_rt_nvrtc_get();
-            bool has90 = false;
-            for (int i = 0; i < n->n_archs; i++)
-                has90 = has90 || n->archs[i] == 90;
-            nx_ptx_target ts[2] = {{80, NX_PTX_KIND_PTX},
-                                   {90, has90 ? NX_PTX_KIND_CUBIN : NX_PTX_KIND_PTX}};
-            static const char *const opts[] = {"-default-device", "--std=c++17"};
-            for (int t = 0; t < 2; t++) {
-                nx_ptx_image img;
-                if (nx_ptx_compile(ctx, src, "test-cuda-scan.cu", ts[t], opts, 2, &img) != NX_OK)
-                    fail_msg("%s: NVRTC: %s\n%s", name, nx_ctx_last_error(ctx), src);
-                nx_ptx_image_free(ctx, &img);
-            }
-        }
+        nvrtc_check(ctx, name, src);
         nx_rt_free(ctx, src, len);
     }
 }
@@ -408,6 +416,160 @@ static void test_alloc_sweep(void **state)
     assert_true(nx_test_alloc_sweep(sweep_body, NULL, 400) >= 3);
 }
 
+/* ---- prologues: a scan over an expression computed where the scan loads it ----------------*/
+
+static bool device_supports(const nx_kernel *k)
+{
+    return nx_ptx_kernel_unsupported(k) == NULL;
+}
+
+/* out lowered for the device (prologue fusion on): `kernels` kernels of which `prologues` are
+ * library kernels with a prologue; the one kernel emitted as w says when w is given, every kernel
+ * through NVRTC; on a GPU the interpreter's bits, in reproducible mode (no contraction into fma)
+ * and, when fast_exact (no product feeds a sum), in fast mode too. */
+static void pro_check(env *e, const char *name, nx_node out, int kernels, int prologues,
+                      const want_path *w, bool fast_exact)
+{
+    assert_int_equal(nx_graph_status(e->g), NX_OK);
+    nx_compile_opts o = {.backend = NX_BACKEND_REF, .n_outputs = 1, .outputs = &out};
+    nx_program *prog = NULL;
+    assert_int_equal(nx_graph_compile(e->g, &o, &prog), NX_OK);
+    nx_tensor *want = NULL;
+    const nx_tensor *const *ins = (const nx_tensor *const *)e->in;
+    assert_int_equal(nx_program_run(prog, ins, &want), NX_OK);
+    nx_kplan *plan = NULL;
+    assert_int_equal(nx_pass_pipeline_for(e->ctx, &e->g->s, 1, &out, device_supports, &plan),
+                     NX_OK);
+    int got = 0;
+    for (int ki = 0; ki < plan->nkernels; ki++)
+        got += plan->kernels[ki]->has_prologue;
+    if (plan->nkernels != kernels || got != prologues) {
+        nx_kplan_print(plan, stderr);
+        fail_msg("%s: %d kernels, %d with a prologue; expected %d and %d", name, plan->nkernels,
+                 got, kernels, prologues);
+    }
+    if (w)
+        check_emit(e->ctx, name, plan->kernels[0], w);
+    for (int ki = 0; ki < plan->nkernels; ki++) {
+        char *src = NULL;
+        size_t len = 0;
+        nx_ptx_launch l;
+        assert_int_equal(nx_ptx_kernel_emit(plan->kernels[ki], "nx_kernel", false, &src, &len, &l),
+                         NX_OK);
+        nvrtc_check(e->ctx, name, src);
+        nx_rt_free(e->ctx, src, len);
+    }
+    if (have_gpu(e->ctx)) {
+        run_device(e->ctx, name, plan, ins, want, true, false);
+        if (fast_exact)
+            run_device(e->ctx, name, plan, ins, want, false, false);
+    }
+    nx_kplan_free(plan);
+    nx_tensor_free(want);
+    nx_program_free(prog);
+    for (int i = 0; i < e->nin; i++)
+        nx_tensor_free(e->in[i]);
+    nx_graph_free(e->g);
+    nx_ctx_free(e->ctx);
+    assert_int_equal(e->ta.live, 0);
+}
+
+/* scan_iir over c * pad(x) along axis (padded there by `pad` each side). */
+static void pad_case(const char *name, nx_dtype dt, const int64_t *shape, int axis, int64_t pad,
+                     nx_pad_mode mode, bool rev, int order, want_path w)
+{
+    env e;
+    env_open(&e);
+    nx_node x = env_input(&e, dt, 3, shape, false);
+    int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
+    lo[axis] = hi[axis] = pad;
+    nx_node b = nx_mul(e.g, nx_pad(e.g, x, lo, hi, mode, 0), nx_scalar(e.g, dt, 0.25));
+    pro_check(&e, name, nx_scan_iir(e.g, b, axis, rev, order, iir_c[order - 1]), 1, 1, &w, true);
+}
+
+static void test_prologue(void **state)
+{
+    (void)state;
+    const nx_dtype F32 = NX_DTYPE_F32, F64 = NX_DTYPE_F64;
+    const int64_t sa[3] = {40, 33, 50}, sb[3] = {5, 70, 60}, sc[3] = {6, 9, 40};
+    /* axis 0 padded to 54: one thread per line (33 x 50); axis 2 padded to 78: tiles */
+    pad_case("iir3 f32 axis 0 over 0.25 pad reflect", F32, sa, 0, 7, NX_PAD_REFLECT, false, 3,
+             (want_path){STRIDED, true, 33 * 50});
+    pad_case("iir3 f32 axis 2 reversed over 0.25 pad mirror", F32, sb, 2, 9, NX_PAD_MIRROR, true, 3,
+             (want_path){TILED, true, tiles(350, F32)});
+    pad_case("iir2 f64 axis 1 over 0.25 pad wrap", F64, sc, 1, 4, NX_PAD_WRAP, false, 2,
+             (want_path){STRIDED, true, 6 * 40});
+    pad_case("iir1 f32 axis 1 reversed over 0.25 pad constant", F32, sc, 1, 3, NX_PAD_CONSTANT,
+             true, 1, (want_path){STRIDED, true, 6 * 40});
+    /* two inputs in the prologue, a product feeding a sum */
+    env e;
+    env_open(&e);
+    nx_node x = env_input(&e, F64, 3, sb, false), y = env_input(&e, F64, 3, sb, false);
+    nx_node b = nx_add(e.g, nx_mul(e.g, x, nx_scalar(e.g, F64, 1.5)), y);
+    pro_check(&e, "iir4 f64 axis 1 reversed over 1.5 x + y", nx_scan_iir(e.g, b, 1, true, 4, iir_c[3]),
+              1, 1, &(want_path){STRIDED, true, 5 * 60}, false);
+}
+
+/* The recursive Gaussian's three passes: each causal scan reads its padded, scaled line (the
+ * previous pass's finish) through a prologue: 7 kernels (was 10). */
+static void test_prologue_gaussian(void **state)
+{
+    (void)state;
+    const int64_t s[3] = {24, 20, 28};
+    for (int dt = 0; dt < 2; dt++) {
+        env e;
+        env_open(&e);
+        nx_node y = env_input(&e, dt ? NX_DTYPE_F64 : NX_DTYPE_F32, 3, s, false);
+        for (int a = 0; a < 3; a++)
+            y = nx_gauss_recursive_pass(e.g, y, a, 3.0, 12, NX_PAD_REFLECT, 0);
+        pro_check(&e, dt ? "recursive gaussian f64" : "recursive gaussian f32", y, 7, 3, NULL,
+                  false);
+    }
+}
+
+/* Kernels of scan_iir(2 x) and a sort of x along its rows, lowered for `supports`, and how many
+ * of them carry a prologue. */
+static void fallback_plan(int64_t row, bool (*supports)(const nx_kernel *), int *kernels,
+                          int *prologues)
+{
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    const int64_t s[2] = {30, row};
+    nx_node x = nx_input(g, NULL, NX_DTYPE_F32, 2, s);
+    nx_node b = nx_mul(g, x, nx_scalar(g, NX_DTYPE_F32, 2));
+    nx_node outs[2] = {nx_scan_iir(g, b, 0, false, 1, iir_c[0]), nx_sort(g, x, 1, false)};
+    nx_kplan *plan = NULL;
+    assert_int_equal(nx_pass_pipeline_for(ctx, &g->s, 2, outs, supports, &plan), NX_OK);
+    *kernels = plan->nkernels;
+    *prologues = 0;
+    for (int ki = 0; ki < plan->nkernels; ki++)
+        *prologues += plan->kernels[ki]->has_prologue;
+    nx_kplan_free(plan);
+    nx_graph_free(g);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+/* Prologues only where the backend runs the whole plan: a plan that falls back whole to the CPU
+ * (a sort line longer than the device's shared-memory sort) keeps its loop kernels, and the CPU
+ * backend takes none. */
+static void test_prologue_plan_fallback(void **state)
+{
+    (void)state;
+    int n, pro;
+    fallback_plan(20, device_supports, &n, &pro);
+    assert_int_equal(n, 2);
+    assert_int_equal(pro, 1);
+    fallback_plan(nx_ptx_sort_max(NX_DTYPE_F32) + 1, device_supports, &n, &pro);
+    assert_int_equal(n, 3);
+    assert_int_equal(pro, 0);
+    fallback_plan(20, nx_x86_supports, &n, &pro);
+    assert_int_equal(n, 3);
+    assert_int_equal(pro, 0);
+}
+
 /* ---- NX_TEST_SCAN_BENCH: device timings --------------------------------------------------*/
 
 static double now_s(void)
@@ -486,6 +648,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scan_linear), cmocka_unit_test(test_scan_iir),
         cmocka_unit_test(test_scan),
+        cmocka_unit_test(test_prologue), cmocka_unit_test(test_prologue_gaussian),
+        cmocka_unit_test(test_prologue_plan_fallback),
         cmocka_unit_test(test_index_width), cmocka_unit_test(test_alloc_sweep),
         cmocka_unit_test(test_bench),
     };

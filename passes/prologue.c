@@ -1,0 +1,185 @@
+/* Prologue fusion: a loop kernel whose output only one library kernel reads becomes that library
+ * kernel's prologue (codegen/kernel.h), where the backend accepts it.
+ *
+ * Fusion (passes/fuse.c) materialises every operand of a library primitive: a scan reads whole
+ * buffers. When the operand is an elementwise or movement expression (the padded, scaled line a
+ * recursive filter runs over), that costs a kernel which writes the operand and a read of it by
+ * the scan: twice the operand's bytes through memory, for values the scan could compute as it
+ * loads them. A backend whose library routine can evaluate a loop body at each element it reads
+ * (the CUDA scans, codegen/ptx/emit-lib.c) takes the loop kernel in as a prologue: the operand's
+ * slot is never written, and the loop kernel's own inputs are read at the library kernel's place
+ * in the plan instead of the loop kernel's (both run after every kernel those inputs come from,
+ * since a slot has one writer that precedes its readers).
+ *
+ * The pass runs only when the backend supports every kernel of the plan as lowered: a plan that
+ * falls back whole to another backend (codegen/ptx/backend.c) must stay one that backend can run,
+ * and no backend other than the one asked sees a prologue. Each fused kernel is offered to the
+ * backend's supports() before it replaces the pair. */
+#include <string.h>
+
+#include "passes/fuse.h"
+
+static bool is_output_slot(const nx_kplan *p, uint32_t slot)
+{
+    for (int i = 0; i < p->noutputs; i++)
+        if ((uint32_t)p->outputs[i] == slot)
+            return true;
+    return false;
+}
+
+/* The kernel writing slot (there is one), or -1. */
+static int writer_of(const nx_kplan *p, uint32_t slot)
+{
+    for (int ki = 0; ki < p->nkernels; ki++) {
+        const nx_kernel *k = p->kernels[ki];
+        for (int b = 0; b < k->nbufs; b++)
+            if (k->bufs[b].role == NX_KBUF_OUT && k->bufs[b].slot == slot)
+                return ki;
+    }
+    return -1;
+}
+
+/* Buffers of all kernels bound to slot for reading. */
+static int readers_of(const nx_kplan *p, uint32_t slot)
+{
+    int n = 0;
+    for (int ki = 0; ki < p->nkernels; ki++) {
+        const nx_kernel *k = p->kernels[ki];
+        for (int b = 0; b < k->nbufs; b++)
+            n += k->bufs[b].role == NX_KBUF_IN && k->bufs[b].slot == slot;
+    }
+    return n;
+}
+
+/* A loop kernel that can be a prologue: one output, no reduction loops. */
+static bool prologue_shaped(const nx_kernel *w)
+{
+    if (w->kind != NX_KERNEL_LOOP || w->nloops != w->ndim || w->nstores != 1)
+        return false;
+    int outs = 0;
+    for (int b = 0; b < w->nbufs; b++)
+        outs += w->bufs[b].role == NX_KBUF_OUT;
+    return outs == 1;
+}
+
+/* lib with operand `op` computed by w: lib's buffers (operand op now a VALUE), then w's inputs;
+ * w's body with its loads renumbered. NX_OK with *out NULL when the buffers do not fit. */
+static nx_status fuse_pair(const nx_kernel *lib, int op, const nx_kernel *w, nx_kernel **out)
+{
+    *out = NULL;
+    int map[NX_KERNEL_MAX_BUFFERS], nb = lib->nbufs;
+    for (int b = 0; b < w->nbufs; b++)
+        map[b] = w->bufs[b].role == NX_KBUF_IN ? nb++ : -1;
+    if (nb > NX_KERNEL_MAX_BUFFERS)
+        return NX_OK;
+    nx_kernel *f = NULL;
+    nx_status st = nx_kernel_new(lib->ctx, NX_KERNEL_LIBRARY, lib->name, &f);
+    if (st != NX_OK)
+        return st;
+    f->nbufs = nb;
+    memcpy(f->bufs, lib->bufs, (size_t)lib->nbufs * sizeof *f->bufs);
+    f->bufs[op].role = NX_KBUF_VALUE;
+    for (int b = 0; b < w->nbufs; b++)
+        if (map[b] >= 0)
+            f->bufs[map[b]] = w->bufs[b];
+    f->lib_prim = lib->lib_prim;
+    f->nattrs = lib->nattrs;
+    memcpy(f->attrs, lib->attrs, sizeof f->attrs);
+    f->lib_ptr = lib->lib_ptr;
+    f->lib_node = lib->lib_node;
+    f->has_prologue = true;
+    f->pro_operand = op;
+    nx_kernel_space(f, w->ndim, w->extent);
+    for (int i = 0; i < w->ninst && st == NX_OK; i++) {
+        nx_kinst in = w->inst[i];
+        if (in.op == NX_KOP_LOAD)
+            in.a[0] = map[in.a[0]];
+        if (nx_kernel_emit(f, in) < 0)
+            st = nx_rt_nomem(lib->ctx, "prologue fusion", (size_t)w->ninst * sizeof in);
+    }
+    if (st == NX_OK && !nx_kernel_store(f, op, w->stores[0].value))
+        st = nx_rt_error(lib->ctx, NX_ERR_INTERNAL, "prologue fusion: kernel %s: no store",
+                         lib->name);
+    if (st == NX_OK)
+        st = nx_kernel_validate(f);
+    if (st != NX_OK) {
+        nx_kernel_free(f);
+        return st;
+    }
+    *out = f;
+    return NX_OK;
+}
+
+static void drop_kernel(nx_kplan *p, int ki)
+{
+    nx_kernel_free(p->kernels[ki]);
+    memmove(p->kernels + ki, p->kernels + ki + 1,
+            (size_t)(p->nkernels - ki - 1) * sizeof *p->kernels);
+    p->nkernels--;
+}
+
+/* Tries each operand of library kernel li; true when one was fused (the plan changed). */
+static nx_status fuse_library(nx_kplan *p, int li, bool (*supports)(const nx_kernel *),
+                              bool *fused)
+{
+    *fused = false;
+    nx_kernel *lib = p->kernels[li];
+    for (int op = 0; op < lib->nbufs; op++) {
+        uint32_t slot = lib->bufs[op].slot;
+        if (lib->bufs[op].role != NX_KBUF_IN || p->slots[slot].kind != NX_SLOT_TEMP ||
+            is_output_slot(p, slot) || readers_of(p, slot) != 1)
+            continue;
+        int wi = writer_of(p, slot);
+        if (wi < 0 || wi >= li || !prologue_shaped(p->kernels[wi]))
+            continue;
+        nx_kernel *f = NULL;
+        nx_status st = fuse_pair(lib, op, p->kernels[wi], &f);
+        if (st != NX_OK)
+            return st;
+        if (!f)
+            continue;
+        if (!supports(f)) {
+            nx_kernel_free(f);
+            continue;
+        }
+        nx_kernel_free(lib);
+        p->kernels[li] = f;
+        drop_kernel(p, wi);
+        *fused = true;
+        return NX_OK;
+    }
+    return NX_OK;
+}
+
+nx_status nx_pass_prologue(nx_kplan *p, bool (*supports)(const nx_kernel *))
+{
+    if (!supports)
+        return NX_OK;
+    for (int ki = 0; ki < p->nkernels; ki++)
+        if (!supports(p->kernels[ki]))
+            return NX_OK;
+    bool changed = false;
+    for (int li = 0; li < p->nkernels; li++) {
+        if (p->kernels[li]->kind != NX_KERNEL_LIBRARY || p->kernels[li]->has_prologue)
+            continue;
+        bool fused;
+        nx_status st = fuse_library(p, li, supports, &fused);
+        if (st != NX_OK)
+            return st;
+        if (fused) {
+            li--; /* the writer came before it: the library kernel moved down by one */
+            changed = true;
+        }
+    }
+    if (changed) {
+        for (int s = 0; s < p->nslots; s++)
+            p->slots[s].last_use = -1;
+        for (int ki = 0; ki < p->nkernels; ki++) {
+            const nx_kernel *k = p->kernels[ki];
+            for (int b = 0; b < k->nbufs; b++)
+                if (k->bufs[b].role == NX_KBUF_IN)
+                    p->slots[k->bufs[b].slot].last_use = ki;
+        }
+    }
+    return NX_OK;
+}
