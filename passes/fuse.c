@@ -17,11 +17,13 @@
  * elementwise and movement nodes (a coordinate, a border test) is recomputed in every kernel
  * that reads it, since a few integer operations cost less than a kernel, a buffer and a load.
  * So is an elementwise or movement value whose readers, all but one, take small slices of it
- * (at most 1/NX_FUSE_SLICE_RATIO of its elements; the boundary samples of a line, say): those
- * readers recompute the few elements they need from the value's own operands, and the value is
- * computed only inside its one full reader, instead of being written out and read back whole.
- * The recomputed expression is bounded (NX_FUSE_RECOMPUTE_MAX nodes, counted as a tree), so a
- * chain of such values cannot grow the kernels' code without limit. */
+ * (at most 1/NX_FUSE_SLICE_RATIO of its elements; the boundary samples of a line, say): each
+ * such slice becomes a small kernel of its own that computes the few elements it needs from the
+ * value's operands, and the value is computed only inside its one full reader, instead of being
+ * written out and read back whole. The slices are materialised (not recomputed by their own
+ * readers) so that a chain of such values (each one's slices read by the next) costs one
+ * evaluation per level, not one per level and reader; the value's expression is bounded too
+ * (NX_FUSE_RECOMPUTE_MAX nodes, counted as a tree). */
 #include <string.h>
 
 #include "passes/fuse.h"
@@ -92,6 +94,7 @@ typedef struct fuse_state {
     bool *index_only;   /* made of iotas and scalar constants only (elementwise and movement) */
     uint32_t *sliced;   /* consumers that are small slices of the value */
     int64_t *tree;      /* nodes of the value's elementwise/movement expression, as a tree */
+    bool *split;        /* inlined although shared: its small slices are materialised */
 } fuse_state;
 
 static bool is_elementwise(int op)
@@ -119,13 +122,18 @@ static bool is_movement(int op)
 /* Several kernels need an inlined value. Recomputing it in each is what fusion must do when it
  * is an expanded reduction operand (broadcast(A) + broadcast(B) read by a max and a log-sum-exp
  * contraction would otherwise be materialised at M x K x N); anything else is materialised once. */
+static bool small_sliced(const fuse_state *fs, nx_node id, const nx_ir_node *n)
+{
+    return fs->uses[id] > 1 && fs->uses[id] - fs->sliced[id] <= 1 &&
+           fs->tree[id] <= NX_FUSE_RECOMPUTE_MAX && (is_elementwise(n->op) || is_movement(n->op));
+}
+
 static bool shared_root(const fuse_state *fs, nx_node id, const nx_ir_node *n)
 {
     if (fs->uses[id] <= 1 || fs->owner[id] != MULTI)
         return false;
-    if (fs->uses[id] - fs->sliced[id] <= 1 && fs->tree[id] <= NX_FUSE_RECOMPUTE_MAX &&
-        (is_elementwise(n->op) || is_movement(n->op)))
-        return false; /* recomputed by its small-slice readers */
+    if (small_sliced(fs, id, n))
+        return false; /* computed in its full reader and in its small slices' kernels */
     bool expanded = fs->base[id] < nx_ir_numel(n->ndim, n->shape);
     return !(fs->feeds_reduce[id] && expanded && n->op != NX_PRIM_REDUCE);
 }
@@ -159,6 +167,15 @@ static void compute_base(const nx_ir_store *s, int64_t *base, bool *index_only, 
     }
 }
 
+/* A slice taking at most 1/NX_FUSE_SLICE_RATIO of its operand. */
+static bool small_slice(const nx_ir_store *s, const nx_ir_node *n)
+{
+    if (n->op != NX_PRIM_SLICE)
+        return false;
+    const nx_ir_node *o = nx_ir_node_at(s, nx_ir_node_ops(s, n)[0]);
+    return nx_ir_numel(n->ndim, n->shape) * NX_FUSE_SLICE_RATIO <= nx_ir_numel(o->ndim, o->shape);
+}
+
 static void note_operands(const nx_ir_store *s, fuse_state *fs, nx_node id, uint8_t *role)
 {
     const nx_ir_node *n = nx_ir_node_at(s, id);
@@ -176,9 +193,7 @@ static void note_operands(const nx_ir_store *s, fuse_state *fs, nx_node id, uint
             continue;
         fs->uses[o]++;
         fs->consumer[o] = id;
-        const nx_ir_node *on = nx_ir_node_at(s, o);
-        if (n->op == NX_PRIM_SLICE && k == 0 &&
-            nx_ir_numel(n->ndim, n->shape) * NX_FUSE_SLICE_RATIO <= nx_ir_numel(on->ndim, on->shape))
+        if (k == 0 && small_slice(s, n))
             fs->sliced[o]++;
         fs->owner[o] = fs->uses[o] == 1 || fs->owner[o] == mine ? mine : MULTI;
         fs->feeds_reduce[o] = fs->feeds_reduce[o] || feeds;
@@ -189,16 +204,28 @@ static void note_operands(const nx_ir_store *s, fuse_state *fs, nx_node id, uint
     }
 }
 
-static nx_fuse_role decide(const nx_ir_store *s, const fuse_state *fs, nx_node id)
+static nx_fuse_role decide(const nx_ir_store *s, fuse_state *fs, nx_node id)
 {
     const nx_ir_node *n = nx_ir_node_at(s, id);
     if (n->op == NX_PRIM_CONSTANT || n->op == NX_PRIM_IOTA || fs->index_only[id])
         return NX_FUSE_INLINE; /* a scalar or an index: cheaper to recompute than to load */
     bool root = nx_fuse_is_library(n->op) || shared_root(fs, id, n);
+    fs->split[id] = !root && fs->owner[id] == MULTI && small_sliced(fs, id, n);
     if (n->op == NX_PRIM_REDUCE)
         root = root || fs->uses[id] > 1 ||
                !nested_reduce(s, n, fs->consumer[id] ? nx_ir_node_at(s, fs->consumer[id]) : NULL);
     return root ? NX_FUSE_ROOT : NX_FUSE_INLINE;
+}
+
+/* The small slices of a value inlined by small_sliced become kernels of their own. */
+static void root_slices(const nx_ir_store *s, const fuse_state *fs, uint8_t *role)
+{
+    for (nx_node id = 1; id <= s->n; id++) {
+        const nx_ir_node *n = nx_ir_node_at(s, id);
+        if (role[id] == NX_FUSE_INLINE && n->op == NX_PRIM_SLICE &&
+            fs->split[nx_ir_node_ops(s, n)[0]] && small_slice(s, n))
+            role[id] = NX_FUSE_ROOT;
+    }
 }
 
 nx_status nx_pass_fuse(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx_node *outputs,
@@ -214,11 +241,12 @@ nx_status nx_pass_fuse(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx
         nx_rt_calloc(ctx, slots, sizeof(bool)),
         nx_rt_calloc(ctx, slots, sizeof(uint32_t)),
         nx_rt_calloc(ctx, slots, sizeof(int64_t)),
+        nx_rt_calloc(ctx, slots, sizeof(bool)),
     };
     nx_status st = NX_OK;
     if (!fs.uses || !fs.consumer || !fs.owner || !fs.feeds_reduce || !fs.base || !fs.index_only ||
-        !fs.sliced || !fs.tree) {
-        st = nx_rt_nomem(ctx, "fusion", slots * 34);
+        !fs.sliced || !fs.tree || !fs.split) {
+        st = nx_rt_nomem(ctx, "fusion", slots * 35);
     } else {
         compute_base(s, fs.base, fs.index_only, fs.tree);
         memset(role, NX_FUSE_DEAD, slots);
@@ -236,6 +264,7 @@ nx_status nx_pass_fuse(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx
                 role[id] = (uint8_t)decide(s, &fs, id);
             note_operands(s, &fs, id, role);
         }
+        root_slices(s, &fs, role);
     }
     nx_rt_free(ctx, fs.uses, slots * sizeof(uint32_t));
     nx_rt_free(ctx, fs.consumer, slots * sizeof(nx_node));
@@ -245,5 +274,6 @@ nx_status nx_pass_fuse(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx
     nx_rt_free(ctx, fs.index_only, slots * sizeof(bool));
     nx_rt_free(ctx, fs.sliced, slots * sizeof(uint32_t));
     nx_rt_free(ctx, fs.tree, slots * sizeof(int64_t));
+    nx_rt_free(ctx, fs.split, slots * sizeof(bool));
     return st;
 }

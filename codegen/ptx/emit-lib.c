@@ -320,11 +320,29 @@ static void emit_prologue(text *t, const scan_form *f)
     if (k->ndim == 0)
         put(t, ")\n{\n");
     nx_ptx_gen g = {.k = k, .t = *t, .ind = 1};
+    size_t n = (size_t)k->ninst + 1;
+    int64_t *lo = NULL, *hi = NULL;
+    uint8_t *nw = NULL;
+    if ((nx_ptx_general_flags() & NX_PTX_NARROW) && nx_ptx_narrow_space(k)) {
+        lo = nx_rt_alloc(k->ctx, n * sizeof *lo);
+        hi = nx_rt_alloc(k->ctx, n * sizeof *hi);
+        nw = nx_rt_calloc(k->ctx, n, 1);
+        if (lo && hi && nw) { /* 32-bit index arithmetic where it fits, as in loop kernels */
+            nx_kranges(k, lo, hi);
+            nx_ptx_find_narrow(k, lo, hi, nw);
+            g.narrow = nw;
+        } else {
+            g.t.failed = true;
+        }
+    }
     for (int id = 0; id < k->ninst; id++)
         nx_ptx_emit_inst(&g, id);
     nx_ptx_line(&g, "return v%d;", k->stores[0].value);
     *t = g.t;
     put(t, "}\n");
+    nx_rt_free(k->ctx, lo, n * sizeof *lo);
+    nx_rt_free(k->ctx, hi, n * sizeof *hi);
+    nx_rt_free(k->ctx, nw, n);
 }
 
 /* The prologue's value at the line's coordinates (cd<d>, or crd[d][li] in the tiled form) and

@@ -55,6 +55,13 @@ NX_HIDDEN void nx_ptx_line(nx_ptx_gen *g, const char *fmt, ...) NX_PRINTF(2, 3);
 /* The device helpers every kernel source starts with (the interpreter's scalar semantics). */
 NX_HIDDEN extern const char nx_ptx_prelude[];
 NX_HIDDEN const char *nx_ptx_ctype(int dtype);
+/* 32-bit index arithmetic (the general form's NX_PTX_NARROW): nw[id] = 1 for the i64
+ * instructions whose values lie within int32 (lo, hi: nx_kranges) and whose operation and i64
+ * operands allow it, to be set as gen->narrow; only where nx_ptx_narrow_space(k) (every extent and
+ * the point count fit an int). */
+NX_HIDDEN void nx_ptx_find_narrow(const nx_kernel *k, const int64_t *lo, const int64_t *hi,
+                                  uint8_t *nw);
+NX_HIDDEN bool nx_ptx_narrow_space(const nx_kernel *k);
 /* `const T v<id> = <expression>;` for a CONST, IDX, LOAD or PRIM instruction. */
 NX_HIDDEN void nx_ptx_emit_inst(nx_ptx_gen *g, int id);
 /* i<l> for every space loop from the linear C-order point index in variable p. */

@@ -1188,7 +1188,7 @@ int nx_ptx_general_flags(void)
 /* Which i64 instructions are computed as int: values within int32 (lo, hi: nx_kranges), of an
  * operation narrow_expr knows, every i64 operand itself narrow. Loop indices are ints only when
  * every extent and the point count fit, which the caller checks. */
-static void find_narrow(const nx_kernel *k, const int64_t *lo, const int64_t *hi, uint8_t *nw)
+void nx_ptx_find_narrow(const nx_kernel *k, const int64_t *lo, const int64_t *hi, uint8_t *nw)
 {
     for (int id = 0; id < k->ninst; id++) {
         const nx_kinst *in = &k->inst[id];
@@ -1213,7 +1213,7 @@ static void find_narrow(const nx_kernel *k, const int64_t *lo, const int64_t *hi
     }
 }
 
-static bool narrow_space(const nx_kernel *k)
+bool nx_ptx_narrow_space(const nx_kernel *k)
 {
     for (int l = 0; l < k->nloops; l++)
         if (k->extent[l] > INT32_MAX)
@@ -1260,14 +1260,14 @@ static void emit_general(gen *g, nx_ptx_launch *launch)
         g->mm_stack = stack;
         g->mm_seen = seen;
     }
-    if (ok && (flags & NX_PTX_NARROW) && narrow_space(k)) {
+    if (ok && (flags & NX_PTX_NARROW) && nx_ptx_narrow_space(k)) {
         lo = nx_rt_alloc(ctx, n * sizeof *lo);
         hi = nx_rt_alloc(ctx, n * sizeof *hi);
         nw = nx_rt_calloc(ctx, n, 1);
         ok = lo && hi && nw;
         if (ok) {
             nx_kranges(k, lo, hi);
-            find_narrow(k, lo, hi, nw);
+            nx_ptx_find_narrow(k, lo, hi, nw);
             g->narrow = nw;
         }
     }

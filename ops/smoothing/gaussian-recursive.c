@@ -247,10 +247,23 @@ static nx_node span(nx_graph *g, nx_node x, int a, int64_t from, int64_t to)
     return nx_slice(g, x, start, stop, NULL);
 }
 
+/* Samples 0 and n - 1 of x along axis a (n >= 2): one slice with step n - 1. */
+static nx_node line_ends(nx_graph *g, nx_node x, int a, int64_t n)
+{
+    int64_t start[NX_MAX_DIMS] = {0}, stop[NX_MAX_DIMS], step[NX_MAX_DIMS];
+    int nd = nx_node_ndim(g, x);
+    if (!nx_node_shape(g, x, stop))
+        return NX_NONE;
+    for (int d = 0; d < nd; d++)
+        step[d] = d == a ? n - 1 : 1;
+    return nx_slice(g, x, start, stop, step);
+}
+
 /* y over the cropped line from the padded line xp (the scans' input is xs = B xp), the causal
  * output z and the anti-causal v. The start terms read xs's two end samples as B times xp's, not
  * as slices of xs: xs then has one reader, the causal scan, and fusion computes it inside that
- * scan's loads where the backend can (passes/prologue.c) instead of writing it out. */
+ * scan's loads where the backend can (passes/prologue.c) instead of writing it out; the two ends
+ * are one slice, which fusion makes one small kernel (passes/fuse.c). */
 static nx_node finish(nx_graph *g, int a, int64_t pad, const yvv_starts *w, double b, nx_node xp,
                       nx_node z, nx_node v)
 {
@@ -259,7 +272,9 @@ static nx_node finish(nx_graph *g, int a, int64_t pad, const yvv_starts *w, doub
     int64_t n = w->n;
     nx_node bs = nx_scalar(g, dt, b);
     nx_node y = nx_mul(g, span(g, v, a, pad, pad + w->m), bs);
-    nx_node x0 = nx_mul(g, span(g, xp, a, 0, 1), bs), xn = nx_mul(g, span(g, xp, a, n - 1, n), bs);
+    nx_node ends = n >= 2 ? line_ends(g, xp, a, n) : xp;
+    nx_node x0 = nx_mul(g, span(g, ends, a, 0, 1), bs);
+    nx_node xn = nx_mul(g, span(g, ends, a, n >= 2 ? 1 : 0, n >= 2 ? 2 : 1), bs);
     y = nx_add(g, y, nx_mul(g, x0, along(g, w->f, w->m, nd, a, dt)));
     y = nx_add(g, y, nx_mul(g, xn, along(g, w->u, w->m, nd, a, dt)));
     for (int j = 0; j < 3 && n - 1 - j >= 0; j++)
