@@ -96,18 +96,28 @@ static bool box_has(const char *src, const char *what)
     return w && w < b;
 }
 
-/* A stencil kernel's launch: NS shell blocks (the "blockIdx.x < NS" test) of one thread per shell
- * point (the "p < shell" bound), then tile blocks of 32 x 8 x 16 box points each, covering the
- * box and no more tiles than the box has points. */
-static void check_stencil_launch(const nx_kernel *k, const char *src, const nx_ptx_launch *l)
+/* A stencil kernel's launch. whole: tile blocks of 32 x 8 x 16 points covering the whole output
+ * (no shell blocks, no more tiles than points). Otherwise NS shell blocks (the "blockIdx.x < NS"
+ * test) of one thread per shell point (the "p < shell" bound), then tiles covering the box. */
+static void check_stencil_launch(const nx_kernel *k, const char *src, const nx_ptx_launch *l,
+                                 bool whole)
 {
     const char *a = strstr(src, "if (blockIdx.x < "), *b = strstr(src, "if (p < ");
-    long long ns = 0, shell = 0;
+    int64_t numel = nx_ir_numel(k->ndim, k->extent);
+    long long ns = 0, shell = 0, nt = l->points / NX_PTX_THREADS;
+    if (whole && (a || b))
+        fail_msg("%s: shell blocks where the tiles should cover the whole output:\n%s", k->name,
+                 src);
+    if (whole && (l->points % NX_PTX_THREADS || nt * 32 * 8 * 16 < numel || nt > numel))
+        fail_msg("%s: launch of %lld threads for %lld points", k->name, (long long)l->points,
+                 (long long)numel);
+    if (whole)
+        return;
     if (!a || !b || sscanf(a, "if (blockIdx.x < %lldU)", &ns) != 1 ||
         sscanf(b, "if (p < %lldLL)", &shell) != 1)
         fail_msg("%s: no shell block count or shell bound:\n%s", k->name, src);
-    int64_t numel = nx_ir_numel(k->ndim, k->extent), box = numel - shell;
-    long long nt = l->points / NX_PTX_THREADS - ns;
+    int64_t box = numel - shell;
+    nt -= ns;
     if (l->points % NX_PTX_THREADS || shell < 1 || box < 1 ||
         ns != (shell + NX_PTX_THREADS - 1) / NX_PTX_THREADS || nt * 32 * 8 * 16 < box ||
         nt > box)
@@ -158,8 +168,10 @@ static void emit_case(nx_ctx *ctx, kind kd, int mode, const int64_t *shape, cons
          * thread past the work would compute shell points again) */
         int64_t numel = nx_ir_numel(k->ndim, k->extent);
         bool rows = strstr(src, " ib = i") != NULL;
+        /* every border mode's shell is the same function of shifted coordinates (the maps
+         * hold): no shell blocks unless NITRIX_PTX_STENCIL_SHELL=1 asks for them */
         if (stencil)
-            check_stencil_launch(k, src, &l);
+            check_stencil_launch(k, src, &l, !getenv("NITRIX_PTX_STENCIL_SHELL"));
         else if (rows ? l.points >= numel || l.points < numel / 8 : l.points != numel)
             fail_msg("%s: launch of %lld threads for %lld points%s", k->name, (long long)l.points,
                      (long long)numel, rows ? " (rows per thread)" : "");
@@ -229,6 +241,79 @@ static void test_emit(void **state)
     nx_ctx_free(ctx);
 }
 
+/* A 3 x 1 x 1 MAX window along axis 0 of a 10 x 9 x 40 volume, each tap through a clamp to
+ * [0, 9] (the nearest border); odd: the +1 tap clamps to 8 instead. Inside the box the taps are
+ * plain loads either way, but with odd the +1 tap at i0 = 8 reads plane 8 where the 0 tap at
+ * i0 = 9 reads plane 9: the leaves are not one function of shifted coordinates there. */
+static nx_kernel *clamp_window(nx_ctx *ctx, bool odd)
+{
+    static const int64_t shape[3] = {10, 9, 40};
+    nx_kernel *k = NULL;
+    assert_int_equal(nx_kernel_new(ctx, NX_KERNEL_LOOP, "clamp_window", &k), NX_OK);
+    int out = nx_kernel_buffer(k, NX_KBUF_OUT, NX_DTYPE_F32, 3, shape, 1);
+    int in = nx_kernel_buffer(k, NX_KBUF_IN, NX_DTYPE_F32, 3, shape, 0);
+    nx_kernel_space(k, 3, shape);
+    int32_t i0 = nx_kernel_idx(k, 0), i1 = nx_kernel_idx(k, 1), i2 = nx_kernel_idx(k, 2);
+    int32_t row = nx_kernel_prim(k, NX_PRIM_ADD, NX_DTYPE_I64,
+                                 nx_kernel_prim(k, NX_PRIM_MUL, NX_DTYPE_I64, i1,
+                                                nx_kernel_const_i(k, NX_DTYPE_I64, 40), -1),
+                                 i2, -1);
+    int32_t acc = -1;
+    for (int d = -1; d <= 1; d++) {
+        int32_t q = nx_kernel_prim(k, NX_PRIM_ADD, NX_DTYPE_I64, i0,
+                                   nx_kernel_const_i(k, NX_DTYPE_I64, d), -1);
+        q = nx_kernel_prim(k, NX_PRIM_MAX, NX_DTYPE_I64, q, nx_kernel_const_i(k, NX_DTYPE_I64, 0),
+                           -1);
+        q = nx_kernel_prim(k, NX_PRIM_MIN, NX_DTYPE_I64, q,
+                           nx_kernel_const_i(k, NX_DTYPE_I64, odd && d == 1 ? 8 : 9), -1);
+        int32_t at = nx_kernel_prim(k, NX_PRIM_ADD, NX_DTYPE_I64,
+                                    nx_kernel_prim(k, NX_PRIM_MUL, NX_DTYPE_I64, q,
+                                                   nx_kernel_const_i(k, NX_DTYPE_I64, 360), -1),
+                                    row, -1);
+        int32_t leaf = nx_kernel_load(k, in, at);
+        acc = acc < 0 ? leaf : nx_kernel_prim(k, NX_PRIM_MAX, NX_DTYPE_F32, acc, leaf, -1);
+    }
+    assert_true(nx_kernel_store(k, out, acc));
+    assert_int_equal(nx_kernel_validate(k), NX_OK);
+    return k;
+}
+
+/* The shell check: tiles over the whole output when the taps agree on shifted coordinates, shell
+ * blocks (the box form) when they do not; NITRIX_PTX_STENCIL_SHELL=1 asks for shell blocks. Each
+ * source through NVRTC. */
+static void test_shell_check(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
+    set_flags(true);
+    bool compile = nvrtc_ok();
+    for (int v = 0; v < 3; v++) {
+        if (v == 2)
+            setenv("NITRIX_PTX_STENCIL_SHELL", "1", 1);
+        nx_kernel *k = clamp_window(ctx, v == 1);
+        char *src = NULL;
+        size_t len = 0;
+        nx_ptx_launch l;
+        if (nx_ptx_emit(k, "k", false, &src, &len, &l) != NX_OK)
+            fail_msg("emit: %s", nx_ctx_last_error(ctx));
+        if (!strstr(src, "__shared__ float sm[2]"))
+            fail_msg("variant %d: not a stencil kernel:\n%s", v, src);
+        check_stencil_launch(k, src, &l, v == 0);
+        if (compile) {
+            nx_ptx_image img;
+            nx_ptx_target t = {80, NX_PTX_KIND_PTX};
+            if (nx_ptx_compile(ctx, src, "stencil.cu", t, NULL, 0, &img) != NX_OK)
+                fail_msg("NVRTC: %s\n%s", nx_ctx_last_error(ctx), src);
+            nx_ptx_image_free(ctx, &img);
+        }
+        nx_rt_free(ctx, src, len);
+        nx_kernel_free(k);
+    }
+    unsetenv("NITRIX_PTX_STENCIL_SHELL");
+    nx_ctx_free(ctx);
+}
+
 static int64_t mismatches;
 
 /* Runs the case on the device and on the reference interpreter; bitwise comparison. */
@@ -293,7 +378,9 @@ static void test_device_values(void **state)
         print_message("skipped: %s\n", nx_ctx_last_error(NULL));
         skip();
     }
-    for (int on = 1; on >= 0; on--) {
+    /* NX_TEST_STENCIL_ON_ONLY=1: the refinements on only (a device call short of time) */
+    const char *only = getenv("NX_TEST_STENCIL_ON_ONLY");
+    for (int on = 1; on >= (only && !strcmp(only, "1") ? 1 : 0); on--) {
         set_flags(on);
         nx_ctx *ctx = NULL;
         assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
@@ -351,6 +438,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_emit),
         cmocka_unit_test(test_emit_sweep),
+        cmocka_unit_test(test_shell_check),
         cmocka_unit_test(test_device_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
