@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <llvm/Config/llvm-config.h> /* LLVM_VERSION_MAJOR (a C header) */
+
 #include "codegen/x86/math.h"
 
 #define MAX_LANES 64
@@ -606,21 +608,403 @@ static LLVMValueRef kcos(const em *e, LLVMValueRef x, LLVMValueRef y)
     return add(e, w1, corr);
 }
 
-static LLVMValueRef sincos64(const em *e, LLVMValueRef x, bool cosine)
+/* sin or cos of y0 + y1 (|y0| <= pi/4) in quadrant n. */
+static LLVMValueRef trig_quadrant(const em *e, LLVMValueRef y0, LLVMValueRef y1, LLVMValueRef n,
+                                  bool cosine)
 {
-    LLVMValueRef y0, y1, n;
-    rem_pio2(e, x, &y0, &y1, &n);
     LLVMValueRef s = ksin(e, y0, y1), c = kcos(e, y0, y1);
     /* cos x = sin(x + pi/2): one quadrant further */
     LLVMValueRef q = cosine ? iadd(e, n, KI(e, 1)) : n;
     LLVMValueRef odd = icmp(e, LLVMIntNE, iand(e, q, KI(e, 1)), KI(e, 0));
     LLVMValueRef flip = icmp(e, LLVMIntNE, iand(e, q, KI(e, 2)), KI(e, 0));
     LLVMValueRef r = sel(e, odd, c, s);
-    r = sel(e, flip, neg(e, r), r);
+    return sel(e, flip, neg(e, r), r);
+}
+
+/* ---------------------------------------------------------------------------------------------
+ * sin, cos beyond the Cody-Waite range: Payne-Hanek
+ *
+ * Lanes with NX_X86_TRIG_FAST_MAX < |x| < inf are rare in real data, so they take a slow path
+ * that costs the common case one compare per vector: the inline fast path's result r is passed,
+ * with x, to nx.trig.<sin|cos>.f64(x, r), which returns r unless |x| needs the exact reduction.
+ * That function is not inlined; the call carries vector-function-abi-variant names, so the loop
+ * vectoriser calls nx.trig.<fn>.v<N>f64(x, r) once per vector instead: the variant tests every
+ * lane with one vector compare and returns r at once when none is large, else runs the scalar
+ * function on each lane. (The vectoriser cannot branch on "any lane": inline, the reduction's
+ * table loads and 128-bit products would run in every lane of every vector.) The variants are
+ * kept alive through llvm.compiler.used, as nothing references them before vectorisation.
+ * -------------------------------------------------------------------------------------------*/
+
+/* The bits of 2/pi after the binary point, 64 per word, preceded by one word of zeros so that the
+ * window for |x| just above 2^20 starts inside the table: word w holds bits 64(w-1)+1 ..
+ * 64w. 1216 bits cover the largest double. Computed as floor(2^1217 / pi) with integer arithmetic
+ * (pi by Machin's formula, 64 guard bits) and checked against fdlibm's ipio2 table. */
+static const uint64_t two_over_pi[20] = {
+    0x0000000000000000ull, 0xa2f9836e4e441529ull, 0xfc2757d1f534ddc0ull, 0xdb6295993c439041ull,
+    0xfe5163abdebbc561ull, 0xb7246e3a424dd2e0ull, 0x06492eea09d1921cull, 0xfe1deb1cb129a73eull,
+    0xe88235f52ebb4484ull, 0xe99c7026b45f7e41ull, 0x3991d639835339f4ull, 0x9c845f8bbdf9283bull,
+    0x1ff897ffde05980full, 0xef2f118b5a0a6d1full, 0x6d367ecf27cb09b7ull, 0x4f463f669e5fea2dull,
+    0x7527bac7ebe5f17bull, 0x3d0739f78a5292eaull, 0x6bfb5fb11f8d5d08ull, 0x56033046fc7b6babull,
+};
+
+static LLVMValueRef table_2opi(const em *e)
+{
+    LLVMValueRef g = LLVMGetNamedGlobal(e->mod, "nx.trig.2overpi");
+    if (g)
+        return g;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(e->c);
+    LLVMValueRef w[20];
+    for (int i = 0; i < 20; i++)
+        w[i] = LLVMConstInt(i64, two_over_pi[i], 0);
+    LLVMTypeRef at = LLVMArrayType(i64, 20);
+    g = LLVMAddGlobal(e->mod, at, "nx.trig.2overpi");
+    LLVMSetInitializer(g, LLVMConstArray(i64, w, 20));
+    LLVMSetGlobalConstant(g, 1);
+    LLVMSetLinkage(g, LLVMInternalLinkage);
+    LLVMSetUnnamedAddress(g, LLVMGlobalUnnamedAddr);
+    return g;
+}
+
+static LLVMValueRef i128c(const em *e, int shift)
+{
+    LLVMTypeRef t = LLVMInt128TypeInContext(e->c);
+    return LLVMConstShl(LLVMConstInt(t, 1, 0), LLVMConstInt(t, (unsigned long long)shift, 0));
+}
+
+/* 128-bit product of two 64-bit unsigned integers. */
+static LLVMValueRef mul128(const em *e, LLVMValueRef a, LLVMValueRef b)
+{
+    LLVMTypeRef t = LLVMInt128TypeInContext(e->c);
+    return LLVMBuildMul(e->b, LLVMBuildZExt(e->b, a, t, ""), LLVMBuildZExt(e->b, b, t, ""), "");
+}
+
+static LLVMValueRef fshl64(const em *e, LLVMValueRef hi, LLVMValueRef lo, LLVMValueRef sh)
+{
+    LLVMTypeRef t = LLVMInt64TypeInContext(e->c);
+    unsigned id = LLVMLookupIntrinsicID("llvm.fshl", 9);
+    LLVMValueRef fn = LLVMGetIntrinsicDeclaration(e->mod, id, &t, 1);
+    LLVMValueRef args[] = {hi, lo, sh};
+    return LLVMBuildCall2(e->b, LLVMIntrinsicGetType(e->c, id, &t, 1), fn, args, 3, "");
+}
+
+/* x - n pi/2 = y0 + y1 for finite scalar double x with |x| > 2^20 (e is scalar f64).
+ *
+ * |x| = m 2^E with m a 53-bit integer. Taking the table's 192 bits W from bit E - 2 on, so that
+ * W 2^-192 = frac(2^(E-2) 2/pi) to 2^-192, |x| 2/pi = 4 m W 2^-192 modulo 4 (the bits before
+ * the window add multiples of 4: whole turns). Of P = m W, bits 190-191 are the quadrant and bits
+ * below 190 the fraction; bits 64..191 are kept (Z), an error under 2^-125 quarter turns, while
+ * the closest double to a multiple of pi/2 is 2^-61 away from it. Z rounded to the nearest
+ * quadrant leaves a signed fraction f, |f| <= 2^125, made a double-double (its top 106 bits)
+ * and multiplied by pi/2. */
+static void rem_pio2_big(const em *e, LLVMValueRef x, LLVMValueRef *y0, LLVMValueRef *y1,
+                         LLVMValueRef *n)
+{
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(e->c), i128 = LLVMInt128TypeInContext(e->c);
+    LLVMTypeRef f64 = LLVMDoubleTypeInContext(e->c);
+    LLVMValueRef ix = to_int(e, x);
+    LLVMValueRef ex = iand(e, LLVMBuildLShr(b, ix, KI(e, 52), ""), KI(e, 0x7ff));
+    LLVMValueRef m = LLVMBuildOr(b, iand(e, ix, KI(e, (1ll << 52) - 1)), KI(e, 1ll << 52), "");
+    /* E = ex - 1075; the window starts at bit E - 2, 64 bits into the table */
+    LLVMValueRef k = isub(e, ex, KI(e, 1075 + 2 - 64));
+    LLVMValueRef q = LLVMBuildLShr(b, k, KI(e, 6), "");
+    LLVMValueRef r = iand(e, k, KI(e, 63));
+    LLVMValueRef tab = table_2opi(e), t[4];
+    LLVMTypeRef at = LLVMArrayType(i64, 20);
+    for (int i = 0; i < 4; i++) {
+        LLVMValueRef idx[] = {KI(e, 0), iadd(e, q, KI(e, i))};
+        LLVMValueRef p = LLVMBuildInBoundsGEP2(b, at, tab, idx, 2, "");
+        t[i] = LLVMBuildLoad2(b, i64, p, "");
+    }
+    LLVMValueRef w2 = fshl64(e, t[0], t[1], r), w1 = fshl64(e, t[1], t[2], r);
+    LLVMValueRef w0 = fshl64(e, t[2], t[3], r);
+    /* Z = (P >> 64) mod 2^128 */
+    LLVMValueRef c64 = LLVMConstInt(i128, 64, 0);
+    LLVMValueRef top =
+        LLVMBuildShl(b, LLVMBuildZExt(b, LLVMBuildMul(b, m, w2, ""), i128, ""), c64, "");
+    LLVMValueRef z = LLVMBuildAdd(b, top, mul128(e, m, w1), "");
+    z = LLVMBuildAdd(b, z, LLVMBuildLShr(b, mul128(e, m, w0), c64, ""), "");
+    /* to the nearest quadrant: f in [-2^125, 2^125) */
+    z = LLVMBuildAdd(b, z, i128c(e, 125), "");
+    LLVMValueRef quad =
+        LLVMBuildTrunc(b, LLVMBuildLShr(b, z, LLVMConstInt(i128, 126, 0), ""), i64, "");
+    LLVMValueRef f = LLVMBuildAnd(b, z, LLVMConstSub(i128c(e, 126), LLVMConstInt(i128, 1, 0)), "");
+    f = LLVMBuildSub(b, f, i128c(e, 125), "");
+    LLVMValueRef fneg = LLVMBuildICmp(b, LLVMIntSLT, f, LLVMConstInt(i128, 0, 0), "");
+    LLVMValueRef a = LLVMBuildSelect(b, fneg, LLVMBuildNeg(b, f, ""), f, "");
+    a = LLVMBuildOr(b, a, LLVMConstInt(i128, 1, 0), ""); /* never 0: ctlz stays below 128 */
+    unsigned id = LLVMLookupIntrinsicID("llvm.ctlz", 9);
+    LLVMValueRef ctlz = LLVMGetIntrinsicDeclaration(e->mod, id, &i128, 1);
+    LLVMValueRef cargs[] = {a, LLVMConstInt(LLVMInt1TypeInContext(e->c), 0, 0)};
+    LLVMValueRef lz =
+        LLVMBuildCall2(b, LLVMIntrinsicGetType(e->c, id, &i128, 1), ctlz, cargs, 2, "");
+    LLVMValueRef an = LLVMBuildShl(b, a, lz, "");
+    /* bits 127..75 and 74..22 of the normalised fraction, each exact in a double */
+    LLVMValueRef dh =
+        LLVMBuildTrunc(b, LLVMBuildLShr(b, an, LLVMConstInt(i128, 75, 0), ""), i64, "");
+    LLVMValueRef dl =
+        LLVMBuildTrunc(b, LLVMBuildLShr(b, an, LLVMConstInt(i128, 22, 0), ""), i64, "");
+    dl = iand(e, dl, KI(e, (1ll << 53) - 1));
+    LLVMValueRef lz64 = LLVMBuildTrunc(b, lz, i64, "");
+    /* a 2^-126 quarter turns = dh 2^(75-126-lz) + dl 2^(22-126-lz) */
+    LLVMValueRef th = mul(e, LLVMBuildSIToFP(b, dh, f64, ""), pow2i(e, isub(e, KI(e, -51), lz64)));
+    LLVMValueRef tl = mul(e, LLVMBuildSIToFP(b, dl, f64, ""), pow2i(e, isub(e, KI(e, -104), lz64)));
+    /* (th + tl) pi/2, pi/2 = PIO2_HI + PIO2_LO */
+    LLVMValueRef ph, pe;
+    two_prod(e, th, K(e, 0x1.921fb54442d18p+0), &ph, &pe);
+    LLVMValueRef pl = add(
+        e, pe,
+        add(e, mul(e, th, K(e, 0x1.1a62633145c07p-54)), mul(e, tl, K(e, 0x1.921fb54442d18p+0))));
+    LLVMValueRef s0 = add(e, ph, pl);
+    LLVMValueRef s1 = sub(e, pl, sub(e, s0, ph));
+    /* the reduction was of |x|: odd symmetry for x < 0, and f's sign */
+    LLVMValueRef xneg = icmp(e, LLVMIntSLT, ix, KI(e, 0));
+    LLVMValueRef flip = LLVMBuildXor(b, xneg, fneg, "");
+    *y0 = sel(e, flip, neg(e, s0), s0);
+    *y1 = sel(e, flip, neg(e, s1), s1);
+    *n = sel(e, xneg, isub(e, KI(e, 0), quad), quad);
+}
+
+/* Lanes that the fast reduction cannot do (inf and NaN it turns into NaN itself). */
+static LLVMValueRef needs_big(const em *e, LLVMValueRef x)
+{
+    LLVMValueRef ax = fabs_(e, x);
+    return and1(e, fcmp(e, LLVMRealOGT, ax, K(e, NX_X86_TRIG_FAST_MAX)),
+                fcmp(e, LLVMRealOLT, ax, K(e, INFINITY)));
+}
+
+static void add_attr(LLVMContextRef c, LLVMValueRef fn, const char *name)
+{
+    unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+    if (kind)
+        LLVMAddAttributeAtIndex(fn, LLVMAttributeFunctionIndex,
+                                LLVMCreateEnumAttribute(c, kind, 0));
+}
+
+/* The slow path's functions: not inlined (inline, the vectoriser would widen them) and compiled
+ * without optimisation (optnone): they run only for huge arguments, and optimising them more than
+ * doubled the compile time of a sin kernel (51M -> 98M instructions of LLVM; 70M with optnone, on
+ * the loop of tests/jit's bench-trig). */
+static void slow_attrs(LLVMContextRef c, LLVMValueRef f)
+{
+    add_attr(c, f, "noinline");
+    add_attr(c, f, "optnone");
+    add_attr(c, f, "nounwind");
+}
+
+/* Pure: reads only the constant table. LLVM 16 replaced readnone on functions by memory(none)
+ * (value 0 of the memory attribute); the vectoriser needs one of them to widen the call. */
+static void add_readnone(LLVMContextRef c, LLVMValueRef fn_or_call, bool call)
+{
+#if LLVM_VERSION_MAJOR >= 16
+    const char *name = "memory";
+#else
+    const char *name = "readnone";
+#endif
+    unsigned kind = LLVMGetEnumAttributeKindForName(name, strlen(name));
+    LLVMAttributeRef a = LLVMCreateEnumAttribute(c, kind, 0);
+    if (call)
+        LLVMAddCallSiteAttribute(fn_or_call, LLVMAttributeFunctionIndex, a);
+    else
+        LLVMAddAttributeAtIndex(fn_or_call, LLVMAttributeFunctionIndex, a);
+}
+
+static void big_name(char *buf, size_t len, bool cosine, unsigned lanes)
+{
+    if (lanes)
+        snprintf(buf, len, "nx.trig.%s.v%uf64", cosine ? "cos" : "sin", lanes);
+    else
+        snprintf(buf, len, "nx.trig.%s.f64", cosine ? "cos" : "sin");
+}
+
+/* An em for the same context and module, of f64 with `lanes` lanes, with a builder at the end of
+ * a new block of fn. */
+static em em_in(const em *e, unsigned lanes, LLVMValueRef fn, LLVMBasicBlockRef *bb)
+{
+    em s = *e;
+    s.lanes = lanes;
+    s.f64 = true;
+    LLVMTypeRef f = LLVMDoubleTypeInContext(e->c), i = LLVMInt64TypeInContext(e->c);
+    s.ft = lanes ? LLVMVectorType(f, lanes) : f;
+    s.it = lanes ? LLVMVectorType(i, lanes) : i;
+    s.b = LLVMCreateBuilderInContext(e->c);
+    *bb = LLVMAppendBasicBlockInContext(e->c, fn, "entry");
+    LLVMPositionBuilderAtEnd(s.b, *bb);
+    return s;
+}
+
+/* `double nx.trig.<fn>.f64(double x, double r)`: r, or for finite |x| > NX_X86_TRIG_FAST_MAX,
+ * sin or cos of x through rem_pio2_big. */
+static LLVMValueRef big_scalar(const em *e, bool cosine)
+{
+    char name[40];
+    big_name(name, sizeof name, cosine, 0);
+    LLVMValueRef f = LLVMGetNamedFunction(e->mod, name);
+    if (f)
+        return f;
+    LLVMTypeRef d = LLVMDoubleTypeInContext(e->c), params[] = {d, d};
+    f = LLVMAddFunction(e->mod, name, LLVMFunctionType(d, params, 2, 0));
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    slow_attrs(e->c, f);
+    add_attr(e->c, f, "willreturn");
+    add_readnone(e->c, f, false);
+    LLVMBasicBlockRef entry;
+    em s = em_in(e, 0, f, &entry);
+    LLVMValueRef x = LLVMGetParam(f, 0);
+    LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(e->c, f, "big");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->c, f, "small");
+    LLVMBuildCondBr(s.b, needs_big(&s, x), slow, done);
+    LLVMPositionBuilderAtEnd(s.b, done);
+    LLVMBuildRet(s.b, LLVMGetParam(f, 1));
+    LLVMPositionBuilderAtEnd(s.b, slow);
+    LLVMValueRef y0, y1, n;
+    rem_pio2_big(&s, x, &y0, &y1, &n);
+    LLVMBuildRet(s.b, trig_quadrant(&s, y0, y1, n, cosine));
+    LLVMDisposeBuilder(s.b);
+    return f;
+}
+
+/* `void nx.trig.<fn>.lanes(double *x, double *r, i64 n)`: r[i] = nx.trig.<fn>.f64(x[i], r[i]). */
+static LLVMValueRef big_lanes(const em *e, bool cosine)
+{
+    char name[40];
+    snprintf(name, sizeof name, "nx.trig.%s.lanes", cosine ? "cos" : "sin");
+    LLVMValueRef f = LLVMGetNamedFunction(e->mod, name);
+    if (f)
+        return f;
+    LLVMValueRef scalar = big_scalar(e, cosine);
+    LLVMTypeRef d = LLVMDoubleTypeInContext(e->c), dp = LLVMPointerType(d, 0);
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(e->c);
+    LLVMTypeRef params[] = {dp, dp, i64};
+    f = LLVMAddFunction(e->mod, name, LLVMFunctionType(LLVMVoidTypeInContext(e->c), params, 3, 0));
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    slow_attrs(e->c, f);
+    LLVMBasicBlockRef entry;
+    em s = em_in(e, 0, f, &entry);
+    LLVMBasicBlockRef loop = LLVMAppendBasicBlockInContext(e->c, f, "lane");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->c, f, "done");
+    LLVMBuildBr(s.b, loop);
+    LLVMPositionBuilderAtEnd(s.b, loop);
+    LLVMValueRef i = LLVMBuildPhi(s.b, i64, "");
+    LLVMValueRef xp = LLVMBuildInBoundsGEP2(s.b, d, LLVMGetParam(f, 0), &i, 1, "");
+    LLVMValueRef rp = LLVMBuildInBoundsGEP2(s.b, d, LLVMGetParam(f, 1), &i, 1, "");
+    LLVMValueRef args[] = {LLVMBuildLoad2(s.b, d, xp, ""), LLVMBuildLoad2(s.b, d, rp, "")};
+    LLVMBuildStore(s.b, LLVMBuildCall2(s.b, LLVMGlobalGetValueType(scalar), scalar, args, 2, ""),
+                   rp);
+    LLVMValueRef next = LLVMBuildAdd(s.b, i, LLVMConstInt(i64, 1, 0), "");
+    LLVMBuildCondBr(s.b, LLVMBuildICmp(s.b, LLVMIntULT, next, LLVMGetParam(f, 2), ""), loop, done);
+    LLVMValueRef iv[] = {LLVMConstInt(i64, 0, 0), next};
+    LLVMBasicBlockRef ib[] = {entry, loop};
+    LLVMAddIncoming(i, iv, ib, 2);
+    LLVMPositionBuilderAtEnd(s.b, done);
+    LLVMBuildRetVoid(s.b);
+    LLVMDisposeBuilder(s.b);
+    return f;
+}
+
+/* Adds f to llvm.compiler.used (appending), so that globaldce keeps it. */
+static void keep_used(const em *e, LLVMValueRef f)
+{
+    LLVMTypeRef ptr = LLVMPointerType(LLVMInt8TypeInContext(e->c), 0);
+    LLVMValueRef old = LLVMGetNamedGlobal(e->mod, "llvm.compiler.used");
+    LLVMValueRef v[16];
+    unsigned n = 0;
+    if (old) {
+        LLVMValueRef init = LLVMGetInitializer(old);
+        unsigned k = init ? (unsigned)LLVMGetNumOperands(init) : 0;
+        for (unsigned i = 0; i < k && n < 15; i++)
+            v[n++] = LLVMGetOperand(init, i);
+        LLVMDeleteGlobal(old);
+    }
+    v[n++] = LLVMConstBitCast(f, ptr);
+    LLVMValueRef g = LLVMAddGlobal(e->mod, LLVMArrayType(ptr, n), "llvm.compiler.used");
+    LLVMSetInitializer(g, LLVMConstArray(ptr, v, n));
+    LLVMSetLinkage(g, LLVMAppendingLinkage);
+    LLVMSetSection(g, "llvm.metadata");
+}
+
+/* `<N x double> nx.trig.<fn>.v<N>f64(x, r)`: r unless some lane needs the big reduction. */
+static LLVMValueRef big_vector(const em *e, bool cosine, unsigned lanes)
+{
+    char name[40];
+    big_name(name, sizeof name, cosine, lanes);
+    LLVMValueRef f = LLVMGetNamedFunction(e->mod, name);
+    if (f)
+        return f;
+    LLVMTypeRef d = LLVMDoubleTypeInContext(e->c), vt = LLVMVectorType(d, lanes);
+    LLVMTypeRef params[] = {vt, vt};
+    f = LLVMAddFunction(e->mod, name, LLVMFunctionType(vt, params, 2, 0));
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    add_attr(e->c, f, "nounwind");
+    add_attr(e->c, f, "willreturn");
+    add_readnone(e->c, f, false);
+    keep_used(e, f);
+    LLVMBasicBlockRef entry;
+    em s = em_in(e, lanes, f, &entry);
+    LLVMValueRef x = LLVMGetParam(f, 0), r = LLVMGetParam(f, 1);
+    LLVMValueRef mask =
+        LLVMBuildBitCast(s.b, needs_big(&s, x), LLVMIntTypeInContext(e->c, lanes), "");
+    LLVMValueRef any = LLVMBuildICmp(s.b, LLVMIntNE, mask, LLVMConstNull(LLVMTypeOf(mask)), "");
+    LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(e->c, f, "big");
+    LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->c, f, "small");
+    LLVMBuildCondBr(s.b, any, slow, done);
+    LLVMPositionBuilderAtEnd(s.b, done);
+    LLVMBuildRet(s.b, r);
+    LLVMPositionBuilderAtEnd(s.b, slow);
+    /* through memory, so that the variants of every width share one loop over lanes */
+    LLVMValueRef xa = LLVMBuildAlloca(s.b, vt, ""), ra = LLVMBuildAlloca(s.b, vt, "");
+    LLVMBuildStore(s.b, x, xa);
+    LLVMBuildStore(s.b, r, ra);
+    LLVMTypeRef dp = LLVMPointerType(d, 0);
+    LLVMValueRef args[] = {LLVMBuildBitCast(s.b, xa, dp, ""), LLVMBuildBitCast(s.b, ra, dp, ""),
+                           LLVMConstInt(LLVMInt64TypeInContext(e->c), lanes, 0)};
+    LLVMValueRef each = big_lanes(e, cosine);
+    LLVMBuildCall2(s.b, LLVMGlobalGetValueType(each), each, args, 3, "");
+    LLVMBuildRet(s.b, LLVMBuildLoad2(s.b, vt, ra, ""));
+    LLVMDisposeBuilder(s.b);
+    return f;
+}
+
+/* The call that replaces r where x needs the big reduction (see the section comment). */
+static LLVMValueRef big_fixup(const em *e, LLVMValueRef x, LLVMValueRef r, bool cosine)
+{
+    static const unsigned vfs[] = {4, 8};
+    LLVMValueRef f;
+    char attr[512] = "";
+    if (e->lanes) {
+        f = big_vector(e, cosine, e->lanes);
+    } else {
+        f = big_scalar(e, cosine);
+        char scalar[40], vec[40];
+        big_name(scalar, sizeof scalar, cosine, 0);
+        size_t len = 0;
+        for (size_t i = 0; i < sizeof vfs / sizeof *vfs; i++) {
+            big_vector(e, cosine, vfs[i]);
+            big_name(vec, sizeof vec, cosine, vfs[i]);
+            len += (size_t)snprintf(attr + len, sizeof attr - len, "%s_ZGV_LLVM_N%uvv_%s(%s)",
+                                    i ? "," : "", vfs[i], scalar, vec);
+        }
+    }
+    LLVMValueRef args[] = {x, r};
+    LLVMValueRef call = LLVMBuildCall2(e->b, LLVMGlobalGetValueType(f), f, args, 2, "");
+    add_readnone(e->c, call, true);
+    if (attr[0]) {
+        static const char key[] = "vector-function-abi-variant";
+        LLVMAddCallSiteAttribute(
+            call, LLVMAttributeFunctionIndex,
+            LLVMCreateStringAttribute(e->c, key, sizeof key - 1, attr, (unsigned)strlen(attr)));
+    }
+    return call;
+}
+
+static LLVMValueRef sincos64(const em *e, LLVMValueRef x, bool cosine)
+{
+    LLVMValueRef y0, y1, n;
+    rem_pio2(e, x, &y0, &y1, &n);
+    LLVMValueRef r = trig_quadrant(e, y0, y1, n, cosine);
     if (!cosine)
         r = sel(e, fcmp(e, LLVMRealOEQ, x, K(e, 0.0)), x, r); /* keeps -0 */
-    /* beyond the reduction's range a value would be silently wrong: NaN says so */
-    return sel(e, fcmp(e, LLVMRealOGT, fabs_(e, x), K(e, NX_X86_TRIG_MAX)), K(e, NAN), r);
+    return big_fixup(e, x, r, cosine);
 }
 
 /* ---------------------------------------------------------------------------------------------

@@ -4,7 +4,9 @@
  *
  * Errors are in ulps of the exact (long double) value, measured on dense sweeps, random samples
  * over the whole domain (random bit patterns) and near hard points (multiples of pi/2, x near 1 in
- * pow, overflow and underflow thresholds). Special values (zeros, infinities, NaN, subnormals,
+ * pow, overflow and underflow thresholds). sin and cos also over |x| from 1e-30 to the largest
+ * finite value and at the numbers nearest a multiple of pi/2 for every exponent (trig-hard.h,
+ * written by gen-trig-hard.py), in the loop and through the graph API against the interpreter. Special values (zeros, infinities, NaN, subnormals,
  * extremes) must match libm exactly in class and sign. Set NX_MATH_REPORT=1 to print the maxima.
  *
  * The bounds below are the maxima measured on an AMD EPYC (AVX-512, FMA) with LLVM 14, plus 0.05
@@ -21,7 +23,9 @@
 
 #include "codegen/x86/jit.h"
 #include "codegen/x86/math.h"
+#include "nitrix-graph.h"
 #include "testutil.h"
+#include "trig-hard.h"
 
 typedef struct fn_case {
     nx_x86_math_fn fn;
@@ -101,17 +105,26 @@ static const char *vector_type(bool f64)
     return NULL;
 }
 
-/* JIT-compiles the loop, checking that it was vectorised and the function inlined. */
-static nx_x86_kernel *compile_loop(nx_ctx *ctx, nx_x86_math_fn fn, bool f64, kern_fn *out)
+static bool is_trig(nx_x86_math_fn fn)
+{
+    return fn == NX_X86_MATH_SIN || fn == NX_X86_MATH_COS;
+}
+
+/* JIT-compiles the loop, checking that it was vectorised and the function inlined; for sin and
+ * cos, that the vectorised loop calls the big-argument check once per vector (the vector variant
+ * of nx.trig.<fn>.f64), not once per lane. */
+static nx_x86_kernel *compile_loop(nx_ctx *ctx, nx_x86_math_fn fn, bool f64, nx_x86_opt opt,
+                                   kern_fn *out)
 {
     nx_x86_jit *jit = NULL;
     assert_int_equal(nx_x86_jit_get(ctx, &jit), NX_OK);
     char name[64];
-    snprintf(name, sizeof name, "loop_%s_%s", nx_x86_math_name(fn), f64 ? "f64" : "f32");
+    snprintf(name, sizeof name, "loop_%s_%s_%d", nx_x86_math_name(fn), f64 ? "f64" : "f32",
+             (int)opt);
     nx_x86_module *m = NULL;
     assert_int_equal(nx_x86_module_new(jit, name, &m), NX_OK);
     build_loop(m, fn, f64, name);
-    nx_status st = nx_x86_module_optimize(m, NX_X86_OPT_O3);
+    nx_status st = nx_x86_module_optimize(m, opt);
     if (st != NX_OK)
         fail_msg("%s: %s", name, nx_ctx_last_error(ctx));
     char *text = NULL;
@@ -126,6 +139,14 @@ static nx_x86_kernel *compile_loop(nx_ctx *ctx, nx_x86_math_fn fn, bool f64, ker
         fail_msg("%s was not vectorised (no %s in the optimised IR)", name, vt);
     if (strstr(text, "call double @nx.math") || strstr(text, "call float @nx.math"))
         fail_msg("%s: the math function was not inlined", name);
+    if (vt && is_trig(fn)) {
+        int w = atoi(vector_type(true) + 1); /* f32 sin and cos run at the f64 width */
+        char call[64];
+        snprintf(call, sizeof call, "call <%d x double> @nx.trig.%s.v%df64(", w,
+                 nx_x86_math_name(fn), w);
+        if (!strstr(text, call))
+            fail_msg("%s: no per-vector big-argument check '%s' in the optimised IR", name, call);
+    }
     nx_rt_free(ctx, text, strlen(text) + 1);
     nx_x86_kernel *k = NULL;
     st = nx_x86_module_compile(m, &k, NULL, NULL);
@@ -206,6 +227,67 @@ static void logunif(inputs *in, int elo, int ehi, bool neg, int n)
 
 #define NS 150000 /* samples per family */
 
+/* sin and cos beyond the inline reduction: a log-spaced sweep of |x| from 1e-30 to the largest
+ * finite value, both signs; random bit patterns; the numbers nearest multiples of pi/2 for every
+ * exponent (trig-hard.h, with their neighbours); the classic cases and the edges of the Cody-Waite
+ * range. */
+static void trig_large_inputs(bool f64, inputs *in)
+{
+    double maxv = f64 ? DBL_MAX : FLT_MAX, top = log10(maxv);
+    for (int i = 0; i <= NS; i++) {
+        double v = fmin(pow(10.0, -30 + (top + 30) * i / NS), maxv);
+        push(in, v, 1);
+        push(in, -v, 1);
+    }
+    for (int i = 0; i < NS; i++) {
+        if (f64) {
+            push(in, rnd_bits(true), 1);
+            continue;
+        }
+        uint32_t u = (uint32_t)rnd();
+        float v;
+        memcpy(&v, &u, sizeof v);
+        if (isfinite(v))
+            push(in, v, 1);
+    }
+    const nx_trig_hard *h = f64 ? trig_hard_f64 : trig_hard_f32;
+    size_t nh = f64 ? sizeof trig_hard_f64 / sizeof *h : sizeof trig_hard_f32 / sizeof *h;
+    for (size_t i = 0; i < nh; i++) {
+        double v = ldexp((double)h[i].m, h[i].e);
+        double up = f64 ? nextafter(v, INFINITY) : nextafterf((float)v, INFINITY);
+        double down = f64 ? nextafter(v, 0) : nextafterf((float)v, 0);
+        const double vs[] = {v, -v, up, -down};
+        for (int j = 0; j < 4; j++)
+            push(in, vs[j], 1);
+    }
+    const double classic[] = {1e22,
+                              -1e22,
+                              0x1.fffffep127,
+                              -0x1.fffffep127,
+                              DBL_MAX,
+                              0x1p1023,
+                              0x1p1000,
+                              6381956970095103.0 * 0x1p797,
+                              16367173.0 * 0x1p72,
+                              1e300,
+                              NX_X86_TRIG_FAST_MAX,
+                              nextafter(NX_X86_TRIG_FAST_MAX, INFINITY),
+                              nextafter(NX_X86_TRIG_FAST_MAX, 0),
+                              nextafterf((float)NX_X86_TRIG_FAST_MAX, INFINITY),
+                              nextafterf((float)NX_X86_TRIG_FAST_MAX, 0),
+                              0x1p20,
+                              0x1p21,
+                              0x1p52,
+                              0x1p53,
+                              0x1p54,
+                              0x1p64};
+    for (size_t i = 0; i < sizeof classic / sizeof *classic; i++)
+        if (fabs(classic[i]) <= maxv) {
+            push(in, classic[i], 1);
+            push(in, -classic[i], 1);
+        }
+}
+
 static void gen_inputs(nx_x86_math_fn fn, bool f64, inputs *in)
 {
     double big = f64 ? 710 : 89, small = f64 ? -746 : -104;
@@ -242,6 +324,7 @@ static void gen_inputs(nx_x86_math_fn fn, bool f64, inputs *in)
             push(in,
                  nextafter((double)(rnd() % 1000000) * 1.5707963267948966, (rnd() & 1) ? 0 : 1e7),
                  1);
+        trig_large_inputs(f64, in);
         break;
     case NX_X86_MATH_TANH:
         dense(in, -25, 25, NS);
@@ -310,8 +393,9 @@ static long double reference(const fn_case *fc, double x, double y)
     return fc->ref2 ? fc->ref2(x, y) : fc->ref1(x);
 }
 
+/* Errors into res; those of sin and cos at |x| beyond the inline reduction into big as well. */
 static void measure(const fn_case *fc, bool f64, kern_fn k, const double *x, const double *y,
-                    int64_t n, result *res)
+                    int64_t n, result *res, result *big)
 {
     void *xb = calloc((size_t)n, 8), *yb = calloc((size_t)n, 8), *ob = calloc((size_t)n, 8);
     assert_true(xb && yb && ob);
@@ -329,13 +413,16 @@ static void measure(const fn_case *fc, bool f64, kern_fn k, const double *x, con
         double xi = f64 ? ((double *)xb)[i] : ((float *)xb)[i];
         double yi = f64 ? ((double *)yb)[i] : ((float *)yb)[i];
         double got = f64 ? ((double *)ob)[i] : ((float *)ob)[i];
-        if ((fc->fn == NX_X86_MATH_SIN || fc->fn == NX_X86_MATH_COS) &&
-            fabs(xi) > NX_X86_TRIG_MAX) {
-            if (!isnan(got) && res->mismatches++ == 0)
-                res->mis_x = xi, res->mis_got = got, res->mis_ref = NAN;
-            continue;
-        }
         long double ref = reference(fc, xi, yi);
+        if (big && is_trig(fc->fn) && fabs(xi) > NX_X86_TRIG_FAST_MAX && isfinite(xi)) {
+            double err = ulp_error(got, ref, f64);
+            if (err > big->max_ulp) {
+                big->max_ulp = err;
+                big->worst_x = xi;
+                big->worst_got = got;
+                big->worst_ref = ref;
+            }
+        }
         double err = ulp_error(got, ref, f64);
         if (err < 0) {
             if (res->mismatches++ == 0) {
@@ -408,17 +495,18 @@ static void special_inputs(const fn_case *fc, bool f64, inputs *in)
     }
 }
 
-static void run_case(const fn_case *fc, bool f64, result *sweep, result *special)
+static void run_case(const fn_case *fc, bool f64, nx_x86_opt opt, result *sweep, result *special,
+                     result *big)
 {
     nx_ctx *ctx = NULL;
     assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
     kern_fn k = NULL;
-    nx_x86_kernel *kern = compile_loop(ctx, fc->fn, f64, &k);
+    nx_x86_kernel *kern = compile_loop(ctx, fc->fn, f64, opt, &k);
     inputs in = {0}, sp = {0};
     gen_inputs(fc->fn, f64, &in);
     special_inputs(fc, f64, &sp);
-    measure(fc, f64, k, in.x, in.y, in.n, sweep);
-    measure(fc, f64, k, sp.x, sp.y, sp.n, special);
+    measure(fc, f64, k, in.x, in.y, in.n, sweep, big);
+    measure(fc, f64, k, sp.x, sp.y, sp.n, special, big);
     free(in.x);
     free(in.y);
     free(sp.x);
@@ -429,8 +517,12 @@ static void run_case(const fn_case *fc, bool f64, result *sweep, result *special
 
 static void check_case(const fn_case *fc, bool f64)
 {
-    result sweep = {0}, special = {0};
-    run_case(fc, f64, &sweep, &special);
+    result sweep = {0}, special = {0}, big = {0};
+    run_case(fc, f64, NX_X86_OPT_O3, &sweep, &special, &big);
+    /* sin and cos through the kernel pipeline too: its globaldce runs before vectorisation and
+     * must keep the vector variants that only an attribute names */
+    if (is_trig(fc->fn))
+        run_case(fc, f64, NX_X86_OPT_KERNEL, &sweep, &special, &big);
     const char *name = nx_x86_math_name(fc->fn), *dt = f64 ? "f64" : "f32";
     double bound = f64 ? fc->bound_f64 : fc->bound_f32;
     double max = sweep.max_ulp > special.max_ulp ? sweep.max_ulp : special.max_ulp;
@@ -440,6 +532,10 @@ static void check_case(const fn_case *fc, bool f64)
                       "exact %.20Lg\n",
                       name, dt, max, bound, sweep.worst_x, sweep.worst_y, sweep.worst_got,
                       sweep.worst_ref);
+    if (is_trig(fc->fn) && ((rep && *rep == '1') || big.max_ulp > bound))
+        print_message("%-6s %s: |x| > %.7g: max %.3f ulp at x=%.17g: got %.17g, exact %.20Lg\n",
+                      name, dt, NX_X86_TRIG_FAST_MAX, big.max_ulp, big.worst_x, big.worst_got,
+                      big.worst_ref);
     if (sweep.mismatches || special.mismatches) {
         result *r = sweep.mismatches ? &sweep : &special;
         fail_msg("%s %s: %lld special-value mismatches, first at x=%.17g y=%.17g: got %.17g, "
@@ -459,6 +555,123 @@ static void test_accuracy(void **state)
 }
 
 /* ---------------------------------------------------------------------------------------------
+ * sin and cos through the graph API
+ * -------------------------------------------------------------------------------------------*/
+
+/* y = sin(x) or cos(x) on backend be for the n values of x (as doubles); the result as doubles. */
+static void run_graph(nx_ctx *ctx, nx_backend be, bool f64, bool cosine, const double *x, int64_t n,
+                      double *y)
+{
+    nx_dtype dt = f64 ? NX_DTYPE_F64 : NX_DTYPE_F32;
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    nx_node in = nx_input(g, "x", dt, 1, &n);
+    nx_node out = cosine ? nx_cos(g, in) : nx_sin(g, in);
+    nx_compile_opts opts = {.backend = be, .n_outputs = 1, .outputs = &out};
+    nx_program *p = NULL;
+    if (nx_graph_compile(g, &opts, &p) != NX_OK)
+        fail_msg("%s", nx_ctx_last_error(ctx));
+    nx_graph_free(g);
+    nx_tensor *xt = NULL, *yt = NULL;
+    assert_int_equal(nx_tensor_new(ctx, dt, 1, &n, &xt), NX_OK);
+    for (int64_t i = 0; i < n; i++) {
+        if (f64)
+            ((double *)nx_tensor_data(xt))[i] = x[i];
+        else
+            ((float *)nx_tensor_data(xt))[i] = (float)x[i];
+    }
+    if (nx_program_run(p, (const nx_tensor *const[]){xt}, &yt) != NX_OK)
+        fail_msg("%s", nx_ctx_last_error(ctx));
+    for (int64_t i = 0; i < n; i++)
+        y[i] = f64 ? ((double *)nx_tensor_data(yt))[i] : ((float *)nx_tensor_data(yt))[i];
+    nx_tensor_free(xt);
+    nx_tensor_free(yt);
+    nx_program_free(p);
+}
+
+/* The CPU backend (kernel emitter's text IR, kernel pipeline, a fresh kernel cache) against long
+ * double libm and against the reference interpreter (double libm), over |x| from 1e-30 to the
+ * largest finite value, the hardest reductions of every exponent and the classic cases. */
+static void trig_graph_case(nx_ctx *ctx, bool f64, bool cosine)
+{
+    inputs in = {0};
+    trig_large_inputs(f64, &in);
+    int64_t n = in.n;
+    double *got = malloc((size_t)n * sizeof *got), *ref = malloc((size_t)n * sizeof *ref);
+    assert_true(got && ref);
+    run_graph(ctx, NX_BACKEND_CPU, f64, cosine, in.x, n, got);
+    run_graph(ctx, NX_BACKEND_REF, f64, cosine, in.x, n, ref);
+    double max_exact = 0, max_interp = 0, max_libm = 0, wx = 0, wi = 0, wl = 0;
+    int64_t libm_off = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double xi = f64 ? in.x[i] : (float)in.x[i];
+        long double exact = cosine ? cosl(xi) : sinl(xi);
+        double e1 = ulp_error(got[i], exact, f64);
+        double el = ulp_error(ref[i], exact, f64);
+        double e2 = ulp_error(got[i], (long double)ref[i], f64); /* the backends' difference */
+        if (e1 < 0 || el < 0)
+            fail_msg("%s %s x=%.17g: cpu %.17g, interpreter %.17g, exact %.17Lg",
+                     cosine ? "cos" : "sin", f64 ? "f64" : "f32", xi, got[i], ref[i], exact);
+        if (e1 > max_exact)
+            max_exact = e1, wx = xi;
+        if (el > max_libm)
+            max_libm = el, wl = xi;
+        /* double libm's reduction is not exact at the hardest cases (glibc's sin(x) at
+         * x = 0x1.4c96c11134d36p+578 is 1e5 ulp off, -4.97073257516e-18 for -4.97073257524e-18):
+         * there the interpreter is not an oracle */
+        if (el > 1) {
+            libm_off++;
+            /* and only there: near a multiple of pi/2, where the result is tiny */
+            if (fabsl(exact) > 1e-6L)
+                fail_msg("%s %s x=%.17g: the interpreter %.17g is %.3g ulp from %.17Lg",
+                         cosine ? "cos" : "sin", f64 ? "f64" : "f32", xi, ref[i], el, exact);
+            continue;
+        }
+        if (e2 > max_interp)
+            max_interp = e2, wi = xi;
+    }
+    const char *rep = getenv("NX_MATH_REPORT");
+    if (rep && *rep == '1')
+        print_message("graph %s %s (%lld values): cpu vs exact max %.3f ulp (x=%.17g); cpu vs "
+                      "interpreter max %.3f ulp (x=%.17g); interpreter (libm) vs exact max %.3g "
+                      "ulp (x=%.17g), %lld values more than 1 ulp off\n",
+                      cosine ? "cos" : "sin", f64 ? "f64" : "f32", (long long)n, max_exact, wx,
+                      max_interp, wi, max_libm, wl, (long long)libm_off);
+    /* the bounds of the loop test above; the interpreter is itself within ~0.5 ulp where kept */
+    double bound = f64 ? 1.0 : 0.75;
+    if (max_exact > bound)
+        fail_msg("graph %s: %.3f ulp from the exact value at x=%.17g (bound %.2f)",
+                 cosine ? "cos" : "sin", max_exact, wx, bound);
+    if (max_interp > bound + 0.5)
+        fail_msg("graph %s: %.3f ulp from the interpreter at x=%.17g (bound %.2f)",
+                 cosine ? "cos" : "sin", max_interp, wi, bound + 0.5);
+    free(got);
+    free(ref);
+    free(in.x);
+    free(in.y);
+}
+
+static void test_trig_graph(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/nx-test-trig-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    nx_test_alloc ta = {0};
+    nx_allocator al = nx_test_allocator(&ta);
+    nx_ctx_opts o = {.allocator = &al, .ignore_env = true, .cache_dir = dir};
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(&o, &ctx), NX_OK);
+    for (int f64 = 0; f64 < 2; f64++)
+        for (int cosine = 0; cosine < 2; cosine++)
+            trig_graph_case(ctx, f64, cosine);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* ---------------------------------------------------------------------------------------------
  * Other entry points
  * -------------------------------------------------------------------------------------------*/
 
@@ -473,11 +686,16 @@ static void test_text_ir(void **state)
     const char *ir =
         "declare float @nx.math.exp.f32(float)\n"
         "declare <4 x double> @nx.math.pow.v4f64(<4 x double>, <4 x double>)\n"
+        "declare <4 x double> @nx.math.cos.v4f64(<4 x double>)\n"
         "define float @f(float %x) {\n"
         "  %e = call float @nx.math.exp.f32(float %x)\n  ret float %e\n}\n"
         "define void @g(<4 x double>* %p) {\n"
         "  %v = load <4 x double>, <4 x double>* %p\n"
         "  %r = call <4 x double> @nx.math.pow.v4f64(<4 x double> %v, <4 x double> %v)\n"
+        "  store <4 x double> %r, <4 x double>* %p\n  ret void\n}\n"
+        "define void @h(<4 x double>* %p) {\n"
+        "  %v = load <4 x double>, <4 x double>* %p\n"
+        "  %r = call <4 x double> @nx.math.cos.v4f64(<4 x double> %v)\n"
         "  store <4 x double> %r, <4 x double>* %p\n  ret void\n}\n";
     nx_x86_module *m = NULL;
     nx_status st = nx_x86_module_parse(jit, "text-math", ir, strlen(ir), &m);
@@ -496,6 +714,21 @@ static void test_text_ir(void **state)
     ((void (*)(double *))p)(v);
     assert_true(v[0] == 4.0 && v[1] == 27.0);
     assert_true(fabs(v[2] - sqrt(0.5)) <= DBL_EPSILON && fabs(v[3] - 1e10) <= 1e10 * DBL_EPSILON);
+    /* explicit vectors: one lane of four beyond the inline reduction, then all, then none */
+    assert_int_equal(nx_x86_kernel_lookup(k, "h", &p), NX_OK);
+    const double cx[3][4] = {{0.5, 1e22, -3.0, 2.0},
+                             {-1e300, 0x1.fffffep127, 6381956970095103.0 * 0x1p797, 1e7},
+                             {0.0, -0.0, 1e-300, 1e6}};
+    for (int r = 0; r < 3; r++) {
+        double w[4] __attribute__((aligned(32)));
+        memcpy(w, cx[r], sizeof w);
+        ((void (*)(double *))p)(w);
+        for (int i = 0; i < 4; i++) {
+            double err = ulp_error(w[i], cosl(cx[r][i]), true);
+            if (err < 0 || err > 1.0)
+                fail_msg("cos.v4f64(%.17g) = %.17g, exact %.17Lg", cx[r][i], w[i], cosl(cx[r][i]));
+        }
+    }
     nx_x86_kernel_free(k);
 
     /* a library name with the wrong type is an error naming it */
@@ -529,13 +762,14 @@ static void test_function_types(void **state)
 
 int main(void)
 {
-    struct CMUnitTest tests[NX_X86_MATH_COUNT + 2];
+    struct CMUnitTest tests[NX_X86_MATH_COUNT + 3];
     char names[NX_X86_MATH_COUNT][32];
     int n = 0;
     for (int i = 0; i < NX_X86_MATH_COUNT; i++) {
         snprintf(names[i], sizeof names[i], "accuracy_%s", nx_x86_math_name(cases[i].fn));
         tests[n++] = (struct CMUnitTest){names[i], test_accuracy, NULL, NULL, (void *)&cases[i]};
     }
+    tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_trig_graph);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_text_ir);
     tests[n++] = (struct CMUnitTest)cmocka_unit_test(test_function_types);
     return _cmocka_run_group_tests("math", tests, (size_t)n, NULL, NULL);
