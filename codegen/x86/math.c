@@ -31,6 +31,11 @@ static const char *const names[NX_X86_MATH_COUNT] = {
     "exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "erf", "pow", "sqrt",
 };
 
+const char *nx_x86_math_version(void)
+{
+    return "x86-math-2 " __DATE__ " " __TIME__;
+}
+
 const char *nx_x86_math_name(nx_x86_math_fn fn)
 {
     return (unsigned)fn < NX_X86_MATH_COUNT ? names[fn] : NULL;

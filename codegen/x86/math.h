@@ -50,6 +50,10 @@ typedef enum nx_x86_math_fn {
     NX_X86_MATH_COUNT
 } nx_x86_math_fn;
 
+/* Names this library's code: a kernel cache key that includes it drops objects compiled with
+ * another version of these functions (their bodies are not in the kernel's IR text). */
+NX_HIDDEN const char *nx_x86_math_version(void);
+
 /* "exp", "log", ...; NULL out of range. */
 NX_HIDDEN const char *nx_x86_math_name(nx_x86_math_fn fn);
 /* 1, or 2 for pow. */
