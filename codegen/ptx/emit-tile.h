@@ -37,7 +37,9 @@ typedef struct nx_ptx_gen {
  * NX_PTX_ROWS (box threads take several points along an outer axis; kernels without float
  * MIN/MAX) unless NITRIX_PTX_ROWS=0, NX_PTX_ROWS_ALL (rows for every box kernel) only with
  * NITRIX_PTX_ROWS=1, NX_PTX_STENCIL (window MIN/MAX networks through shared-memory tiles,
- * emit-stencil.c) unless NITRIX_PTX_STENCIL=0; for measurements. Part of the kernel cache key. */
+ * emit-stencil.c) unless NITRIX_PTX_STENCIL=0, NX_PTX_ILP (several points per thread in large
+ * kernels without a box split or folds) unless NITRIX_PTX_ILP=0; for measurements. Part of the
+ * kernel cache key. */
 enum {
     NX_PTX_SPLIT = 1,
     NX_PTX_NARROW = 2,
@@ -45,6 +47,7 @@ enum {
     NX_PTX_ROWS = 8,
     NX_PTX_STENCIL = 16,
     NX_PTX_ROWS_ALL = 32,
+    NX_PTX_ILP = 64,
 };
 NX_HIDDEN int nx_ptx_general_flags(void);
 

@@ -1131,11 +1131,66 @@ static bool plan_box(const nx_kernel *k, const nx_kbox *b, bool rows, box_plan *
     return b->naxes > 0 && bp->inner > 0 && nsplit > 0;
 }
 
-static void emit_body(gen *g, const box_plan *bp, const uint8_t *live)
+/* One point of the general form at linear index p (declared by the caller): the point's
+ * indices, the body (with the aliases of a box covering the space), the stores. */
+static void emit_point(gen *g, const uint8_t *live)
+{
+    const nx_kalias *alias = g->alias;
+    nx_ptx_emit_point_index(g, "p");
+    g->live = alias ? live : NULL; /* a box covering the space: aliases everywhere */
+    emit_scope(g, -1, g->k->ninst);
+    g->alias = alias;
+    g->live = NULL;
+    emit_stores(g);
+}
+
+/* ilp points per thread, at p0 + j * T (T: the grid's threads) for j < ilp: consecutive threads
+ * still take consecutive points, and a thread's ilp bodies, straight-line code over restrict
+ * pointers, have their loads in flight together (one point per thread keeps only one element
+ * per input in flight, a fraction of what the memory system needs to stream at full rate). The
+ * last group of a short grid takes the guarded loop. */
+static void emit_ilp(gen *g, const uint8_t *live, int ilp)
+{
+    long long np = (long long)nx_ir_numel(g->k->ndim, g->k->extent);
+    line(g, "(void)points;");
+    line(g, "const i64 T = (i64)gridDim.x * %d;", NX_PTX_THREADS);
+    line(g, "for (i64 p0 = (i64)blockIdx.x * %d + threadIdx.x; p0 < %lldLL; p0 += T * %d) {",
+         NX_PTX_THREADS, np, ilp);
+    g->ind++;
+    line(g, "if (p0 + T * %d < %lldLL) {", ilp - 1, np);
+    g->ind++;
+    for (int j = 0; j < ilp; j++) {
+        line(g, "{");
+        g->ind++;
+        line(g, "const i64 p = p0 + T * %d;", j);
+        emit_point(g, live);
+        g->ind--;
+        line(g, "}");
+    }
+    g->ind--;
+    line(g, "} else {");
+    g->ind++;
+    line(g, "for (int j = 0; j < %d; j++) {", ilp);
+    g->ind++;
+    line(g, "const i64 p = p0 + T * j;");
+    line(g, "if (p >= %lldLL) break;", np);
+    emit_point(g, live);
+    g->ind--;
+    line(g, "}");
+    g->ind--;
+    line(g, "}");
+    g->ind--;
+    line(g, "}");
+    g->alias = NULL;
+}
+
+static void emit_body(gen *g, const box_plan *bp, const uint8_t *live, int ilp)
 {
     g->ind = 1;
     if (g->block_r < 0 && bp) {
         emit_box_body(g, bp, live);
+    } else if (g->block_r < 0 && ilp > 1) {
+        emit_ilp(g, live, ilp);
     } else if (g->block_r < 0) {
         line(g, "for (i64 p = (i64)blockIdx.x * %d + threadIdx.x; p < points;", NX_PTX_THREADS);
         line(g, "     p += (i64)gridDim.x * %d) {", NX_PTX_THREADS);
@@ -1173,7 +1228,8 @@ int nx_ptx_general_flags(void)
                  {"NITRIX_PTX_MINMAX", NX_PTX_MINMAX},
                  {"NITRIX_PTX_ROWS", NX_PTX_ROWS},
                  {"NITRIX_PTX_ROWS", NX_PTX_ROWS_ALL},
-                 {"NITRIX_PTX_STENCIL", NX_PTX_STENCIL}};
+                 {"NITRIX_PTX_STENCIL", NX_PTX_STENCIL},
+                 {"NITRIX_PTX_ILP", NX_PTX_ILP}};
     int flags = 0;
     for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
         const char *v = getenv(knobs[i].var);
@@ -1239,6 +1295,17 @@ static bool has_float_minmax(const nx_kernel *k)
     return false;
 }
 
+/* Points per thread of an unsplit POINTS kernel (emit_ilp): 4 for a large space (>= 2^20
+ * points) without folds and with a body small enough to repeat, else 1. */
+static int ilp_of(const gen *g)
+{
+    const nx_kernel *k = g->k;
+    if (g->block_r >= 0 || k->nloops != k->ndim || k->ninst > 512 ||
+        nx_ir_numel(k->ndim, k->extent) < (1 << 20))
+        return 1;
+    return 4;
+}
+
 /* The general form, with the box split of its POINTS loop and 32-bit index arithmetic where the
  * analyses (passes/borders.h) allow them and nx_ptx_general_flags has them on. */
 static void emit_general(gen *g, nx_ptx_launch *launch)
@@ -1286,8 +1353,11 @@ static void emit_general(gen *g, nx_ptx_launch *launch)
      * thread past them would fall into the last slab and compute its points again) */
     if (split && !done)
         launch->points -= bp.inner - bp.inner / bp.rows;
+    int ilp = ok && !split && !done && (flags & NX_PTX_ILP) ? ilp_of(g) : 1;
+    if (ilp > 1)
+        launch->points = (launch->points + ilp - 1) / ilp;
     if (ok && !done)
-        emit_body(g, split ? &bp : NULL, live);
+        emit_body(g, split ? &bp : NULL, live, ilp);
     else if (!ok)
         g->t.failed = true;
     g->alias = NULL;
