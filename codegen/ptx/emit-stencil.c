@@ -19,14 +19,19 @@
  * is (a max.NaN chain), and the output NaN when one of its partials is; the value chains are the
  * bare compare-selects. So the results are bit-identical to the tree, signed zeros included.
  *
- * The generated kernel: blocks 0 .. NT-1 each take a tile of TX x TY points (axes 2 and 1) of
- * the box and march along axis 0 over TZ outputs. Per plane of B the block stages the tile plus
- * its halo in shared memory (double-buffered, one barrier a plane; the next plane's global loads
- * are issued before the current plane's partials are computed) through the same linear index the
- * kernel's load computes (plane * S0 + row * S1 + column, B's C strides), so each staged value is
- * exactly the one the tree's leaf reads. Each thread keeps the last |D0| partials in registers
- * (the plane loop is unrolled in the text, so the window is renamed, not moved). The remaining
- * blocks run the shell outside the box point by point as the general form does. */
+ * The generated kernel: each block takes a tile of 32 x 8 RY points (axes 2 and 1; a thread
+ * computes RY = 2 rows) and marches along axis 0 over TZ = 16 outputs. Per plane of B the block
+ * stages the tile plus its halo in shared memory (double-buffered, one barrier a plane; the
+ * global loads run 3 planes ahead) and each thread folds its plane partials from there, keeping
+ * the last |D0| in registers (the plane loop is unrolled in the text, so the window is renamed).
+ * A staged value is F(q), the value every leaf reads at coordinate q: g0 && g1 && g2 ? B[t0 + t1
+ * + t2] : c, through per-axis staging maps (term t_a and guard g_a of q_a, piecewise affine).
+ * When the shell's leaves, as written, are one function of shifted coordinates (checked on the
+ * host by evaluating the kernel's own instructions, see "the shell as written" below), the maps
+ * are that function and the tiles cover the whole output: every border rule is evaluated once
+ * per staged value instead of once per tap, and no point runs the general form. Otherwise the
+ * maps are B's strides, the tiles cover the box, and the shell runs in blocks of its own (the
+ * first ones), one point per thread as the general form computes it. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -656,13 +661,25 @@ static void emit_stage_load(nx_ptx_gen *g, const stencil *st, const tile *tl, in
     }
     if (st->guarded)
         snprintf(c, sizeof c, " : __int_as_float(0x%08x)", (unsigned)st->c);
+    if (!tl->clamp && !tl->wide)
+        line(g, "const float *const pl%d = b%d + t%d;", j, st->buf, j);
     for (int r = 0; r < tl->rounds; r++) {
         const char *cond = st->guarded ? (snprintf(q, sizeof q, "gz%d && g%d ? ", j, r), q) : "";
-        if (tl->clamp)
+        if (tl->clamp) {
             line(g, "const float s%d_%d = %sb%d[min(max(t%d + o%d, (%s)0), (%s)%lld)]%s;", j, r,
                  cond, st->buf, j, r, it, it, (long long)(st->numel - 1), c);
-        else
-            line(g, "const float s%d_%d = %sbp%d[t%d]%s;", j, r, cond, r, j, c);
+            continue;
+        }
+        if (tl->wide) {
+            line(g, "const float s%d_%d = %sb%d[t%d + o%d]%s;", j, r, cond, st->buf, j, r, c);
+            continue;
+        }
+        /* the plane's pointer is uniform: one mad.wide a load (the FMA pipe), written out so
+         * that NVVM does not reassociate it into 64-bit adds and shifts on the ALU */
+        line(g, "const float *a%d_%d;", j, r);
+        line(g, "asm(\"mad.wide.s32 %%0, %%1, 4, %%2;\" : \"=l\"(a%d_%d) : \"r\"(o%d), \"l\"(pl%d));",
+             j, r, r, j);
+        line(g, "const float s%d_%d = %s__ldg(a%d_%d)%s;", j, r, cond, j, r, c);
     }
 }
 
@@ -732,9 +749,15 @@ static void emit_tile_setup(nx_ptx_gen *g, const stencil *st, const tile *tl)
     line(g, "const int x = x0 + tx, y = y0 + ty * %d;", tl->ry);
     line(g, "float *const out = b%d + ((i64)z0 * %lldLL + y) * %lldLL + x;", g->k->stores[0].buf,
          (long long)g->k->extent[1], (long long)g->k->extent[2]);
-    for (int r = 0; r < tl->ry; r++)
-        line(g, "const bool act%d = x < %lld && y + %d < %lld;", r,
-             (long long)(tl->org[2] + tl->cov[2]), r, (long long)(tl->org[1] + tl->cov[1]));
+    /* bounds only on axes the tiles overhang */
+    for (int r = 0; r < tl->ry; r++) {
+        char bx[48] = "true", by[48] = "true";
+        if (tl->cov[2] % ST_TX)
+            snprintf(bx, sizeof bx, "x < %lld", (long long)(tl->org[2] + tl->cov[2]));
+        if (tl->cov[1] % tl->ty)
+            snprintf(by, sizeof by, "y + %d < %lld", r, (long long)(tl->org[1] + tl->cov[1]));
+        line(g, "const bool act%d = %s && %s;", r, bx, by);
+    }
     for (int r = 0; r < tl->rounds; r++) {
         snprintf(q1, sizeof q1, "qy%d", r);
         snprintf(q2, sizeof q2, "qx%d", r);
@@ -744,8 +767,6 @@ static void emit_tile_setup(nx_ptx_gen *g, const stencil *st, const tile *tl)
         map_expr(g, e1, sizeof e1, &st->map[1], q1, false, tl->wide);
         map_expr(g, e2, sizeof e2, &st->map[2], q2, false, tl->wide);
         line(g, "const %s o%d = (%s) + (%s);", it, r, e1, e2);
-        if (!tl->clamp) /* the plane's term is uniform: one address add a load */
-            line(g, "const float *const bp%d = b%d + o%d;", r, st->buf, r);
         if (!st->guarded)
             continue;
         map_expr(g, e1, sizeof e1, &st->map[1], q1, true, false);
@@ -761,7 +782,10 @@ static void emit_output(nx_ptx_gen *g, const stencil *st, const tile *tl, int ba
     const char *sel = st->max ? "nx_gtselectf" : "nx_ltselectf";
     const char *fn = st->max ? "nx_maxnanf" : "nx_minnanf";
     const int64_t *ext = g->k->extent;
-    line(g, "if (act%d && z0 + %d < %lld) {", r, base, (long long)(tl->org[0] + tl->cov[0]));
+    if (tl->cov[0] % tl->tz)
+        line(g, "if (act%d && z0 + %d < %lld) {", r, base, (long long)(tl->org[0] + tl->cov[0]));
+    else
+        line(g, "if (act%d) {", r);
     g->ind++;
     int pj[ST_SPAN] = {0};
     for (int a = 0; a < st->n[0]; a++)
@@ -776,8 +800,8 @@ static void emit_output(nx_ptx_gen *g, const stencil *st, const tile *tl, int ba
         line(g, "a = %s(p%d_%d, a);", sel, pj[a], r);
     g->ind--;
     line(g, "}");
-    line(g, "out[%lldLL] = a != a ? NX_NANF : a;",
-         (long long)((base * ext[1] + r) * ext[2]));
+    /* a NaN comes from the max.NaN chain: already the canonical NaN (0x7fffffff) */
+    line(g, "out[%lldLL] = a;", (long long)((base * ext[1] + r) * ext[2]));
     g->ind--;
     line(g, "}");
 }

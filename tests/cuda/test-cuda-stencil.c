@@ -441,5 +441,8 @@ int main(void)
         cmocka_unit_test(test_shell_check),
         cmocka_unit_test(test_device_values),
     };
+    /* NX_TEST_FILTER=<pattern>: only the tests it names (a device call short of time) */
+    if (getenv("NX_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("NX_TEST_FILTER"));
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
