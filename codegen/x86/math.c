@@ -928,7 +928,38 @@ static void keep_used(const em *e, LLVMValueRef f)
     LLVMSetSection(g, "llvm.metadata");
 }
 
-/* `<N x double> nx.trig.<fn>.v<N>f64(x, r)`: r unless some lane needs the big reduction. */
+/* `<N x double> nx.trig.<fn>.slow.v<N>f64(x, r)`: the scalar function on each lane, through
+ * memory, so that the variants of every width share one loop over lanes. */
+static LLVMValueRef big_vector_slow(const em *e, bool cosine, unsigned lanes)
+{
+    char name[48];
+    snprintf(name, sizeof name, "nx.trig.%s.slow.v%uf64", cosine ? "cos" : "sin", lanes);
+    LLVMValueRef f = LLVMGetNamedFunction(e->mod, name);
+    if (f)
+        return f;
+    LLVMTypeRef d = LLVMDoubleTypeInContext(e->c), vt = LLVMVectorType(d, lanes);
+    LLVMTypeRef params[] = {vt, vt};
+    f = LLVMAddFunction(e->mod, name, LLVMFunctionType(vt, params, 2, 0));
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    slow_attrs(e->c, f);
+    LLVMBasicBlockRef entry;
+    em s = em_in(e, lanes, f, &entry);
+    LLVMValueRef xa = LLVMBuildAlloca(s.b, vt, ""), ra = LLVMBuildAlloca(s.b, vt, "");
+    LLVMBuildStore(s.b, LLVMGetParam(f, 0), xa);
+    LLVMBuildStore(s.b, LLVMGetParam(f, 1), ra);
+    LLVMTypeRef dp = LLVMPointerType(d, 0);
+    LLVMValueRef args[] = {LLVMBuildBitCast(s.b, xa, dp, ""), LLVMBuildBitCast(s.b, ra, dp, ""),
+                           LLVMConstInt(LLVMInt64TypeInContext(e->c), lanes, 0)};
+    LLVMValueRef each = big_lanes(e, cosine);
+    LLVMBuildCall2(s.b, LLVMGlobalGetValueType(each), each, args, 3, "");
+    LLVMBuildRet(s.b, LLVMBuildLoad2(s.b, vt, ra, ""));
+    LLVMDisposeBuilder(s.b);
+    return f;
+}
+
+/* `<N x double> nx.trig.<fn>.v<N>f64(x, r)`: r unless some lane needs the big reduction. It is
+ * on the hot path, once per vector: one compare of all lanes, and no stack frame (the slow part
+ * is a tail call). */
 static LLVMValueRef big_vector(const em *e, bool cosine, unsigned lanes)
 {
     char name[40];
@@ -936,7 +967,8 @@ static LLVMValueRef big_vector(const em *e, bool cosine, unsigned lanes)
     LLVMValueRef f = LLVMGetNamedFunction(e->mod, name);
     if (f)
         return f;
-    LLVMTypeRef d = LLVMDoubleTypeInContext(e->c), vt = LLVMVectorType(d, lanes);
+    LLVMValueRef slow_fn = big_vector_slow(e, cosine, lanes);
+    LLVMTypeRef vt = LLVMVectorType(LLVMDoubleTypeInContext(e->c), lanes);
     LLVMTypeRef params[] = {vt, vt};
     f = LLVMAddFunction(e->mod, name, LLVMFunctionType(vt, params, 2, 0));
     LLVMSetLinkage(f, LLVMInternalLinkage);
@@ -956,16 +988,10 @@ static LLVMValueRef big_vector(const em *e, bool cosine, unsigned lanes)
     LLVMPositionBuilderAtEnd(s.b, done);
     LLVMBuildRet(s.b, r);
     LLVMPositionBuilderAtEnd(s.b, slow);
-    /* through memory, so that the variants of every width share one loop over lanes */
-    LLVMValueRef xa = LLVMBuildAlloca(s.b, vt, ""), ra = LLVMBuildAlloca(s.b, vt, "");
-    LLVMBuildStore(s.b, x, xa);
-    LLVMBuildStore(s.b, r, ra);
-    LLVMTypeRef dp = LLVMPointerType(d, 0);
-    LLVMValueRef args[] = {LLVMBuildBitCast(s.b, xa, dp, ""), LLVMBuildBitCast(s.b, ra, dp, ""),
-                           LLVMConstInt(LLVMInt64TypeInContext(e->c), lanes, 0)};
-    LLVMValueRef each = big_lanes(e, cosine);
-    LLVMBuildCall2(s.b, LLVMGlobalGetValueType(each), each, args, 3, "");
-    LLVMBuildRet(s.b, LLVMBuildLoad2(s.b, vt, ra, ""));
+    LLVMValueRef args[] = {x, r};
+    LLVMValueRef c = LLVMBuildCall2(s.b, LLVMGlobalGetValueType(slow_fn), slow_fn, args, 2, "");
+    LLVMSetTailCall(c, 1);
+    LLVMBuildRet(s.b, c);
     LLVMDisposeBuilder(s.b);
     return f;
 }
