@@ -21,9 +21,10 @@
  *                   along the contiguous axis: a block takes 64 lines (32 for 8-byte dtypes) and
  *                   moves them through shared memory 32 columns at a time, loaded and stored
  *                   coalesced (a warp covers 32 adjacent columns of one line); the next chunk's
- *                   loads are issued before the tile's stores. Lines along a strided axis: one
- *                   thread per line, consecutive threads on adjacent lines (coalesced), loads in
- *                   register batches of 16 (8) steps issued one batch ahead of the recurrence.
+ *                   loads are issued before the lines recur over this one. Lines along a strided
+ *                   axis: one thread per line, consecutive threads on adjacent lines (coalesced),
+ *                   loads in register batches of 16 (8) steps issued one batch ahead of the
+ *                   recurrence.
  *                   Offsets are 32-bit below 2^31 elements. Every line still recurs in order on
  *                   one thread, so reproducible and fast mode give the same bits. The exception:
  *                   integer sum/prod/max/min scans of few long lines (<= 16384 lines of >= 256)
@@ -443,6 +444,8 @@ static void emit_tiled(text *t, const scan_form *f, const char *name, nx_ptx_lau
         if (f->st[b][f->axis])
             put(t, "                t%d[idx / TC][idx %% TC] = r%d[e];\n", b, b);
     put(t, "            }\n            __syncthreads();\n");
+    /* the next chunk's loads (its prologue's too) fly while the lines recur */
+    put(t, "            if (kk + 1 < NCH) NX_LOAD(%s);\n", f->rev ? "k - 1" : "k + 1");
     put(t, "            if (mine) {\n");
     put(t, "                for (int cc = 0; cc < TC; cc++) {\n");
     put(t, "                    const int col = %s;\n", f->rev ? "TC - 1 - cc" : "cc");
@@ -453,7 +456,6 @@ static void emit_tiled(text *t, const scan_form *f, const char *name, nx_ptx_lau
     f->step(t, f->k);
     put(t, "                    ty[tid][col] = r;\n                }\n            }\n");
     put(t, "            __syncthreads();\n");
-    put(t, "            if (kk + 1 < NCH) NX_LOAD(%s);\n", f->rev ? "k - 1" : "k + 1");
     put(t, "#pragma unroll\n            for (int e = 0; e < EPT; e++) {\n");
     put(t, "                const int idx = tid + e * %d, li = idx / TC;\n", NX_PTX_THREADS);
     put(t, "                const ix s = k * TC + idx %% TC;\n");
