@@ -96,7 +96,10 @@ NX_HIDDEN bool nx_ptx_emit_stencil(nx_ptx_gen *g, const nx_ptx_box_plan *bp,
 /* NITRIX_PTX_STENCIL_TZ (outputs per thread along axis 0, 1..64) | NITRIX_PTX_STENCIL_DEPTH
  * (planes the loads run ahead, 1..8) << 8 | NITRIX_PTX_STENCIL_RY (rows per thread along axis 1,
  * 1 or 2) << 16, each 0 when unset (the defaults); for measurements.
- * Part of the kernel cache key (in nx_ptx_general_flags). */
+ * Part of the kernel cache key (in nx_ptx_general_flags).
+ * Also NITRIX_PTX_STENCIL_SHELL=1 << 12 (the shell in blocks of its own, tiles over the box only:
+ * the form before the staging maps) and NITRIX_PTX_STENCIL_PB (planes staged per barrier, 1..4)
+ * << 20; NITRIX_PTX_STENCIL_RY takes 1..4. */
 NX_HIDDEN int nx_ptx_stencil_knobs(void);
 
 /* An i64 instruction as an affine function of the loop indices: value = c + sum coef[l] * i_l. */
