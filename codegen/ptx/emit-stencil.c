@@ -20,10 +20,11 @@
  * bare compare-selects. So the results are bit-identical to the tree, signed zeros included.
  *
  * The generated kernel: each block takes a tile of 32 x 8 RY points (axes 2 and 1; a thread
- * computes RY = 2 rows) and marches along axis 0 over TZ = 16 outputs. Per plane of B the block
- * stages the tile plus its halo in shared memory (double-buffered, one barrier a plane; the
- * global loads run 3 planes ahead) and each thread folds its plane partials from there, keeping
- * the last |D0| in registers (the plane loop is unrolled in the text, so the window is renamed).
+ * computes RY rows: 2, or 4 on big grids) and marches along axis 0 over TZ = 16 outputs. Per plane
+ * of B the block stages the tile plus its halo in shared memory (double-buffered, one barrier a
+ * plane; the global loads run 3 planes ahead, 2 at RY 4) and each thread folds its plane partials
+ * from there, keeping the last |D0| in registers (the plane loop is unrolled in the text, so the
+ * window is renamed).
  * A staged value is F(q), the value every leaf reads at coordinate q: g0 && g1 && g2 ? B[t0 + t1
  * + t2] : c, through per-axis staging maps (term t_a and guard g_a of q_a, piecewise affine).
  * When the shell's leaves, as written, are one function of shifted coordinates (checked on the
