@@ -242,10 +242,12 @@ static void test_emit(void **state)
 }
 
 /* A 3 x 1 x 1 MAX window along axis 0 of a 10 x 9 x 40 volume, each tap through a clamp to
- * [0, 9] (the nearest border); odd: the +1 tap clamps to 8 instead. Inside the box the taps are
- * plain loads either way, but with odd the +1 tap at i0 = 8 reads plane 8 where the 0 tap at
- * i0 = 9 reads plane 9: the leaves are not one function of shifted coordinates there. */
-static nx_kernel *clamp_window(nx_ctx *ctx, bool odd)
+ * [0, 9] (the nearest border). Variants: 1, the +1 tap clamps to 8 instead: inside the box the
+ * taps are plain loads either way, but the +1 tap at i0 = 8 reads plane 8 where the 0 tap at
+ * i0 = 9 reads plane 9, so the leaves are not one function of shifted coordinates there; 2, each
+ * tap is select(0 <= i0 + d < 10, tap, 0) (a constant border); 3, as 2 but the +1 tap's constant
+ * is 1 (the taps differ where the guard fails). */
+static nx_kernel *clamp_window(nx_ctx *ctx, int variant)
 {
     static const int64_t shape[3] = {10, 9, 40};
     nx_kernel *k = NULL;
@@ -260,17 +262,28 @@ static nx_kernel *clamp_window(nx_ctx *ctx, bool odd)
                                  i2, -1);
     int32_t acc = -1;
     for (int d = -1; d <= 1; d++) {
-        int32_t q = nx_kernel_prim(k, NX_PRIM_ADD, NX_DTYPE_I64, i0,
+        int32_t p = nx_kernel_prim(k, NX_PRIM_ADD, NX_DTYPE_I64, i0,
                                    nx_kernel_const_i(k, NX_DTYPE_I64, d), -1);
-        q = nx_kernel_prim(k, NX_PRIM_MAX, NX_DTYPE_I64, q, nx_kernel_const_i(k, NX_DTYPE_I64, 0),
-                           -1);
+        int32_t q = nx_kernel_prim(k, NX_PRIM_MAX, NX_DTYPE_I64, p,
+                                   nx_kernel_const_i(k, NX_DTYPE_I64, 0), -1);
         q = nx_kernel_prim(k, NX_PRIM_MIN, NX_DTYPE_I64, q,
-                           nx_kernel_const_i(k, NX_DTYPE_I64, odd && d == 1 ? 8 : 9), -1);
+                           nx_kernel_const_i(k, NX_DTYPE_I64, variant == 1 && d == 1 ? 8 : 9),
+                           -1);
         int32_t at = nx_kernel_prim(k, NX_PRIM_ADD, NX_DTYPE_I64,
                                     nx_kernel_prim(k, NX_PRIM_MUL, NX_DTYPE_I64, q,
                                                    nx_kernel_const_i(k, NX_DTYPE_I64, 360), -1),
                                     row, -1);
         int32_t leaf = nx_kernel_load(k, in, at);
+        if (variant >= 2) {
+            int32_t lo = nx_kernel_prim(k, NX_PRIM_GE, NX_DTYPE_BOOL, p,
+                                        nx_kernel_const_i(k, NX_DTYPE_I64, 0), -1);
+            int32_t hi = nx_kernel_prim(k, NX_PRIM_LT, NX_DTYPE_BOOL, p,
+                                        nx_kernel_const_i(k, NX_DTYPE_I64, 10), -1);
+            int32_t c = nx_kernel_const_f(k, NX_DTYPE_F32, variant == 3 && d == 1 ? 1.0 : 0.0);
+            leaf = nx_kernel_prim(k, NX_PRIM_SELECT, NX_DTYPE_F32,
+                                  nx_kernel_prim(k, NX_PRIM_AND, NX_DTYPE_BOOL, lo, hi, -1), leaf,
+                                  c);
+        }
         acc = acc < 0 ? leaf : nx_kernel_prim(k, NX_PRIM_MAX, NX_DTYPE_F32, acc, leaf, -1);
     }
     assert_true(nx_kernel_store(k, out, acc));
@@ -278,9 +291,9 @@ static nx_kernel *clamp_window(nx_ctx *ctx, bool odd)
     return k;
 }
 
-/* The shell check: tiles over the whole output when the taps agree on shifted coordinates, shell
- * blocks (the box form) when they do not; NITRIX_PTX_STENCIL_SHELL=1 asks for shell blocks. Each
- * source through NVRTC. */
+/* The shell check: tiles over the whole output when the taps agree on shifted coordinates
+ * (variants 0 and 2), shell blocks (the box form) when they do not (1 and 3), and for variant 0
+ * again under NITRIX_PTX_STENCIL_SHELL=1. Each source through NVRTC. */
 static void test_shell_check(void **state)
 {
     (void)state;
@@ -288,10 +301,10 @@ static void test_shell_check(void **state)
     assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
     set_flags(true);
     bool compile = nvrtc_ok();
-    for (int v = 0; v < 3; v++) {
-        if (v == 2)
+    for (int v = 0; v < 5; v++) {
+        if (v == 4)
             setenv("NITRIX_PTX_STENCIL_SHELL", "1", 1);
-        nx_kernel *k = clamp_window(ctx, v == 1);
+        nx_kernel *k = clamp_window(ctx, v % 4);
         char *src = NULL;
         size_t len = 0;
         nx_ptx_launch l;
@@ -299,7 +312,10 @@ static void test_shell_check(void **state)
             fail_msg("emit: %s", nx_ctx_last_error(ctx));
         if (!strstr(src, "__shared__ float sm[2]"))
             fail_msg("variant %d: not a stencil kernel:\n%s", v, src);
-        check_stencil_launch(k, src, &l, v == 0);
+        check_stencil_launch(k, src, &l, v == 0 || v == 2);
+        /* the constant border's guard is staged (the whole form), not the tap's select */
+        if (v == 2 && !strstr(src, "const bool gz0 = "))
+            fail_msg("variant 2: no staged guard:\n%s", src);
         if (compile) {
             nx_ptx_image img;
             nx_ptx_target t = {80, NX_PTX_KIND_PTX};
