@@ -979,8 +979,9 @@ static LLVMValueRef big_vector(const em *e, bool cosine, unsigned lanes)
     LLVMBasicBlockRef entry;
     em s = em_in(e, lanes, f, &entry);
     LLVMValueRef x = LLVMGetParam(f, 0), r = LLVMGetParam(f, 1);
-    LLVMValueRef mask =
-        LLVMBuildBitCast(s.b, needs_big(&s, x), LLVMIntTypeInContext(e->c, lanes), "");
+    /* infinities pass this test too: rare, and the scalar function leaves them as r (NaN) */
+    LLVMValueRef big = fcmp(&s, LLVMRealOGT, fabs_(&s, x), K(&s, NX_X86_TRIG_FAST_MAX));
+    LLVMValueRef mask = LLVMBuildBitCast(s.b, big, LLVMIntTypeInContext(e->c, lanes), "");
     LLVMValueRef any = LLVMBuildICmp(s.b, LLVMIntNE, mask, LLVMConstNull(LLVMTypeOf(mask)), "");
     LLVMBasicBlockRef slow = LLVMAppendBasicBlockInContext(e->c, f, "big");
     LLVMBasicBlockRef done = LLVMAppendBasicBlockInContext(e->c, f, "small");
