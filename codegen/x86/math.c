@@ -633,11 +633,14 @@ static LLVMValueRef trig_quadrant(const em *e, LLVMValueRef y0, LLVMValueRef y1,
  * that costs the common case one compare per vector: the inline fast path's result r is passed,
  * with x, to nx.trig.<sin|cos>.f64(x, r), which returns r unless |x| needs the exact reduction.
  * That function is not inlined; the call carries vector-function-abi-variant names, so the loop
- * vectoriser calls nx.trig.<fn>.v<N>f64(x, r) once per vector instead: the variant tests every
- * lane with one vector compare and returns r at once when none is large, else runs the scalar
- * function on each lane. (The vectoriser cannot branch on "any lane": inline, the reduction's
- * table loads and 128-bit products would run in every lane of every vector.) The variants are
- * kept alive through llvm.compiler.used, as nothing references them before vectorisation.
+ * vectoriser calls nx.trig.<fn>.v<N>f64(x, r) (N = 4, 8) once per vector instead: the variant
+ * tests every lane with one vector compare and returns r at once when none is large (no stack
+ * frame), else tail-calls nx.trig.<fn>.slow.v<N>f64, which runs the scalar function on each lane
+ * (through nx.trig.<fn>.lanes). The vectoriser cannot branch on "any lane": inline, the
+ * reduction's table loads and 128-bit products would run in every lane of every vector. The
+ * variants are kept alive through llvm.compiler.used, as only an attribute names them before
+ * vectorisation. What the common case still pays is the call: the loop's hoisted constants move
+ * to stack slots around it (1-5 % in cache, docs/perf/trig.md).
  * -------------------------------------------------------------------------------------------*/
 
 /* The bits of 2/pi after the binary point, 64 per word, preceded by one word of zeros so that the

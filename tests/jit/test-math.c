@@ -6,8 +6,9 @@
  * over the whole domain (random bit patterns) and near hard points (multiples of pi/2, x near 1 in
  * pow, overflow and underflow thresholds). sin and cos also over |x| from 1e-30 to the largest
  * finite value and at the numbers nearest a multiple of pi/2 for every exponent (trig-hard.h,
- * written by gen-trig-hard.py), in the loop and through the graph API against the interpreter. Special values (zeros, infinities, NaN, subnormals,
- * extremes) must match libm exactly in class and sign. Set NX_MATH_REPORT=1 to print the maxima.
+ * written by gen-trig-hard.py), in the loop and through the graph API against the interpreter.
+ * Special values (zeros, infinities, NaN, subnormals, extremes) must match libm exactly in class
+ * and sign. Set NX_MATH_REPORT=1 to print the maxima.
  *
  * The bounds below are the maxima measured on an AMD EPYC (AVX-512, FMA) with LLVM 14, plus 0.05
  * ulp for hosts where fmuladd is not fused, rounded up to a quarter ulp: they are what this code
@@ -558,15 +559,18 @@ static void test_accuracy(void **state)
  * sin and cos through the graph API
  * -------------------------------------------------------------------------------------------*/
 
-/* y = sin(x) or cos(x) on backend be for the n values of x (as doubles); the result as doubles. */
-static void run_graph(nx_ctx *ctx, nx_backend be, bool f64, bool cosine, const double *x, int64_t n,
+/* y = sin(x), cos(x) or (which = 2) sin(x) cos(x), one fused kernel, on backend be for the n
+ * values of x (as doubles); the result as doubles. */
+static void run_graph(nx_ctx *ctx, nx_backend be, bool f64, int which, const double *x, int64_t n,
                       double *y)
 {
     nx_dtype dt = f64 ? NX_DTYPE_F64 : NX_DTYPE_F32;
     nx_graph *g = NULL;
     assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
     nx_node in = nx_input(g, "x", dt, 1, &n);
-    nx_node out = cosine ? nx_cos(g, in) : nx_sin(g, in);
+    nx_node out = which == 0   ? nx_sin(g, in)
+                  : which == 1 ? nx_cos(g, in)
+                               : nx_mul(g, nx_sin(g, in), nx_cos(g, in));
     nx_compile_opts opts = {.backend = be, .n_outputs = 1, .outputs = &out};
     nx_program *p = NULL;
     if (nx_graph_compile(g, &opts, &p) != NX_OK)
@@ -651,6 +655,36 @@ static void trig_graph_case(nx_ctx *ctx, bool f64, bool cosine)
     free(in.y);
 }
 
+/* sin(x) cos(x) in one kernel: both functions' slow paths in one module (they share the
+ * table and llvm.compiler.used). Each factor is within 0.77 ulp, a relative error of up to
+ * 0.77 2^-52, and a relative 2^-52 is up to 2 ulps of the product, which is then rounded:
+ * (0.77 + 0.77) 2 + 0.5 = 3.58 ulp at worst (2.16 measured). */
+static void trig_graph_fused(nx_ctx *ctx)
+{
+    inputs in = {0};
+    trig_large_inputs(true, &in);
+    double *got = malloc((size_t)in.n * sizeof *got);
+    assert_non_null(got);
+    run_graph(ctx, NX_BACKEND_CPU, true, 2, in.x, in.n, got);
+    double max = 0, wx = 0;
+    for (int64_t i = 0; i < in.n; i++) {
+        long double exact = sinl(in.x[i]) * cosl(in.x[i]);
+        double err = ulp_error(got[i], exact, true);
+        if (err < 0)
+            fail_msg("sin*cos x=%.17g: cpu %.17g, exact %.17Lg", in.x[i], got[i], exact);
+        if (err > max)
+            max = err, wx = in.x[i];
+    }
+    const char *rep = getenv("NX_MATH_REPORT");
+    if (rep && *rep == '1')
+        print_message("graph sin*cos f64: max %.3f ulp (x=%.17g)\n", max, wx);
+    if (max > 3.6)
+        fail_msg("graph sin*cos: %.3f ulp from the exact value at x=%.17g (bound 3.6)", max, wx);
+    free(got);
+    free(in.x);
+    free(in.y);
+}
+
 static void test_trig_graph(void **state)
 {
     (void)state;
@@ -664,6 +698,7 @@ static void test_trig_graph(void **state)
     for (int f64 = 0; f64 < 2; f64++)
         for (int cosine = 0; cosine < 2; cosine++)
             trig_graph_case(ctx, f64, cosine);
+    trig_graph_fused(ctx);
     nx_ctx_free(ctx);
     assert_int_equal(ta.live, 0);
     char cmd[64];
