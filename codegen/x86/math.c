@@ -910,17 +910,22 @@ static LLVMValueRef big_lanes(const em *e, bool cosine)
     return f;
 }
 
-/* Adds f to llvm.compiler.used (appending), so that globaldce keeps it. */
+/* Adds f to llvm.compiler.used (appending), so that globaldce keeps it. This file adds at most
+ * one entry per vector variant (sin and cos, 1..MAX_LANES lanes); a list longer than that room
+ * (entries of others) is left as it is: the variant may then be deleted, and the loop vectoriser,
+ * finding no mapping, leaves the loop scalar (slower, still correct). */
 static void keep_used(const em *e, LLVMValueRef f)
 {
     LLVMTypeRef ptr = LLVMPointerType(LLVMInt8TypeInContext(e->c), 0);
     LLVMValueRef old = LLVMGetNamedGlobal(e->mod, "llvm.compiler.used");
-    LLVMValueRef v[16];
+    LLVMValueRef v[2 * MAX_LANES + 16];
     unsigned n = 0;
     if (old) {
         LLVMValueRef init = LLVMGetInitializer(old);
         unsigned k = init ? (unsigned)LLVMGetNumOperands(init) : 0;
-        for (unsigned i = 0; i < k && n < 15; i++)
+        if (k >= sizeof v / sizeof *v)
+            return;
+        for (unsigned i = 0; i < k; i++)
             v[n++] = LLVMGetOperand(init, i);
         LLVMDeleteGlobal(old);
     }
