@@ -253,7 +253,9 @@ static nx_status check_inst(const nx_kernel *k, int id, uint32_t *seen)
                        k->name, id, in->a[0], k->nloops);
         return NX_OK;
     case NX_KOP_LOAD:
-        if (in->a[0] < 0 || in->a[0] >= k->nbufs || k->bufs[in->a[0]].role != NX_KBUF_IN ||
+        if (in->a[0] < 0 || in->a[0] >= k->nbufs ||
+            (k->bufs[in->a[0]].role != NX_KBUF_IN &&
+             !(k->has_epilogue && in->a[0] == k->epi_source)) ||
             in->dtype != k->bufs[in->a[0]].dtype)
             return BAD("kernel %s: %%%d: load from buffer %d; expected an input buffer of its "
                        "dtype",
@@ -350,6 +352,17 @@ nx_status nx_kernel_validate(const nx_kernel *k)
     if (k->kind == NX_KERNEL_LIBRARY) {
         if (k->lib_prim >= NX_PRIM_COUNT || k->nattrs < 0 || k->nattrs > NX_KERNEL_MAX_ATTRS)
             return BAD("kernel %s: library primitive %d", k->name, k->lib_prim);
+        if (k->has_prologue && k->has_epilogue)
+            return BAD("kernel %s: both a prologue and an epilogue", k->name);
+        if (k->has_epilogue) {
+            if (values != 1 || k->epi_source < 0 || k->epi_source >= k->nbufs ||
+                k->bufs[k->epi_source].role != NX_KBUF_VALUE || k->nloops != k->ndim ||
+                k->nstores != 1)
+                return BAD("kernel %s: an epilogue must read the routine's one value buffer "
+                           "(%d) and store one output, with no reduction loop",
+                           k->name, k->epi_source);
+            return check_loop_kernel(k, NX_KBUF_OUT);
+        }
         if (!k->has_prologue)
             return values ? BAD("kernel %s: a value buffer without a prologue", k->name) : NX_OK;
         if (values != 1 || k->pro_operand < 0 || k->pro_operand >= k->nbufs ||
@@ -362,8 +375,9 @@ nx_status nx_kernel_validate(const nx_kernel *k)
     }
     if (k->kind != NX_KERNEL_LOOP)
         return BAD("kernel %s: kind %d", k->name, k->kind);
-    if (values || k->has_prologue)
-        return BAD("kernel %s: a loop kernel with a prologue or a value buffer", k->name);
+    if (values || k->has_prologue || k->has_epilogue)
+        return BAD("kernel %s: a loop kernel with a prologue, an epilogue or a value buffer",
+                   k->name);
     return check_loop_kernel(k, NX_KBUF_OUT);
 }
 
@@ -432,6 +446,10 @@ void nx_kernel_print(const nx_kernel *k, FILE *f)
             fprintf(f, " prologue of operand %d space ", k->pro_operand);
             print_shape(f, k->ndim, k->extent);
         }
+        if (k->has_epilogue) {
+            fprintf(f, " epilogue of result %d space ", k->epi_source);
+            print_shape(f, k->ndim, k->extent);
+        }
         fputc('\n', f);
     } else {
         fprintf(f, "kernel %s loop space ", k->name);
@@ -448,7 +466,7 @@ void nx_kernel_print(const nx_kernel *k, FILE *f)
         print_shape(f, kb->ndim, kb->shape);
         fprintf(f, " slot %u\n", (unsigned)kb->slot);
     }
-    if (k->kind == NX_KERNEL_LIBRARY && !k->has_prologue)
+    if (k->kind == NX_KERNEL_LIBRARY && !k->has_prologue && !k->has_epilogue)
         return;
     for (int id = 0; id < k->ninst; id++)
         print_inst(k, id, f);
@@ -525,8 +543,9 @@ nx_status nx_kernel_serialize(const nx_kernel *k, uint8_t **buf, size_t *len)
         for (int i = 0; i < k->nattrs; i++)
             put_i64(&b, k->attrs[i]);
         put_i64(&b, k->has_prologue ? k->pro_operand : -1);
+        put_i64(&b, k->has_epilogue ? k->epi_source : -1);
     }
-    if (k->kind != NX_KERNEL_LIBRARY || k->has_prologue) {
+    if (k->kind != NX_KERNEL_LIBRARY || k->has_prologue || k->has_epilogue) {
         put_i64(&b, k->ndim);
         put_i64(&b, k->nloops);
         for (int l = 0; l < k->nloops; l++)

@@ -37,7 +37,10 @@
  * A LIBRARY kernel may carry a prologue (passes/prologue.c, for backends that accept it): one of
  * its operands is not a slot but a value computed where the routine reads it, by the LOOP fields
  * (space = the operand's shape, no reduction loops, one store to the operand's buffer, whose role
- * is VALUE). The prologue's loads read the IN buffers after the library's own.
+ * is VALUE). The prologue's loads read the IN buffers after the library's own. Or an epilogue:
+ * the routine's result is a VALUE buffer that the LOOP fields read as they compute a loop kernel's
+ * output (appended after the library's buffers, then the epilogue's inputs), which the routine
+ * stores instead of its own result.
  */
 #ifndef NX_CODEGEN_KERNEL_H
 #define NX_CODEGEN_KERNEL_H
@@ -120,6 +123,11 @@ typedef struct nx_kernel {
      * fields above at each element the routine reads. */
     bool has_prologue;
     int pro_operand;
+    /* LIBRARY with an epilogue: the routine's result, buffer epi_source (role VALUE), is not
+     * stored; the LOOP fields above read it (at the point, shifted along the routine's axis) and
+     * store their own OUT buffer. At most one of prologue and epilogue. */
+    bool has_epilogue;
+    int epi_source;
 } nx_kernel;
 
 /* ---- building ------------------------------------------------------------------------------*/

@@ -1,5 +1,6 @@
-/* Prologue fusion: a loop kernel whose output only one library kernel reads becomes that library
- * kernel's prologue (codegen/kernel.h), where the backend accepts it.
+/* Prologue and epilogue fusion: a loop kernel whose output only one library kernel reads becomes
+ * that library kernel's prologue (codegen/kernel.h), and a loop kernel that is the only reader of
+ * a library kernel's result its epilogue, where the backend accepts them.
  *
  * Fusion (passes/fuse.c) materialises every operand of a library primitive: a scan reads whole
  * buffers. When the operand is an elementwise or movement expression (the padded, scaled line a
@@ -10,6 +11,12 @@
  * slot is never written, and the loop kernel's own inputs are read at the library kernel's place
  * in the plan instead of the loop kernel's (both run after every kernel those inputs come from,
  * since a slot has one writer that precedes its readers).
+ *
+ * An epilogue is the mirror image: the library routine hands each result element to the loop
+ * kernel's body instead of storing it, and the body's output is stored (the recursive Gaussian's
+ * last finish, read from the last anti-causal scan). The loop kernel's other inputs must be ready
+ * where the library kernel runs; a kernel writing one of them later is moved up to just before
+ * it when its own inputs are ready there.
  *
  * The pass runs only when the backend supports every kernel of the plan as lowered: a plan that
  * falls back whole to another backend (codegen/ptx/backend.c) must stay one that backend can run,
@@ -151,6 +158,153 @@ static nx_status fuse_library(nx_kplan *p, int li, bool (*supports)(const nx_ker
     return NX_OK;
 }
 
+/* ---- epilogues -----------------------------------------------------------------------------*/
+
+/* Slot `slot` is ready before kernel `at`: an input, a constant, or written by an earlier kernel. */
+static bool ready_before(const nx_kplan *p, uint32_t slot, int at)
+{
+    if (p->slots[slot].kind != NX_SLOT_TEMP)
+        return true;
+    int w = writer_of(p, slot);
+    return w >= 0 && w < at;
+}
+
+static void move_kernel(nx_kplan *p, int from, int to)
+{
+    nx_kernel *k = p->kernels[from];
+    if (from > to)
+        memmove(p->kernels + to + 1, p->kernels + to, (size_t)(from - to) * sizeof *p->kernels);
+    else
+        memmove(p->kernels + from, p->kernels + from + 1,
+                (size_t)(to - from) * sizeof *p->kernels);
+    p->kernels[to] = k;
+}
+
+/* Every input of e other than `skip` ready before kernel li, moving a kernel that writes one to
+ * just before li where its own inputs are ready there (a slot's writer precedes its readers, so
+ * the order stays valid). Returns li's new index, or -1 when some input cannot be made ready. */
+static int hoist_inputs(nx_kplan *p, int li, const nx_kernel *e, uint32_t skip)
+{
+    for (int b = 0; b < e->nbufs; b++) {
+        uint32_t slot = e->bufs[b].slot;
+        if (e->bufs[b].role != NX_KBUF_IN || slot == skip || ready_before(p, slot, li))
+            continue;
+        int w = writer_of(p, slot);
+        if (w <= li)
+            return -1;
+        const nx_kernel *wk = p->kernels[w];
+        for (int c = 0; c < wk->nbufs; c++)
+            if (wk->bufs[c].role == NX_KBUF_IN && !ready_before(p, wk->bufs[c].slot, li))
+                return -1;
+        move_kernel(p, w, li);
+        li++;
+    }
+    return li;
+}
+
+/* lib, whose result (buffer res) only e reads, with e as its epilogue: lib's buffers (res now a
+ * VALUE), e's output, e's other inputs; e's body with its loads renumbered. */
+static nx_status fuse_epilogue(const nx_kernel *lib, int res, const nx_kernel *e, nx_kernel **out)
+{
+    *out = NULL;
+    int map[NX_KERNEL_MAX_BUFFERS], nb = lib->nbufs;
+    for (int b = 0; b < e->nbufs; b++)
+        map[b] = e->bufs[b].role == NX_KBUF_IN && e->bufs[b].slot == lib->bufs[res].slot ? res
+                                                                                         : nb++;
+    if (nb > NX_KERNEL_MAX_BUFFERS)
+        return NX_OK;
+    nx_kernel *f = NULL;
+    nx_status st = nx_kernel_new(lib->ctx, NX_KERNEL_LIBRARY, lib->name, &f);
+    if (st != NX_OK)
+        return st;
+    f->nbufs = nb;
+    memcpy(f->bufs, lib->bufs, (size_t)lib->nbufs * sizeof *f->bufs);
+    f->bufs[res].role = NX_KBUF_VALUE;
+    for (int b = 0; b < e->nbufs; b++)
+        if (map[b] != res)
+            f->bufs[map[b]] = e->bufs[b];
+    f->lib_prim = lib->lib_prim;
+    f->nattrs = lib->nattrs;
+    memcpy(f->attrs, lib->attrs, sizeof f->attrs);
+    f->lib_ptr = lib->lib_ptr;
+    f->lib_node = lib->lib_node;
+    f->has_epilogue = true;
+    f->epi_source = res;
+    nx_kernel_space(f, e->ndim, e->extent);
+    for (int i = 0; i < e->ninst && st == NX_OK; i++) {
+        nx_kinst in = e->inst[i];
+        if (in.op == NX_KOP_LOAD)
+            in.a[0] = map[in.a[0]];
+        if (nx_kernel_emit(f, in) < 0)
+            st = nx_rt_nomem(lib->ctx, "epilogue fusion", (size_t)e->ninst * sizeof in);
+    }
+    if (st == NX_OK && !nx_kernel_store(f, map[e->stores[0].buf], e->stores[0].value))
+        st = nx_rt_error(lib->ctx, NX_ERR_INTERNAL, "epilogue fusion: kernel %s: no store",
+                         lib->name);
+    if (st == NX_OK)
+        st = nx_kernel_validate(f);
+    if (st != NX_OK) {
+        nx_kernel_free(f);
+        return st;
+    }
+    *out = f;
+    return NX_OK;
+}
+
+/* The one kernel reading slot (through exactly one buffer), or -1. */
+static int only_reader(const nx_kplan *p, uint32_t slot)
+{
+    int who = -1;
+    for (int ki = 0; ki < p->nkernels; ki++) {
+        const nx_kernel *k = p->kernels[ki];
+        for (int b = 0; b < k->nbufs; b++)
+            if (k->bufs[b].role == NX_KBUF_IN && k->bufs[b].slot == slot) {
+                if (who >= 0)
+                    return -1;
+                who = ki;
+            }
+    }
+    return who;
+}
+
+static nx_status epilogue_library(nx_kplan *p, int li, bool (*supports)(const nx_kernel *),
+                                  bool *fused)
+{
+    *fused = false;
+    const nx_kernel *lib = p->kernels[li];
+    int res = -1;
+    for (int b = 0; b < lib->nbufs; b++)
+        res = lib->bufs[b].role == NX_KBUF_OUT ? b : res;
+    if (res < 0)
+        return NX_OK;
+    uint32_t slot = lib->bufs[res].slot;
+    if (p->slots[slot].kind != NX_SLOT_TEMP || is_output_slot(p, slot))
+        return NX_OK;
+    int ei = only_reader(p, slot);
+    if (ei <= li || !prologue_shaped(p->kernels[ei]))
+        return NX_OK;
+    const nx_kernel *e = p->kernels[ei];
+    nx_kernel *f = NULL;
+    nx_status st = fuse_epilogue(lib, res, e, &f);
+    if (st != NX_OK || !f)
+        return st;
+    if (!supports(f)) {
+        nx_kernel_free(f);
+        return NX_OK;
+    }
+    int at = hoist_inputs(p, li, e, slot);
+    if (at < 0) {
+        nx_kernel_free(f);
+        return NX_OK;
+    }
+    ei = only_reader(p, slot); /* the hoisting moved kernels before it, not after */
+    nx_kernel_free(p->kernels[at]);
+    p->kernels[at] = f;
+    drop_kernel(p, ei);
+    *fused = true;
+    return NX_OK;
+}
+
 nx_status nx_pass_prologue(nx_kplan *p, bool (*supports)(const nx_kernel *))
 {
     if (!supports)
@@ -170,6 +324,16 @@ nx_status nx_pass_prologue(nx_kplan *p, bool (*supports)(const nx_kernel *))
             li--; /* the writer came before it: the library kernel moved down by one */
             changed = true;
         }
+    }
+    for (int li = 0; li < p->nkernels; li++) {
+        const nx_kernel *k = p->kernels[li];
+        if (k->kind != NX_KERNEL_LIBRARY || k->has_prologue || k->has_epilogue)
+            continue;
+        bool fused;
+        nx_status st = epilogue_library(p, li, supports, &fused);
+        if (st != NX_OK)
+            return st;
+        changed = changed || fused;
     }
     if (changed) {
         for (int s = 0; s < p->nslots; s++)

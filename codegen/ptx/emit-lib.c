@@ -230,6 +230,9 @@ typedef struct scan_form {
     int64_t len, lines;
     int64_t st[3][NX_MAX_DIMS]; /* element strides per buffer, the output's last */
     int pro;                    /* the input the prologue computes (nx_pro), -1: none */
+    bool epi;                   /* results go through the epilogue (nx_epi) to its output */
+    int64_t epi_c, epi_m;       /* epilogue point e along the axis reads result e + epi_c */
+    int64_t est[NX_MAX_DIMS];   /* the epilogue output's element strides */
     void (*carry)(text *t, const nx_kernel *k);
     void (*step)(text *t, const nx_kernel *k);
 } scan_form;
@@ -250,6 +253,50 @@ static int form_lpb(const scan_form *f)
     return nx_dtype_size(f->k->bufs[f->nin].dtype) > 4 ? 32 : 64;
 }
 
+/* An epilogue's loads of the result (buffer epi_source, the scan's output) all read the point's
+ * own line at its position along the axis plus one constant C, its other coordinates the point's
+ * own, with 0 <= C and C + (the epilogue's extent there) <= the line's length: true, *c = C. */
+static bool epilogue_shift(const nx_kernel *k, int axis, int64_t *c)
+{
+    const nx_kbuf *y = &k->bufs[k->epi_source];
+    if (k->ndim != y->ndim || axis < 0 || axis >= k->ndim)
+        return false;
+    int64_t st[NX_MAX_DIMS];
+    for (int d = k->ndim - 1, n = 1; d >= 0; d--) {
+        if (d != axis && k->extent[d] != y->shape[d])
+            return false;
+        st[d] = n;
+        n *= (int)y->shape[d];
+    }
+    size_t bytes = (size_t)(k->ninst ? k->ninst : 1) * sizeof(nx_ptx_affine);
+    nx_ptx_affine *aff = nx_rt_alloc(k->ctx, bytes);
+    if (!aff)
+        return false;
+    nx_ptx_affine_all(k, aff);
+    bool ok = true, any = false;
+    int64_t shift = 0;
+    for (int id = 0; id < k->ninst && ok; id++) {
+        const nx_kinst *in = &k->inst[id];
+        if (in->op != NX_KOP_LOAD || in->a[0] != k->epi_source)
+            continue;
+        const nx_ptx_affine *a = &aff[in->a[1]];
+        ok = a->ok && st[axis] > 0 && a->c % st[axis] == 0;
+        for (int d = 0; ok && d < k->ndim; d++)
+            ok = k->extent[d] <= 1 || a->coef[d] == st[d];
+        for (int l = k->ndim; ok && l < NX_KERNEL_MAX_LOOPS; l++)
+            ok = a->coef[l] == 0;
+        if (ok && any)
+            ok = a->c / st[axis] == shift;
+        shift = ok ? a->c / st[axis] : shift;
+        any = true;
+    }
+    nx_rt_free(k->ctx, aff, bytes);
+    if (!ok || !any || shift < 0 || shift + k->extent[axis] > y->shape[axis])
+        return false;
+    *c = shift;
+    return true;
+}
+
 static void form_init(scan_form *f, const nx_kernel *k, int nin, int axis, bool rev)
 {
     const nx_kbuf *y = &k->bufs[nin];
@@ -261,6 +308,14 @@ static void form_init(scan_form *f, const nx_kernel *k, int nin, int axis, bool 
     f->rev = rev;
     f->len = y->shape[axis];
     f->pro = k->has_prologue ? k->pro_operand : -1;
+    f->epi = k->has_epilogue && epilogue_shift(k, axis, &f->epi_c);
+    if (f->epi) {
+        f->epi_m = k->extent[axis];
+        for (int64_t d = k->ndim - 1, st = 1; d >= 0; d--) {
+            f->est[d] = st;
+            st *= k->extent[d];
+        }
+    }
     f->lines = 1;
     for (int d = 0; d < y->ndim; d++)
         f->lines *= d == axis ? 1 : y->shape[d];
@@ -288,7 +343,7 @@ static bool form_tiled(const scan_form *f)
 /* Line ln's offset into every buffer (o0.. and oy) from its index over the other dims. */
 static void form_offsets(text *t, const scan_form *f, const char *ln, const char *ind)
 {
-    put(t, "%six rem = %s, c = 0;\n", ind, ln);
+    put(t, "%six rem = %s, c = 0, oe = 0;\n", ind, ln);
     for (int b = 0; b <= f->nin; b++)
         put(t, "%six o%d = 0;\n", ind, b);
     for (int d = f->nd - 1; d >= 0; d--) {
@@ -297,19 +352,23 @@ static void form_offsets(text *t, const scan_form *f, const char *ln, const char
         long long e = f->k->bufs[f->nin].shape[d];
         e = e ? e : 1;
         put(t, "%sc = rem %% (ix)%lld; rem /= (ix)%lld;\n", ind, e, e);
-        if (f->pro >= 0)
+        if (f->pro >= 0 || f->epi)
             put(t, "%sconst ix cd%d = c;\n", ind, d);
+        if (f->epi)
+            put(t, "%soe += c * (ix)%lld;\n", ind, (long long)f->est[d]);
         for (int b = 0; b <= f->nin; b++)
             if (f->st[b][d])
                 put(t, "%so%d += c * (ix)%lld;\n", ind, b, (long long)f->st[b][d]);
     }
-    put(t, "%s(void)rem; (void)c;\n", ind);
+    put(t, "%s(void)rem; (void)c; (void)oe;\n", ind);
 }
 
 /* The prologue (codegen/kernel.h) as a device function of the operand's coordinates:
  * nx_pro(<the prologue's buffers>, i0, .., i<nd-1>) is the operand's element there, computed by
  * the loop emitter's instructions (emit.c), so it is the value the loop kernel would have
  * stored, bit for bit. */
+static void emit_insts(text *t, const nx_kernel *k);
+
 static void emit_prologue(text *t, const scan_form *f)
 {
     const nx_kernel *k = f->k;
@@ -320,6 +379,13 @@ static void emit_prologue(text *t, const scan_form *f)
         put(t, "i64 i%d%s", d, d + 1 < k->ndim ? ", " : ")\n{\n");
     if (k->ndim == 0)
         put(t, ")\n{\n");
+    emit_insts(t, k);
+}
+
+/* k's LOOP instructions as `const T v<id> = ...;` lines (the loop emitter's, with its 32-bit index
+ * arithmetic where it fits), then `return v<stored value>;` and the closing brace. */
+static void emit_insts(text *t, const nx_kernel *k)
+{
     nx_ptx_gen g = {.k = k, .t = *t, .ind = 1};
     size_t n = (size_t)k->ninst + 1;
     int64_t *lo = NULL, *hi = NULL;
@@ -344,6 +410,59 @@ static void emit_prologue(text *t, const scan_form *f)
     nx_rt_free(k->ctx, lo, n * sizeof *lo);
     nx_rt_free(k->ctx, hi, n * sizeof *hi);
     nx_rt_free(k->ctx, nw, n);
+}
+
+/* The epilogue as a device function of a result and the epilogue point's coordinates:
+ * nx_epi(r, <its inputs>, i0, .., i<nd-1>). Its loads of the result (each verified to read the
+ * point's own line at the shifted position, epilogue_shift) read r: the buffer's name is an
+ * object whose subscript is r whatever the offset. */
+static void emit_epilogue(text *t, const scan_form *f)
+{
+    const nx_kernel *k = f->k;
+    const char *T = ctype(k->bufs[f->nin].dtype);
+    put(t, "struct nx_val { %s v; __device__ %s operator[](long long) const { return v; } };\n", T,
+        T);
+    put(t, "static __device__ __forceinline__ %s nx_epi(%s r, ", ctype(k->bufs[f->nin + 1].dtype),
+        T);
+    for (int b = f->nin + 2; b < k->nbufs; b++)
+        put(t, "const %s *__restrict__ b%d, ", ctype(k->bufs[b].dtype), b);
+    for (int d = 0; d < k->ndim; d++)
+        put(t, "i64 i%d%s", d, d + 1 < k->ndim ? ", " : ")\n{\n");
+    put(t, "    const nx_val b%d = {r};\n", f->nin);
+    emit_insts(t, k);
+}
+
+/* The store of result r (an expression) at position `s` of the line: to the scan's output, or
+ * through the epilogue to its output at point s - epi_c when that is inside its space. tiled:
+ * the line is li of a tile (crd, offe in shared memory). */
+static void store_at(text *t, const scan_form *f, const char *r, const char *s, bool tiled,
+                     const char *ind)
+{
+    int y = f->nin;
+    if (!f->epi) {
+        if (tiled)
+            put(t, "%sb%d[off[%d][li] + %s] = %s;\n", ind, y, y, s, r);
+        else
+            put(t, "%sb%d[o%d + (%s) * (ix)%lld] = %s;\n", ind, y, y, s,
+                (long long)f->st[y][f->axis], r);
+        return;
+    }
+    put(t, "%s{\n%s    const ix e_ = (%s) - (ix)%lld;\n", ind, ind, s, (long long)f->epi_c);
+    put(t, "%s    if (e_ >= 0 && e_ < (ix)%lld)\n", ind, (long long)f->epi_m);
+    put(t, "%s        b%d[%s + e_ * (ix)%lld] = nx_epi(%s, ", ind, y + 1,
+        tiled ? "offe[li]" : "oe", (long long)f->est[f->axis], r);
+    for (int b = y + 2; b < f->k->nbufs; b++)
+        put(t, "b%d, ", b);
+    for (int d = 0; d < f->nd; d++) {
+        const char *sep = d + 1 < f->nd ? ", " : ");\n";
+        if (d == f->axis)
+            put(t, "(i64)e_%s", sep);
+        else if (tiled)
+            put(t, "(i64)crd[%d][li]%s", d, sep);
+        else
+            put(t, "(i64)cd%d%s", d, sep);
+    }
+    put(t, "%s}\n", ind);
 }
 
 /* The prologue's value at the line's coordinates (cd<d>, or crd[d][li] in the tiled form) and
@@ -384,6 +503,8 @@ static void form_head(text *t, const scan_form *f, const char *name)
         (long long)f->lines);
     if (f->pro >= 0)
         emit_prologue(t, f);
+    if (f->epi)
+        emit_epilogue(t, f);
     signature(t, f->k, name);
     put(t, "    (void)points;\n");
 }
@@ -391,14 +512,16 @@ static void form_head(text *t, const scan_form *f, const char *name)
 static void emit_tiled(text *t, const scan_form *f, const char *name, nx_ptx_launch *launch)
 {
     const char *T = ctype(f->k->bufs[f->nin].dtype);
-    int lpb = form_lpb(f), ept = lpb * SCAN_TC / NX_PTX_THREADS, y = f->nin;
+    int lpb = form_lpb(f), ept = lpb * SCAN_TC / NX_PTX_THREADS;
     int64_t tiles = (f->lines + lpb - 1) / lpb, chunks = (f->len + SCAN_TC - 1) / SCAN_TC;
     put(t, "#define LPB %d\n#define TC %d\n#define EPT %d\n#define NCH (ix)%lld\n", lpb, SCAN_TC,
         ept, (long long)chunks);
     form_head(t, f, name);
     put(t, "    __shared__ %s ty[LPB][TC + 1];\n    __shared__ ix off[%d][LPB];\n", T, f->nin + 1);
-    if (f->pro >= 0)
+    if (f->pro >= 0 || f->epi)
         put(t, "    __shared__ ix crd[%d][LPB];\n", f->nd);
+    if (f->epi)
+        put(t, "    __shared__ ix offe[LPB];\n");
     for (int b = 0; b < f->nin; b++)
         if (f->st[b][f->axis])
             put(t, "    __shared__ %s t%d[LPB][TC + 1];\n", T, b);
@@ -411,9 +534,11 @@ static void emit_tiled(text *t, const scan_form *f, const char *name, nx_ptx_lau
     form_offsets(t, f, "first + tid", "            ");
     for (int b = 0; b <= f->nin; b++)
         put(t, "            off[%d][tid] = o%d;\n", b, b);
-    for (int d = 0; f->pro >= 0 && d < f->nd; d++)
+    for (int d = 0; (f->pro >= 0 || f->epi) && d < f->nd; d++)
         if (d != f->axis)
             put(t, "            crd[%d][tid] = cd%d;\n", d, d);
+    if (f->epi)
+        put(t, "            offe[tid] = oe;\n");
     put(t, "        }\n        __syncthreads();\n");
     f->carry(t, f->k);
     for (int b = 0; b < f->nin; b++) {
@@ -459,9 +584,8 @@ static void emit_tiled(text *t, const scan_form *f, const char *name, nx_ptx_lau
     put(t, "#pragma unroll\n            for (int e = 0; e < EPT; e++) {\n");
     put(t, "                const int idx = tid + e * %d, li = idx / TC;\n", NX_PTX_THREADS);
     put(t, "                const ix s = k * TC + idx %% TC;\n");
-    put(t, "                if (first + li < LINES && s < LEN) b%d[off[%d][li] + s] = "
-           "ty[li][idx %% TC];\n",
-        y, y);
+    put(t, "                if (first + li < LINES && s < LEN)\n");
+    store_at(t, f, "ty[li][idx % TC]", "s", true, "                    ");
     put(t, "            }\n            __syncthreads();\n        }\n#undef NX_LOAD\n    }\n}\n");
     launch->points = tiles * NX_PTX_THREADS;
 }
@@ -507,7 +631,9 @@ static void emit_strided(text *t, const scan_form *f, const char *name, nx_ptx_l
         if (f->st[b][f->axis])
             put(t, "                const %s v%d = c%d[j];\n", T, b, b);
     f->step(t, f->k);
-    put(t, "                b%d[o%d + NX_AT(bi * U + j)] = r;\n            }\n        }\n", y, y);
+    store_at(t, f, "r", f->rev ? "LEN - 1 - (bi * U + j)" : "bi * U + j", false,
+             "                ");
+    put(t, "            }\n        }\n");
     put(t, "        for (ix q = NB * U; q < LEN; q++) {\n");
     for (int b = 0; b < f->nin; b++)
         if (f->st[b][f->axis]) {
@@ -516,7 +642,8 @@ static void emit_strided(text *t, const scan_form *f, const char *name, nx_ptx_l
             put(t, ";\n");
         }
     f->step(t, f->k);
-    put(t, "            b%d[o%d + NX_AT(q)] = r;\n        }\n", y, y);
+    store_at(t, f, "r", f->rev ? "LEN - 1 - q" : "q", false, "            ");
+    put(t, "        }\n");
     put(t, "#undef NX_LOAD\n#undef NX_AT\n    }\n}\n");
     launch->points = f->lines;
 }
@@ -856,15 +983,20 @@ static void emit_scatter(text *t, const nx_kernel *k, const char *name, bool rea
 
 /* ---- support and dispatch ------------------------------------------------------------------*/
 
-/* nin operands and one output, then (with a prologue) the prologue's inputs; no f16/bf16. */
+/* nin operands and one output, then (with a prologue) the prologue's inputs or (with an
+ * epilogue, the output then a value) the epilogue's output and inputs; no f16/bf16. */
 static bool bufs_are(const nx_kernel *k, int nin)
 {
-    if (k->nbufs < nin + 1 || (!k->has_prologue && k->nbufs != nin + 1) ||
-        k->bufs[nin].role != NX_KBUF_OUT)
+    bool extra = k->has_prologue || k->has_epilogue;
+    int res = k->has_epilogue ? NX_KBUF_VALUE : NX_KBUF_OUT;
+    if (k->nbufs < nin + 1 + k->has_epilogue || (!extra && k->nbufs != nin + 1) ||
+        k->bufs[nin].role != res)
         return false;
-    for (int b = 0; b < k->nbufs; b++)
-        if (nx_ir_is_half(k->bufs[b].dtype) || (b > nin && k->bufs[b].role != NX_KBUF_IN))
+    for (int b = 0; b < k->nbufs; b++) {
+        int want = k->has_epilogue && b == nin + 1 ? NX_KBUF_OUT : NX_KBUF_IN;
+        if (nx_ir_is_half(k->bufs[b].dtype) || (b > nin && k->bufs[b].role != want))
             return false;
+    }
     return true;
 }
 
@@ -885,12 +1017,26 @@ static const char *prologue_unsupported(const nx_kernel *k)
     return why ? why : NULL;
 }
 
+/* An epilogue the scans run: on scan_iir's result, reading it at the point shifted along the
+ * axis only, in instructions the loop emitter implements. */
+static const char *epilogue_unsupported(const nx_kernel *k)
+{
+    int64_t c;
+    if (k->lib_prim != NX_PRIM_SCAN_IIR || k->epi_source != 1 || k->nattrs < 1 ||
+        !epilogue_shift(k, (int)k->attrs[0], &c))
+        return "an epilogue only on scan_iir's result, read along the line at one shift";
+    nx_kernel body = *k;
+    body.kind = NX_KERNEL_LOOP;
+    body.has_epilogue = false;
+    return nx_ptx_unsupported(&body);
+}
+
 const char *nx_ptx_lib_unsupported(const nx_kernel *k)
 {
     if (k->kind != NX_KERNEL_LIBRARY)
         return "not a library kernel";
-    if (k->has_prologue) {
-        const char *why = prologue_unsupported(k);
+    if (k->has_prologue || k->has_epilogue) {
+        const char *why = k->has_prologue ? prologue_unsupported(k) : epilogue_unsupported(k);
         if (why)
             return why;
     }
@@ -951,7 +1097,7 @@ nx_status nx_ptx_lib_emit(const nx_kernel *k, const char *name, bool reassoc, ch
     *launch = (nx_ptx_launch){.shape = NX_PTX_POINTS, .blocks_per_point = 1};
     text t = {.ctx = ctx};
     put(&t, "// nitrix library kernel %s (%s)\n%s", k->name, nx_ir_prim_name(k->lib_prim),
-        k->has_prologue ? nx_ptx_prelude : prelude);
+        k->has_prologue || k->has_epilogue ? nx_ptx_prelude : prelude);
     switch (k->lib_prim) {
     case NX_PRIM_SORT:
     case NX_PRIM_ARGSORT:

@@ -118,7 +118,7 @@ static bool prim_supported(const nx_kernel *k, const nx_kinst *in)
 bool nx_x86_supports(const nx_kernel *k)
 {
     if (k->kind != NX_KERNEL_LOOP)
-        return !k->has_prologue; /* library kernels run their host routine, over slots only */
+        return !k->has_prologue && !k->has_epilogue; /* their host routine, on slots only */
     for (int b = 0; b < k->nbufs; b++)
         if (!rty(k->bufs[b].dtype))
             return false;

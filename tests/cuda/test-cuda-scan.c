@@ -166,7 +166,7 @@ typedef struct env {
     nx_test_alloc ta;
     nx_ctx *ctx;
     nx_graph *g;
-    nx_tensor *in[2];
+    nx_tensor *in[4];
     int nin;
 } env;
 
@@ -179,6 +179,7 @@ static void env_open(env *e)
 
 static nx_node env_input(env *e, nx_dtype dt, int ndim, const int64_t *shape, bool coeff)
 {
+    assert_true(e->nin < (int)(sizeof e->in / sizeof e->in[0]));
     e->in[e->nin++] = make_input(e->ctx, dt, ndim, shape, coeff);
     return nx_input(e->g, NULL, dt, ndim, shape);
 }
@@ -429,7 +430,7 @@ static bool device_supports(const nx_kernel *k)
  * through NVRTC; on a GPU the interpreter's bits, in reproducible mode (no contraction into fma)
  * and, when fast_exact (no product feeds a sum), in fast mode too. */
 static void pro_check(env *e, const char *name, nx_node out, int kernels, int prologues,
-                      const want_path *w, bool fast_exact)
+                      int epilogues, const want_path *w, bool fast_exact)
 {
     assert_int_equal(nx_graph_status(e->g), NX_OK);
     nx_compile_opts o = {.backend = NX_BACKEND_REF, .n_outputs = 1, .outputs = &out};
@@ -441,13 +442,15 @@ static void pro_check(env *e, const char *name, nx_node out, int kernels, int pr
     nx_kplan *plan = NULL;
     assert_int_equal(nx_pass_pipeline_for(e->ctx, &e->g->s, 1, &out, device_supports, &plan),
                      NX_OK);
-    int got = 0;
-    for (int ki = 0; ki < plan->nkernels; ki++)
+    int got = 0, gote = 0;
+    for (int ki = 0; ki < plan->nkernels; ki++) {
         got += plan->kernels[ki]->has_prologue;
-    if (plan->nkernels != kernels || got != prologues) {
+        gote += plan->kernels[ki]->has_epilogue;
+    }
+    if (plan->nkernels != kernels || got != prologues || gote != epilogues) {
         nx_kplan_print(plan, stderr);
-        fail_msg("%s: %d kernels, %d with a prologue; expected %d and %d", name, plan->nkernels,
-                 got, kernels, prologues);
+        fail_msg("%s: %d kernels, %d with a prologue, %d with an epilogue; expected %d, %d, %d",
+                 name, plan->nkernels, got, gote, kernels, prologues, epilogues);
     }
     if (w)
         check_emit(e->ctx, name, plan->kernels[0], w);
@@ -485,7 +488,8 @@ static void pad_case(const char *name, nx_dtype dt, const int64_t *shape, int ax
     int64_t lo[3] = {0, 0, 0}, hi[3] = {0, 0, 0};
     lo[axis] = hi[axis] = pad;
     nx_node b = nx_mul(e.g, nx_pad(e.g, x, lo, hi, mode, 0), nx_scalar(e.g, dt, 0.25));
-    pro_check(&e, name, nx_scan_iir(e.g, b, axis, rev, order, iir_c[order - 1]), 1, 1, &w, true);
+    pro_check(&e, name, nx_scan_iir(e.g, b, axis, rev, order, iir_c[order - 1]), 1, 1, 0, &w,
+              true);
 }
 
 static void test_prologue(void **state)
@@ -508,14 +512,50 @@ static void test_prologue(void **state)
     nx_node x = env_input(&e, F64, 3, sb, false), y = env_input(&e, F64, 3, sb, false);
     nx_node b = nx_add(e.g, nx_mul(e.g, x, nx_scalar(e.g, F64, 1.5)), y);
     nx_node y4 = nx_scan_iir(e.g, b, 1, true, 4, iir_c[3]);
-    pro_check(&e, "iir4 f64 axis 1 reversed over 1.5 x + y", y4, 1, 1,
+    pro_check(&e, "iir4 f64 axis 1 reversed over 1.5 x + y", y4, 1, 1, 0,
               &(want_path){STRIDED, true, 5 * 60}, false);
 }
 
+/* an epilogue: y = scan_iir(x) along axis, then w * y[crop along the axis] + z, where w varies
+ * along the axis and z is another input of the cropped shape */
+static void epi_case(const char *name, nx_dtype dt, const int64_t *shape, int axis, int64_t lo,
+                     int64_t hi, bool rev, int order, want_path w)
+{
+    env e;
+    env_open(&e);
+    nx_node x = env_input(&e, dt, 3, shape, false);
+    int64_t start[3] = {0, 0, 0}, stop[3] = {shape[0], shape[1], shape[2]}, cs[3], ws[3] = {1, 1, 1};
+    start[axis] = lo;
+    stop[axis] = shape[axis] - hi;
+    for (int d = 0; d < 3; d++)
+        cs[d] = stop[d] - start[d];
+    ws[axis] = cs[axis];
+    nx_node wgt = env_input(&e, dt, 3, ws, true), z = env_input(&e, dt, 3, cs, false);
+    nx_node y = nx_scan_iir(e.g, x, axis, rev, order, iir_c[order - 1]);
+    nx_node out = nx_add(e.g, nx_mul(e.g, nx_slice(e.g, y, start, stop, NULL), wgt), z);
+    pro_check(&e, name, out, 1, 0, 1, &w, false);
+}
+
+static void test_epilogue(void **state)
+{
+    (void)state;
+    const nx_dtype F32 = NX_DTYPE_F32, F64 = NX_DTYPE_F64;
+    const int64_t sa[3] = {40, 33, 50}, sb[3] = {5, 70, 60}, sc[3] = {6, 9, 40};
+    epi_case("iir3 f32 axis 2 (tiles), crop 7..53, epilogue w y + z", F32, sb, 2, 7, 7, false, 3,
+             (want_path){TILED, true, tiles(350, F32)});
+    epi_case("iir3 f32 axis 2 reversed (tiles), crop 0..51", F32, sb, 2, 0, 9, true, 3,
+             (want_path){TILED, true, tiles(350, F32)});
+    epi_case("iir3 f32 axis 0, crop 5..31", F32, sa, 0, 5, 9, false, 3,
+             (want_path){STRIDED, true, 33 * 50});
+    epi_case("iir2 f64 axis 1 reversed, crop 2..8", F64, sc, 1, 2, 1, true, 2,
+             (want_path){STRIDED, true, 6 * 40});
+}
+
 /* The recursive Gaussian's three passes: each causal scan reads its padded, scaled line (the
- * previous pass's finish) through a prologue. 10 kernels: 6 scans (3 with a prologue), the two
- * end samples of each padded line (a small kernel per axis) and the last finish; without
- * prologues 4 of them were loop kernels over the whole volume. */
+ * previous pass's finish) through a prologue, the last anti-causal scan hands its results to the
+ * last finish (an epilogue). 9 kernels: 6 scans (3 with a prologue, 1 with an epilogue) and the
+ * two end samples of each padded line (a small kernel per axis); without them 4 of the 10 were
+ * loop kernels over the whole volume. */
 static void test_prologue_gaussian(void **state)
 {
     (void)state;
@@ -526,8 +566,8 @@ static void test_prologue_gaussian(void **state)
         nx_node y = env_input(&e, dt ? NX_DTYPE_F64 : NX_DTYPE_F32, 3, s, false);
         for (int a = 0; a < 3; a++)
             y = nx_gauss_recursive_pass(e.g, y, a, 3.0, 12, NX_PAD_REFLECT, 0);
-        pro_check(&e, dt ? "recursive gaussian f64" : "recursive gaussian f32", y, 10, 3, NULL,
-                  false);
+        pro_check(&e, dt ? "recursive gaussian f64" : "recursive gaussian f32", y, 9, 3, 1,
+                  NULL, false);
     }
 }
 
@@ -652,7 +692,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scan_linear), cmocka_unit_test(test_scan_iir),
         cmocka_unit_test(test_scan),
-        cmocka_unit_test(test_prologue), cmocka_unit_test(test_prologue_gaussian),
+        cmocka_unit_test(test_prologue), cmocka_unit_test(test_epilogue),
+        cmocka_unit_test(test_prologue_gaussian),
         cmocka_unit_test(test_prologue_plan_fallback),
         cmocka_unit_test(test_index_width), cmocka_unit_test(test_alloc_sweep),
         cmocka_unit_test(test_bench),
