@@ -681,7 +681,8 @@ static void emit_stage_load(nx_ptx_gen *g, const stencil *st, const tile *tl, in
         /* the plane's pointer is uniform: one mad.wide a load (the FMA pipe), written out so
          * that NVVM does not reassociate it into 64-bit adds and shifts on the ALU */
         line(g, "const float *a%d_%d;", j, r);
-        line(g, "asm(\"mad.wide.s32 %%0, %%1, 4, %%2;\" : \"=l\"(a%d_%d) : \"r\"(o%d), \"l\"(pl%d));",
+        line(g,
+             "asm(\"mad.wide.s32 %%0, %%1, 4, %%2;\" : \"=l\"(a%d_%d) : \"r\"(o%d), \"l\"(pl%d));",
              j, r, r, j);
         line(g, "const float s%d_%d = %s__ldg(a%d_%d)%s;", j, r, cond, j, r, c);
     }
@@ -735,7 +736,8 @@ static void emit_partial(nx_ptx_gen *g, const stencil *st, const tile *tl, int j
 }
 
 /* The tile block's coordinates and staging offsets (staged element e = threadIdx.x + 256 r: row
- * e / sw, column e % sw of the plane tile): o<r> = t1 + t2 of its coordinates, g<r> their guards. */
+ * e / sw, column e % sw of the plane tile): o<r> = t1 + t2 of its coordinates, g<r> their
+ * guards. */
 static void emit_tile_setup(nx_ptx_gen *g, const stencil *st, const tile *tl)
 {
     const char *it = tl->wide ? "i64" : "int";
