@@ -640,7 +640,7 @@ static LLVMValueRef trig_quadrant(const em *e, LLVMValueRef y0, LLVMValueRef y1,
  * reduction's table loads and 128-bit products would run in every lane of every vector. The
  * variants are kept alive through llvm.compiler.used, as only an attribute names them before
  * vectorisation. What the common case still pays is the call: the loop's hoisted constants move
- * to stack slots around it (1-5 % in cache, docs/perf/trig.md).
+ * to stack slots around it (within noise in cache, docs/perf/trig.md).
  * -------------------------------------------------------------------------------------------*/
 
 /* The bits of 2/pi after the binary point, 64 per word, preceded by one word of zeros so that the
