@@ -69,6 +69,54 @@ static bool prologue_shaped(const nx_kernel *w)
     return outs == 1;
 }
 
+/* The fused kernel: lib's buffers with buffer `value` made a VALUE, then w's placed by map
+ * (map[b] < 0: dropped; map[b] == value: w's reads of lib's result), w's body with its loads
+ * renumbered, storing into `value` (a prologue) or its own output (an epilogue). */
+static nx_status fuse_body(const nx_kernel *lib, int value, const nx_kernel *w, const int *map,
+                           int nb, bool epilogue, nx_kernel **out)
+{
+    *out = NULL;
+    const char *what = epilogue ? "epilogue fusion" : "prologue fusion";
+    nx_kernel *f = NULL;
+    nx_status st = nx_kernel_new(lib->ctx, NX_KERNEL_LIBRARY, lib->name, &f);
+    if (st != NX_OK)
+        return st;
+    f->nbufs = nb;
+    memcpy(f->bufs, lib->bufs, (size_t)lib->nbufs * sizeof *f->bufs);
+    f->bufs[value].role = NX_KBUF_VALUE;
+    for (int b = 0; b < w->nbufs; b++)
+        if (map[b] >= 0 && map[b] != value)
+            f->bufs[map[b]] = w->bufs[b];
+    f->lib_prim = lib->lib_prim;
+    f->nattrs = lib->nattrs;
+    memcpy(f->attrs, lib->attrs, sizeof f->attrs);
+    f->lib_ptr = lib->lib_ptr;
+    f->lib_node = lib->lib_node;
+    f->has_prologue = !epilogue;
+    f->pro_operand = epilogue ? 0 : value;
+    f->has_epilogue = epilogue;
+    f->epi_source = epilogue ? value : 0;
+    nx_kernel_space(f, w->ndim, w->extent);
+    for (int i = 0; i < w->ninst && st == NX_OK; i++) {
+        nx_kinst in = w->inst[i];
+        if (in.op == NX_KOP_LOAD)
+            in.a[0] = map[in.a[0]];
+        if (nx_kernel_emit(f, in) < 0)
+            st = nx_rt_nomem(lib->ctx, what, (size_t)w->ninst * sizeof in);
+    }
+    int to = epilogue ? map[w->stores[0].buf] : value;
+    if (st == NX_OK && !nx_kernel_store(f, to, w->stores[0].value))
+        st = nx_rt_error(lib->ctx, NX_ERR_INTERNAL, "%s: kernel %s: no store", what, lib->name);
+    if (st == NX_OK)
+        st = nx_kernel_validate(f);
+    if (st != NX_OK) {
+        nx_kernel_free(f);
+        return st;
+    }
+    *out = f;
+    return NX_OK;
+}
+
 /* lib with operand `op` computed by w: lib's buffers (operand op now a VALUE), then w's inputs;
  * w's body with its loads renumbered. NX_OK with *out NULL when the buffers do not fit. */
 static nx_status fuse_pair(const nx_kernel *lib, int op, const nx_kernel *w, nx_kernel **out)
@@ -79,42 +127,7 @@ static nx_status fuse_pair(const nx_kernel *lib, int op, const nx_kernel *w, nx_
         map[b] = w->bufs[b].role == NX_KBUF_IN ? nb++ : -1;
     if (nb > NX_KERNEL_MAX_BUFFERS)
         return NX_OK;
-    nx_kernel *f = NULL;
-    nx_status st = nx_kernel_new(lib->ctx, NX_KERNEL_LIBRARY, lib->name, &f);
-    if (st != NX_OK)
-        return st;
-    f->nbufs = nb;
-    memcpy(f->bufs, lib->bufs, (size_t)lib->nbufs * sizeof *f->bufs);
-    f->bufs[op].role = NX_KBUF_VALUE;
-    for (int b = 0; b < w->nbufs; b++)
-        if (map[b] >= 0)
-            f->bufs[map[b]] = w->bufs[b];
-    f->lib_prim = lib->lib_prim;
-    f->nattrs = lib->nattrs;
-    memcpy(f->attrs, lib->attrs, sizeof f->attrs);
-    f->lib_ptr = lib->lib_ptr;
-    f->lib_node = lib->lib_node;
-    f->has_prologue = true;
-    f->pro_operand = op;
-    nx_kernel_space(f, w->ndim, w->extent);
-    for (int i = 0; i < w->ninst && st == NX_OK; i++) {
-        nx_kinst in = w->inst[i];
-        if (in.op == NX_KOP_LOAD)
-            in.a[0] = map[in.a[0]];
-        if (nx_kernel_emit(f, in) < 0)
-            st = nx_rt_nomem(lib->ctx, "prologue fusion", (size_t)w->ninst * sizeof in);
-    }
-    if (st == NX_OK && !nx_kernel_store(f, op, w->stores[0].value))
-        st = nx_rt_error(lib->ctx, NX_ERR_INTERNAL, "prologue fusion: kernel %s: no store",
-                         lib->name);
-    if (st == NX_OK)
-        st = nx_kernel_validate(f);
-    if (st != NX_OK) {
-        nx_kernel_free(f);
-        return st;
-    }
-    *out = f;
-    return NX_OK;
+    return fuse_body(lib, op, w, map, nb, false, out);
 }
 
 static void drop_kernel(nx_kplan *p, int ki)
@@ -213,42 +226,7 @@ static nx_status fuse_epilogue(const nx_kernel *lib, int res, const nx_kernel *e
                                                                                          : nb++;
     if (nb > NX_KERNEL_MAX_BUFFERS)
         return NX_OK;
-    nx_kernel *f = NULL;
-    nx_status st = nx_kernel_new(lib->ctx, NX_KERNEL_LIBRARY, lib->name, &f);
-    if (st != NX_OK)
-        return st;
-    f->nbufs = nb;
-    memcpy(f->bufs, lib->bufs, (size_t)lib->nbufs * sizeof *f->bufs);
-    f->bufs[res].role = NX_KBUF_VALUE;
-    for (int b = 0; b < e->nbufs; b++)
-        if (map[b] != res)
-            f->bufs[map[b]] = e->bufs[b];
-    f->lib_prim = lib->lib_prim;
-    f->nattrs = lib->nattrs;
-    memcpy(f->attrs, lib->attrs, sizeof f->attrs);
-    f->lib_ptr = lib->lib_ptr;
-    f->lib_node = lib->lib_node;
-    f->has_epilogue = true;
-    f->epi_source = res;
-    nx_kernel_space(f, e->ndim, e->extent);
-    for (int i = 0; i < e->ninst && st == NX_OK; i++) {
-        nx_kinst in = e->inst[i];
-        if (in.op == NX_KOP_LOAD)
-            in.a[0] = map[in.a[0]];
-        if (nx_kernel_emit(f, in) < 0)
-            st = nx_rt_nomem(lib->ctx, "epilogue fusion", (size_t)e->ninst * sizeof in);
-    }
-    if (st == NX_OK && !nx_kernel_store(f, map[e->stores[0].buf], e->stores[0].value))
-        st = nx_rt_error(lib->ctx, NX_ERR_INTERNAL, "epilogue fusion: kernel %s: no store",
-                         lib->name);
-    if (st == NX_OK)
-        st = nx_kernel_validate(f);
-    if (st != NX_OK) {
-        nx_kernel_free(f);
-        return st;
-    }
-    *out = f;
-    return NX_OK;
+    return fuse_body(lib, res, e, map, nb, true, out);
 }
 
 /* The one kernel reading slot (through exactly one buffer), or -1. */

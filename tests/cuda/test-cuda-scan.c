@@ -177,6 +177,16 @@ static void env_open(env *e)
     assert_int_equal(nx_graph_new(e->ctx, &e->g), NX_OK);
 }
 
+/* Frees the inputs, the graph and the context; nothing the context allocated is left. */
+static void env_close(env *e)
+{
+    for (int i = 0; i < e->nin; i++)
+        nx_tensor_free(e->in[i]);
+    nx_graph_free(e->g);
+    nx_ctx_free(e->ctx);
+    assert_int_equal(e->ta.live, 0);
+}
+
 static nx_node env_input(env *e, nx_dtype dt, int ndim, const int64_t *shape, bool coeff)
 {
     assert_true(e->nin < (int)(sizeof e->in / sizeof e->in[0]));
@@ -206,11 +216,7 @@ static void env_check(env *e, const char *name, nx_node out, const want_path *w,
     nx_kplan_free(plan);
     nx_tensor_free(want);
     nx_program_free(prog);
-    for (int i = 0; i < e->nin; i++)
-        nx_tensor_free(e->in[i]);
-    nx_graph_free(e->g);
-    nx_ctx_free(e->ctx);
-    assert_int_equal(e->ta.live, 0);
+    env_close(e);
 }
 
 /* A tiled kernel's points: 256 threads per tile of 64 lines (32 for 8-byte dtypes). */
@@ -471,11 +477,7 @@ static void pro_check(env *e, const char *name, nx_node out, int kernels, int pr
     nx_kplan_free(plan);
     nx_tensor_free(want);
     nx_program_free(prog);
-    for (int i = 0; i < e->nin; i++)
-        nx_tensor_free(e->in[i]);
-    nx_graph_free(e->g);
-    nx_ctx_free(e->ctx);
-    assert_int_equal(e->ta.live, 0);
+    env_close(e);
 }
 
 /* scan_iir over c * pad(x) along axis (padded there by `pad` each side). */
