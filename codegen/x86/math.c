@@ -673,10 +673,11 @@ static LLVMValueRef table_2opi(const em *e)
     return g;
 }
 
-static LLVMValueRef i128c(const em *e, int shift)
+/* The i128 constant hi 2^64 + lo (no constant expressions: LLVM 19 dropped shl's). */
+static LLVMValueRef i128c(const em *e, uint64_t hi, uint64_t lo)
 {
-    LLVMTypeRef t = LLVMInt128TypeInContext(e->c);
-    return LLVMConstShl(LLVMConstInt(t, 1, 0), LLVMConstInt(t, (unsigned long long)shift, 0));
+    const uint64_t words[2] = {lo, hi};
+    return LLVMConstIntOfArbitraryPrecision(LLVMInt128TypeInContext(e->c), 2, words);
 }
 
 /* 128-bit product of two 64-bit unsigned integers. */
@@ -733,11 +734,11 @@ static void rem_pio2_big(const em *e, LLVMValueRef x, LLVMValueRef *y0, LLVMValu
     LLVMValueRef z = LLVMBuildAdd(b, top, mul128(e, m, w1), "");
     z = LLVMBuildAdd(b, z, LLVMBuildLShr(b, mul128(e, m, w0), c64, ""), "");
     /* to the nearest quadrant: f in [-2^125, 2^125) */
-    z = LLVMBuildAdd(b, z, i128c(e, 125), "");
+    z = LLVMBuildAdd(b, z, i128c(e, 1ull << 61, 0), ""); /* + 2^125 */
     LLVMValueRef quad =
         LLVMBuildTrunc(b, LLVMBuildLShr(b, z, LLVMConstInt(i128, 126, 0), ""), i64, "");
-    LLVMValueRef f = LLVMBuildAnd(b, z, LLVMConstSub(i128c(e, 126), LLVMConstInt(i128, 1, 0)), "");
-    f = LLVMBuildSub(b, f, i128c(e, 125), "");
+    LLVMValueRef f = LLVMBuildAnd(b, z, i128c(e, (1ull << 62) - 1, ~0ull), ""); /* mod 2^126 */
+    f = LLVMBuildSub(b, f, i128c(e, 1ull << 61, 0), "");
     LLVMValueRef fneg = LLVMBuildICmp(b, LLVMIntSLT, f, LLVMConstInt(i128, 0, 0), "");
     LLVMValueRef a = LLVMBuildSelect(b, fneg, LLVMBuildNeg(b, f, ""), f, "");
     a = LLVMBuildOr(b, a, LLVMConstInt(i128, 1, 0), ""); /* never 0: ctlz stays below 128 */
