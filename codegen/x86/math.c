@@ -842,8 +842,33 @@ static em em_in(const em *e, unsigned lanes, LLVMValueRef fn, LLVMBasicBlockRef 
     return s;
 }
 
+/* `double nx.trig.<fn>.big(double x)`: sin or cos of x for finite |x| > NX_X86_TRIG_FAST_MAX,
+ * through rem_pio2_big (slow_attrs: not optimised). */
+static LLVMValueRef big_reduce(const em *e, bool cosine)
+{
+    char name[40];
+    snprintf(name, sizeof name, "nx.trig.%s.big", cosine ? "cos" : "sin");
+    LLVMValueRef f = LLVMGetNamedFunction(e->mod, name);
+    if (f)
+        return f;
+    LLVMTypeRef d = LLVMDoubleTypeInContext(e->c);
+    f = LLVMAddFunction(e->mod, name, LLVMFunctionType(d, &d, 1, 0));
+    LLVMSetLinkage(f, LLVMInternalLinkage);
+    slow_attrs(e->c, f);
+    add_attr(e->c, f, "willreturn");
+    add_readnone(e->c, f, false);
+    LLVMBasicBlockRef entry;
+    em s = em_in(e, 0, f, &entry);
+    LLVMValueRef y0, y1, n;
+    rem_pio2_big(&s, LLVMGetParam(f, 0), &y0, &y1, &n);
+    LLVMBuildRet(s.b, trig_quadrant(&s, y0, y1, n, cosine));
+    LLVMDisposeBuilder(s.b);
+    return f;
+}
+
 /* `double nx.trig.<fn>.f64(double x, double r)`: r, or for finite |x| > NX_X86_TRIG_FAST_MAX,
- * sin or cos of x through rem_pio2_big. */
+ * sin or cos of x. Optimised and small (a compare, a tail call): loops that stay scalar, such as
+ * ordered folds, call it for every element. */
 static LLVMValueRef big_scalar(const em *e, bool cosine)
 {
     char name[40];
@@ -851,10 +876,12 @@ static LLVMValueRef big_scalar(const em *e, bool cosine)
     LLVMValueRef f = LLVMGetNamedFunction(e->mod, name);
     if (f)
         return f;
+    LLVMValueRef big = big_reduce(e, cosine);
     LLVMTypeRef d = LLVMDoubleTypeInContext(e->c), params[] = {d, d};
     f = LLVMAddFunction(e->mod, name, LLVMFunctionType(d, params, 2, 0));
     LLVMSetLinkage(f, LLVMInternalLinkage);
-    slow_attrs(e->c, f);
+    add_attr(e->c, f, "noinline");
+    add_attr(e->c, f, "nounwind");
     add_attr(e->c, f, "willreturn");
     add_readnone(e->c, f, false);
     LLVMBasicBlockRef entry;
@@ -866,9 +893,9 @@ static LLVMValueRef big_scalar(const em *e, bool cosine)
     LLVMPositionBuilderAtEnd(s.b, done);
     LLVMBuildRet(s.b, LLVMGetParam(f, 1));
     LLVMPositionBuilderAtEnd(s.b, slow);
-    LLVMValueRef y0, y1, n;
-    rem_pio2_big(&s, x, &y0, &y1, &n);
-    LLVMBuildRet(s.b, trig_quadrant(&s, y0, y1, n, cosine));
+    LLVMValueRef c = LLVMBuildCall2(s.b, LLVMGlobalGetValueType(big), big, &x, 1, "");
+    LLVMSetTailCall(c, 1);
+    LLVMBuildRet(s.b, c);
     LLVMDisposeBuilder(s.b);
     return f;
 }
