@@ -696,7 +696,7 @@ static LLVMValueRef fshl64(const em *e, LLVMValueRef hi, LLVMValueRef lo, LLVMVa
     return LLVMBuildCall2(e->b, LLVMIntrinsicGetType(e->c, id, &t, 1), fn, args, 3, "");
 }
 
-/* x - n pi/2 = y0 + y1 for finite scalar double x with |x| > 2^20 (e is scalar f64).
+/* Payne-Hanek, for finite scalar double x with |x| > 2^20 (e is scalar f64).
  *
  * |x| = m 2^E with m a 53-bit integer. Taking the table's 192 bits W from bit E - 2 on, so that
  * W 2^-192 = frac(2^(E-2) 2/pi) to 2^-192, |x| 2/pi = 4 m W 2^-192 modulo 4 (the bits before
@@ -705,13 +705,12 @@ static LLVMValueRef fshl64(const em *e, LLVMValueRef hi, LLVMValueRef lo, LLVMVa
  * the closest double to a multiple of pi/2 is 2^-61 away from it. Z rounded to the nearest
  * quadrant leaves a signed fraction f, |f| <= 2^125, made a double-double (its top 106 bits)
  * and multiplied by pi/2. */
-static void rem_pio2_big(const em *e, LLVMValueRef x, LLVMValueRef *y0, LLVMValueRef *y1,
-                         LLVMValueRef *n)
+
+/* Z = bits 64..191 of P = m W: |x| 2/pi modulo 4 in units of 2^-126, to within one unit. */
+static LLVMValueRef quarter_turns(const em *e, LLVMValueRef ix)
 {
     LLVMBuilderRef b = e->b;
     LLVMTypeRef i64 = LLVMInt64TypeInContext(e->c), i128 = LLVMInt128TypeInContext(e->c);
-    LLVMTypeRef f64 = LLVMDoubleTypeInContext(e->c);
-    LLVMValueRef ix = to_int(e, x);
     LLVMValueRef ex = iand(e, LLVMBuildLShr(b, ix, KI(e, 52), ""), KI(e, 0x7ff));
     LLVMValueRef m = LLVMBuildOr(b, iand(e, ix, KI(e, (1ll << 52) - 1)), KI(e, 1ll << 52), "");
     /* E = ex - 1075; the window starts at bit E - 2, 64 bits into the table */
@@ -727,21 +726,20 @@ static void rem_pio2_big(const em *e, LLVMValueRef x, LLVMValueRef *y0, LLVMValu
     }
     LLVMValueRef w2 = fshl64(e, t[0], t[1], r), w1 = fshl64(e, t[1], t[2], r);
     LLVMValueRef w0 = fshl64(e, t[2], t[3], r);
-    /* Z = (P >> 64) mod 2^128 */
+    /* (P >> 64) mod 2^128: of m w2 only the low 64 bits count */
     LLVMValueRef c64 = LLVMConstInt(i128, 64, 0);
     LLVMValueRef top =
         LLVMBuildShl(b, LLVMBuildZExt(b, LLVMBuildMul(b, m, w2, ""), i128, ""), c64, "");
     LLVMValueRef z = LLVMBuildAdd(b, top, mul128(e, m, w1), "");
-    z = LLVMBuildAdd(b, z, LLVMBuildLShr(b, mul128(e, m, w0), c64, ""), "");
-    /* to the nearest quadrant: f in [-2^125, 2^125) */
-    z = LLVMBuildAdd(b, z, i128c(e, 1ull << 61, 0), ""); /* + 2^125 */
-    LLVMValueRef quad =
-        LLVMBuildTrunc(b, LLVMBuildLShr(b, z, LLVMConstInt(i128, 126, 0), ""), i64, "");
-    LLVMValueRef f = LLVMBuildAnd(b, z, i128c(e, (1ull << 62) - 1, ~0ull), ""); /* mod 2^126 */
-    f = LLVMBuildSub(b, f, i128c(e, 1ull << 61, 0), "");
-    LLVMValueRef fneg = LLVMBuildICmp(b, LLVMIntSLT, f, LLVMConstInt(i128, 0, 0), "");
-    LLVMValueRef a = LLVMBuildSelect(b, fneg, LLVMBuildNeg(b, f, ""), f, "");
-    a = LLVMBuildOr(b, a, LLVMConstInt(i128, 1, 0), ""); /* never 0: ctlz stays below 128 */
+    return LLVMBuildAdd(b, z, LLVMBuildLShr(b, mul128(e, m, w0), c64, ""), "");
+}
+
+/* th + tl = a 2^-126 for 0 < a < 2^126 (its top 106 bits). */
+static void fraction_dd(const em *e, LLVMValueRef a, LLVMValueRef *th, LLVMValueRef *tl)
+{
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(e->c), i128 = LLVMInt128TypeInContext(e->c);
+    LLVMTypeRef f64 = LLVMDoubleTypeInContext(e->c);
     unsigned id = LLVMLookupIntrinsicID("llvm.ctlz", 9);
     LLVMValueRef ctlz = LLVMGetIntrinsicDeclaration(e->mod, id, &i128, 1);
     LLVMValueRef cargs[] = {a, LLVMConstInt(LLVMInt1TypeInContext(e->c), 0, 0)};
@@ -755,9 +753,29 @@ static void rem_pio2_big(const em *e, LLVMValueRef x, LLVMValueRef *y0, LLVMValu
         LLVMBuildTrunc(b, LLVMBuildLShr(b, an, LLVMConstInt(i128, 22, 0), ""), i64, "");
     dl = iand(e, dl, KI(e, (1ll << 53) - 1));
     LLVMValueRef lz64 = LLVMBuildTrunc(b, lz, i64, "");
-    /* a 2^-126 quarter turns = dh 2^(75-126-lz) + dl 2^(22-126-lz) */
-    LLVMValueRef th = mul(e, LLVMBuildSIToFP(b, dh, f64, ""), pow2i(e, isub(e, KI(e, -51), lz64)));
-    LLVMValueRef tl = mul(e, LLVMBuildSIToFP(b, dl, f64, ""), pow2i(e, isub(e, KI(e, -104), lz64)));
+    /* a 2^-126 = dh 2^(75-126-lz) + dl 2^(22-126-lz) */
+    *th = mul(e, LLVMBuildSIToFP(b, dh, f64, ""), pow2i(e, isub(e, KI(e, -51), lz64)));
+    *tl = mul(e, LLVMBuildSIToFP(b, dl, f64, ""), pow2i(e, isub(e, KI(e, -104), lz64)));
+}
+
+/* x - n pi/2 = y0 + y1 (see above). */
+static void rem_pio2_big(const em *e, LLVMValueRef x, LLVMValueRef *y0, LLVMValueRef *y1,
+                         LLVMValueRef *n)
+{
+    LLVMBuilderRef b = e->b;
+    LLVMTypeRef i64 = LLVMInt64TypeInContext(e->c), i128 = LLVMInt128TypeInContext(e->c);
+    LLVMValueRef ix = to_int(e, x);
+    /* to the nearest quadrant: f in [-2^125, 2^125) */
+    LLVMValueRef z = LLVMBuildAdd(b, quarter_turns(e, ix), i128c(e, 1ull << 61, 0), "");
+    LLVMValueRef quad =
+        LLVMBuildTrunc(b, LLVMBuildLShr(b, z, LLVMConstInt(i128, 126, 0), ""), i64, "");
+    LLVMValueRef f = LLVMBuildAnd(b, z, i128c(e, (1ull << 62) - 1, ~0ull), ""); /* mod 2^126 */
+    f = LLVMBuildSub(b, f, i128c(e, 1ull << 61, 0), "");
+    LLVMValueRef fneg = LLVMBuildICmp(b, LLVMIntSLT, f, LLVMConstInt(i128, 0, 0), "");
+    LLVMValueRef a = LLVMBuildSelect(b, fneg, LLVMBuildNeg(b, f, ""), f, "");
+    a = LLVMBuildOr(b, a, LLVMConstInt(i128, 1, 0), ""); /* never 0: ctlz stays below 128 */
+    LLVMValueRef th, tl;
+    fraction_dd(e, a, &th, &tl);
     /* (th + tl) pi/2, pi/2 = PIO2_HI + PIO2_LO */
     LLVMValueRef ph, pe;
     two_prod(e, th, K(e, 0x1.921fb54442d18p+0), &ph, &pe);
