@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "codegen/x86/emit.h"
+#include "codegen/x86/math.h"
 #include "codegen/x86/jit.h"
 #include "passes/fuse.h"
 #include "runtime/cache.h"
@@ -45,6 +46,7 @@ nx_status nx_x86_kernel_key(nx_ctx *ctx, const nx_kernel *k, bool reassoc,
         return st;
     nx_rt_cache_blob_str(b, "backend", "cpu");
     nx_rt_cache_blob_str(b, "emit", nx_x86_emit_version());
+    nx_rt_cache_blob_str(b, "math", nx_x86_math_version()); /* inline math's code (math.c) */
     nx_rt_cache_blob_str(b, "passes", nx_x86_kernel_pipeline());
     nx_rt_cache_blob_bytes(b, "kernel-ir", ir, len);
     nx_rt_cache_blob_i64(b, "reassoc", reassoc);
