@@ -193,10 +193,9 @@ static void move_kernel(nx_kplan *p, int from, int to)
     p->kernels[to] = k;
 }
 
-/* Every input of e other than `skip` ready before kernel li, moving a kernel that writes one to
- * just before li where its own inputs are ready there (a slot's writer precedes its readers, so
- * the order stays valid). Returns li's new index, or -1 when some input cannot be made ready. */
-static int hoist_inputs(nx_kplan *p, int li, const nx_kernel *e, uint32_t skip)
+/* Whether the writer of each input of e other than `skip` that is not ready before kernel li
+ * has its own inputs ready there (so it can move up to just before li). */
+static bool hoistable(const nx_kplan *p, int li, const nx_kernel *e, uint32_t skip)
 {
     for (int b = 0; b < e->nbufs; b++) {
         uint32_t slot = e->bufs[b].slot;
@@ -204,12 +203,25 @@ static int hoist_inputs(nx_kplan *p, int li, const nx_kernel *e, uint32_t skip)
             continue;
         int w = writer_of(p, slot);
         if (w <= li)
-            return -1;
+            return false;
         const nx_kernel *wk = p->kernels[w];
         for (int c = 0; c < wk->nbufs; c++)
             if (wk->bufs[c].role == NX_KBUF_IN && !ready_before(p, wk->bufs[c].slot, li))
-                return -1;
-        move_kernel(p, w, li);
+                return false;
+    }
+    return true;
+}
+
+/* Every input of e other than `skip` ready before kernel li, each kernel that writes one later
+ * moved to just before li (hoistable said it can be: a slot's writer still precedes its readers,
+ * so the order stays valid). Returns li's new index. */
+static int hoist_inputs(nx_kplan *p, int li, const nx_kernel *e, uint32_t skip)
+{
+    for (int b = 0; b < e->nbufs; b++) {
+        uint32_t slot = e->bufs[b].slot;
+        if (e->bufs[b].role != NX_KBUF_IN || slot == skip || ready_before(p, slot, li))
+            continue;
+        move_kernel(p, writer_of(p, slot), li);
         li++;
     }
     return li;
@@ -266,15 +278,11 @@ static nx_status epilogue_library(nx_kplan *p, int li, bool (*supports)(const nx
     nx_status st = fuse_epilogue(lib, res, e, &f);
     if (st != NX_OK || !f)
         return st;
-    if (!supports(f)) {
+    if (!supports(f) || !hoistable(p, li, e, slot)) {
         nx_kernel_free(f);
         return NX_OK;
     }
     int at = hoist_inputs(p, li, e, slot);
-    if (at < 0) {
-        nx_kernel_free(f);
-        return NX_OK;
-    }
     ei = only_reader(p, slot); /* the hoisting moved kernels before it, not after */
     nx_kernel_free(p->kernels[at]);
     p->kernels[at] = f;
@@ -313,7 +321,7 @@ nx_status nx_pass_prologue(nx_kplan *p, bool (*supports)(const nx_kernel *))
             return st;
         changed = changed || fused;
     }
-    if (changed) {
+    if (changed) { /* kernels moved or merged: the slots' last readers anew */
         for (int s = 0; s < p->nslots; s++)
             p->slots[s].last_use = -1;
         for (int ki = 0; ki < p->nkernels; ki++) {

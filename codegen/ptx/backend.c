@@ -30,11 +30,19 @@ static nx_status ptx_prepare(nx_ctx *ctx, const nx_kplan *p, void **state)
     nx_status st = NX_OK;
     bool fallback = false;
     for (int i = 0; st == NX_OK && i < p->nkernels; i++) {
-        const char *why = nx_ptx_kernel_unsupported(p->kernels[i]);
+        const nx_kernel *k = p->kernels[i];
+        const char *why = nx_ptx_kernel_unsupported(k);
         if (!why)
             continue;
+        /* a kernel fused for this backend (passes/prologue.c) has no CPU form: a check that
+         * failed now but passed then can only be an allocation failure */
+        if (k->has_prologue || k->has_epilogue)
+            st = nx_rt_error(ctx, NX_ERR_NOMEM, "CUDA: kernel %s (fused for the device) cannot "
+                                                 "be prepared: %s",
+                             k->name, why);
         fallback = true;
-        st = nx_ptx_fallback(ctx, p->kernels[i], NX_BACKEND_CUDA, NX_BACKEND_CPU, why);
+        if (st == NX_OK)
+            st = nx_ptx_fallback(ctx, k, NX_BACKEND_CUDA, NX_BACKEND_CPU, why);
     }
     if (st == NX_OK)
         st = fallback ? nx_x86_backend.prepare(ctx, p, &s->cpu) : nx_ptx_plan_compile(ctx, p, &s->cp);

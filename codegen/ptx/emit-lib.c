@@ -255,23 +255,24 @@ static int form_lpb(const scan_form *f)
 
 /* An epilogue's loads of the result (buffer epi_source, the scan's output) all read the point's
  * own line at its position along the axis plus one constant C, its other coordinates the point's
- * own, with 0 <= C and C + (the epilogue's extent there) <= the line's length: true, *c = C. */
-static bool epilogue_shift(const nx_kernel *k, int axis, int64_t *c)
+ * own, with 0 <= C and C + (the epilogue's extent there) <= the line's length (at least 2): 1,
+ * *c = C. 0 when not; -1 when the analysis could not allocate its memory. */
+static int epilogue_shift(const nx_kernel *k, int axis, int64_t *c)
 {
     const nx_kbuf *y = &k->bufs[k->epi_source];
-    if (k->ndim != y->ndim || axis < 0 || axis >= k->ndim)
-        return false;
-    int64_t st[NX_MAX_DIMS];
-    for (int d = k->ndim - 1, n = 1; d >= 0; d--) {
+    if (k->ndim != y->ndim || axis < 0 || axis >= k->ndim || y->shape[axis] < 2)
+        return 0;
+    int64_t st[NX_MAX_DIMS], n = 1;
+    for (int d = k->ndim - 1; d >= 0; d--) {
         if (d != axis && k->extent[d] != y->shape[d])
-            return false;
+            return 0;
         st[d] = n;
-        n *= (int)y->shape[d];
+        n *= y->shape[d];
     }
     size_t bytes = (size_t)(k->ninst ? k->ninst : 1) * sizeof(nx_ptx_affine);
     nx_ptx_affine *aff = nx_rt_alloc(k->ctx, bytes);
     if (!aff)
-        return false;
+        return -1;
     nx_ptx_affine_all(k, aff);
     bool ok = true, any = false;
     int64_t shift = 0;
@@ -292,9 +293,9 @@ static bool epilogue_shift(const nx_kernel *k, int axis, int64_t *c)
     }
     nx_rt_free(k->ctx, aff, bytes);
     if (!ok || !any || shift < 0 || shift + k->extent[axis] > y->shape[axis])
-        return false;
+        return 0;
     *c = shift;
-    return true;
+    return 1;
 }
 
 static void form_init(scan_form *f, const nx_kernel *k, int nin, int axis, bool rev)
@@ -308,7 +309,7 @@ static void form_init(scan_form *f, const nx_kernel *k, int nin, int axis, bool 
     f->rev = rev;
     f->len = y->shape[axis];
     f->pro = k->has_prologue ? k->pro_operand : -1;
-    f->epi = k->has_epilogue && epilogue_shift(k, axis, &f->epi_c);
+    f->epi = k->has_epilogue && epilogue_shift(k, axis, &f->epi_c) == 1;
     if (f->epi) {
         f->epi_m = k->extent[axis];
         for (int64_t d = k->ndim - 1, st = 1; d >= 0; d--) {
@@ -876,6 +877,10 @@ static void emit_scan_iir(text *t, const nx_kernel *k, const char *name, nx_ptx_
 {
     scan_form f;
     form_init(&f, k, 1, (int)k->attrs[0], k->attrs[1] != 0);
+    if (k->has_epilogue && !f.epi) { /* its check ran out of memory: no kernel, NX_ERR_NOMEM */
+        t->failed = true;
+        return;
+    }
     f.carry = iir_carry;
     f.step = iir_step;
     emit_form(t, &f, name, launch);
@@ -1005,8 +1010,9 @@ static bool bufs_are(const nx_kernel *k, int nin)
 static const char *prologue_unsupported(const nx_kernel *k)
 {
     if (k->lib_prim != NX_PRIM_SCAN_IIR || k->pro_operand != 0 || k->nbufs < 2 ||
-        k->ndim != k->bufs[1].ndim)
-        return "a prologue only on scan_iir's input b";
+        k->ndim != k->bufs[1].ndim || k->nattrs < 1 || k->attrs[0] < 0 ||
+        k->attrs[0] >= k->ndim || k->extent[k->attrs[0]] < 2)
+        return "a prologue only on scan_iir's input b, along lines of at least 2";
     for (int d = 0; d < k->ndim; d++)
         if (k->extent[d] != k->bufs[1].shape[d])
             return "a prologue only on scan_iir's input b";
@@ -1022,9 +1028,14 @@ static const char *prologue_unsupported(const nx_kernel *k)
 static const char *epilogue_unsupported(const nx_kernel *k)
 {
     int64_t c;
-    if (k->lib_prim != NX_PRIM_SCAN_IIR || k->epi_source != 1 || k->nattrs < 1 ||
-        !epilogue_shift(k, (int)k->attrs[0], &c))
-        return "an epilogue only on scan_iir's result, read along the line at one shift";
+    if (k->lib_prim != NX_PRIM_SCAN_IIR || k->epi_source != 1 || k->nattrs < 1)
+        return "an epilogue only on scan_iir's result";
+    int how = epilogue_shift(k, (int)k->attrs[0], &c);
+    if (how < 0)
+        return "out of memory while checking an epilogue";
+    if (how == 0)
+        return "an epilogue only on scan_iir's result (lines of at least 2), read along the line "
+               "at one shift";
     nx_kernel body = *k;
     body.kind = NX_KERNEL_LOOP;
     body.has_epilogue = false;

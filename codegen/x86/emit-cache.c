@@ -236,6 +236,11 @@ nx_status nx_x86_plan_compile(nx_ctx *ctx, const nx_kplan *p, nx_x86_loop_fn *fn
     for (int i = 0; i < p->nkernels; i++) {
         const nx_kernel *k = p->kernels[i];
         fns[i] = NULL;
+        if (k->has_prologue || k->has_epilogue) /* fused for another backend: no host routine */
+            return nx_rt_error(ctx, NX_ERR_INTERNAL,
+                               "CPU backend: kernel %s carries a prologue or an epilogue, which "
+                               "only the backend it was fused for runs",
+                               k->name);
         if (k->kind != NX_KERNEL_LOOP)
             continue;
         if (!nx_x86_supports(k)) {

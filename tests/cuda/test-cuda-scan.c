@@ -438,6 +438,32 @@ static bool device_supports(const nx_kernel *k)
     return nx_ptx_kernel_unsupported(k) == NULL;
 }
 
+/* Every slot a kernel reads is an input, a constant or written by an earlier kernel, and is not
+ * freed before that kernel (its last_use is at or after it): the order and lifetimes the runners
+ * rely on, after the pass moved and merged kernels. */
+static void check_plan_order(const nx_kplan *p, const char *name)
+{
+    for (int ki = 0; ki < p->nkernels; ki++) {
+        const nx_kernel *k = p->kernels[ki];
+        for (int b = 0; b < k->nbufs; b++) {
+            uint32_t sl = k->bufs[b].slot;
+            if (k->bufs[b].role != NX_KBUF_IN || p->slots[sl].kind != NX_SLOT_TEMP)
+                continue;
+            int w = -1;
+            for (int j = 0; j < p->nkernels; j++)
+                for (int c = 0; c < p->kernels[j]->nbufs; c++)
+                    if (p->kernels[j]->bufs[c].role == NX_KBUF_OUT &&
+                        p->kernels[j]->bufs[c].slot == sl)
+                        w = j;
+            if (w < 0 || w >= ki || p->slots[sl].last_use < ki) {
+                nx_kplan_print(p, stderr);
+                fail_msg("%s: kernel %d reads slot %u written by kernel %d, last used at %d", name,
+                         ki, (unsigned)sl, w, p->slots[sl].last_use);
+            }
+        }
+    }
+}
+
 /* out lowered for the device (prologue fusion on): `kernels` kernels of which `prologues` are
  * library kernels with a prologue; the one kernel emitted as w says when w is given, every kernel
  * through NVRTC; on a GPU the interpreter's bits, in reproducible mode (no contraction into fma)
@@ -450,6 +476,7 @@ static void pro_check(env *e, const char *name, nx_node out, int kernels, int pr
     nx_kplan *plan = NULL;
     assert_int_equal(nx_pass_pipeline_for(e->ctx, &e->g->s, 1, &out, device_supports, &plan),
                      NX_OK);
+    check_plan_order(plan, name);
     int got = 0, gote = 0;
     for (int ki = 0; ki < plan->nkernels; ki++) {
         got += plan->kernels[ki]->has_prologue;
@@ -572,6 +599,44 @@ static void test_prologue_gaussian(void **state)
         pro_check(&e, dt ? "recursive gaussian f64" : "recursive gaussian f32", y, 9, 3, 1,
                   NULL, false);
     }
+}
+
+/* A scan along lines of length 1 takes no prologue (its input would look broadcast along the
+ * axis); an epilogue whose other input's writer cannot move up leaves the plan as it was, with
+ * every slot still alive where it is read. */
+static void test_prologue_edges(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    const int64_t s1[2] = {64, 1}, s[2] = {64, 40};
+    nx_node x1 = nx_input(g, NULL, NX_DTYPE_F32, 2, s1);
+    nx_node one = nx_scan_iir(g, nx_mul(g, x1, nx_scalar(g, NX_DTYPE_F32, 2)), 1, false, 1,
+                              iir_c[0]);
+    nx_kplan *plan = NULL;
+    assert_int_equal(nx_pass_pipeline_for(ctx, &g->s, 1, &one, device_supports, &plan), NX_OK);
+    assert_int_equal(plan->nkernels, 2);
+    assert_false(plan->kernels[1]->has_prologue);
+    nx_kplan_free(plan);
+    /* y = scan(exp x) read with A = sin(x2) and B = cos(scan(x3)) by e = y A + B: B's writer
+     * reads an output scan written after y's, so e cannot become y's epilogue, though A's writer
+     * could move up */
+    nx_node x = nx_input(g, NULL, NX_DTYPE_F32, 2, s), x2 = nx_input(g, NULL, NX_DTYPE_F32, 2, s);
+    nx_node x3 = nx_input(g, NULL, NX_DTYPE_F32, 2, s);
+    nx_node t = nx_exp(g, x), y = nx_scan_iir(g, t, 1, false, 1, iir_c[0]);
+    nx_node k2 = nx_mul(g, t, nx_scalar(g, NX_DTYPE_F32, 2)), a = nx_sin(g, x2);
+    nx_node z = nx_scan_iir(g, x3, 1, false, 1, iir_c[0]), b = nx_cos(g, z);
+    nx_node outs[5] = {nx_add(g, nx_mul(g, y, a), b), k2, a, b, z};
+    assert_int_equal(nx_pass_pipeline_for(ctx, &g->s, 5, outs, device_supports, &plan), NX_OK);
+    check_plan_order(plan, "blocked epilogue");
+    for (int ki = 0; ki < plan->nkernels; ki++)
+        assert_false(plan->kernels[ki]->has_epilogue);
+    nx_kplan_free(plan);
+    nx_graph_free(g);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
 }
 
 /* Kernels of scan_iir(2 x) and a sort of x along its rows, lowered for `supports`, and how many
@@ -697,7 +762,7 @@ int main(void)
         cmocka_unit_test(test_scan),
         cmocka_unit_test(test_prologue), cmocka_unit_test(test_epilogue),
         cmocka_unit_test(test_prologue_gaussian),
-        cmocka_unit_test(test_prologue_plan_fallback),
+        cmocka_unit_test(test_prologue_plan_fallback), cmocka_unit_test(test_prologue_edges),
         cmocka_unit_test(test_index_width), cmocka_unit_test(test_alloc_sweep),
         cmocka_unit_test(test_bench),
     };
