@@ -339,6 +339,21 @@ static nx_status check_loop_kernel(const nx_kernel *k, int store_role)
     return st;
 }
 
+/* A library kernel's prologue or epilogue: one VALUE buffer (the operand the prologue stores, or
+ * the result the epilogue reads), one store, no reduction loop, then the body as a loop kernel's
+ * (storing into the value, or into the epilogue's OUT buffer). */
+static nx_status check_fused(const nx_kernel *k, int values)
+{
+    bool epi = k->has_epilogue;
+    int buf = epi ? k->epi_source : k->pro_operand;
+    if (values != 1 || buf < 0 || buf >= k->nbufs || k->bufs[buf].role != NX_KBUF_VALUE ||
+        k->nloops != k->ndim || k->nstores != 1)
+        return BAD("kernel %s: %s must have one value buffer (buffer %d), one store and no "
+                   "reduction loop",
+                   k->name, epi ? "an epilogue" : "a prologue", buf);
+    return check_loop_kernel(k, epi ? NX_KBUF_OUT : NX_KBUF_VALUE);
+}
+
 nx_status nx_kernel_validate(const nx_kernel *k)
 {
     if (!k)
@@ -354,24 +369,9 @@ nx_status nx_kernel_validate(const nx_kernel *k)
             return BAD("kernel %s: library primitive %d", k->name, k->lib_prim);
         if (k->has_prologue && k->has_epilogue)
             return BAD("kernel %s: both a prologue and an epilogue", k->name);
-        if (k->has_epilogue) {
-            if (values != 1 || k->epi_source < 0 || k->epi_source >= k->nbufs ||
-                k->bufs[k->epi_source].role != NX_KBUF_VALUE || k->nloops != k->ndim ||
-                k->nstores != 1)
-                return BAD("kernel %s: an epilogue must read the routine's one value buffer "
-                           "(%d) and store one output, with no reduction loop",
-                           k->name, k->epi_source);
-            return check_loop_kernel(k, NX_KBUF_OUT);
-        }
-        if (!k->has_prologue)
-            return values ? BAD("kernel %s: a value buffer without a prologue", k->name) : NX_OK;
-        if (values != 1 || k->pro_operand < 0 || k->pro_operand >= k->nbufs ||
-            k->bufs[k->pro_operand].role != NX_KBUF_VALUE || k->nloops != k->ndim ||
-            k->nstores != 1)
-            return BAD("kernel %s: a prologue must compute its one value buffer (operand %d) "
-                       "with one store and no reduction loop",
-                       k->name, k->pro_operand);
-        return check_loop_kernel(k, NX_KBUF_VALUE);
+        if (!k->has_prologue && !k->has_epilogue)
+            return values ? BAD("kernel %s: a value buffer without a prologue or an epilogue", k->name) : NX_OK;
+        return check_fused(k, values);
     }
     if (k->kind != NX_KERNEL_LOOP)
         return BAD("kernel %s: kind %d", k->name, k->kind);
