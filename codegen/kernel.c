@@ -370,7 +370,9 @@ nx_status nx_kernel_validate(const nx_kernel *k)
         if (k->has_prologue && k->has_epilogue)
             return BAD("kernel %s: both a prologue and an epilogue", k->name);
         if (!k->has_prologue && !k->has_epilogue)
-            return values ? BAD("kernel %s: a value buffer without a prologue or an epilogue", k->name) : NX_OK;
+            return values ? BAD("kernel %s: a value buffer without a prologue or an epilogue",
+                                k->name)
+                          : NX_OK;
         return check_fused(k, values);
     }
     if (k->kind != NX_KERNEL_LOOP)
