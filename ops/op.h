@@ -1,0 +1,127 @@
+/* The op descriptor: everything about one public op, in the op's own file.
+ *
+ * An op is a row of ops/ops.def (name, family, inputs, outputs, differentiable, driver site,
+ * summary) and one `const nx_op_desc nx_op_<name>` in ops/<family>/<name>.c holding the rest:
+ * the option schema and where each option lands in the op's option struct, the shape and option
+ * check (written once: the typed entry point, nx_op_call and nx_op_vjp all run it), extra key
+ * fields, the graph builder, an optional host orchestration for ops that are not one program,
+ * the golden family and the tolerances per dtype, backend and driver.
+ *
+ * One generic runner, nx_op_run, does for every op:
+ *     argument checks -> desc->check -> placement (backend and device) -> key -> cache -> run
+ * and a public entry point is a short wrapper around it:
+ *
+ *     nx_status nx_dilate(nx_ctx *ctx, const nx_tensor *x, const nx_morph_opts *o, nx_tensor **y)
+ *     {
+ *         return nx_op_run(ctx, &nx_op_dilate, (const nx_tensor *const[]){x}, o, y);
+ *     }
+ *
+ * Option structs. A zeroed option struct means "every default" (so opts == NULL is allowed); the
+ * schema's default texts describe the same values. nx_op_call parses text options into a zeroed
+ * struct of opts_size bytes through `fields`. INTS/FLOATS given one value fill every slot
+ * ("one value for all"); given k values they fill k slots, and count_offset (when not
+ * NX_OP_NO_FIELD) receives k.
+ *
+ * Keys. The runner serialises into the cache key: the op's name, the stage, each option through
+ * the schema (by value: numbers, enum indices, strings' text, tensor options' dtype, shape and
+ * bytes), every input's dtype and shape, the resolved backend and whether this is a vjp. `key`
+ * adds what the schema cannot see (a user semiring's identity, say); it is NULL for most ops.
+ */
+#ifndef NX_OPS_OP_H
+#define NX_OPS_OP_H
+
+#include <stddef.h>
+
+#include "cache.h"
+#include "internal.h"
+#include "nitrix-graph.h"
+#include "nitrix-op.h"
+
+#define NX_OP_NO_FIELD ((size_t)-1)
+#define NX_OP_MAX_IO 8
+
+typedef struct nx_op_desc nx_op_desc;
+
+/* Where an option of the schema lands in the op's option struct. */
+typedef struct nx_op_field {
+    size_t offset;       /* of the value: int64_t (INT; int for ENUM/BORDER/DTYPE/BOOL as bool),
+                            int64_t[] / double[] (INTS/FLOATS, max_count slots), double (FLOAT),
+                            const char * (STRING), const nx_semiring * (SEMIRING),
+                            const nx_tensor * (TENSOR) */
+    size_t count_offset; /* INTS/FLOATS: an int receiving how many values were given, or
+                            NX_OP_NO_FIELD */
+    size_t size;         /* sizeof the field, checked against the type by the table self-check */
+} nx_op_field;
+
+/* |got - want| <= atol + rtol * |want| elementwise for golden cases and backend comparisons. The
+ * most specific row wins (a named backend or driver beats NULL = any). */
+typedef struct nx_op_tol {
+    nx_dtype dtype;
+    const char *backend; /* "cpu", "cuda", "ref" or NULL: any */
+    const char *driver;  /* a driver value or NULL: any */
+    double rtol, atol;
+} nx_op_tol;
+
+/* What an op's functions see. */
+typedef struct nx_op_call {
+    const nx_op_desc *desc;
+    nx_ctx *ctx;
+    const nx_tensor *const *in; /* desc->info.ninputs tensors, in the row's order */
+    const void *opts;           /* the op's option struct (never NULL here) */
+    nx_backend backend;         /* after placement: cpu, cuda or ref */
+    const nx_tensor *const *dy; /* nx_op_vjp: one cotangent per output; else NULL */
+    const char *who;            /* the name errors start with ("nx_dilate", "dilate") */
+} nx_op_call;
+
+struct nx_op_desc {
+    nx_op_info info;            /* the ops.def row and the option schema (public part) */
+    size_t opts_size;           /* sizeof the option struct; 0 when the op takes no options */
+    const nx_op_field *fields;  /* one per info.opts entry */
+    size_t backend_offset;      /* the struct's nx_backend field, or NX_OP_NO_FIELD */
+    /* Shapes, dtypes and option values; a message naming the argument and what is expected. */
+    nx_status (*check)(const nx_op_call *c);
+    /* Key fields the schema cannot see; NULL: none. */
+    void (*key)(nx_rt_cache_blob *b, const nx_op_call *c);
+    /* The graph: one nx_input (nx_parameter for inputs a vjp differentiates) per input, in order,
+     * then the outputs. NULL only when run is set. */
+    nx_status (*build)(nx_graph *g, const nx_op_call *c, nx_node *outs);
+    /* Host orchestration for an op that is not one program (data-dependent loops, a padded
+     * two-stage run, host-side constructors); it gets its programs from nx_op_program. NULL: the
+     * runner compiles build once per key and runs it. */
+    nx_status (*run)(const nx_op_call *c, nx_tensor **outs);
+    const char *golden;         /* folder under golden/ with this op's cases */
+    const nx_op_tol *tols;
+    int ntols;
+};
+
+/* The generic runner behind every entry point. opts may be NULL (every default). On error every
+ * out[i] is NULL. */
+NX_HIDDEN nx_status nx_op_run(nx_ctx *ctx, const nx_op_desc *d, const nx_tensor *const *in,
+                              const void *opts, nx_tensor **out);
+/* Its vjp: one cotangent per output, one gradient per input (NULL where none). */
+NX_HIDDEN nx_status nx_op_run_vjp(nx_ctx *ctx, const nx_op_desc *d, const nx_tensor *const *in,
+                                  const void *opts, const nx_tensor *const *dy, nx_tensor **dx);
+
+/* A compiled program for a stage of an op's own run: keyed as the runner keys (op, options,
+ * inputs, backend, vjp) plus `stage` and whatever `key` adds; built by `build` with `user`. */
+typedef nx_status (*nx_op_stage_fn)(nx_graph *g, const nx_op_call *c, const void *user,
+                                    int nout, nx_node *outs);
+NX_HIDDEN nx_status nx_op_program(const nx_op_call *c, const char *stage,
+                                  void (*key)(nx_rt_cache_blob *b, const void *user),
+                                  nx_op_stage_fn build, const void *user, int nout,
+                                  nx_program **out);
+
+/* The table: the descriptors in ops.def order. */
+NX_HIDDEN const nx_op_desc *const *nx_op_descs(size_t *count);
+NX_HIDDEN const nx_op_desc *nx_op_desc_find(const char *name);
+/* The tolerance for (dtype, backend, driver) by the most-specific rule; false when no row matches.
+ */
+NX_HIDDEN bool nx_op_tolerance(const nx_op_desc *d, nx_dtype dtype, const char *backend,
+                               const char *driver, double *rtol, double *atol);
+
+#define NX_OP(name, family, inputs, outputs, diff, driver, summary)                                \
+    extern const nx_op_desc nx_op_##name;
+#include "ops.def"
+#undef NX_OP
+
+#endif /* NX_OPS_OP_H */
