@@ -10,7 +10,7 @@
 #include "bench/bench.h"
 #include "codegen/x86/emit.h"
 #include "codegen/x86/jit.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "runtime/cache.h"
 
 double nx_bench_now(void)

@@ -34,7 +34,7 @@
  * Each backend implements them natively (the CPU in plain C over host buffers) with the graph
  * node's own attributes, which the kernel carries verbatim, and the interpreter's semantics.
  *
- * A LIBRARY kernel may carry a prologue (passes/prologue.c, for backends that accept it): one of
+ * A LIBRARY kernel may carry a prologue (codegen/prologue.c, for backends that accept it): one of
  * its operands is not a slot but a value computed where the routine reads it, by the LOOP fields
  * (space = the operand's shape, no reduction loops, one store to the operand's buffer, whose role
  * is VALUE). The prologue's loads read the IN buffers after the library's own. Or an epilogue:
@@ -209,18 +209,27 @@ NX_HIDDEN void nx_kplan_print(const nx_kplan *p, FILE *f);
 
 /* ---- backends ------------------------------------------------------------------------------*/
 
-/* A backend (STYLE.md "Backends"): it sees only kernel IR. ir/interp.c resolves a program's
- * backend, runs the pass pipeline to a plan, asks supports() of every kernel, then prepare()
- * once (compile or load every kernel) and run() per call. */
+/* A backend (STYLE.md "Backends"): it sees only kernel IR. Each backend defines one const object
+ * and the program layer's registry (program/registry.c) lists it. The program layer resolves a
+ * program's backend (available), runs the pass pipeline to a plan, asks why_not of every kernel
+ * and decides where a plan with a kernel the backend cannot run goes (program/placement.c: one
+ * policy, one warning), then calls prepare() once (compile or load every kernel) and run() per
+ * call. A backend never runs another backend. */
 typedef struct nx_backend_ops {
     const char *name; /* "cpu", "cuda" */
-    /* Whether this backend can run the kernel natively. A plan with a kernel it cannot run is
-     * the backend's to handle loudly (prepare may run it another way, warning once per kernel
-     * identity, or fail under NITRIX_STRICT_BACKEND). */
+    nx_backend id;
+    /* NX_OK when the backend can run on this machine; otherwise an error status, with the reason
+     * as the context's last error. */
+    nx_status (*available)(nx_ctx *ctx);
+    /* NULL when the backend runs k natively; otherwise why not (a static string). */
+    const char *(*why_not)(const nx_kernel *k);
+    /* why_not(k) == NULL, as a predicate (what prologue fusion asks of a fused kernel). */
     bool (*supports)(const nx_kernel *k);
+    /* Compiles or loads every kernel it runs natively; the others were accepted by the placement
+     * policy (the CPU backend runs them on its kernel interpreter, quietly). */
     nx_status (*prepare)(nx_ctx *ctx, const nx_kplan *p, void **state);
-    /* inputs: one contiguous host tensor per program argument; outputs: new C-contiguous
-     * tensors (none left allocated on failure). */
+    /* inputs: one contiguous tensor per program argument, on the host (the CUDA backend takes
+     * device tensors too); outputs: new C-contiguous tensors (none left allocated on failure). */
     nx_status (*run)(nx_ctx *ctx, const nx_kplan *p, void *state, const nx_tensor *const *inputs,
                      nx_tensor **outputs);
     void (*release)(nx_ctx *ctx, const nx_kplan *p, void *state);

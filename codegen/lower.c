@@ -9,7 +9,7 @@
  * becomes one instruction. */
 #include <string.h>
 
-#include "passes/fuse.h"
+#include "codegen/lower.h"
 
 #define MEMO_MAX 4096
 

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/semiring/semiring.h"
+#include "frontend/semiring.h"
 
 #define MAX_DEPTH 64
 #define MAX_NODES 4096

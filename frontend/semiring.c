@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "cache.h"
-#include "ops/semiring/semiring.h"
+#include "frontend/semiring.h"
 
 /* ---- expressions -----------------------------------------------------------------------------*/
 

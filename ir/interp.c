@@ -1,409 +1,50 @@
-/* Compilation to a program, backend resolution, and the reference interpreter (backend `ref`).
+/* The reference interpreter (backend `ref`): the program layer (program/compile.c) calls it for
+ * programs compiled for `ref` and for those no backend can lower.
  *
- * A program is a compact copy of the nodes its outputs depend on, so the graph may be freed after
- * compile. On `ref`, running it walks the value nodes in id order (ids are topological), computes
- * each with its primitive's reference kernel over C-contiguous host tensors, and frees every
- * intermediate after its last reader. Nodes the outputs do not need are never evaluated.
- *
- * On `cpu` and `cuda` the program's nodes go through the pass pipeline (passes/pipeline.c) to a
- * plan of kernels that the backend object (codegen/x86/emit.h, codegen/ptx/emit.h) compiles once
- * here and runs per call. */
-#include <pthread.h>
-#include <stdlib.h>
+ * It walks the value nodes of a store in the order given (ascending ids, which are topological),
+ * computes each with its primitive's reference kernel over C-contiguous host tensors, and frees
+ * every intermediate after its last reader. Nodes the outputs do not need are never evaluated. */
 #include <string.h>
 
-#include "codegen/ptx/emit.h"
-#include "codegen/x86/emit.h"
 #include "ir.h"
-#include "passes/fuse.h"
 
-typedef struct prog_input {
-    nx_ir_sig sig;
-    char name[64];
-} prog_input;
-
-struct nx_program {
-    nx_ctx *ctx;
-    nx_backend backend;
-    nx_ir_store s;
-    int ninputs;
-    prog_input *inputs;
-    int noutputs;
-    nx_node *outputs; /* program ids */
-    uint32_t norder;
-    size_t slots;       /* entries of order and last_use */
-    nx_node *order;     /* value nodes to evaluate, ascending */
-    uint32_t *last_use; /* by program id: position in order of the last reader */
-    const nx_backend_ops *ops; /* NULL: the reference interpreter */
-    nx_kplan *plan;
-    void *state;
-};
-
-#define KEEP UINT32_MAX
-
-void nx_program_free(nx_program *p)
+void nx_ir_last_use(const nx_ir_store *s, uint32_t norder, const nx_node *order, int noutputs,
+                    const nx_node *outputs, uint32_t *last_use)
 {
-    if (!p)
-        return;
-    nx_ctx *ctx = p->ctx;
-    size_t slots = p->slots;
-    if (p->ops)
-        p->ops->release(ctx, p->plan, p->state);
-    nx_kplan_free(p->plan);
-    nx_ir_store_free(&p->s);
-    nx_rt_free(ctx, p->inputs, (size_t)p->ninputs * sizeof *p->inputs);
-    nx_rt_free(ctx, p->outputs, (size_t)p->noutputs * sizeof *p->outputs);
-    nx_rt_free(ctx, p->order, slots * sizeof *p->order);
-    nx_rt_free(ctx, p->last_use, slots * sizeof *p->last_use);
-    nx_rt_free(ctx, p, sizeof *p);
-}
-
-int nx_program_num_inputs(const nx_program *p)
-{
-    return p ? p->ninputs : -1;
-}
-
-int nx_program_num_outputs(const nx_program *p)
-{
-    return p ? p->noutputs : -1;
-}
-
-nx_backend nx_program_backend(const nx_program *p)
-{
-    return p ? p->backend : NX_BACKEND_COUNT;
-}
-
-/* ---- compile -------------------------------------------------------------------------------*/
-
-/* Explicit request, else the context's NITRIX_BACKEND, else auto (codegen/ptx/resolve.c owns the
- * rule: CUDA when a GPU of capability >= 8.0 answers, else the CPU; the CPU under reproducible
- * mode). CUDA asked for without such a GPU is NX_ERR_BACKEND saying why. */
-static nx_status resolve_backend(nx_ctx *ctx, nx_backend requested, nx_backend *out)
-{
-    if ((unsigned)requested >= NX_BACKEND_COUNT)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                           "nx_graph_compile: backend %d is not a backend; expected "
-                           "NX_BACKEND_AUTO, _CPU, _CUDA or _REF",
-                           (int)requested);
-    return nx_ptx_resolve_backend(ctx, requested, out);
-}
-
-static nx_status check_opts(nx_graph *g, const nx_compile_opts *opts, nx_program **out)
-{
-    nx_ctx *ctx = g->s.ctx;
-    if (!opts || !out)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                           "nx_graph_compile: opts and out must be "
-                           "non-NULL");
-    if (opts->n_outputs < 1 || !opts->outputs)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                           "nx_graph_compile: %d outputs; expected at least one, with a non-NULL "
-                           "outputs array",
-                           opts->n_outputs);
-    if (g->status != NX_OK)
-        return nx_rt_error(ctx, g->status, "%s", g->msg);
-    for (int i = 0; i < opts->n_outputs; i++) {
-        nx_node o = opts->outputs[i];
-        if (o == NX_NONE || o > g->s.n)
-            return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                               "nx_graph_compile: output %d is handle %u; expected a node of "
-                               "this graph (1 to %u)",
-                               i, (unsigned)o, (unsigned)g->s.n);
-    }
-    return NX_OK;
-}
-
-/* mark[id]: 1 = copied into the program (reached through any operand), 2 = also evaluated
- * (reached through value operands only). */
-static nx_status mark_needed(nx_graph *g, const nx_compile_opts *opts, uint8_t *mark)
-{
-    const nx_ir_store *s = &g->s;
-    for (int i = 0; i < opts->n_outputs; i++)
-        mark[opts->outputs[i]] = 2;
-    for (nx_node id = s->n; id >= 1; id--) {
-        if (!mark[id])
-            continue;
-        const nx_ir_node *n = &s->nodes[id];
-        if (mark[id] == 2 && n->op == NX_PRIM_PLACEHOLDER)
-            return nx_rt_error(s->ctx, NX_ERR_INVALID_ARG,
-                               "nx_graph_compile: an output depends on placeholder %%%u outside a "
-                               "custom monoid; expected placeholders only in nx_reduce_custom's "
-                               "expressions",
-                               (unsigned)id);
+    for (nx_node id = 0; id <= s->n; id++)
+        last_use[id] = 0;
+    for (uint32_t pos = 0; pos < norder; pos++) {
+        const nx_ir_node *n = &s->nodes[order[pos]];
         const nx_node *ops = nx_ir_node_ops(s, n);
-        int nv = mark[id] == 2 ? nx_ir_num_valops(n) : 0;
-        for (uint32_t k = 0; k < n->nops; k++) {
-            uint8_t m = (int)k < nv ? 2 : 1;
-            if (mark[ops[k]] < m)
-                mark[ops[k]] = m;
-        }
-    }
-    return NX_OK;
-}
-
-static nx_status copy_nodes(nx_program *p, const nx_ir_store *s, const uint8_t *mark, nx_node *map)
-{
-    nx_node opbuf[64];
-    for (nx_node id = 1; id <= s->n; id++) {
-        if (!mark[id])
-            continue;
-        const nx_ir_node *n = &s->nodes[id];
-        nx_node *ops = opbuf;
-        size_t bytes = n->nops * sizeof *ops;
-        if (n->nops > 64 && !(ops = nx_rt_alloc(p->ctx, bytes)))
-            return nx_rt_nomem(p->ctx, "nx_graph_compile", bytes);
-        const nx_node *src = nx_ir_node_ops(s, n);
-        for (uint32_t k = 0; k < n->nops; k++)
-            ops[k] = map[src[k]];
-        map[id] = nx_ir_store_append(&p->s, n, ops, nx_ir_node_attrs(s, n), nx_ir_node_blob(s, n));
-        if (ops != opbuf)
-            nx_rt_free(p->ctx, ops, bytes);
-        if (!map[id])
-            return nx_rt_nomem(p->ctx, "nx_graph_compile", sizeof *n);
-        if (mark[id] == 2)
-            p->order[p->norder++] = map[id];
-    }
-    return NX_OK;
-}
-
-static void compute_last_use(nx_program *p)
-{
-    for (nx_node id = 0; id <= p->s.n; id++)
-        p->last_use[id] = 0;
-    for (uint32_t pos = 0; pos < p->norder; pos++) {
-        const nx_ir_node *n = &p->s.nodes[p->order[pos]];
-        const nx_node *ops = nx_ir_node_ops(&p->s, n);
         int nv = nx_ir_num_valops(n);
         for (int k = 0; k < nv; k++)
-            p->last_use[ops[k]] = pos;
+            last_use[ops[k]] = pos;
     }
-    for (int i = 0; i < p->noutputs; i++)
-        p->last_use[p->outputs[i]] = KEEP;
+    for (int i = 0; i < noutputs; i++)
+        last_use[outputs[i]] = NX_IR_KEEP;
 }
 
-static nx_status copy_inputs(nx_program *p, const nx_graph *g)
+static nx_status eval_node(const nx_ir_eval *ev, nx_node id, nx_tensor **vals)
 {
-    p->ninputs = (int)g->ninputs;
-    size_t bytes = (size_t)p->ninputs * sizeof *p->inputs;
-    if (p->ninputs && !(p->inputs = nx_rt_calloc(p->ctx, 1, bytes))) {
-        p->ninputs = 0;
-        return nx_rt_nomem(p->ctx, "nx_graph_compile", bytes);
-    }
-    for (int i = 0; i < p->ninputs; i++) {
-        nx_node id = g->inputs[i];
-        nx_ir_sig_of(&g->s, id, &p->inputs[i].sig);
-        snprintf(p->inputs[i].name, sizeof p->inputs[i].name, "%s",
-                 (const char *)nx_ir_node_blob(&g->s, &g->s.nodes[id]));
-    }
-    return NX_OK;
-}
-
-static nx_status build_program(nx_program *p, nx_graph *g, const nx_compile_opts *opts)
-{
-    nx_ctx *ctx = p->ctx;
-    size_t slots = (size_t)g->s.n + 1;
-    uint8_t *mark = nx_rt_calloc(ctx, slots, 1);
-    nx_node *map = nx_rt_calloc(ctx, slots, sizeof *map);
-    nx_status st = NX_OK;
-    if (!mark || !map)
-        st = nx_rt_nomem(ctx, "nx_graph_compile", slots * (1 + sizeof *map));
-    if (st == NX_OK)
-        st = mark_needed(g, opts, mark);
-    uint32_t count = 0;
-    for (size_t i = 0; st == NX_OK && i < slots; i++)
-        count += mark[i] != 0;
-    if (st == NX_OK) {
-        p->slots = (size_t)count + 1;
-        p->order = nx_rt_calloc(ctx, p->slots, sizeof *p->order);
-        p->last_use = nx_rt_calloc(ctx, p->slots, sizeof *p->last_use);
-        p->outputs = nx_rt_calloc(ctx, (size_t)opts->n_outputs, sizeof *p->outputs);
-        if (p->outputs)
-            p->noutputs = opts->n_outputs;
-        if (!p->order || !p->last_use || !p->outputs)
-            st = nx_rt_nomem(ctx, "nx_graph_compile", (size_t)count * 8);
-    }
-    if (st == NX_OK)
-        st = copy_nodes(p, &g->s, mark, map);
-    if (st == NX_OK) {
-        for (int i = 0; i < p->noutputs; i++)
-            p->outputs[i] = map[opts->outputs[i]];
-        compute_last_use(p);
-        st = copy_inputs(p, g);
-    }
-    nx_rt_free(ctx, mark, slots);
-    nx_rt_free(ctx, map, slots * sizeof *map);
-    return st;
-}
-
-/* Programs the pipeline cannot lower run on the interpreter: loudly, once per program shape
- * (the node the lowering named) per process, or as an error under strict mode. */
-#define FALLBACK_MAX 256
-static uint64_t fallback_seen[FALLBACK_MAX];
-static int nfallback;
-static pthread_mutex_t fallback_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static bool first_fallback(const char *msg)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (const char *c = msg; *c; c++)
-        h = (h ^ (uint8_t)*c) * 1099511628211ull;
-    bool seen = false;
-    pthread_mutex_lock(&fallback_lock);
-    for (int i = 0; i < nfallback && !seen; i++)
-        seen = fallback_seen[i] == h;
-    if (!seen && nfallback < FALLBACK_MAX)
-        fallback_seen[nfallback++] = h;
-    pthread_mutex_unlock(&fallback_lock);
-    return !seen;
-}
-
-/* Lowers the program to a plan of kernels and prepares it on the resolved backend object (which
- * itself falls back loudly, kernel by kernel, for what it cannot compile). */
-static nx_status prepare_backend(nx_program *p)
-{
-    nx_ctx *ctx = p->ctx;
-    const nx_backend_ops *ops = p->backend == NX_BACKEND_CUDA ? &nx_ptx_backend : &nx_x86_backend;
-    const char *name = nx_backend_name(p->backend);
-    nx_status st =
-        nx_pass_pipeline_for(ctx, &p->s, p->noutputs, p->outputs, ops->supports, &p->plan);
-    if (st == NX_ERR_UNSUPPORTED) {
-        char why[NX_IR_MSG];
-        snprintf(why, sizeof why, "%s", nx_ctx_last_error(ctx));
-        if (nx_ctx_strict_backend(ctx))
-            return nx_rt_error(ctx, NX_ERR_BACKEND,
-                               "nx_graph_compile: backend '%s' cannot run this program (%s), and "
-                               "strict backend mode (NITRIX_STRICT_BACKEND) forbids falling back",
-                               name, why);
-        if (!nx_ctx_silence_fallback(ctx) && first_fallback(why))
-            nx_ctx_log(ctx, NX_LOG_WARN,
-                       "nitrix fallback: backend=%s -> ref (slow): %s. NITRIX_SILENCE_FALLBACK=1 "
-                       "silences this, NITRIX_STRICT_BACKEND=1 makes it an error",
-                       name, why);
-        p->backend = NX_BACKEND_REF;
-        return NX_OK;
-    }
-    if (st != NX_OK)
-        return st;
-    st = ops->prepare(ctx, p->plan, &p->state);
-    if (st != NX_OK)
-        return st;
-    p->ops = ops;
-    return NX_OK;
-}
-
-nx_status nx_graph_compile(nx_graph *g, const nx_compile_opts *opts, nx_program **out)
-{
-    if (out)
-        *out = NULL;
-    if (!g)
-        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "nx_graph_compile: the graph is NULL");
-    nx_ctx *ctx = g->s.ctx;
-    nx_status st = check_opts(g, opts, out);
-    if (st == NX_OK)
-        st = nx_ir_verify_store(ctx, &g->s, "nx_graph_compile");
-    nx_backend backend = NX_BACKEND_REF;
-    if (st == NX_OK)
-        st = resolve_backend(ctx, opts->backend, &backend);
-    if (st != NX_OK)
-        return st;
-    nx_program *p = nx_rt_calloc(ctx, 1, sizeof *p);
-    if (!p)
-        return nx_rt_nomem(ctx, "nx_graph_compile", sizeof *p);
-    p->ctx = ctx;
-    p->s.ctx = ctx;
-    p->backend = backend;
-    st = build_program(p, g, opts);
-    if (st != NX_OK) {
-        nx_program_free(p);
-        return st;
-    }
-    if (backend == NX_BACKEND_CPU || backend == NX_BACKEND_CUDA)
-        st = prepare_backend(p);
-    if (st != NX_OK) {
-        nx_program_free(p);
-        return st;
-    }
-    if (nx_rt_dump_requested(p->ctx, "graph")) {
-        fprintf(stderr, "nitrix: dump graph: program of %u nodes, %d inputs, %d outputs\n",
-                (unsigned)p->s.n, p->ninputs, p->noutputs);
-        nx_ir_print_store(&p->s, NX_NONE, stderr);
-        for (int i = 0; i < p->noutputs; i++)
-            fprintf(stderr, "output %d = %%%u\n", i, (unsigned)p->outputs[i]);
-    }
-    *out = p;
-    return NX_OK;
-}
-
-/* ---- run -----------------------------------------------------------------------------------*/
-
-static nx_status check_inputs(const nx_program *p, const nx_tensor *const *inputs)
-{
-    for (int i = 0; i < p->ninputs; i++) {
-        const prog_input *in = &p->inputs[i];
-        const nx_tensor *t = inputs[i];
-        char want[160], have[160];
-        nx_shape_str(want, sizeof want, in->sig.ndim, in->sig.shape);
-        if (!t)
-            return nx_rt_error(p->ctx, NX_ERR_INVALID_ARG,
-                               "nx_program_run: input %d ('%s') is NULL; expected a %s%s tensor", i,
-                               in->name, nx_dtype_name(in->sig.dtype), want);
-        /* The CUDA runner takes device inputs in place (and strided ones through a copy of its
-         * own); the interpreter and the CPU backend read host memory only. */
-        if (nx_tensor_device(t) != NX_DEVICE_HOST && p->backend != NX_BACKEND_CUDA)
-            return nx_rt_error(p->ctx, NX_ERR_INVALID_ARG,
-                               "nx_program_run: input %d ('%s') is a device tensor; the '%s' "
-                               "backend takes host tensors (nx_tensor_to_device(t, "
-                               "NX_DEVICE_HOST, &h) copies it)",
-                               i, in->name, nx_backend_name(p->backend));
-        nx_shape_str(have, sizeof have, t->ndim, t->shape);
-        bool same_shape = t->ndim == in->sig.ndim &&
-                          memcmp(t->shape, in->sig.shape, (size_t)t->ndim * sizeof *t->shape) == 0;
-        if (t->dtype != in->sig.dtype || !same_shape)
-            return nx_rt_error(p->ctx, t->dtype != in->sig.dtype ? NX_ERR_DTYPE : NX_ERR_SHAPE,
-                               "nx_program_run: input %d ('%s') is %s%s; expected %s%s", i,
-                               in->name, nx_dtype_name(t->dtype), have,
-                               nx_dtype_name(in->sig.dtype), want);
-    }
-    return NX_OK;
-}
-
-/* Contiguous views of the inputs: the caller's tensor where it already is, else a copy. */
-static nx_status bind_inputs(const nx_program *p, const nx_tensor *const *inputs,
-                             const nx_tensor **bound, nx_tensor **owned)
-{
-    for (int i = 0; i < p->ninputs; i++) {
-        if (nx_tensor_is_contiguous(inputs[i]) || nx_tensor_device(inputs[i]) != NX_DEVICE_HOST) {
-            bound[i] = inputs[i];
-            continue;
-        }
-        nx_status st = nx_ir_tensor_contiguous_copy(p->ctx, inputs[i], &owned[i]);
-        if (st != NX_OK)
-            return st;
-        bound[i] = owned[i];
-    }
-    return NX_OK;
-}
-
-static nx_status eval_node(const nx_program *p, const nx_ir_eval *ev, nx_node id, nx_tensor **vals)
-{
-    const nx_ir_node *n = &p->s.nodes[id];
+    const nx_ir_store *s = ev->s;
+    const nx_ir_node *n = &s->nodes[id];
     int nv = nx_ir_num_valops(n);
     const nx_tensor *small[8];
     const nx_tensor **ins = small;
     size_t bytes = (size_t)nv * sizeof *ins;
-    if (nv > 8 && !(ins = nx_rt_alloc(p->ctx, bytes)))
-        return nx_rt_nomem(p->ctx, "nx_program_run", bytes);
-    const nx_node *ops = nx_ir_node_ops(&p->s, n);
+    if (nv > 8 && !(ins = nx_rt_alloc(ev->ctx, bytes)))
+        return nx_rt_nomem(ev->ctx, "nx_program_run", bytes);
+    const nx_node *ops = nx_ir_node_ops(s, n);
     for (int k = 0; k < nv; k++)
         ins[k] = vals[ops[k]];
     nx_ir_sig sig;
-    nx_ir_sig_of(&p->s, id, &sig);
+    nx_ir_sig_of(s, id, &sig);
     nx_tensor *out = NULL;
-    nx_status st = nx_ir_tensor_new(p->ctx, &sig, &out);
+    nx_status st = nx_ir_tensor_new(ev->ctx, &sig, &out);
     if (st == NX_OK)
         st = nx_ir_prims[n->op].ref(ev, n, ins, out);
     if (ins != small)
-        nx_rt_free(p->ctx, (void *)ins, bytes);
+        nx_rt_free(ev->ctx, (void *)ins, bytes);
     if (st != NX_OK) {
         nx_tensor_free(out);
         return st;
@@ -412,75 +53,39 @@ static nx_status eval_node(const nx_program *p, const nx_ir_eval *ev, nx_node id
     return NX_OK;
 }
 
-static void release_dead(const nx_program *p, uint32_t pos, nx_tensor **vals)
+static void release_dead(const nx_ir_store *s, const nx_node *order, const uint32_t *last_use,
+                         uint32_t pos, nx_tensor **vals)
 {
-    const nx_ir_node *n = &p->s.nodes[p->order[pos]];
-    const nx_node *ops = nx_ir_node_ops(&p->s, n);
+    const nx_ir_node *n = &s->nodes[order[pos]];
+    const nx_node *ops = nx_ir_node_ops(s, n);
     int nv = nx_ir_num_valops(n);
     for (int k = 0; k < nv; k++) {
-        if (p->last_use[ops[k]] == pos && vals[ops[k]]) {
+        if (last_use[ops[k]] == pos && vals[ops[k]]) {
             nx_tensor_free(vals[ops[k]]);
             vals[ops[k]] = NULL;
         }
     }
 }
 
-static nx_status evaluate(const nx_program *p, const nx_tensor **bound, nx_tensor **vals,
-                          nx_tensor **outputs)
+nx_status nx_ir_interpret(nx_ctx *ctx, const nx_ir_store *s, uint32_t norder, const nx_node *order,
+                          const uint32_t *last_use, int noutputs, const nx_node *outputs,
+                          const nx_tensor *const *inputs, nx_tensor **results)
 {
-    nx_ir_eval ev = {p->ctx, &p->s, bound};
-    for (uint32_t pos = 0; pos < p->norder; pos++) {
-        nx_status st = eval_node(p, &ev, p->order[pos], vals);
-        if (st != NX_OK)
-            return st;
-        release_dead(p, pos, vals);
+    size_t slots = (size_t)s->n + 1;
+    nx_tensor **vals = nx_rt_calloc(ctx, slots, sizeof *vals);
+    if (!vals)
+        return nx_rt_nomem(ctx, "nx_program_run", slots * sizeof *vals);
+    nx_ir_eval ev = {ctx, s, inputs};
+    nx_status st = NX_OK;
+    for (uint32_t pos = 0; st == NX_OK && pos < norder; pos++) {
+        st = eval_node(&ev, order[pos], vals);
+        if (st == NX_OK)
+            release_dead(s, order, last_use, pos, vals);
     }
-    for (int i = 0; i < p->noutputs; i++) {
-        nx_status st = nx_ir_tensor_contiguous_copy(p->ctx, vals[p->outputs[i]], &outputs[i]);
-        if (st != NX_OK)
-            return st;
-    }
-    return NX_OK;
-}
-
-nx_status nx_program_run(nx_program *p, const nx_tensor *const *inputs, nx_tensor **outputs)
-{
-    if (!p)
-        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "nx_program_run: the program is NULL");
-    if (!outputs || (p->ninputs > 0 && !inputs))
-        return nx_rt_error(p->ctx, NX_ERR_INVALID_ARG,
-                           "nx_program_run: %s is NULL; expected %d input tensors and room for %d "
-                           "outputs",
-                           outputs ? "inputs" : "outputs", p->ninputs, p->noutputs);
-    for (int i = 0; i < p->noutputs; i++)
-        outputs[i] = NULL;
-    nx_status st = check_inputs(p, inputs);
-    if (st != NX_OK)
-        return st;
-    size_t nin = (size_t)p->ninputs, slots = (size_t)p->s.n + 1;
-    const nx_tensor **bound = nx_rt_calloc(p->ctx, nin + 1, sizeof *bound);
-    nx_tensor **owned = nx_rt_calloc(p->ctx, nin + 1, sizeof *owned);
-    nx_tensor **vals = nx_rt_calloc(p->ctx, slots, sizeof *vals);
-    if (!bound || !owned || !vals)
-        st = nx_rt_nomem(p->ctx, "nx_program_run", slots * sizeof *vals);
-    if (st == NX_OK)
-        st = bind_inputs(p, inputs, bound, owned);
-    if (st == NX_OK && p->ops)
-        st = p->ops->run(p->ctx, p->plan, p->state, bound, outputs);
-    else if (st == NX_OK)
-        st = evaluate(p, bound, vals, outputs);
-    if (st != NX_OK) {
-        for (int i = 0; i < p->noutputs; i++) {
-            nx_tensor_free(outputs[i]);
-            outputs[i] = NULL;
-        }
-    }
-    for (size_t i = 0; vals && i < slots; i++)
+    for (int i = 0; st == NX_OK && i < noutputs; i++)
+        st = nx_ir_tensor_contiguous_copy(ctx, vals[outputs[i]], &results[i]);
+    for (size_t i = 0; i < slots; i++)
         nx_tensor_free(vals[i]);
-    for (size_t i = 0; owned && i < nin; i++)
-        nx_tensor_free(owned[i]);
-    nx_rt_free(p->ctx, (void *)bound, (nin + 1) * sizeof *bound);
-    nx_rt_free(p->ctx, owned, (nin + 1) * sizeof *owned);
-    nx_rt_free(p->ctx, vals, slots * sizeof *vals);
+    nx_rt_free(ctx, vals, slots * sizeof *vals);
     return st;
 }

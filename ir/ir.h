@@ -150,7 +150,7 @@ typedef nx_status (*nx_ir_shape_fn)(nx_ir_check *ck, const nx_ir_store *s, const
 typedef nx_status (*nx_ir_ref_fn)(const nx_ir_eval *ev, const nx_ir_node *n,
                                   const nx_tensor *const *ins, nx_tensor *out);
 typedef void (*nx_ir_attrs_fn)(FILE *f, const nx_ir_store *s, const nx_ir_node *n);
-/* The adjoint rule of node y (passes/autodiff.h has the contract): dy is y's cotangent (same dtype
+/* The adjoint rule of node y (ir/adjoint.h has the contract): dy is y's cotangent (same dtype
  * and shape, never zero); dx[k] receives operand k's cotangent, NX_NONE for zero. */
 typedef nx_status (*nx_ir_vjp_fn)(nx_graph *g, nx_node y, nx_node dy, nx_node *dx);
 
@@ -315,6 +315,22 @@ struct nx_ir_eval {
     const nx_ir_store *s;
     const nx_tensor *const *inputs; /* contiguous host tensors, by input index */
 };
+
+/* last_use of a value read by no later node of the order: an output's. */
+#define NX_IR_KEEP UINT32_MAX
+
+/* last_use[id] (s->n + 1 entries): the position in order[0 .. norder) of the last node reading
+ * value id, NX_IR_KEEP for the outputs. */
+NX_HIDDEN void nx_ir_last_use(const nx_ir_store *s, uint32_t norder, const nx_node *order,
+                              int noutputs, const nx_node *outputs, uint32_t *last_use);
+/* The reference interpreter: evaluates order[0 .. norder) (value nodes of s, ascending ids) with
+ * their primitives' reference kernels, freeing each value after its last_use, and sets
+ * results[0 .. noutputs) to C-contiguous host copies of the outputs. inputs: contiguous host
+ * tensors by input index. On failure the results already made are left for the caller to free. */
+NX_HIDDEN nx_status nx_ir_interpret(nx_ctx *ctx, const nx_ir_store *s, uint32_t norder,
+                                    const nx_node *order, const uint32_t *last_use, int noutputs,
+                                    const nx_node *outputs, const nx_tensor *const *inputs,
+                                    nx_tensor **results);
 
 /* Scalar evaluation of a custom monoid's expressions: the nodes of a 0-d expression DAG over
  * placeholders, constants, elementwise ops, select and cast. */

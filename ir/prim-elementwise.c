@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ir.h"
-#include "passes/autodiff.h"
+#include "ir/adjoint.h"
 
 /* ---- dtype classes -------------------------------------------------------------------------*/
 

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ir.h"
-#include "passes/autodiff.h"
+#include "ir/adjoint.h"
 
 #define EXTERN_MAX_IN 64
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ir.h"
-#include "passes/autodiff.h"
+#include "ir/adjoint.h"
 
 /* The gather result's signature. A gather needs a nonempty axis to clamp into; a scatter over an
  * empty axis (allow_empty) drops every update, as numpy's add.at does. */

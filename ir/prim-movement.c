@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "ir.h"
-#include "passes/autodiff.h"
+#include "ir/adjoint.h"
 
 static nx_status no_operand_attr_mismatch(nx_ir_check *ck, const nx_ir_proto *p, int want)
 {

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "ir.h"
-#include "passes/autodiff.h"
+#include "ir/adjoint.h"
 
 /* ---- iteration plan shared by both reductions ----------------------------------------------*/
 

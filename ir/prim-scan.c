@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "ir.h"
-#include "passes/autodiff.h"
+#include "ir/adjoint.h"
 #include "pool.h"
 
 nx_status nx_ir_shape_scan(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_proto *p,

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "ir.h"
-#include "passes/autodiff.h"
+#include "ir/adjoint.h"
 
 nx_status nx_ir_shape_sort(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_proto *p,
                            nx_ir_sig *out)

@@ -67,7 +67,6 @@
 #define NX_RUNTIME_CACHE_H
 
 #include "internal.h"
-#include "nitrix-graph.h"
 
 #define NX_CACHE_FORMAT 1
 #define NX_CACHE_HEADER_SIZE 64
@@ -153,28 +152,8 @@ NX_HIDDEN void *nx_rt_cache_find(nx_rt_cache *cache, const nx_rt_cache_key *key)
 NX_HIDDEN nx_status nx_rt_cache_insert(nx_rt_cache *cache, const nx_rt_cache_key *key, void *obj,
                                        nx_rt_cache_destroy_fn destroy, void *user, void **winner);
 
-/* ---- compiled programs of op entry points --------------------------------------------------*/
+/* ---- key fields ----------------------------------------------------------------------------*/
 
-/* Builds and compiles an op's program on a cache miss (user: the entry point's call record). */
-typedef nx_status (*nx_rt_program_build_fn)(nx_ctx *ctx, const void *user, nx_program **out);
-
-/* The program stored under the key of b (b finished by the caller's fields), compiled through
- * build on a miss and inserted: concurrent callers of one key share one program. *out is borrowed
- * from the context's cache (valid until nx_ctx_free). what names the op in NX_ERR_NOMEM messages.
- * b is freed, whatever the result. */
-NX_HIDDEN nx_status nx_rt_program_cached(nx_ctx *ctx, nx_rt_cache_blob *b, const char *what,
-                                         nx_rt_program_build_fn build, const void *user,
-                                         nx_program **out);
-/* Builds an op's graph into g, setting outputs[0..*n_outputs) (at most NX_RT_GRAPH_OUTPUTS). */
-#define NX_RT_GRAPH_OUTPUTS 16
-typedef nx_status (*nx_rt_graph_build_fn)(nx_graph *g, void *user, nx_node *outputs,
-                                          int *n_outputs);
-/* nx_rt_program_cached for the common case: on a miss, build makes a graph that is compiled for
- * backend (added to b's key with the reproducible mode, which backends fix when they compile). A
- * builder's failure message is already on the context (graphs mirror their errors there). */
-NX_HIDDEN nx_status nx_rt_graph_program_cached(nx_ctx *ctx, nx_rt_cache_blob *b, const char *what,
-                                               nx_backend backend, nx_rt_graph_build_fn build,
-                                               void *user, nx_program **out);
 /* A tensor's dtype, rank and shape as one key field (t NULL: a field that says "absent"). */
 NX_HIDDEN void nx_rt_cache_blob_tensor(nx_rt_cache_blob *b, const char *name, const nx_tensor *t);
 

@@ -9,7 +9,7 @@
 #define NX_CODEGEN_PTX_EMIT_TILE_H
 
 #include "codegen/ptx/emit.h"
-#include "passes/borders.h"
+#include "codegen/borders.h"
 
 typedef nx_rt_text nx_ptx_text;
 
@@ -23,7 +23,7 @@ typedef struct nx_ptx_gen {
     int64_t blocks; /* BLOCK_REDUCE: blocks per point */
     int ind;
     /* The general form's refinements (emit.c), all NULL for the specialised generators. */
-    const nx_kalias *alias; /* while a box interior is emitted: the aliases (passes/borders.h) */
+    const nx_kalias *alias; /* while a box interior is emitted: the aliases (codegen/borders.h) */
     const uint8_t *live;    /* while a box interior is emitted: the instructions it reads */
     const uint8_t *narrow;  /* i64 instructions computed as int (values proven within int32) */
     const uint8_t *mm;      /* float MIN/MAX networks: 1 inner node, 2 root (emit.c) */
@@ -70,7 +70,7 @@ NX_HIDDEN void nx_ptx_emit_inst(nx_ptx_gen *g, int id);
 /* i<l> for every space loop from the linear C-order point index in variable p. */
 NX_HIDDEN void nx_ptx_emit_point_index(nx_ptx_gen *g, const char *p);
 
-/* A box split of the general form's POINTS loop (passes/borders.h): the box's points first (in C
+/* A box split of the general form's POINTS loop (codegen/borders.h): the box's points first (in C
  * order, computed with the aliases), then the shell outside it in slabs (one per split axis a: the
  * box's ranges on the axes before a, the two border ranges of a, the whole of the axes after a),
  * computed as written. */

@@ -1,6 +1,7 @@
 /* The CUDA backend's code generator and plan runner: kernel IR -> CUDA C (emit.c), compiled
  * modules cached per context by key (emit-cache.c), plans run over device memory (emit-run.c),
- * backend resolution for cuda and the loud fallback (resolve.c). docs/cuda.md is the long form. */
+ * the backend object (backend.c). Resolving the backend and the fallback are the program layer's
+ * (program/placement.c). docs/cuda.md is the long form. */
 #ifndef NX_CODEGEN_PTX_EMIT_H
 #define NX_CODEGEN_PTX_EMIT_H
 
@@ -72,23 +73,6 @@ NX_HIDDEN void nx_ptx_plan_free(nx_ctx *ctx, nx_ptx_plan *cp);
  * for the device before returning, so launch failures come back as statuses here. */
 NX_HIDDEN nx_status nx_ptx_plan_run(nx_ctx *ctx, const nx_kplan *p, nx_ptx_plan *cp,
                                     const nx_tensor *const *inputs, nx_tensor **outputs);
-
-/* ---- backend resolution and fallback (resolve.c) -------------------------------------------*/
-
-/* The backend a compile runs on: requested (the explicit argument; AUTO: not given) ->
- * NITRIX_BACKEND (nx_ctx_backend) -> auto. Auto is CUDA when a GPU of capability >= 8.0 answers
- * and NVRTC loads, else the CPU; under reproducible mode auto is the CPU. CUDA asked for
- * (argument or variable) without such a GPU: NX_ERR_BACKEND saying why (no driver, no device,
- * capability too low, no NVRTC). Other backends are returned as asked. */
-NX_HIDDEN nx_status nx_ptx_resolve_backend(nx_ctx *ctx, nx_backend requested, nx_backend *out);
-
-/* The loud fallback when `requested` cannot run kernel k and `resolved` runs it instead: one
- * structured NX_LOG_WARN line
- *     fallback: op=<op> shapes=<buffers> dtype=<dtype> requested=<b> resolved=<b> reason=<why>
- * per (op, shapes, dtype, requested backend) per process. NITRIX_SILENCE_FALLBACK: no line;
- * NITRIX_STRICT_BACKEND: NX_ERR_BACKEND with that text instead. Returns NX_OK otherwise. */
-NX_HIDDEN nx_status nx_ptx_fallback(nx_ctx *ctx, const nx_kernel *k, nx_backend requested,
-                                    nx_backend resolved, const char *reason);
 
 /* The CUDA backend object (backend.c). */
 NX_HIDDEN extern const nx_backend_ops nx_ptx_backend;

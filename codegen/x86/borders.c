@@ -1,5 +1,5 @@
 /* Border/interior split of a kernel's innermost space loop (emit.h, nx_x86_borders_find): the
- * analysis of passes/borders.c on the innermost axis, with the interiors shorter than
+ * analysis of codegen/borders.c on the innermost axis, with the interiors shorter than
  * NX_X86_BORDERS_MIN (too short to vectorise) left out.
  *
  * Index rules (pad modes, clamps, a concat's selects) put a mod, a clamp or a select into the
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "codegen/x86/emit.h"
-#include "passes/borders.h"
+#include "codegen/borders.h"
 
 _Static_assert((int)NX_X86_ALIAS_SELF == (int)NX_KALIAS_SELF &&
                    (int)NX_X86_ALIAS_TO == (int)NX_KALIAS_TO &&

@@ -8,7 +8,6 @@
 #include "codegen/x86/emit.h"
 #include "codegen/x86/math.h"
 #include "codegen/x86/jit.h"
-#include "passes/fuse.h"
 #include "runtime/cache.h"
 
 typedef struct cached_fn {
@@ -188,40 +187,22 @@ nx_status nx_x86_kernel_get(nx_ctx *ctx, const nx_kernel *k, bool reassoc, nx_x8
     return st;
 }
 
-/* Kernels the JIT cannot compile run on the kernel IR interpreter: loudly (DESIGN.md §5), once
- * per kernel identity (its operations, shapes and dtypes) per process, or as an error under
- * strict backend mode. */
-#define WARNED_MAX 256
-static uint64_t warned[WARNED_MAX];
-static int nwarned;
-static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static nx_status warn_unsupported(nx_ctx *ctx, const nx_kernel *k)
+/* Kernels the JIT cannot compile run on the kernel IR interpreter; whether that is allowed, and
+ * the warning, are the placement policy's (program/placement.c), which asks this first. */
+const char *nx_x86_why_not(const nx_kernel *k)
 {
-    char shape[160];
-    const nx_kbuf *out = &k->bufs[k->nbufs - 1];
-    nx_shape_str(shape, sizeof shape, out->ndim, out->shape);
-    if (nx_ctx_strict_backend(ctx))
-        return nx_rt_error(ctx, NX_ERR_BACKEND,
-                           "nx_graph_compile: backend 'cpu' cannot compile kernel %s (%s%s: "
-                           "f16/bf16, atan2 or integer pow), and strict backend mode "
-                           "(NITRIX_STRICT_BACKEND) forbids running it on the interpreter",
-                           k->name, nx_dtype_name(out->dtype), shape);
-    uint64_t h = nx_kernel_hash(k);
-    bool seen = false;
-    pthread_mutex_lock(&warned_lock);
-    for (int i = 0; i < nwarned && !seen; i++)
-        seen = warned[i] == h;
-    if (!seen && nwarned < WARNED_MAX)
-        warned[nwarned++] = h;
-    pthread_mutex_unlock(&warned_lock);
-    if (!seen && !nx_ctx_silence_fallback(ctx))
-        nx_ctx_log(ctx, NX_LOG_WARN,
-                   "nitrix fallback: op=%s shape=%s dtype=%s backend=cpu -> kernel interpreter "
-                   "(slow): the JIT does not compile f16/bf16 values, atan2 or integer pow. "
-                   "NITRIX_SILENCE_FALLBACK=1 silences this, NITRIX_STRICT_BACKEND=1 makes it an "
-                   "error",
-                   k->name, shape, nx_dtype_name(out->dtype));
+    if (k->has_prologue || k->has_epilogue)
+        return "the kernel carries a prologue or an epilogue, which only the backend it was fused "
+               "for runs";
+    if (k->kind == NX_KERNEL_LOOP && !nx_x86_supports(k))
+        return "the JIT does not compile f16/bf16 values, atan2 or integer pow";
+    return NULL;
+}
+
+/* The JIT is part of the library: the CPU backend runs wherever the library does. */
+nx_status nx_x86_available(nx_ctx *ctx)
+{
+    (void)ctx;
     return NX_OK;
 }
 
@@ -243,12 +224,8 @@ nx_status nx_x86_plan_compile(nx_ctx *ctx, const nx_kplan *p, nx_x86_loop_fn *fn
                                k->name);
         if (k->kind != NX_KERNEL_LOOP)
             continue;
-        if (!nx_x86_supports(k)) {
-            nx_status st = warn_unsupported(ctx, k);
-            if (st != NX_OK)
-                return st;
-            continue;
-        }
+        if (!nx_x86_supports(k))
+            continue; /* the kernel interpreter runs it (the placement policy has warned) */
         nx_status st = nx_x86_kernel_get(ctx, k, may_reassociate(ctx), &fns[i], NULL);
         if (st != NX_OK)
             return st;

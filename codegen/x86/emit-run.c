@@ -323,6 +323,9 @@ static void cpu_release(nx_ctx *ctx, const nx_kplan *p, void *state)
 
 const nx_backend_ops nx_x86_backend = {
     .name = "cpu",
+    .id = NX_BACKEND_CPU,
+    .available = nx_x86_available,
+    .why_not = nx_x86_why_not,
     .supports = nx_x86_supports,
     .prepare = cpu_prepare,
     .run = cpu_run,

@@ -88,10 +88,16 @@ NX_HIDDEN nx_status nx_x86_kernel_key(nx_ctx *ctx, const nx_kernel *k, bool reas
                                       struct nx_rt_cache_key *key);
 
 /* fns[i] for every kernel of p: compiled code, or NULL for library kernels and for loop kernels
- * the JIT does not support (those run interpreted, with one warning per kernel shape). */
+ * the JIT does not support (those run interpreted; the placement policy, program/placement.c,
+ * has warned about them or refused them under strict mode). */
 NX_HIDDEN nx_status nx_x86_plan_compile(nx_ctx *ctx, const nx_kplan *p, nx_x86_loop_fn *fns);
 
 /* The CPU backend object (emit-run.c). */
 NX_HIDDEN extern const nx_backend_ops nx_x86_backend;
+/* The backend object's why_not and available (emit-cache.c): a kernel the JIT does not compile
+ * (f16/bf16, atan2, integer pow) runs on the kernel interpreter; one fused for another backend
+ * (a prologue or an epilogue) cannot run here at all. */
+NX_HIDDEN const char *nx_x86_why_not(const nx_kernel *k);
+NX_HIDDEN nx_status nx_x86_available(nx_ctx *ctx);
 
 #endif /* NX_CODEGEN_X86_EMIT_H */

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "program/program.h"
 #include "internal.h"
 #include "ir/ir.h"
 #include "morph.h"
@@ -144,7 +145,7 @@ nx_status nx_distance_transform(nx_ctx *ctx, const nx_tensor *mask, const nx_dis
     nx_rt_cache_blob_bytes(&b, "sig", sig, sizeof sig);
     distance_call c = {.mask = mask, .metric = o->metric, .backend = o->backend};
     nx_program *p = NULL;
-    nx_status st = nx_rt_program_cached(ctx, &b, "distance_transform: cache key", compile, &c, &p);
+    nx_status st = nx_program_cached(ctx, &b, "distance_transform: cache key", compile, &c, &p);
     if (st != NX_OK)
         return st;
     return nx_program_run(p, (const nx_tensor *const[]){mask}, out);

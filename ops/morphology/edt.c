@@ -25,7 +25,7 @@
 #endif
 
 #include "cache.h"
-#include "codegen/ptx/emit.h"
+#include "program/program.h"
 #include "internal.h"
 #include "morph.h"
 #include "nitrix-graph.h"
@@ -898,7 +898,7 @@ static nx_status program(nx_ctx *ctx, const edt_call *c, nx_program **out)
     nx_rt_cache_blob_str(&b, "op", "distance_transform_edt");
     nx_rt_cache_blob_bytes(&b, "sig", sig, sizeof sig);
     nx_rt_cache_blob_bytes(&b, "sampling", s, (size_t)nd * sizeof(double));
-    return nx_rt_program_cached(ctx, &b, "distance_transform_edt: cache key", compile, c, out);
+    return nx_program_cached(ctx, &b, "distance_transform_edt: cache key", compile, c, out);
 }
 
 static nx_status check_mask(nx_ctx *ctx, const char *who, const nx_tensor *mask,
@@ -927,7 +927,7 @@ static nx_status check_mask(nx_ctx *ctx, const char *who, const nx_tensor *mask,
 static nx_status device_backend(nx_ctx *ctx, const char *who, const nx_tensor *mask,
                                 nx_backend requested, nx_backend *out)
 {
-    nx_status st = nx_ptx_resolve_backend(ctx, requested, out);
+    nx_status st = nx_program_resolve_backend(ctx, requested, out);
     if (st == NX_OK && nx_tensor_device(mask) != NX_DEVICE_HOST && *out != NX_BACKEND_CUDA)
         return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
                            "%s: mask is a CUDA device tensor but the op runs on the %s backend; "

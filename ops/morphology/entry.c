@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "program/program.h"
 #include "internal.h"
 #include "nitrix-graph.h"
 #include "nitrix-ops.h"
@@ -127,7 +128,7 @@ static nx_status program(nx_ctx *ctx, const morph_call *c, nx_program **out)
     nx_rt_cache_blob b;
     nx_rt_cache_blob_init(&b, ctx);
     key_opts(&b, c, c->o->backend);
-    return nx_rt_program_cached(ctx, &b, "morphology: cache key", compile, c, out);
+    return nx_program_cached(ctx, &b, "morphology: cache key", compile, c, out);
 }
 
 static nx_status check_x(nx_ctx *ctx, const char *who, const nx_tensor *x, const char *what)

@@ -48,12 +48,13 @@
 
 #include "morph.h"
 #include "nitrix-ops.h"
+#include "program/program.h"
 #include "runtime/cache.h"
 
 #define ROUNDS 4
 #define JUMPS 6
 #define MAX_NEIGHBOURS 80 /* 3^4 - 1 */
-#define MAX_OUTPUTS NX_RT_GRAPH_OUTPUTS
+#define MAX_OUTPUTS NX_PROGRAM_GRAPH_OUTPUTS
 
 enum { PROG_FIRST, PROG_ROUNDS };
 
@@ -274,7 +275,7 @@ static nx_status program(nx_ctx *ctx, const prop_call *c, nx_program **out)
     nx_rt_cache_blob_str(&b, "op", "label_propagation");
     nx_rt_cache_blob_bytes(&b, "geo", geo, sizeof geo);
     nx_rt_cache_blob_bytes(&b, "shape", c->shape, (size_t)c->nd * sizeof(int64_t));
-    return nx_rt_graph_program_cached(ctx, &b, "label propagation: cache key", c->backend, build,
+    return nx_program_graph_cached(ctx, &b, "label propagation: cache key", c->backend, build,
                                       (void *)c, out);
 }
 

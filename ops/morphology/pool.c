@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "program/program.h"
 #include "internal.h"
 #include "ir/ir.h"
 #include "nitrix-graph.h"
@@ -301,7 +302,7 @@ static nx_status program(nx_ctx *ctx, const pool_call *c, nx_program **out)
     nx_rt_cache_blob_tensor(&b, "indices", c->indices);
     nx_rt_cache_blob_tensor(&b, "dy", c->dy);
     nx_rt_cache_blob_i64(&b, "backend", o->backend);
-    return nx_rt_program_cached(ctx, &b, "max_pool: cache key", compile, c, out);
+    return nx_program_cached(ctx, &b, "max_pool: cache key", compile, c, out);
 }
 
 static nx_status check_tensor(nx_ctx *ctx, const char *who, const char *what, const nx_tensor *t,

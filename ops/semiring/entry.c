@@ -1,5 +1,5 @@
 /* Entry-point plumbing: compiled programs looked up in the context's cache by a key of
- * everything that determines them (runtime/cache.h nx_rt_program_cached), the run on host or
+ * everything that determines them (program/program.h nx_program_cached), the run on host or
  * device tensors, and argument checks the entry points share.
  *
  * Device tensors. When an input is a CUDA device tensor the op's plan runs on the CUDA backend
@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "cache.h"
-#include "codegen/ptx/emit.h"
+#include "program/program.h"
 #include "semiring.h"
 
 static int first_device(int n, const nx_tensor *const *ins)
@@ -32,7 +32,7 @@ nx_status nx_sr_run(nx_ctx *ctx, nx_rt_cache_blob *key, const nx_sr_run_args *a)
     nx_backend backend = a->backend;
     int dev = first_device(a->ninputs, a->inputs);
     if (dev >= 0) { /* device inputs: the program must be compiled for the cuda backend */
-        nx_status st = nx_ptx_resolve_backend(ctx, a->backend, &backend);
+        nx_status st = nx_program_resolve_backend(ctx, a->backend, &backend);
         if (st == NX_OK && backend != NX_BACKEND_CUDA)
             st = nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
                              "%s: %s is a CUDA device tensor but the op runs on the %s backend; "
@@ -45,7 +45,7 @@ nx_status nx_sr_run(nx_ctx *ctx, nx_rt_cache_blob *key, const nx_sr_run_args *a)
     }
     nx_program *p = NULL;
     nx_status st =
-        nx_rt_graph_program_cached(ctx, key, "semiring: cache key", backend, a->build, a->user, &p);
+        nx_program_graph_cached(ctx, key, "semiring: cache key", backend, a->build, a->user, &p);
     if (st == NX_OK)
         st = nx_program_run(p, a->inputs, a->outputs);
     return st;
@@ -54,7 +54,7 @@ nx_status nx_sr_run(nx_ctx *ctx, nx_rt_cache_blob *key, const nx_sr_run_args *a)
 nx_status nx_sr_program(nx_ctx *ctx, nx_rt_cache_blob *key, nx_backend backend,
                         nx_sr_build_fn build, void *user, nx_program **out)
 {
-    return nx_rt_graph_program_cached(ctx, key, "semiring: cache key", backend, build, user, out);
+    return nx_program_graph_cached(ctx, key, "semiring: cache key", backend, build, user, out);
 }
 
 nx_status nx_sr_check_float(nx_ctx *ctx, const char *who, const char *what, const nx_tensor *t)

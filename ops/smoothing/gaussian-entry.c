@@ -4,7 +4,7 @@
 #include <string.h>
 
 #include "cache.h"
-#include "codegen/ptx/emit.h"
+#include "program/program.h"
 #include "gaussian.h"
 #include "nitrix-graph.h"
 
@@ -104,7 +104,7 @@ static nx_status program(nx_ctx *ctx, const gauss_call *c, nx_program **out)
     nx_rt_cache_blob b;
     nx_rt_cache_blob_init(&b, ctx);
     key_opts(&b, c);
-    return nx_rt_program_cached(ctx, &b, "gaussian_filter: cache key", compile, c, out);
+    return nx_program_cached(ctx, &b, "gaussian_filter: cache key", compile, c, out);
 }
 
 static nx_status check_x(nx_ctx *ctx, const char *who, const nx_tensor *x, const char *what,
@@ -190,7 +190,7 @@ static bool recursive_cheaper(const nx_gauss_plan *p, nx_backend b)
 static nx_backend run_backend(nx_ctx *ctx, const nx_gaussian_opts *o)
 {
     nx_backend b = NX_BACKEND_CPU;
-    if (nx_ptx_resolve_backend(ctx, o->backend, &b) != NX_OK)
+    if (nx_program_resolve_backend(ctx, o->backend, &b) != NX_OK)
         b = o->backend != NX_BACKEND_AUTO ? o->backend : nx_ctx_backend(ctx);
     return b;
 }

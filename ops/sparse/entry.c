@@ -1,6 +1,6 @@
 /* ELL entry points on tensors: index validation before anything runs, then a graph fragment
  * compiled once per key (op, semiring, shapes, dtypes, n_cols, identity, backend) and kept in the
- * context's cache (nx_rt_program_cached), as the dense semiring entry points do. Gradients are
+ * context's cache (nx_program_cached), as the dense semiring entry points do. Gradients are
  * autodiff of the same fragment (nx_graph_vjp), so every differentiable algebra has them with no
  * per-algebra code.
  *

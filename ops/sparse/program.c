@@ -1,18 +1,19 @@
 /* Plumbing of the ELL entry points: their programs through the context's cache
- * (nx_rt_program_cached), operand checks that accept CUDA device tensors, and the index range flag
+ * (nx_program_cached), operand checks that accept CUDA device tensors, and the index range flag
  * of device indices, reduced on the device so the indices never cross the bus unless one is out
  * of range: an extra output of the entry points' own programs (entry.c), or, for nx_ell_check, a
  * small program of its own. */
 #include <string.h>
 
 #include "cache.h"
+#include "program/program.h"
 #include "ops/sparse/sparse.h"
 
 nx_status nx_sparse_program(nx_ctx *ctx, nx_rt_cache_blob *key, const char *what,
                             nx_backend backend, nx_sparse_build_fn build, void *user,
                             nx_program **out)
 {
-    return nx_rt_graph_program_cached(ctx, key, what, backend, build, user, out);
+    return nx_program_graph_cached(ctx, key, what, backend, build, user, out);
 }
 
 nx_status nx_sparse_check_float(nx_ctx *ctx, const char *who, const char *what, const nx_tensor *t)

@@ -12,7 +12,7 @@ struct nx_rt_cache_blob;
 /* Builds an entry point's graph: outputs[0..*n_outputs) (at most 4). */
 typedef nx_status (*nx_sparse_build_fn)(nx_graph *g, void *user, nx_node *outputs, int *n_outputs);
 /* The program keyed by key (+ backend), built and compiled on a miss through
- * nx_rt_program_cached; key is freed. what names the op in NX_ERR_NOMEM messages. */
+ * nx_program_cached; key is freed. what names the op in NX_ERR_NOMEM messages. */
 NX_HIDDEN nx_status nx_sparse_program(nx_ctx *ctx, struct nx_rt_cache_blob *key, const char *what,
                                       nx_backend backend, nx_sparse_build_fn build, void *user,
                                       nx_program **out);

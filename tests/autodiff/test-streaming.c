@@ -13,6 +13,7 @@
 
 #include "checker.h"
 #include "passes/fuse.h"
+#include "program/program.h"
 #include "passes/simplify.h"
 
 #define M 512

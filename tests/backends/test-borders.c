@@ -8,7 +8,7 @@
  * window max of a select (the row strategy split), the split loop innermost of two axes or the
  * only one (split across threads). The interval chosen is checked against the pad's own.
  *
- * The box of every space axis (passes/borders.c, the CUDA emitter's split) is checked without
+ * The box of every space axis (codegen/borders.c, the CUDA emitter's split) is checked without
  * the JIT: a grey dilation of 3-D volumes for each border mode, windows of extents 1..4 and 7
  * (border widths 0..3), axes of length 1, 2 and 3 among them, and the Gaussian FIR's three
  * passes; the box per axis against the window's own interior, and every alias against an
@@ -20,8 +20,8 @@
 
 #include "codegen/x86/emit.h"
 #include "nitrix-ops.h"
-#include "passes/borders.h"
-#include "passes/fuse.h"
+#include "codegen/borders.h"
+#include "program/program.h"
 #include "testutil.h"
 
 static uint64_t rng = 0x2545f4914f6cdd1dull;
@@ -295,7 +295,7 @@ static void test_emit_sweep(void **state)
     assert_true(nx_test_alloc_sweep(emit_sweep_body, NULL, 4000) > 10);
 }
 
-/* ---- the box of every space axis (passes/borders.c, used by the CUDA emitter) --------------*/
+/* ---- the box of every space axis (codegen/borders.c, used by the CUDA emitter) --------------*/
 
 /* Floor division and modulo with x / 0 = 0 (ir/prim-elementwise.c). */
 static int64_t floordiv_i(int64_t a, int64_t b)

@@ -11,7 +11,7 @@
 
 #include "codegen/x86/emit.h"
 #include "codegen/x86/jit.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "runtime/cache.h"
 #include "testutil.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "codegen/x86/emit.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "testutil.h"
 
 typedef struct poison_alloc {

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "codegen/x86/emit.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "testutil.h"
 
 static uint64_t rng = 0x243f6a8885a308d3ull;

@@ -10,7 +10,7 @@
 
 #include "codegen/x86/emit.h"
 #include "codegen/x86/jit.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "testutil.h"
 
 typedef struct fixture {

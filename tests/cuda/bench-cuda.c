@@ -25,7 +25,7 @@
 #include <time.h>
 
 #include "codegen/ptx/emit.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "runtime/tensor.h"
 #include "testutil.h"
 

@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "codegen/ptx/emit-lib.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 
 nx_status cuda_check_compile(nx_graph *g, const nx_compile_opts *opts, nx_program **out);
 nx_status cuda_check_run(nx_program *p, const nx_tensor *const *inputs, nx_tensor **outputs);

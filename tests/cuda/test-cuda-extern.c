@@ -30,7 +30,7 @@
 #include "codegen/ptx/emit-lib.h"
 #include "nitrix-ops.h"
 #include "ops/morphology/morph.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "testutil.h"
 #include "probe.h"
 

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "codegen/ptx/emit-lib.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "testutil.h"
 #include "probe.h"
 

@@ -26,7 +26,7 @@
 #include "codegen/ptx/emit-lib.h"
 #include "codegen/x86/emit.h"
 #include "ops/smoothing/gaussian.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "testutil.h"
 #include "probe.h"
 

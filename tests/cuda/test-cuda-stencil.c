@@ -18,7 +18,7 @@
 
 #include "codegen/ptx/emit-tile.h"
 #include "nitrix-ops.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "testutil.h"
 
 static uint64_t rng = 0x9e3779b97f4a7c15ull;

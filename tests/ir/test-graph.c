@@ -8,7 +8,7 @@
 
 #include "helpers.h"
 #include "ir/ir.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 
 typedef struct fixture {
     nx_test_alloc ta;

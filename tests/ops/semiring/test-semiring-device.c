@@ -15,7 +15,7 @@
 #include "codegen/ptx/emit-lib.h"
 #include "nitrix-ops.h"
 #include "ops/semiring/semiring.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "testutil.h"
 
 typedef struct pcase {
@@ -593,15 +593,28 @@ static void test_device_errors(void **state)
     assert_int_equal(ta.live, 0);
 }
 
-/* A CUDA plan that falls back to the CPU (an f16 loop kernel) given device inputs: they go to the
- * host, the outputs come back to the device (codegen/ptx/backend.c run_fallback). */
+/* A CUDA plan that falls back to the CPU (an f16 loop kernel) given device inputs: the placement
+ * policy moves it to the CPU backend with one warning, the inputs go to the host and the outputs
+ * come back to the device (program/compile.c). The fake driver has no NVRTC, so the program is
+ * compiled for CUDA as if it had been resolved. */
+static int fallback_warnings;
+static void count_fallback(void *user, nx_log_level level, const char *msg)
+{
+    (void)user;
+    if (level == NX_LOG_WARN && strstr(msg, "requested=cuda resolved=cpu"))
+        fallback_warnings++;
+}
+
 static void test_fallback_device_inputs(void **state)
 {
     (void)state;
     if (!fake_driver())
         skip();
     nx_test_alloc ta = {0};
-    nx_ctx *ctx = nx_test_ctx(&ta);
+    nx_allocator al = nx_test_allocator(&ta);
+    nx_ctx_opts co = {.allocator = &al, .log = count_fallback, .ignore_env = true};
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(&co, &ctx), NX_OK);
     nx_graph *g = NULL;
     assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
     int64_t n = 37;
@@ -611,14 +624,20 @@ static void test_fallback_device_inputs(void **state)
     assert_int_equal(nx_graph_status(g), NX_OK);
     nx_kplan *plan = NULL;
     assert_int_equal(nx_pass_pipeline(ctx, &g->s, 1, &y, &plan), NX_OK);
-    void *st = NULL;
     assert_int_equal(plan->nkernels, 1);
     assert_non_null(nx_ptx_kernel_unsupported(plan->kernels[0]));
-    assert_int_equal(nx_ptx_backend.prepare(ctx, plan, &st), NX_OK);
+    assert_non_null(nx_program_why_not(NX_BACKEND_CUDA, plan->kernels[0]));
+    nx_kplan_free(plan);
+    nx_compile_opts o = {.backend = NX_BACKEND_CUDA, .n_outputs = 1, .outputs = &y};
+    nx_program *p = NULL;
+    fallback_warnings = 0;
+    assert_int_equal(nx_program_compile_on(g, &o, NX_BACKEND_CUDA, &p), NX_OK);
+    assert_int_equal(nx_program_backend(p), NX_BACKEND_CUDA);
+    assert_int_equal(fallback_warnings, 1);
     nx_tensor *h = NULL, *hf = filled(ctx, 1, &n, 5, -4, 4), *d = NULL, *out = NULL, *back = NULL;
     assert_int_equal(nx_tensor_cast(hf, NX_DTYPE_F16, &h), NX_OK);
     assert_int_equal(nx_tensor_to_device(h, NX_DEVICE_CUDA, &d), NX_OK);
-    assert_int_equal(nx_ptx_backend.run(ctx, plan, st, (const nx_tensor *const *)&d, &out), NX_OK);
+    assert_int_equal(nx_program_run(p, (const nx_tensor *const *)&d, &out), NX_OK);
     assert_int_equal(nx_tensor_device(out), NX_DEVICE_CUDA);
     assert_int_equal(nx_tensor_to_device(out, NX_DEVICE_HOST, &back), NX_OK);
     nx_tensor *want = NULL;
@@ -626,11 +645,19 @@ static void test_fallback_device_inputs(void **state)
     assert_int_equal(nx_tensor_dtype(back), NX_DTYPE_F32);
     for (int64_t i = 0; i < n; i++) /* x + x is exact */
         assert_true(((float *)nx_tensor_data(back))[i] == 2 * ((float *)nx_tensor_data(want))[i]);
-    nx_tensor *list[] = {h, hf, d, out, back, want};
+    /* host inputs give host outputs */
+    nx_tensor *hout = NULL;
+    assert_int_equal(nx_program_run(p, (const nx_tensor *const *)&h, &hout), NX_OK);
+    assert_int_equal(nx_tensor_device(hout), NX_DEVICE_HOST);
+    assert_memory_equal(nx_tensor_data(hout), nx_tensor_data(back), (size_t)n * sizeof(float));
+    nx_tensor *list[] = {h, hf, d, out, back, want, hout};
     for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
         nx_tensor_free(list[i]);
-    nx_ptx_backend.release(ctx, plan, st);
-    nx_kplan_free(plan);
+    nx_program_free(p);
+    /* once per kernel identity per process: compiling it again is quiet */
+    assert_int_equal(nx_program_compile_on(g, &o, NX_BACKEND_CUDA, &p), NX_OK);
+    nx_program_free(p);
+    assert_int_equal(fallback_warnings, 1);
     nx_graph_free(g);
     nx_ctx_free(ctx);
     assert_int_equal(ta.live, 0);

@@ -8,7 +8,7 @@
 
 #include "nitrix-ops.h"
 #include "ops/semiring/semiring.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "testutil.h"
 
 #define H 1e-6

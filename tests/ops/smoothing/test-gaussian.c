@@ -12,7 +12,7 @@
 #include "ir/ir.h"
 #include "nitrix-ops.h"
 #include "ops/smoothing/gaussian.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "testutil.h"
 
 #define GOLDEN NX_SOURCE_ROOT "/golden/smoothing"

@@ -11,7 +11,7 @@
 #include "codegen/ptx/emit-lib.h"
 #include "ir/ir.h"
 #include "nitrix-ops.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "testutil.h"
 
 static nx_semiring_kind kind_of(const char *s)

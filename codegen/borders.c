@@ -23,7 +23,7 @@
  * proof read: operands, conditions), so that axis's interval covers every half-line it needs. */
 #include <string.h>
 
-#include "passes/borders.h"
+#include "codegen/borders.h"
 
 #define BIG ((int64_t)1 << 50)  /* |values| at or beyond: unbounded */
 #define CMAX ((int64_t)1 << 20) /* largest |c| followed */

@@ -13,7 +13,7 @@
  *        |  validate ..... nx_kernel_validate on every kernel (invalid IR never reaches a backend)
  *        v
  *     prologue ........... where the backend takes it, a loop kernel that only one library
- *        |                 kernel reads becomes that kernel's prologue (passes/prologue.c)
+ *        |                 kernel reads becomes that kernel's prologue (codegen/prologue.c)
  *        v
  *     plan (slots + kernels), handed to the backend's supports() and compile()
  *
@@ -35,7 +35,8 @@
  * otherwise surface as wrong numbers. NITRIX_DUMP=fuse prints the roles, NITRIX_DUMP=kernel the
  * plan (stderr). */
 
-#include "passes/fuse.h"
+#include "codegen/lower.h"
+#include "program/program.h"
 
 static nx_status check_roles(nx_ctx *ctx, const nx_ir_store *s, int noutputs,
                              const nx_node *outputs, const uint8_t *role)
@@ -116,7 +117,7 @@ nx_status nx_pass_pipeline_for(nx_ctx *ctx, const nx_ir_store *s, int noutputs,
     if (st == NX_OK)
         st = validate_plan(plan);
     if (st == NX_OK)
-        st = nx_pass_prologue(plan, supports);
+        st = nx_prologue_fuse(plan, supports);
     if (st != NX_OK) {
         nx_kplan_free(plan);
         return st;

@@ -1,4 +1,4 @@
-/* Border/interior analysis of loop kernels (passes/borders.c), shared by the backends.
+/* Border/interior analysis of loop kernels (codegen/borders.c), shared by the backends.
  *
  * Index rules (pad modes, clamps, a concat's selects) put a mod, a clamp or a select into a
  * kernel's load offsets. Along a space axis such a rule usually has one answer inside an interval
@@ -10,8 +10,8 @@
  *
  * nx_kranges gives each i64 instruction an interval that holds at every point, so a backend can
  * compute index arithmetic in 32 bits where every value provably fits (docs/cuda.md). */
-#ifndef NX_PASSES_BORDERS_H
-#define NX_PASSES_BORDERS_H
+#ifndef NX_CODEGEN_BORDERS_H
+#define NX_CODEGEN_BORDERS_H
 
 #include "codegen/kernel.h"
 
@@ -63,4 +63,4 @@ NX_HIDDEN void nx_kbox_live(const nx_kernel *k, const nx_kalias *alias, uint8_t 
  * k->ninst entries. */
 NX_HIDDEN void nx_kranges(const nx_kernel *k, int64_t *lo, int64_t *hi);
 
-#endif /* NX_PASSES_BORDERS_H */
+#endif /* NX_CODEGEN_BORDERS_H */

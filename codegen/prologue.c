@@ -24,7 +24,7 @@
  * backend's supports() before it replaces the pair. */
 #include <string.h>
 
-#include "passes/fuse.h"
+#include "codegen/lower.h"
 
 static bool is_output_slot(const nx_kplan *p, uint32_t slot)
 {
@@ -291,7 +291,7 @@ static nx_status epilogue_library(nx_kplan *p, int li, bool (*supports)(const nx
     return NX_OK;
 }
 
-nx_status nx_pass_prologue(nx_kplan *p, bool (*supports)(const nx_kernel *))
+nx_status nx_prologue_fuse(nx_kplan *p, bool (*supports)(const nx_kernel *))
 {
     if (!supports)
         return NX_OK;
