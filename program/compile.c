@@ -7,7 +7,11 @@
  * can lower, the reference interpreter (ir/interp.c) evaluates the nodes. */
 #include <string.h>
 
+#include "passes/simplify.h"
 #include "program/program.h"
+
+/* Programs with more outputs than this compile without the simplification pass. */
+#define NX_COMPILE_SIMPLIFY_MAX 64
 
 typedef struct prog_input {
     nx_ir_sig sig;
@@ -223,6 +227,29 @@ static nx_status prepare_backend(nx_program *p)
     return st;
 }
 
+/* The first pass, on the caller's graph: for the compiled backends the outputs' subgraph is
+ * rebuilt with the exact local rewrites of passes/simplify.c (identities, double negations and
+ * movements, constant folding bit-identical to the interpreter), so what is copied, fused and
+ * compiled is smaller. The graph only gains nodes (hash-consing keeps equal ones one node); its
+ * existing handles stay valid. `ref` compiles the graph as built: the oracle stays the graph the
+ * user wrote. A failure inside the pass (only an allocation can fail) is the compile's error,
+ * and the graph's own status is left as it was so that the caller can still use it. */
+static nx_status simplify_outputs(nx_graph *g, const nx_compile_opts *opts, nx_backend b,
+                                  nx_node *outs, nx_compile_opts *out)
+{
+    if (b == NX_BACKEND_REF || opts->n_outputs > NX_COMPILE_SIMPLIFY_MAX)
+        return NX_OK;
+    memcpy(outs, opts->outputs, (size_t)opts->n_outputs * sizeof *outs);
+    nx_status st = nx_pass_simplify(g, opts->n_outputs, outs);
+    if (st != NX_OK) {
+        g->status = NX_OK;
+        g->msg[0] = '\0';
+        return st;
+    }
+    out->outputs = outs;
+    return NX_OK;
+}
+
 /* Everything after resolution, for backend b. */
 static nx_status compile_on(nx_graph *g, const nx_compile_opts *opts, nx_backend b,
                             nx_program **out)
@@ -234,7 +261,11 @@ static nx_status compile_on(nx_graph *g, const nx_compile_opts *opts, nx_backend
     p->ctx = ctx;
     p->s.ctx = ctx;
     p->backend = b;
-    nx_status st = build_program(p, g, opts);
+    nx_node outs[NX_COMPILE_SIMPLIFY_MAX];
+    nx_compile_opts simplified = *opts;
+    nx_status st = simplify_outputs(g, opts, b, outs, &simplified);
+    if (st == NX_OK)
+        st = build_program(p, g, &simplified);
     if (st == NX_OK && nx_program_backend_ops(b))
         st = prepare_backend(p);
     if (st != NX_OK) {

@@ -28,8 +28,9 @@
  *
  * lower (codegen/lower.c): turns each root into kernel IR (docs/kernel-ir.md).
  *
- * Simplification and autodiff run on graphs before compilation (passes/simplify.c,
- * passes/autodiff.c); they are not part of this pipeline, which sees the program as compiled.
+ * Simplification (passes/simplify.c) runs on the caller's graph in compile.c before the program
+ * is copied, for the cpu and cuda backends; autodiff (passes/autodiff.c) runs when the graph is
+ * built. This pipeline sees the program as compiled.
  *
  * The checks after each pass always run: they are linear in the program and a bad plan would
  * otherwise surface as wrong numbers. NITRIX_DUMP=fuse prints the roles, NITRIX_DUMP=kernel the
