@@ -17,7 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "codegen/ptx/emit.h" /* placement: nx_ptx_resolve_backend, until the program layer owns it */
+#include "program/program.h"
 #include "ir/ir.h"
 #include "nitrix-ops.h"
 #include "ops/op.h"
@@ -470,7 +470,7 @@ static nx_status place(nx_op_args *c, nx_backend requested)
         c->backend = requested != NX_BACKEND_AUTO ? requested : nx_ctx_backend(c->ctx);
         return NX_OK;
     }
-    nx_status st = nx_ptx_resolve_backend(c->ctx, requested, &c->backend);
+    nx_status st = nx_program_resolve_backend(c->ctx, requested, &c->backend);
     if (st != NX_OK)
         return st;
     if (c->backend == NX_BACKEND_CUDA)
