@@ -354,6 +354,71 @@ static nx_status check_fused(const nx_kernel *k, int values)
     return check_loop_kernel(k, epi ? NX_KBUF_OUT : NX_KBUF_VALUE);
 }
 
+/* A library kernel's attributes as codegen/kernel.h lays them out for its primitive, and the
+ * operands the host and device routines read them with: the ranges the graph's shape rules
+ * enforce, checked again here because the routines index with them unchecked. */
+static nx_status check_library_attrs(const nx_kernel *k)
+{
+    const int64_t *a = k->attrs;
+    int n = k->nattrs, nd = k->nbufs ? k->bufs[0].ndim : 0;
+    int64_t axis = n ? a[0] : -1;
+    bool flag1 = n > 1 && (a[1] == 0 || a[1] == 1);
+    switch (k->lib_prim) {
+    case NX_PRIM_SCAN:
+        if (n != 3 || k->nbufs < 2 || axis < 0 || axis >= nd || a[1] < 0 ||
+            a[1] > NX_MONOID_LOGSUMEXP || (a[2] != 0 && a[2] != 1))
+            return BAD("kernel %s: scan attributes; expected [axis < %d, monoid SUM..LOGSUMEXP, "
+                       "reverse 0|1] over one input",
+                       k->name, nd);
+        return NX_OK;
+    case NX_PRIM_SCAN_LINEAR: {
+        int nb = k->nbufs > 1 && k->bufs[1].ndim > nd ? k->bufs[1].ndim : nd;
+        if (n != 2 || k->nbufs < 3 || axis < 0 || axis >= nb || !flag1)
+            return BAD("kernel %s: scan_linear attributes; expected [axis < %d, reverse 0|1] over "
+                       "inputs a, b",
+                       k->name, nb);
+        return NX_OK;
+    }
+    case NX_PRIM_SCAN_IIR:
+        if (n < 4 || n > 3 + NX_SCAN_IIR_MAX_ORDER || a[2] != n - 3 || k->nbufs < 2 || axis < 0 ||
+            axis >= nd || !flag1)
+            return BAD("kernel %s: scan_iir attributes; expected [axis < %d, reverse 0|1, order "
+                       "1..%d, order coefficient bits]",
+                       k->name, nd, NX_SCAN_IIR_MAX_ORDER);
+        for (int j = 0; j < a[2]; j++) {
+            double c;
+            memcpy(&c, &a[3 + j], sizeof c);
+            if (!isfinite(c))
+                return BAD("kernel %s: scan_iir coefficient c_%d is not finite", k->name, j + 1);
+        }
+        return NX_OK;
+    case NX_PRIM_SORT:
+    case NX_PRIM_ARGSORT:
+        if (n != 3 || k->nbufs < 2 || axis < 0 || axis >= nd || !flag1 || a[2] < 0 ||
+            a[2] > k->bufs[0].shape[axis])
+            return BAD("kernel %s: sort attributes; expected [axis < %d, descending 0|1, k within "
+                       "the axis]",
+                       k->name, nd);
+        return NX_OK;
+    case NX_PRIM_SCATTER:
+        if (n != 2 || k->nbufs < 4 || axis < 0 || axis >= nd ||
+            (a[1] != NX_MONOID_SUM && a[1] != NX_MONOID_MAX && a[1] != NX_MONOID_MIN) ||
+            (k->bufs[1].dtype != NX_DTYPE_I32 && k->bufs[1].dtype != NX_DTYPE_I64))
+            return BAD("kernel %s: scatter attributes; expected [axis < %d, monoid SUM|MAX|MIN] "
+                       "over x, an i32 or i64 idx and updates",
+                       k->name, nd);
+        return NX_OK;
+    case NX_PRIM_EXTERN:
+        if (n < 1 || n > 2 || !k->lib_ptr)
+            return BAD("kernel %s: extern attributes; expected [def] or [def, dev] and the "
+                       "definition recorded",
+                       k->name);
+        return NX_OK;
+    default:
+        return NX_OK; /* reduce_custom: its monoid is the graph node's (lib_node) */
+    }
+}
+
 nx_status nx_kernel_validate(const nx_kernel *k)
 {
     if (!k)
@@ -369,6 +434,9 @@ nx_status nx_kernel_validate(const nx_kernel *k)
             return BAD("kernel %s: library primitive %d", k->name, k->lib_prim);
         if (k->has_prologue && k->has_epilogue)
             return BAD("kernel %s: both a prologue and an epilogue", k->name);
+        nx_status st = check_library_attrs(k);
+        if (st != NX_OK)
+            return st;
         if (!k->has_prologue && !k->has_epilogue)
             return values ? BAD("kernel %s: a value buffer without a prologue or an epilogue",
                                 k->name)

@@ -31,8 +31,19 @@
  * LIBRARY kernels are one graph primitive that does not fit the loop nest (scatter: read-modify-
  * write of data-dependent places; sort/argsort: data-dependent permutation; scan and scan_linear:
  * a carried dependence along one axis; extern: user code; reduce_custom until its monoid lowers).
- * Each backend implements them natively (the CPU in plain C over host buffers) with the graph
- * node's own attributes, which the kernel carries verbatim, and the interpreter's semantics.
+ * Each backend implements them natively (the CPU in plain C over host buffers, codegen/x86/lib-*.c)
+ * with the graph node's own attributes, which the kernel carries verbatim (nx_kernel_validate
+ * checks them; they enter the print and the identity), and the interpreter's semantics. Buffers
+ * are the operands in order, then the result; attributes by primitive:
+ *   scan          [axis, monoid (SUM..LOGSUMEXP), reverse]                  x -> y
+ *   scan_linear   [axis, reverse]                                          a, b -> y (broadcast)
+ *   scan_iir      [axis, reverse, order, the order coefficients' f64 bits] b -> y
+ *   sort, argsort [axis, descending, k]                                    x -> y
+ *   scatter       [axis, monoid (SUM, MAX or MIN)]                         x, idx, updates -> y
+ *   extern        [def, dev?]; lib_ptr is the nx_extern_def whose host function it calls
+ *   reduce_custom [ncarry, keepdims, axis flags]; its monoid's expressions are graph nodes the
+ *                 kernel does not carry (lib_node binds them), so only a routine with the graph
+ *                 can run it
  *
  * A LIBRARY kernel may carry a prologue (codegen/prologue.c, for backends that accept it): one of
  * its operands is not a slot but a value computed where the routine reads it, by the LOOP fields

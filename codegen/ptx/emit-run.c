@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "codegen/plan-run.h"
 #include "codegen/ptx/emit-lib.h"
 #include "codegen/ptx/emit-tile.h"
 #include "runtime/cache.h"
@@ -320,15 +321,15 @@ nx_status nx_ptx_plan_compile(nx_ctx *ctx, const nx_kplan *p, nx_ptx_plan **out)
     return NX_OK;
 }
 
-/* ---- running -------------------------------------------------------------------------------*/
+/* ---- running: hooks of the shared plan walk (codegen/plan-run.h) ---------------------------*/
 
 typedef struct run_state {
     nx_ctx *ctx;
     const nx_kplan *p;
     nx_ptx_plan *cp;
-    nx_tensor **slot; /* device tensor of each slot (owned: every entry is freed at the end) */
+    const nx_tensor *const *inputs;
     bool device_out;
-    bool copied; /* take_output enqueued a device copy that the run must wait for */
+    bool copied; /* take enqueued a device copy that the run must wait for */
 } run_state;
 
 static nx_cu_ptr dptr(const nx_tensor *t)
@@ -354,31 +355,24 @@ static nx_status bind_input(const nx_tensor *t, nx_tensor **out)
     return nx_tensor_to_device(t, NX_DEVICE_CUDA, out);
 }
 
-static nx_status bind_slots(run_state *rs, const nx_tensor *const *inputs)
+static nx_status cuda_bind(void *be, int slot, const nx_kslot *sl, nx_tensor **out)
 {
-    for (int i = 0; i < rs->p->nslots; i++) {
-        const nx_kslot *sl = &rs->p->slots[i];
-        nx_status st = NX_OK;
-        if (sl->kind == NX_SLOT_INPUT)
-            st = bind_input(inputs[sl->arg], &rs->slot[i]);
-        else if (sl->kind == NX_SLOT_CONSTANT)
-            st = nx_rt_tensor_view(rs->cp->constants[i], sl->ndim, sl->shape,
-                                   rs->cp->constants[i]->strides, 0, &rs->slot[i]);
-        if (st != NX_OK)
-            return st;
-    }
-    return NX_OK;
+    run_state *rs = be;
+    if (sl->kind == NX_SLOT_INPUT)
+        return bind_input(rs->inputs[sl->arg], out);
+    return nx_rt_tensor_view(rs->cp->constants[slot], sl->ndim, sl->shape,
+                             rs->cp->constants[slot]->strides, 0, out);
 }
 
-static bool is_output(const nx_kplan *p, int slot)
+static nx_status cuda_alloc(void *be, int ki, const nx_kernel *k, int b, nx_tensor **out)
 {
-    for (int i = 0; i < p->noutputs; i++)
-        if (p->outputs[i] == slot)
-            return true;
-    return false;
+    run_state *rs = be;
+    (void)ki;
+    const nx_kbuf *kb = &k->bufs[b];
+    return nx_rt_cuda_tensor_new(rs->ctx, kb->dtype, kb->ndim, kb->shape, out);
 }
 
-static nx_status launch(run_state *rs, int ki)
+static nx_status launch(run_state *rs, int ki, nx_tensor *const *slot)
 {
     const nx_kernel *k = rs->p->kernels[ki];
     const nx_ptx_kernel *pk = rs->cp->kernels[ki];
@@ -387,7 +381,7 @@ static nx_status launch(run_state *rs, int ki)
     int np = 0;
     for (int b = 0; b < k->nbufs; b++) {
         /* a prologue's value has no memory: the kernel computes it where it reads it */
-        vals[np] = k->bufs[b].role == NX_KBUF_VALUE ? 0 : dptr(rs->slot[k->bufs[b].slot]);
+        vals[np] = k->bufs[b].role == NX_KBUF_VALUE ? 0 : dptr(slot[k->bufs[b].slot]);
         params[np] = &vals[np];
         np++;
     }
@@ -413,60 +407,41 @@ static nx_status launch(run_state *rs, int ki)
 }
 
 /* A scatter starts from a copy of x in its output, ordered before the kernel on the stream. */
-static nx_status precopy(run_state *rs, const nx_kernel *k)
+static nx_status precopy(run_state *rs, const nx_kernel *k, nx_tensor *const *slot)
 {
     int b = nx_ptx_lib_precopy(k);
     if (b < 0)
         return NX_OK;
-    const nx_tensor *src = rs->slot[k->bufs[b].slot];
-    nx_tensor *dst = rs->slot[k->bufs[k->nbufs - 1].slot];
+    const nx_tensor *src = slot[k->bufs[b].slot];
+    nx_tensor *dst = slot[k->bufs[k->nbufs - 1].slot];
     size_t bytes = (size_t)nx_ir_numel(k->bufs[b].ndim, k->bufs[b].shape) *
                    nx_dtype_size(k->bufs[b].dtype);
     return nx_rt_cuda_copy(rs->ctx, dptr(dst), dptr(src), bytes);
 }
 
-static nx_status run_kernel(run_state *rs, int ki)
+/* Temporaries freed after their last reader return to the caching allocator; kernels on the
+ * stream are ordered, so a later kernel that reuses a block runs after this one. */
+static nx_status cuda_run_kernel(void *be, int ki, const nx_kernel *k, nx_tensor *const *slot)
 {
-    const nx_kernel *k = rs->p->kernels[ki];
-    for (int b = 0; b < k->nbufs; b++) {
-        const nx_kbuf *kb = &k->bufs[b];
-        if (kb->role == NX_KBUF_OUT && !rs->slot[kb->slot]) {
-            nx_status st =
-                nx_rt_cuda_tensor_new(rs->ctx, kb->dtype, kb->ndim, kb->shape, &rs->slot[kb->slot]);
-            if (st != NX_OK)
-                return st;
-        }
-    }
-    nx_status st = precopy(rs, k);
-    if (st == NX_OK)
-        st = launch(rs, ki);
-    if (st != NX_OK)
-        return st;
-    for (int b = 0; b < k->nbufs; b++) {
-        uint32_t sl = k->bufs[b].slot;
-        const nx_kslot *ks = &rs->p->slots[sl];
-        if (ks->kind == NX_SLOT_TEMP && ks->last_use == ki && !is_output(rs->p, (int)sl)) {
-            /* The block returns to the cache; kernels on the stream are ordered, so a later
-             * kernel that reuses it runs after this one. */
-            nx_tensor_free(rs->slot[sl]);
-            rs->slot[sl] = NULL;
-        }
-    }
-    return NX_OK;
+    run_state *rs = be;
+    nx_status st = precopy(rs, k, slot);
+    return st == NX_OK ? launch(rs, ki, slot) : st;
 }
 
-static nx_status take_output(run_state *rs, int i, nx_tensor **out)
+static nx_status cuda_sync(void *be)
 {
-    int sl = rs->p->outputs[i];
-    nx_tensor *t = rs->slot[sl];
-    bool later = false;
-    for (int j = i + 1; j < rs->p->noutputs; j++)
-        later = later || rs->p->outputs[j] == sl;
+    run_state *rs = be;
+    return nx_rt_cuda_sync(rs->ctx);
+}
+
+static nx_status cuda_take(void *be, nx_tensor *t, bool movable, nx_tensor **out, bool *moved)
+{
+    run_state *rs = be;
     if (!rs->device_out)
         return nx_tensor_to_device(t, NX_DEVICE_HOST, out);
-    if (rs->p->slots[sl].kind == NX_SLOT_TEMP && !later) {
+    if (movable) {
         *out = t;
-        rs->slot[sl] = NULL;
+        *moved = true;
         return NX_OK;
     }
     nx_status st = nx_rt_cuda_tensor_new(rs->ctx, t->dtype, t->ndim, t->shape, out);
@@ -476,39 +451,32 @@ static nx_status take_output(run_state *rs, int i, nx_tensor **out)
     return st;
 }
 
+/* Downloads wait for themselves; only device-to-device copies are still in flight. */
+static nx_status cuda_done(void *be)
+{
+    run_state *rs = be;
+    return rs->copied ? nx_rt_cuda_sync(rs->ctx) : NX_OK;
+}
+
+static const nx_plan_hooks cuda_hooks = {
+    .borrow_inputs = false,
+    .bind = cuda_bind,
+    .alloc = cuda_alloc,
+    .run = cuda_run_kernel,
+    .sync = cuda_sync,
+    .take = cuda_take,
+    .done = cuda_done,
+};
+
 nx_status nx_ptx_plan_run(nx_ctx *ctx, const nx_kplan *p, nx_ptx_plan *cp,
                           const nx_tensor *const *inputs, nx_tensor **outputs)
 {
-    for (int i = 0; i < p->noutputs; i++)
-        outputs[i] = NULL;
-    size_t n = (size_t)p->nslots + 1;
-    run_state rs = {ctx, p, cp, nx_rt_calloc(ctx, n, sizeof(nx_tensor *)), false, false};
-    if (!rs.slot)
-        return nx_rt_nomem(ctx, "nx_program_run (CUDA slots)", n * sizeof(nx_tensor *));
     int nin = 0, ndev = 0;
     for (int i = 0; i < p->nslots; i++)
         if (p->slots[i].kind == NX_SLOT_INPUT) {
             nin++;
             ndev += nx_tensor_device(inputs[p->slots[i].arg]) == NX_DEVICE_CUDA;
         }
-    rs.device_out = nin > 0 && ndev == nin;
-    nx_status st = bind_slots(&rs, inputs);
-    for (int ki = 0; st == NX_OK && ki < p->nkernels; ki++)
-        st = run_kernel(&rs, ki);
-    if (st == NX_OK)
-        st = nx_rt_cuda_sync(ctx);
-    for (int i = 0; st == NX_OK && i < p->noutputs; i++)
-        st = take_output(&rs, i, &outputs[i]);
-    /* downloads wait for themselves; only device-to-device copies are still in flight */
-    if (st == NX_OK && rs.copied)
-        st = nx_rt_cuda_sync(ctx);
-    for (int i = 0; i < p->nslots; i++)
-        nx_tensor_free(rs.slot[i]);
-    nx_rt_free(ctx, rs.slot, n * sizeof(nx_tensor *));
-    if (st != NX_OK)
-        for (int i = 0; i < p->noutputs; i++) {
-            nx_tensor_free(outputs[i]);
-            outputs[i] = NULL;
-        }
-    return st;
+    run_state rs = {ctx, p, cp, inputs, nin > 0 && ndev == nin, false};
+    return nx_plan_run(ctx, p, &cuda_hooks, &rs, inputs, outputs);
 }

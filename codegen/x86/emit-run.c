@@ -1,11 +1,14 @@
-/* Running a plan on the host: slots become tensors (inputs borrowed, constants wrapped, temps
- * allocated and freed after their last reader), loop kernels run compiled code split across the
- * thread pool (or the kernel IR interpreter), library kernels run the interpreter's routine for
- * their node, which is the plain C implementation the kernel IR document promises. */
+/* Running a plan on the host, as hooks of the shared plan walk (codegen/plan-run.c): inputs are
+ * borrowed, constants wrapped, temporaries allocated uninitialised where the kernel writes them
+ * whole; loop kernels run compiled code split across the thread pool (or the kernel IR
+ * interpreter), library kernels run the backend's host routines (lib-*.c) over the kernel IR. */
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 
+#include "codegen/plan-run.h"
 #include "codegen/x86/emit.h"
+#include "codegen/x86/lib.h"
 #include "runtime/pool.h"
 #include "runtime/tensor.h"
 
@@ -13,8 +16,9 @@ typedef struct run_state {
     nx_ctx *ctx;
     bool reassoc; /* what the kernels were compiled with (nx_x86_kernel_split depends on it) */
     const nx_kplan *p;
-    nx_tensor **slot; /* by slot; owned for TEMP and CONSTANT, borrowed (NULL-owned) for INPUT */
+    nx_tensor **slot; /* the walk's slot tensors (codegen/plan-run.c), set as kernels run */
     const nx_tensor *const *inputs;
+    const nx_x86_loop_fn *fns; /* by kernel; NULL or a NULL entry: interpreted / host routine */
 } run_state;
 
 typedef struct loop_call {
@@ -110,7 +114,11 @@ static nx_status run_loop(run_state *rs, const nx_kernel *k, nx_x86_loop_fn fn, 
                               &c);
 }
 
-static nx_status run_library(run_state *rs, const nx_kernel *k)
+/* reduce_custom's monoid is graph expressions (lift, combine, identity, finalize) that the kernel
+ * IR does not carry, so it has no host routine of its own yet: it runs the reference
+ * interpreter's routine on its graph node, with a warning once per kernel identity (silenced as
+ * every fallback is; strict backend mode does not refuse it, as there is no other CPU path). */
+static nx_status run_reference(run_state *rs, const nx_kernel *k)
 {
     const nx_ir_store *s = rs->p->store;
     const nx_ir_node *n = nx_ir_node_at(s, k->lib_node);
@@ -123,29 +131,48 @@ static nx_status run_library(run_state *rs, const nx_kernel *k)
     return nx_ir_prims[n->op].ref(&ev, n, ins, rs->slot[k->bufs[k->nbufs - 1].slot]);
 }
 
-static nx_status bind_slots(run_state *rs)
+#define WARNED_MAX 64
+static uint64_t warned[WARNED_MAX];
+static int nwarned;
+static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void warn_reference(nx_ctx *ctx, const nx_kernel *k)
 {
-    const nx_kplan *p = rs->p;
-    for (int i = 0; i < p->nslots; i++) {
-        const nx_kslot *sl = &p->slots[i];
-        nx_status st = NX_OK;
-        if (sl->kind == NX_SLOT_CONSTANT)
-            st = nx_tensor_wrap(rs->ctx, (void *)sl->data, sl->dtype, sl->ndim, sl->shape, NULL,
-                                &rs->slot[i]);
-        else if (sl->kind == NX_SLOT_INPUT)
-            rs->slot[i] = (nx_tensor *)rs->inputs[sl->arg];
-        if (st != NX_OK)
-            return st;
-    }
-    return NX_OK;
+    uint64_t h = nx_kernel_hash(k);
+    bool seen = false;
+    pthread_mutex_lock(&warned_lock);
+    for (int i = 0; i < nwarned && !seen; i++)
+        seen = warned[i] == h;
+    if (!seen && nwarned < WARNED_MAX)
+        warned[nwarned++] = h;
+    pthread_mutex_unlock(&warned_lock);
+    if (seen || nx_ctx_silence_fallback(ctx))
+        return;
+    char shape[160];
+    const nx_kbuf *out = &k->bufs[k->nbufs - 1];
+    nx_shape_str(shape, sizeof shape, out->ndim, out->shape);
+    nx_ctx_log(ctx, NX_LOG_WARN,
+               "nitrix fallback: op=%s shape=%s dtype=%s backend=cpu -> reference interpreter "
+               "(slow): reduce_custom's monoid is graph expressions the CPU backend does not "
+               "compile. NITRIX_SILENCE_FALLBACK=1 silences this",
+               k->name, shape, nx_dtype_name(out->dtype));
 }
 
-static bool is_output(const nx_kplan *p, int slot)
+static nx_status run_library(run_state *rs, const nx_kernel *k, void *const *bufs)
 {
-    for (int i = 0; i < p->noutputs; i++)
-        if (p->outputs[i] == slot)
-            return true;
-    return false;
+    if (!nx_x86_lib_has(k->lib_prim)) {
+        if (k->lib_prim != NX_PRIM_REDUCE_CUSTOM)
+            return nx_rt_error(rs->ctx, NX_ERR_UNSUPPORTED,
+                               "CPU backend: kernel %s is library primitive %s, which the CPU "
+                               "backend has no routine for",
+                               k->name, nx_ir_prim_name(k->lib_prim));
+        return run_reference(rs, k);
+    }
+    nx_tensor *tens[NX_KERNEL_MAX_BUFFERS];
+    for (int b = 0; b < k->nbufs; b++)
+        tens[b] = rs->slot[k->bufs[b].slot];
+    nx_x86_lib_call c = {rs->ctx, k, bufs, tens};
+    return nx_x86_lib_run(&c);
 }
 
 /* Fresh output memory costs one page fault per 4 KiB on first touch, which for a 256 MiB result
@@ -167,12 +194,12 @@ static void advise_huge(void *data, size_t bytes)
 #endif
 }
 
-/* A loop kernel stores every element of its output, and so do these library routines (ir/: the
+/* A loop kernel stores every element of its output, and so do the library routines (lib-*.c: the
  * scans write each line's every position, sort and argsort the k positions of each line that the
- * output has, scatter copies x in whole before it combines, reduce_custom each output point):
- * their outputs need no zero fill, which is a pass over the output and its first-touch page faults
- * (18 scan_linear outputs of 80 MiB per recursive Gaussian at 256^3). An extern's reference is
- * user code and keeps the zeroed output it always had. */
+ * output has, scatter copies x in whole before it combines) and reduce_custom's reference (each
+ * output point): their outputs need no zero fill, which is a pass over the output and its
+ * first-touch page faults (18 scan_linear outputs of 80 MiB per recursive Gaussian at 256^3). An
+ * extern's host function is user code and keeps the zeroed output it always had. */
 static bool writes_whole_output(const nx_kernel *k)
 {
     if (k->kind == NX_KERNEL_LOOP)
@@ -191,58 +218,62 @@ static bool writes_whole_output(const nx_kernel *k)
     }
 }
 
-static nx_status run_kernel(run_state *rs, int ki, nx_x86_loop_fn fn)
+/* ---- the plan walk's hooks (codegen/plan-run.h) --------------------------------------------*/
+
+static nx_status cpu_bind(void *be, int slot, const nx_kslot *sl, nx_tensor **out)
 {
-    const nx_kernel *k = rs->p->kernels[ki];
-    void *bufs[NX_KERNEL_MAX_BUFFERS];
-    for (int b = 0; b < k->nbufs; b++) {
-        const nx_kbuf *kb = &k->bufs[b];
-        if (kb->role == NX_KBUF_OUT) {
-            nx_status st = writes_whole_output(k)
-                               ? nx_rt_tensor_new_uninit(rs->ctx, kb->dtype, kb->ndim, kb->shape,
-                                                         &rs->slot[kb->slot])
-                               : nx_tensor_new(rs->ctx, kb->dtype, kb->ndim, kb->shape,
-                                               &rs->slot[kb->slot]);
-            if (st != NX_OK)
-                return st;
-            advise_huge(nx_tensor_data(rs->slot[kb->slot]),
-                        (size_t)nx_ir_numel(kb->ndim, kb->shape) * nx_dtype_size(kb->dtype));
-        }
-        bufs[b] = nx_tensor_data(rs->slot[kb->slot]);
-    }
-    nx_status st = k->kind == NX_KERNEL_LIBRARY ? run_library(rs, k) : run_loop(rs, k, fn, bufs);
-    if (st != NX_OK)
-        return st;
-    for (int b = 0; b < k->nbufs; b++) {
-        uint32_t sl = k->bufs[b].slot;
-        const nx_kslot *ks = &rs->p->slots[sl];
-        if (ks->kind == NX_SLOT_TEMP && ks->last_use == ki && !is_output(rs->p, (int)sl)) {
-            nx_tensor_free(rs->slot[sl]);
-            rs->slot[sl] = NULL;
-        }
-    }
-    return NX_OK;
+    run_state *rs = be;
+    (void)slot;
+    if (sl->kind != NX_SLOT_CONSTANT)
+        return nx_rt_error(rs->ctx, NX_ERR_INTERNAL, "CPU backend: slot %d kind %d to bind", slot,
+                           sl->kind);
+    return nx_tensor_wrap(rs->ctx, (void *)sl->data, sl->dtype, sl->ndim, sl->shape, NULL, out);
 }
 
-static nx_status take_outputs(run_state *rs, nx_tensor **outputs)
+static nx_status cpu_alloc(void *be, int ki, const nx_kernel *k, int b, nx_tensor **out)
 {
-    const nx_kplan *p = rs->p;
-    for (int i = 0; i < p->noutputs; i++) {
-        int sl = p->outputs[i];
-        bool later = false; /* the same slot is also a later output: copy, do not hand over */
-        for (int j = i + 1; j < p->noutputs; j++)
-            later = later || p->outputs[j] == sl;
-        if (p->slots[sl].kind == NX_SLOT_TEMP && !later) {
-            outputs[i] = rs->slot[sl];
-            rs->slot[sl] = NULL;
-            continue;
-        }
-        nx_status st = nx_ir_tensor_contiguous_copy(rs->ctx, rs->slot[sl], &outputs[i]);
-        if (st != NX_OK)
-            return st;
-    }
-    return NX_OK;
+    run_state *rs = be;
+    (void)ki;
+    const nx_kbuf *kb = &k->bufs[b];
+    nx_status st = writes_whole_output(k)
+                       ? nx_rt_tensor_new_uninit(rs->ctx, kb->dtype, kb->ndim, kb->shape, out)
+                       : nx_tensor_new(rs->ctx, kb->dtype, kb->ndim, kb->shape, out);
+    if (st == NX_OK)
+        advise_huge(nx_tensor_data(*out),
+                    (size_t)nx_ir_numel(kb->ndim, kb->shape) * nx_dtype_size(kb->dtype));
+    return st;
 }
+
+static nx_status cpu_run_kernel(void *be, int ki, const nx_kernel *k, nx_tensor *const *slot)
+{
+    run_state *rs = be;
+    rs->slot = (nx_tensor **)slot;
+    void *bufs[NX_KERNEL_MAX_BUFFERS];
+    for (int b = 0; b < k->nbufs; b++)
+        bufs[b] = nx_tensor_data(slot[k->bufs[b].slot]);
+    if (k->kind == NX_KERNEL_LIBRARY)
+        return run_library(rs, k, bufs);
+    return run_loop(rs, k, rs->fns ? rs->fns[ki] : NULL, bufs);
+}
+
+static nx_status cpu_take(void *be, nx_tensor *t, bool movable, nx_tensor **out, bool *moved)
+{
+    run_state *rs = be;
+    if (movable) {
+        *out = t;
+        *moved = true;
+        return NX_OK;
+    }
+    return nx_ir_tensor_contiguous_copy(rs->ctx, t, out);
+}
+
+static const nx_plan_hooks cpu_hooks = {
+    .borrow_inputs = true,
+    .bind = cpu_bind,
+    .alloc = cpu_alloc,
+    .run = cpu_run_kernel,
+    .take = cpu_take,
+};
 
 nx_status nx_x86_plan_run(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *fns,
                           const nx_tensor *const *inputs, nx_tensor **outputs)
@@ -253,28 +284,13 @@ nx_status nx_x86_plan_run(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *
 nx_status nx_x86_plan_run_ex(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *fns,
                              bool reassoc, const nx_tensor *const *inputs, nx_tensor **outputs)
 {
-    size_t bytes = (size_t)p->nslots * sizeof(nx_tensor *);
-    run_state rs = {ctx, reassoc, p, nx_rt_calloc(ctx, (size_t)p->nslots + 1, sizeof(nx_tensor *)),
-                    inputs};
-    if (!rs.slot)
-        return nx_rt_nomem(ctx, "nx_program_run", bytes);
-    for (int i = 0; i < p->noutputs; i++)
-        outputs[i] = NULL;
-    nx_status st = bind_slots(&rs);
-    for (int ki = 0; st == NX_OK && ki < p->nkernels; ki++)
-        st = run_kernel(&rs, ki, fns ? fns[ki] : NULL);
-    if (st == NX_OK)
-        st = take_outputs(&rs, outputs);
-    if (st != NX_OK)
-        for (int i = 0; i < p->noutputs; i++) {
-            nx_tensor_free(outputs[i]);
-            outputs[i] = NULL;
-        }
-    for (int i = 0; i < p->nslots; i++)
-        if (p->slots[i].kind != NX_SLOT_INPUT)
-            nx_tensor_free(rs.slot[i]);
-    nx_rt_free(ctx, rs.slot, ((size_t)p->nslots + 1) * sizeof(nx_tensor *));
-    return st;
+    for (int i = 0; i < p->nkernels; i++) {
+        const nx_kernel *k = p->kernels[i];
+        if (k->kind == NX_KERNEL_LIBRARY && k->lib_prim == NX_PRIM_REDUCE_CUSTOM)
+            warn_reference(ctx, k);
+    }
+    run_state rs = {ctx, reassoc, p, NULL, inputs, fns};
+    return nx_plan_run(ctx, p, &cpu_hooks, &rs, inputs, outputs);
 }
 
 /* ---- the backend object --------------------------------------------------------------------*/
