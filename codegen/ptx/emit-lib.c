@@ -391,7 +391,7 @@ static void emit_insts(text *t, const nx_kernel *k)
     size_t n = (size_t)k->ninst + 1;
     int64_t *lo = NULL, *hi = NULL;
     uint8_t *nw = NULL;
-    if ((nx_ptx_general_flags() & NX_PTX_NARROW) && nx_ptx_narrow_space(k)) {
+    if ((nx_ptx_general_flags(k->ctx) & NX_PTX_NARROW) && nx_ptx_narrow_space(k)) {
         lo = nx_rt_alloc(k->ctx, n * sizeof *lo);
         hi = nx_rt_alloc(k->ctx, n * sizeof *hi);
         nw = nx_rt_calloc(k->ctx, n, 1);

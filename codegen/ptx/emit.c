@@ -1218,27 +1218,37 @@ static void emit_body(gen *g, const box_plan *bp, const uint8_t *live, int ilp)
     put(&g->t, "}\n");
 }
 
-int nx_ptx_general_flags(void)
+int nx_ptx_general_flags(const nx_ctx *ctx)
 {
-    static const struct {
-        const char *var;
-        int flag;
-    } knobs[] = {{"NITRIX_PTX_SPLIT", NX_PTX_SPLIT},
-                 {"NITRIX_PTX_NARROW", NX_PTX_NARROW},
-                 {"NITRIX_PTX_MINMAX", NX_PTX_MINMAX},
-                 {"NITRIX_PTX_ROWS", NX_PTX_ROWS},
-                 {"NITRIX_PTX_ROWS", NX_PTX_ROWS_ALL},
-                 {"NITRIX_PTX_STENCIL", NX_PTX_STENCIL},
-                 {"NITRIX_PTX_ILP", NX_PTX_ILP}};
+    const nx_cuda_codegen_opts *o = nx_rt_cuda_codegen(ctx);
     int flags = 0;
-    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
-        const char *v = getenv(knobs[i].var);
-        /* rows per thread: on unless "0" (for kernels without float MIN/MAX, see emit_general);
-         * "1" takes every box kernel, for measurements */
-        bool on = knobs[i].flag == NX_PTX_ROWS_ALL ? v && !strcmp(v, "1") : !v || strcmp(v, "0");
-        flags |= on ? knobs[i].flag : 0;
-    }
-    return flags | nx_ptx_stencil_knobs() << 8;
+    flags |= o->split != NX_CUDA_OFF ? NX_PTX_SPLIT : 0;
+    flags |= o->narrow != NX_CUDA_OFF ? NX_PTX_NARROW : 0;
+    flags |= o->minmax != NX_CUDA_OFF ? NX_PTX_MINMAX : 0;
+    /* rows per thread: by default for kernels without float MIN/MAX (see emit_general); on takes
+     * every box kernel */
+    flags |= o->rows != NX_CUDA_OFF ? NX_PTX_ROWS : 0;
+    flags |= o->rows == NX_CUDA_ON ? NX_PTX_ROWS_ALL : 0;
+    flags |= o->stencil != NX_CUDA_OFF ? NX_PTX_STENCIL : 0;
+    flags |= o->ilp != NX_CUDA_OFF ? NX_PTX_ILP : 0;
+    return flags;
+}
+
+const char *nx_ptx_codegen_key(const nx_ctx *ctx, char *buf, size_t len)
+{
+    static const char *const sw[] = {"auto", "off", "on"};
+    const nx_cuda_codegen_opts *o = nx_rt_cuda_codegen(ctx);
+    int flags = nx_ptx_general_flags(ctx);
+    /* the switches as they take effect (a default that is on and an explicit on are one form),
+     * rows with its three states, the integers as given (0: the generator's choice) */
+    snprintf(buf, len,
+             "split=%d narrow=%d minmax=%d rows=%s stencil=%d ilp=%d shell=%d tz=%d depth=%d "
+             "ry=%d pb=%d pair_rows=%d",
+             !!(flags & NX_PTX_SPLIT), !!(flags & NX_PTX_NARROW), !!(flags & NX_PTX_MINMAX),
+             (unsigned)o->rows < 3 ? sw[o->rows] : "?", !!(flags & NX_PTX_STENCIL),
+             !!(flags & NX_PTX_ILP), o->stencil_shell == NX_CUDA_ON, o->stencil_tz,
+             o->stencil_depth, o->stencil_ry, o->stencil_pb, o->pair_rows);
+    return buf;
 }
 
 /* Which i64 instructions are computed as int: values within int32 (lo, hi: nx_kranges), of an
@@ -1312,7 +1322,7 @@ static void emit_general(gen *g, nx_ptx_launch *launch)
 {
     const nx_kernel *k = g->k;
     nx_ctx *ctx = k->ctx;
-    int flags = nx_ptx_general_flags();
+    int flags = nx_ptx_general_flags(ctx);
     size_t n = (size_t)k->ninst + 1;
     nx_kbox box = {0};
     box_plan bp;

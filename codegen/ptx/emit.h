@@ -37,12 +37,18 @@ NX_HIDDEN const char *nx_ptx_unsupported(const nx_kernel *k);
 NX_HIDDEN nx_status nx_ptx_emit(const nx_kernel *k, const char *name, bool reassoc, char **src,
                                 size_t *len, nx_ptx_launch *launch);
 
+/* The code generator's options of ctx (nx_ctx_opts.cuda_codegen, NITRIX_PTX_*) as the kernel cache
+ * key's part, e.g. "split=1 narrow=1 ... pair_rows=0": every option that changes the emitted
+ * source is in it. Returns buf. */
+NX_HIDDEN const char *nx_ptx_codegen_key(const nx_ctx *ctx, char *buf, size_t len);
+
 /* ---- compiled kernels and plans (emit-run.c) -----------------------------------------------*/
 
 /* A loaded kernel: from the context's kernel cache (memory, then disk: the PTX or cubin) or
  * emitted, compiled by NVRTC and stored there. Key: kernel IR bytes, reassociation, the target
- * (sm_XX and PTX or cubin), nx_ptx_toolchain_key (NVRTC and driver versions), the emitter's
- * version and the library version. Entries live until nx_ctx_free. */
+ * (sm_XX and PTX or cubin), nx_ptx_toolchain_key (NVRTC and driver versions), nx_ptx_codegen_key
+ * (the context's code generator options), the emitter's version and the library version.
+ * Entries live until nx_ctx_free. */
 typedef struct nx_ptx_kernel {
     nx_cu_module module;
     nx_cu_function fn;
