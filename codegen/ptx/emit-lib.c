@@ -1086,7 +1086,7 @@ const char *nx_ptx_lib_unsupported(const nx_kernel *k)
     case NX_PRIM_REDUCE_CUSTOM:
         return "reduce_custom's monoid (graph expressions) has no device implementation yet";
     default:
-        return "a library primitive with no device implementation";
+        return nx_ptx_no_emitter(k->lib_prim);
     }
 }
 
@@ -1126,9 +1126,13 @@ nx_status nx_ptx_lib_emit(const nx_kernel *k, const char *name, bool reassoc, ch
     case NX_PRIM_EXTERN:
         nx_ptx_extern_emit(&t, k, name, launch);
         break;
-    default:
+    case NX_PRIM_SCATTER:
         emit_scatter(&t, k, name, reassoc, launch);
         break;
+    default: /* nx_ptx_lib_unsupported refused it above */
+        nx_rt_free(ctx, t.p, t.cap);
+        return nx_rt_error(ctx, NX_ERR_INTERNAL, "CUDA library kernels: kernel %s: %s", k->name,
+                           nx_ptx_no_emitter(k->lib_prim));
     }
     if (t.failed) {
         nx_rt_free(ctx, t.p, t.cap);

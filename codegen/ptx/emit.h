@@ -26,8 +26,14 @@ typedef struct nx_ptx_launch {
 } nx_ptx_launch;
 
 /* Whether the emitter can generate k: NULL when it can, else the reason (a static string).
- * Unsupported: library kernels (run on the host by the fallback), f16/bf16 values. */
+ * Unsupported: library kernels (emit-lib.c has those), f16/bf16 values, and any primitive without
+ * a row in emit.c's emitter table for its operands' class ("cuda: primitive <name> has no
+ * emitter ..."). */
 NX_HIDDEN const char *nx_ptx_unsupported(const nx_kernel *k);
+
+/* "cuda: primitive <name> has no emitter": the refusal of a primitive that has no device
+ * emitter (a static string; any int, out-of-table ones included). */
+NX_HIDDEN const char *nx_ptx_no_emitter(int prim);
 
 /* CUDA C for k defining extern "C" __global__ void <name>(b0, b1, ..., long long points): one
  * pointer parameter per buffer in buffer order (IN buffers const), then the point count.
