@@ -12,7 +12,7 @@
 #include "runtime/cache.h"
 
 /* Bumped whenever the emitted code changes for the same kernel IR. */
-#define NX_PTX_EMITTER_VERSION "ptx-emit-12"
+#define NX_PTX_EMITTER_VERSION "ptx-emit-13"
 
 static double now(void)
 {

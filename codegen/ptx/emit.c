@@ -245,10 +245,17 @@ static void int_bounds(int d, char *lo, char *hi, size_t len)
     }
 }
 
+/* CAST as ir/value.c's nx_ir_convert: nonzero -> true (NaN included), floats to integers
+ * truncated toward zero and saturated (NaN -> 0), integers wrapped to the width, integers to
+ * floats through double. The last matters for i64 -> f32 only: (float)(double)x rounds twice, as
+ * the interpreter does, and differs from (float)x where x needs more than 53 bits (2^60 + 2^36 + 1
+ * gives 2^60 through double, 2^60 + 2^37 directly). */
 static void cast_expr(int from, int to, int x, char *buf, size_t len)
 {
     const char *t = ctype(to);
-    if (to == NX_DTYPE_BOOL) {
+    if (to == NX_DTYPE_F32 && from == NX_DTYPE_I64) {
+        snprintf(buf, len, "(float)(double)v%d", x);
+    } else if (to == NX_DTYPE_BOOL) {
         snprintf(buf, len, "(unsigned char)(v%d != 0)", x);
     } else if (is_f(from) && !is_f(to)) {
         char lo[32], hi[32];
