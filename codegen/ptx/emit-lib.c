@@ -242,10 +242,9 @@ typedef struct scan_form {
  * recurs along its row in shared memory (rows padded to TC + 1: no bank conflicts). */
 #define SCAN_TC 32
 /* Steps per register batch of the strided path (half for 8-byte dtypes): the batch's loads are
- * issued together, and the next batch's while this one recurs. On the H200 (19:03 UTC) a scan of
- * 65536 lines of 320 f32 along a strided axis took 0.063 ms (2.6 TB/s) with batches of 32 (128
- * registers a thread), as long as the plain one-thread-per-line loop did; the recursive
- * Gaussian's best time (2.19 ms) was measured with 16. */
+ * issued together, and the next batch's while this one recurs. 16, not 32: batches of 32 (128
+ * registers a thread) were no faster on a single strided scan, and the recursive Gaussian's best
+ * time was with 16 (docs/perf/cuda-scan.md, "2026-11-29 H200 measurements"). */
 #define SCAN_UNROLL 16
 
 static int form_lpb(const scan_form *f)

@@ -927,7 +927,8 @@ static void plan_tiles(const nx_kernel *k, const nx_ptx_box_plan *bp, const sten
     tl->ry = o->stencil_ry ? o->stencil_ry : ST_RY;
     /* 4 rows a thread share more row maxima (fewer ALU instructions and shared loads a point)
      * but make 4x fewer tiles than 1 row: only on grids that still fill the device several
-     * times (the H200 row, 256^3: 1024 tiles, 52 -> 49 us under ncu; smaller grids unmeasured) */
+     * times (ST_BIG_TILES: the 256^3 row's 1024 tiles gained, docs/perf/cuda-stencil.md "tiles
+     * over the whole output"; smaller grids unmeasured) */
     int64_t big = (tl->cov[2] + ST_TX - 1) / ST_TX *
                   ((tl->cov[1] + ST_WARPS * ST_RY_BIG - 1) / (ST_WARPS * ST_RY_BIG)) *
                   ((tl->cov[0] + tl->tz - 1) / tl->tz);

@@ -1431,10 +1431,10 @@ bool nx_ptx_narrow_space(const nx_kernel *k)
 }
 
 /* Whether k computes a float MIN or MAX (a network or a fold): rows per thread are on by default
- * only for kernels without one. They took the FIR's outer-axis passes from 131 to 52 us (sums of
- * 17 shifted loads: the R points of a thread share 16 of each 17 rows; H200, docs/perf/cuda-fir.md);
- * MIN/MAX networks (the median's) were measured only before the launch fix of ac4ecb0
- * (docs/perf/cuda-stencil.md), so they keep one point per thread unless NITRIX_PTX_ROWS=1. */
+ * only for kernels without one. They pay for sums of shifted loads (the FIR's outer-axis passes:
+ * the R points of a thread share 16 of each 17 rows; docs/perf/cuda-fir.md); MIN/MAX networks
+ * (the median's) were measured only before the launch fix of ac4ecb0
+ * (docs/perf/cuda-stencil.md), so they keep one point per thread unless the rows option is on. */
 static bool has_float_minmax(const nx_kernel *k)
 {
     for (int id = 0; id < k->ninst; id++) {
