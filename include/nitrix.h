@@ -173,6 +173,38 @@ typedef enum nx_backend {
 /* "auto", "cpu", "cuda", "ref"; NULL out of range. */
 NX_API const char *nx_backend_name(nx_backend backend);
 
+/* The CUDA code generator's alternatives, for measurements (docs/cuda.md, "Code generator
+ * options"). In nx_ctx_opts, 0 in a field (NX_CUDA_DEFAULT) leaves it to the NITRIX_PTX_* variable
+ * named beside it (read at creation), else to the generator's own choice. The resolved set is part
+ * of every CUDA kernel's cache key: contexts that differ in any field never share a kernel. */
+typedef enum nx_cuda_switch {
+    NX_CUDA_DEFAULT = 0, /* the generator's choice (see each field) */
+    NX_CUDA_OFF,
+    NX_CUDA_ON,
+} nx_cuda_switch;
+
+typedef struct nx_cuda_codegen_opts {
+    nx_cuda_switch split;   /* NITRIX_PTX_SPLIT: the border/interior box split (default on) */
+    nx_cuda_switch narrow;  /* NITRIX_PTX_NARROW: 32-bit index arithmetic (default on) */
+    nx_cuda_switch minmax;  /* NITRIX_PTX_MINMAX: one NaN test per leaf of a float MIN/MAX network
+                               (default on) */
+    nx_cuda_switch rows;    /* NITRIX_PTX_ROWS: box threads take several points along an outer
+                               axis; default: in kernels without a float MIN/MAX; on: in every box
+                               kernel; off: never */
+    nx_cuda_switch stencil; /* NITRIX_PTX_STENCIL: window MIN/MAX networks through shared-memory
+                               tiles (default on) */
+    nx_cuda_switch ilp;     /* NITRIX_PTX_ILP: several points a thread in large unsplit kernels
+                               (default on) */
+    nx_cuda_switch stencil_shell; /* NITRIX_PTX_STENCIL_SHELL: on: the stencil's shell in blocks
+                                     of its own, tiles over the box only (default off) */
+    int stencil_tz;    /* NITRIX_PTX_STENCIL_TZ: stencil outputs a thread along axis 0, 1..64 */
+    int stencil_depth; /* NITRIX_PTX_STENCIL_DEPTH: planes the stencil's loads run ahead, 1..8 */
+    int stencil_ry;    /* NITRIX_PTX_STENCIL_RY: stencil rows a thread along axis 1, 1..4 */
+    int stencil_pb;    /* NITRIX_PTX_STENCIL_PB: stencil planes staged per barrier, 1..4 */
+    int pair_rows;     /* NITRIX_PTX_PAIR_ROWS: points a thread of the pairwise folds: 1, 2, 4, 8
+                          or 16 */
+} nx_cuda_codegen_opts;
+
 typedef struct nx_ctx_opts {
     const nx_allocator *allocator; /* NULL: malloc-based; copied, so it may be a temporary */
     nx_log_fn log;                 /* NULL: lines go to stderr as "nitrix: <level>: <msg>" */
@@ -180,6 +212,8 @@ typedef struct nx_ctx_opts {
     bool ignore_env; /* true: do not read NITRIX_* variables; the defaults below apply */
     int num_threads;       /* > 0: overrides NITRIX_NUM_THREADS (1..1024); 0: not set here */
     const char *cache_dir; /* non-NULL: overrides NITRIX_CACHE_DIR and the default */
+    /* non-NULL: its fields that are not 0 override the NITRIX_PTX_* variables; copied */
+    const nx_cuda_codegen_opts *cuda_codegen;
 } nx_ctx_opts;
 
 /* Settings, read from the environment at creation (unless opts.ignore_env):
@@ -191,6 +225,10 @@ typedef struct nx_ctx_opts {
  *   NITRIX_SILENCE_FALLBACK  same boolean spellings                     (default 0)
  *   NITRIX_DUMP              comma-separated graph, fuse, kernel, llvm: what compilation prints
  *                            to stderr (default none)
+ *   NITRIX_PTX_SPLIT, _NARROW, _MINMAX, _ROWS, _STENCIL, _ILP, _STENCIL_SHELL
+ *                            the boolean spellings (unset: the generator's choice)
+ *   NITRIX_PTX_STENCIL_TZ 1..64, _STENCIL_DEPTH 1..8, _STENCIL_RY 1..4, _STENCIL_PB 1..4,
+ *   NITRIX_PTX_PAIR_ROWS 1|2|4|8|16   (unset: the generator's choice; nx_cuda_codegen_opts)
  * A bad value fails creation with NX_ERR_INVALID_ARG and a message naming the variable and the values
  * it accepts. When creation fails, *out is NULL and nx_ctx_last_error(NULL) holds the message. */
 NX_API nx_status nx_ctx_new(const nx_ctx_opts *opts, nx_ctx **out);

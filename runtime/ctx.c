@@ -3,6 +3,7 @@
  * out through a thread-local copy. */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,6 +49,7 @@ struct nx_ctx {
     bool silence_fallback;
     unsigned dump; /* NITRIX_DUMP: bit i set when DUMP_WHAT[i] was named */
     char cache_dir[NX_PATH_LEN];
+    nx_cuda_codegen_opts cuda_codegen; /* NITRIX_PTX_* and nx_ctx_opts.cuda_codegen, checked */
 
     /* Freed large blocks of the default allocator kept for the next allocation of the same size
      * (see nx_rt_alloc_aligned). */
@@ -440,6 +442,127 @@ static nx_status parse_cache_env(char *buf, size_t len)
     return NX_OK;
 }
 
+/* ---- CUDA code generator options -------------------------------------------------------------*/
+
+/* Each option with the variable that sets it: switches take the boolean spellings, integers one
+ * of the values in [lo, hi] (pow2: powers of two only). */
+typedef struct cuda_knob {
+    const char *var, *field;
+    size_t off;
+    bool is_switch, pow2;
+    int lo, hi;
+} cuda_knob;
+
+#define SWITCH(var, f) {var, #f, offsetof(nx_cuda_codegen_opts, f), true, false, 0, 0}
+#define INT(var, f, lo, hi, p2) {var, #f, offsetof(nx_cuda_codegen_opts, f), false, p2, lo, hi}
+static const cuda_knob CUDA_KNOBS[] = {
+    SWITCH("NITRIX_PTX_SPLIT", split),
+    SWITCH("NITRIX_PTX_NARROW", narrow),
+    SWITCH("NITRIX_PTX_MINMAX", minmax),
+    SWITCH("NITRIX_PTX_ROWS", rows),
+    SWITCH("NITRIX_PTX_STENCIL", stencil),
+    SWITCH("NITRIX_PTX_ILP", ilp),
+    SWITCH("NITRIX_PTX_STENCIL_SHELL", stencil_shell),
+    INT("NITRIX_PTX_STENCIL_TZ", stencil_tz, 1, 64, false),
+    INT("NITRIX_PTX_STENCIL_DEPTH", stencil_depth, 1, 8, false),
+    INT("NITRIX_PTX_STENCIL_RY", stencil_ry, 1, 4, false),
+    INT("NITRIX_PTX_STENCIL_PB", stencil_pb, 1, 4, false),
+    INT("NITRIX_PTX_PAIR_ROWS", pair_rows, 1, 16, true),
+};
+#undef SWITCH
+#undef INT
+#define CUDA_KNOB_COUNT (sizeof CUDA_KNOBS / sizeof CUDA_KNOBS[0])
+
+static int *knob_field(nx_cuda_codegen_opts *o, const cuda_knob *kn)
+{
+    _Static_assert(sizeof(nx_cuda_switch) == sizeof(int), "switches are stored as ints");
+    return (int *)((char *)o + kn->off);
+}
+
+/* The values kn accepts, for messages. */
+static void knob_values(const cuda_knob *kn, char *buf, size_t len)
+{
+    if (kn->is_switch)
+        snprintf(buf, len, "%s", BOOL_VALUES);
+    else if (kn->pow2)
+        snprintf(buf, len, "1, 2, 4, 8 or 16");
+    else
+        snprintf(buf, len, "an integer from %d to %d", kn->lo, kn->hi);
+}
+
+static bool knob_int_ok(const cuda_knob *kn, long v)
+{
+    return v >= kn->lo && v <= kn->hi && (!kn->pow2 || (v & (v - 1)) == 0);
+}
+
+static nx_status parse_cuda_knob_env(const cuda_knob *kn, nx_cuda_codegen_opts *o)
+{
+    const char *v = getenv(kn->var);
+    if (!v || !*v)
+        return NX_OK;
+    if (kn->is_switch) {
+        bool on = false;
+        nx_status st = parse_bool_env(kn->var, &on);
+        if (st == NX_OK)
+            *knob_field(o, kn) = on ? NX_CUDA_ON : NX_CUDA_OFF;
+        return st;
+    }
+    char *end = NULL;
+    errno = 0;
+    long n = strtol(v, &end, 10);
+    if (errno == 0 && end != v && *end == '\0' && knob_int_ok(kn, n)) {
+        *knob_field(o, kn) = (int)n;
+        return NX_OK;
+    }
+    char values[64];
+    knob_values(kn, values, sizeof values);
+    return nx_rt_error(NULL, NX_ERR_INVALID_ARG,
+                       "%s='%.64s' is not valid; expected %s (unset: the generator's choice)",
+                       kn->var, v, values);
+}
+
+static nx_status parse_cuda_env(nx_cuda_codegen_opts *o)
+{
+    for (size_t i = 0; i < CUDA_KNOB_COUNT; i++) {
+        nx_status st = parse_cuda_knob_env(&CUDA_KNOBS[i], o);
+        if (st != NX_OK)
+            return st;
+    }
+    return NX_OK;
+}
+
+/* The fields of an explicit set that are not 0 replace the environment's. */
+static nx_status apply_cuda_opts(nx_cuda_codegen_opts *o, const nx_cuda_codegen_opts *in)
+{
+    nx_cuda_codegen_opts copy = *in;
+    for (size_t i = 0; i < CUDA_KNOB_COUNT; i++) {
+        const cuda_knob *kn = &CUDA_KNOBS[i];
+        int v = *knob_field(&copy, kn);
+        if (v == 0)
+            continue;
+        bool ok = kn->is_switch ? v == NX_CUDA_OFF || v == NX_CUDA_ON : knob_int_ok(kn, v);
+        if (!ok) {
+            char values[64];
+            if (kn->is_switch)
+                snprintf(values, sizeof values, "NX_CUDA_OFF or NX_CUDA_ON");
+            else
+                knob_values(kn, values, sizeof values);
+            return nx_rt_error(NULL, NX_ERR_INVALID_ARG,
+                               "nx_ctx_new: cuda_codegen.%s is %d; expected %s, or 0 for %s or "
+                               "the generator's choice",
+                               kn->field, v, values, kn->var);
+        }
+        *knob_field(o, kn) = v;
+    }
+    return NX_OK;
+}
+
+const nx_cuda_codegen_opts *nx_rt_cuda_codegen(const nx_ctx *ctx)
+{
+    static const nx_cuda_codegen_opts none = {0};
+    return ctx ? &ctx->cuda_codegen : &none;
+}
+
 int nx_rt_cpu_count(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);
@@ -460,6 +583,8 @@ static nx_status read_env(nx_ctx *c)
     if ((st = parse_bool_env("NITRIX_STRICT_BACKEND", &c->strict_backend)) != NX_OK)
         return st;
     if ((st = parse_dump_env(&c->dump)) != NX_OK)
+        return st;
+    if ((st = parse_cuda_env(&c->cuda_codegen)) != NX_OK)
         return st;
     return parse_bool_env("NITRIX_SILENCE_FALLBACK", &c->silence_fallback);
 }
@@ -483,6 +608,8 @@ static nx_status apply_opts(nx_ctx *c, const nx_ctx_opts *opts)
                                n, sizeof c->cache_dir);
         memcpy(c->cache_dir, opts->cache_dir, n + 1);
     }
+    if (opts->cuda_codegen)
+        return apply_cuda_opts(&c->cuda_codegen, opts->cuda_codegen);
     return NX_OK;
 }
 

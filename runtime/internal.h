@@ -40,6 +40,10 @@ NX_HIDDEN bool nx_rt_grow(nx_ctx *ctx, void **p, size_t *cap, size_t need, size_
 /* Whether NITRIX_DUMP, read when ctx was created (not with nx_ctx_opts.ignore_env), names what:
  * graph, fuse, kernel or llvm. The dumps go to stderr. */
 NX_HIDDEN bool nx_rt_dump_requested(const nx_ctx *ctx, const char *what);
+/* The CUDA code generator's options of ctx (nx_ctx_opts.cuda_codegen over NITRIX_PTX_*, checked
+ * at creation; 0 in a field: the generator's choice). Borrowed from ctx; never NULL (all 0 for a
+ * NULL ctx). */
+NX_HIDDEN const nx_cuda_codegen_opts *nx_rt_cuda_codegen(const nx_ctx *ctx);
 /* A growing text buffer from the context allocator (the emitters' output). put appends printf-
  * style; after a failed allocation or format, failed is set and further puts do nothing, so a
  * caller checks once at the end. Free p with nx_rt_free(ctx, p, cap). */

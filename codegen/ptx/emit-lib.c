@@ -242,10 +242,9 @@ typedef struct scan_form {
  * recurs along its row in shared memory (rows padded to TC + 1: no bank conflicts). */
 #define SCAN_TC 32
 /* Steps per register batch of the strided path (half for 8-byte dtypes): the batch's loads are
- * issued together, and the next batch's while this one recurs. On the H200 (19:03 UTC) a scan of
- * 65536 lines of 320 f32 along a strided axis took 0.063 ms (2.6 TB/s) with batches of 32 (128
- * registers a thread), as long as the plain one-thread-per-line loop did; the recursive
- * Gaussian's best time (2.19 ms) was measured with 16. */
+ * issued together, and the next batch's while this one recurs. 16, not 32: batches of 32 (128
+ * registers a thread) were no faster on a single strided scan, and the recursive Gaussian's best
+ * time was with 16 (docs/perf/cuda-scan.md, "2026-11-29 H200 measurements"). */
 #define SCAN_UNROLL 16
 
 static int form_lpb(const scan_form *f)
@@ -391,7 +390,7 @@ static void emit_insts(text *t, const nx_kernel *k)
     size_t n = (size_t)k->ninst + 1;
     int64_t *lo = NULL, *hi = NULL;
     uint8_t *nw = NULL;
-    if ((nx_ptx_general_flags() & NX_PTX_NARROW) && nx_ptx_narrow_space(k)) {
+    if ((nx_ptx_general_flags(k->ctx) & NX_PTX_NARROW) && nx_ptx_narrow_space(k)) {
         lo = nx_rt_alloc(k->ctx, n * sizeof *lo);
         hi = nx_rt_alloc(k->ctx, n * sizeof *hi);
         nw = nx_rt_calloc(k->ctx, n, 1);
@@ -1086,7 +1085,7 @@ const char *nx_ptx_lib_unsupported(const nx_kernel *k)
     case NX_PRIM_REDUCE_CUSTOM:
         return "reduce_custom's monoid (graph expressions) has no device implementation yet";
     default:
-        return "a library primitive with no device implementation";
+        return nx_ptx_no_emitter(k->lib_prim);
     }
 }
 
@@ -1126,9 +1125,13 @@ nx_status nx_ptx_lib_emit(const nx_kernel *k, const char *name, bool reassoc, ch
     case NX_PRIM_EXTERN:
         nx_ptx_extern_emit(&t, k, name, launch);
         break;
-    default:
+    case NX_PRIM_SCATTER:
         emit_scatter(&t, k, name, reassoc, launch);
         break;
+    default: /* nx_ptx_lib_unsupported refused it above */
+        nx_rt_free(ctx, t.p, t.cap);
+        return nx_rt_error(ctx, NX_ERR_INTERNAL, "CUDA library kernels: kernel %s: %s", k->name,
+                           nx_ptx_no_emitter(k->lib_prim));
     }
     if (t.failed) {
         nx_rt_free(ctx, t.p, t.cap);

@@ -24,8 +24,8 @@
  * unit (CUDA's __expf), two instructions instead of the ~8 of the accurate expf that the rest
  * of the backend uses. Its error is within 2 + 1.16 |x| ulp (CUDA Programming Guide, __expf)
  * and results below 2^-126 flush to zero: for exp(-d) with d <= 8 that is <= 12 ulp of the
- * term. Against the interpreter on the H200 the Gaussian sum stayed within 0.035 of the f32
- * semiring tolerance (1e-5 + 1e-5 |ref|; docs/perf/semiring.md). Reproducible mode keeps expf.
+ * term, well inside the f32 semiring tolerance (1e-5 + 1e-5 |ref|; the measured error of the
+ * Gaussian sum is in docs/perf/semiring.md). Reproducible mode keeps expf.
  * The LOGSUMEXP carry uses the same exp; the Gaussian exponent's pre-scaled form is below. */
 #include <stdlib.h>
 #include <string.h>
@@ -215,11 +215,11 @@ static void find_scaled_exp(const nx_kernel *k, pair *p)
 }
 
 /* Rows per thread: as many as keep two blocks per SM of a 132-SM part busy, at most 8, and no
- * more than the registers for the point values allow. NITRIX_PTX_PAIR_ROWS overrides it for
- * measurements (emit-run.c puts it in the cache key). */
-static int choose_rows(const pair *p)
+ * more than the registers for the point values allow. The context's pair_rows option
+ * (NITRIX_PTX_PAIR_ROWS) overrides it for measurements (part of the cache key). */
+static int choose_rows(const nx_kernel *k, const pair *p)
 {
-    int forced = nx_ptx_pair_rows_override();
+    int forced = nx_rt_cuda_codegen(k->ctx)->pair_rows;
     if (forced > 0)
         return forced;
     int rows = 8;
@@ -260,7 +260,7 @@ static bool match(const nx_ptx_gen *g, const nx_ptx_affine *aff, bool reassoc, p
         return false;
     p->fast_exp = reassoc;
     find_scaled_exp(k, p);
-    p->rows = choose_rows(p);
+    p->rows = choose_rows(k, p);
     return true;
 }
 
@@ -491,13 +491,6 @@ static void emit_kernel(nx_ptx_gen *g, const pair *p, const nx_ptx_affine *aff, 
     emit_stage(g, p, aff);
     emit_results(g, p);
     nx_ptx_put(&g->t, "}\n");
-}
-
-int nx_ptx_pair_rows_override(void)
-{
-    const char *v = getenv("NITRIX_PTX_PAIR_ROWS");
-    int r = v ? atoi(v) : 0;
-    return r == 1 || r == 2 || r == 4 || r == 8 || r == 16 ? r : 0;
 }
 
 bool nx_ptx_emit_pair(nx_ptx_gen *g, const nx_ptx_affine *aff, const char *name, bool reassoc,

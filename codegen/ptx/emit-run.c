@@ -13,7 +13,7 @@
 #include "runtime/cache.h"
 
 /* Bumped whenever the emitted code changes for the same kernel IR. */
-#define NX_PTX_EMITTER_VERSION "ptx-emit-12"
+#define NX_PTX_EMITTER_VERSION "ptx-emit-13"
 
 static double now(void)
 {
@@ -65,8 +65,8 @@ static nx_status build_key(const nx_kernel *k, const char *src, int64_t points, 
         nx_rt_cache_blob_i64(b, "extern_points", points);
     }
     nx_rt_cache_blob_i64(b, "reassoc", reassoc);
-    nx_rt_cache_blob_i64(b, "pair_rows", nx_ptx_pair_rows_override());
-    nx_rt_cache_blob_i64(b, "general", nx_ptx_general_flags());
+    char cg[160];
+    nx_rt_cache_blob_str(b, "codegen", nx_ptx_codegen_key(k->ctx, cg, sizeof cg));
     nx_rt_cache_blob_str(b, "target", target);
     nx_rt_cache_blob_str(b, "toolchain", nx_ptx_toolchain_key(tc, sizeof tc));
     nx_rt_free(k->ctx, ir, ir_len);

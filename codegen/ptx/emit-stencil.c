@@ -43,13 +43,13 @@
 enum {
     ST_TX = 32, /* tile width along axis 2: one warp */
     ST_WARPS = NX_PTX_THREADS / ST_TX,
-    ST_RY = 2,       /* rows a thread computes along axis 1 (NITRIX_PTX_STENCIL_RY) */
+    ST_RY = 2,       /* rows a thread computes along axis 1 (option stencil_ry) */
     ST_RY_BIG = 4,   /* ... on grids of at least ST_BIG_TILES tiles of ST_RY_BIG rows */
     ST_BIG_TILES = 1024,
-    ST_TZ = 16,      /* outputs a thread computes along axis 0 (NITRIX_PTX_STENCIL_TZ) */
-    ST_DEPTH = 3,    /* planes its loads run ahead (NITRIX_PTX_STENCIL_DEPTH) */
+    ST_TZ = 16,      /* outputs a thread computes along axis 0 (option stencil_tz) */
+    ST_DEPTH = 3,    /* planes its loads run ahead (option stencil_depth) */
     ST_DEPTH_BIG = 2, /* ... with ST_RY_BIG rows (registers: 64 instead of 80 at 3) */
-    ST_PB = 1,       /* planes staged per barrier (NITRIX_PTX_STENCIL_PB) */
+    ST_PB = 1,       /* planes staged per barrier (option stencil_pb) */
     ST_SPAN = 9,     /* largest offset range per axis (hi - lo + 1) */
     ST_LEAVES = 729, /* ST_SPAN^3 */
     ST_RUNS = 16,    /* affine pieces of a staging map */
@@ -861,26 +861,6 @@ static void emit_shell_blocks(nx_ptx_gen *g, const nx_ptx_box_plan *bp, const ti
     line(g, "(void)points;");
 }
 
-int nx_ptx_stencil_knobs(void)
-{
-    static const struct {
-        const char *var;
-        int lo, hi, shift;
-    } knobs[] = {{"NITRIX_PTX_STENCIL_TZ", 1, 64, 0},
-                 {"NITRIX_PTX_STENCIL_DEPTH", 1, 8, 8},
-                 {"NITRIX_PTX_STENCIL_SHELL", 1, 1, 12},
-                 {"NITRIX_PTX_STENCIL_RY", 1, 4, 16},
-                 {"NITRIX_PTX_STENCIL_PB", 1, 4, 20}};
-    int v = 0;
-    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
-        const char *e = getenv(knobs[i].var);
-        int x = e ? atoi(e) : 0;
-        if (x >= knobs[i].lo && x <= knobs[i].hi)
-            v |= x << knobs[i].shift;
-    }
-    return v;
-}
-
 /* The least and greatest term of map m over q in [lo, hi], and the largest |a q| and |b| on the
  * way; false on overflow. */
 static bool map_range(const stmap *m, int64_t lo, int64_t hi, int64_t *tmin, int64_t *tmax,
@@ -935,26 +915,27 @@ static void stage_range(const stencil *st, tile *tl)
 /* The tiles: over the whole output when the maps hold in the shell (whole), else over the box
  * with shell blocks first. */
 static void plan_tiles(const nx_kernel *k, const nx_ptx_box_plan *bp, const stencil *st,
-                       int knobs, tile *tl)
+                       const nx_cuda_codegen_opts *o, tile *tl)
 {
     memset(tl, 0, sizeof *tl);
     tl->sw = ST_TX + st->hi[2] - st->lo[2];
-    tl->tz = knobs & 0xff ? knobs & 0xff : ST_TZ;
+    tl->tz = o->stencil_tz ? o->stencil_tz : ST_TZ;
     for (int a = 0; a < 3; a++) {
         tl->org[a] = st->whole ? 0 : bp->b->lo[a];
         tl->cov[a] = st->whole ? k->extent[a] : bp->w[a];
     }
-    tl->ry = knobs >> 16 & 0xf ? knobs >> 16 & 0xf : ST_RY;
+    tl->ry = o->stencil_ry ? o->stencil_ry : ST_RY;
     /* 4 rows a thread share more row maxima (fewer ALU instructions and shared loads a point)
      * but make 4x fewer tiles than 1 row: only on grids that still fill the device several
-     * times (the H200 row, 256^3: 1024 tiles, 52 -> 49 us under ncu; smaller grids unmeasured) */
+     * times (ST_BIG_TILES: the 256^3 row's 1024 tiles gained, docs/perf/cuda-stencil.md "tiles
+     * over the whole output"; smaller grids unmeasured) */
     int64_t big = (tl->cov[2] + ST_TX - 1) / ST_TX *
                   ((tl->cov[1] + ST_WARPS * ST_RY_BIG - 1) / (ST_WARPS * ST_RY_BIG)) *
                   ((tl->cov[0] + tl->tz - 1) / tl->tz);
-    if (!(knobs >> 16 & 0xf) && big >= ST_BIG_TILES)
+    if (!o->stencil_ry && big >= ST_BIG_TILES)
         tl->ry = ST_RY_BIG;
-    tl->depth = knobs >> 8 & 0xf ? knobs >> 8 & 0xf : tl->ry >= ST_RY_BIG ? ST_DEPTH_BIG : ST_DEPTH;
-    tl->pb = knobs >> 20 & 0xf ? knobs >> 20 & 0xf : ST_PB;
+    tl->depth = o->stencil_depth ? o->stencil_depth : tl->ry >= ST_RY_BIG ? ST_DEPTH_BIG : ST_DEPTH;
+    tl->pb = o->stencil_pb ? o->stencil_pb : ST_PB;
     tl->depth = tl->depth < tl->pb ? tl->pb : tl->depth;
     tl->ty = ST_WARPS * tl->ry;
     tl->sh = tl->ty + st->hi[1] - st->lo[1];
@@ -980,15 +961,15 @@ bool nx_ptx_emit_stencil(nx_ptx_gen *g, const nx_ptx_box_plan *bp, nx_ptx_launch
     if (k->extent[0] > INT32_MAX / 2 || k->extent[1] > INT32_MAX / 2 ||
         k->extent[2] > INT32_MAX / 2)
         return false;
-    int knobs = nx_ptx_stencil_knobs();
-    if (!(knobs >> 12 & 1) && !shell_maps(k, g->mask, &st)) {
+    const nx_cuda_codegen_opts *o = nx_rt_cuda_codegen(k->ctx);
+    if (o->stencil_shell != NX_CUDA_ON && !shell_maps(k, g->mask, &st)) {
         g->t.failed = true;
         return true;
     }
     if (!st.whole)
         box_maps(&st);
     tile tl;
-    plan_tiles(k, bp, &st, knobs, &tl);
+    plan_tiles(k, bp, &st, o, &tl);
     /* one block per shell chunk and tile within the runner's 2^24 */
     if (tl.nt + tl.ns >= (1 << 24))
         return false;

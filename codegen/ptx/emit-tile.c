@@ -687,9 +687,9 @@ static void emit_main(nx_ptx_gen *g, const tile *t, const char *fn, bool exact, 
     L("nx_gload(vec, A, B, pa, pb, offA, offB, m0, n0, 0, ra, rb);");
     L("nx_sstore(As[0], Bs[0], ra, rb);");
     L("__syncthreads();");
-    /* Measured on the H200 at 4096^3: two slices per trip (the shared buffers' addresses become
-     * constants) take SUM from 3.62 to 3.14 ms and MAX from 5.98 to 5.75 ms, but LOGSUMEXP from
-     * 20.4 to 22.9 ms. */
+    /* Two slices per trip make the shared buffers' addresses constants: measured faster for SUM
+     * and MAX/MIN but slower for LOGSUMEXP, which keeps one (docs/perf/cuda.md, "Choices
+     * measured"). */
     if (t->monoid != NX_MONOID_LOGSUMEXP && !rerun)
         L("#pragma unroll 2");
     L("for (int kt = 0; kt < NX_NKT; kt++) {");
@@ -808,7 +808,7 @@ static bool two_pass(const tile *t)
 static void emit_kernel(nx_ptx_gen *g, const tile *t, const char *name)
 {
     /* Two blocks per SM (at most 128 registers a thread): one block with all the registers it
-     * wants measured slower on the H200 (max-plus 7.8 against 6.0 ms, sum 3.35 against 3.14). */
+     * wants measured slower for max-plus and sum (docs/perf/cuda.md, "Choices measured"). */
     nx_ptx_put(&g->t, "extern \"C\" __global__ void __launch_bounds__(%d, 2)\n%s(", THREADS, name);
     emit_params(g);
     nx_ptx_put(&g->t, "i64 points)\n{\n");

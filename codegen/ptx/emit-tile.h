@@ -31,15 +31,15 @@ typedef struct nx_ptx_gen {
     int32_t mm_walk;             /* the walks so far (mm_seen marks) */
 } nx_ptx_gen;
 
-/* The general form's refinements in effect: NX_PTX_SPLIT (the border/interior box split) unless
- * NITRIX_PTX_SPLIT=0, NX_PTX_NARROW (32-bit index arithmetic) unless NITRIX_PTX_NARROW=0,
- * NX_PTX_MINMAX (one NaN test per leaf of a float MIN/MAX network) unless NITRIX_PTX_MINMAX=0,
- * NX_PTX_ROWS (box threads take several points along an outer axis; kernels without float
- * MIN/MAX) unless NITRIX_PTX_ROWS=0, NX_PTX_ROWS_ALL (rows for every box kernel) only with
- * NITRIX_PTX_ROWS=1, NX_PTX_STENCIL (window MIN/MAX networks through shared-memory tiles,
- * emit-stencil.c) unless NITRIX_PTX_STENCIL=0, NX_PTX_ILP (several points per thread in large
- * kernels without a box split or folds) unless NITRIX_PTX_ILP=0; for measurements. Part of the
- * kernel cache key. */
+/* The general form's refinements in effect for ctx's options (nx_rt_cuda_codegen; docs/cuda.md
+ * "Code generator options"): NX_PTX_SPLIT (the border/interior box split) unless split is off,
+ * NX_PTX_NARROW (32-bit index arithmetic) unless narrow is off, NX_PTX_MINMAX (one NaN test per
+ * leaf of a float MIN/MAX network) unless minmax is off, NX_PTX_ROWS (box threads take several
+ * points along an outer axis; kernels without float MIN/MAX) unless rows is off, NX_PTX_ROWS_ALL
+ * (rows for every box kernel) when rows is on, NX_PTX_STENCIL (window MIN/MAX networks through
+ * shared-memory tiles, emit-stencil.c) unless stencil is off, NX_PTX_ILP (several points per
+ * thread in large kernels without a box split or folds) unless ilp is off. The options are part
+ * of the kernel cache key (nx_ptx_codegen_key). */
 enum {
     NX_PTX_SPLIT = 1,
     NX_PTX_NARROW = 2,
@@ -49,7 +49,7 @@ enum {
     NX_PTX_ROWS_ALL = 32,
     NX_PTX_ILP = 64,
 };
-NX_HIDDEN int nx_ptx_general_flags(void);
+NX_HIDDEN int nx_ptx_general_flags(const nx_ctx *ctx);
 
 /* Text output: put appends; line appends one indented line (g->ind levels of 4 spaces). A failed
  * allocation sets t->failed and later calls do nothing. */
@@ -93,14 +93,8 @@ NX_HIDDEN void nx_ptx_emit_shell(nx_ptx_gen *g, const nx_ptx_box_plan *bp);
  * nothing, when k is not such a kernel; true otherwise (allocation failures set g->t.failed). */
 NX_HIDDEN bool nx_ptx_emit_stencil(nx_ptx_gen *g, const nx_ptx_box_plan *bp,
                                    nx_ptx_launch *launch);
-/* NITRIX_PTX_STENCIL_TZ (outputs per thread along axis 0, 1..64) | NITRIX_PTX_STENCIL_DEPTH
- * (planes the loads run ahead, 1..8) << 8 | NITRIX_PTX_STENCIL_RY (rows per thread along axis 1,
- * 1 or 2) << 16, each 0 when unset (the defaults); for measurements.
- * Part of the kernel cache key (in nx_ptx_general_flags).
- * Also NITRIX_PTX_STENCIL_SHELL=1 << 12 (the shell in blocks of its own, tiles over the box only:
- * the form before the staging maps) and NITRIX_PTX_STENCIL_PB (planes staged per barrier, 1..4)
- * << 20; NITRIX_PTX_STENCIL_RY takes 1..4. */
-NX_HIDDEN int nx_ptx_stencil_knobs(void);
+/* The stencil's tile sizes come from ctx's options (stencil_tz, stencil_depth, stencil_ry,
+ * stencil_pb, stencil_shell; 0: the generator's choice). */
 
 /* An i64 instruction as an affine function of the loop indices: value = c + sum coef[l] * i_l. */
 typedef struct nx_ptx_affine {
@@ -124,9 +118,8 @@ NX_HIDDEN bool nx_ptx_emit_tile(nx_ptx_gen *g, const nx_ptx_affine *aff, const c
  * reproducible mode) lets exp run on the special-function unit (ex2.approx). */
 NX_HIDDEN bool nx_ptx_emit_pair(nx_ptx_gen *g, const nx_ptx_affine *aff, const char *name,
                                 bool reassoc, nx_ptx_launch *launch);
-/* NITRIX_PTX_PAIR_ROWS (1, 2, 4, 8 or 16): points per thread of the pairwise kernels, for
- * measurements; 0 when unset (the emitter chooses). Part of the kernel cache key. */
-NX_HIDDEN int nx_ptx_pair_rows_override(void);
+/* The pairwise kernels' points per thread come from ctx's options (pair_rows; 0: the
+ * generator's choice). */
 
 /* Likewise for an elementwise kernel (no REDUCE) whose loads read the point's own element or one
  * fixed element: 16-byte vector loads and stores when the pointers are aligned (emit-vec.c). */

@@ -223,54 +223,6 @@ static void const_text(const nx_kinst *in, char *buf, size_t len)
     }
 }
 
-static const char *float_fn(int prim, bool f32)
-{
-    static const struct {
-        int prim;
-        const char *f, *d;
-    } fns[] = {
-        {NX_PRIM_EXP, "expf", "exp"},       {NX_PRIM_LOG, "logf", "log"},
-        {NX_PRIM_LOG1P, "log1pf", "log1p"}, {NX_PRIM_EXPM1, "expm1f", "expm1"},
-        {NX_PRIM_SQRT, "sqrtf", "sqrt"},    {NX_PRIM_SIN, "sinf", "sin"},
-        {NX_PRIM_COS, "cosf", "cos"},       {NX_PRIM_TANH, "tanhf", "tanh"},
-        {NX_PRIM_ERF, "erff", "erf"},       {NX_PRIM_FLOOR, "floorf", "floor"},
-        {NX_PRIM_CEIL, "ceilf", "ceil"},    {NX_PRIM_ROUND, "rintf", "rint"},
-        {NX_PRIM_ABS, "fabsf", "fabs"},     {NX_PRIM_POW, "powf", "pow"},
-        {NX_PRIM_ATAN2, "atan2f", "atan2"}, {NX_PRIM_MOD, "nx_fmodf", "nx_fmodd"},
-        {NX_PRIM_MIN, "nx_fminf", "nx_fmind"}, {NX_PRIM_MAX, "nx_fmaxf", "nx_fmaxd"},
-    };
-    for (size_t i = 0; i < sizeof fns / sizeof fns[0]; i++)
-        if (fns[i].prim == prim)
-            return f32 ? fns[i].f : fns[i].d;
-    return NULL;
-}
-
-static const char *int_fn(int prim)
-{
-    switch (prim) {
-    case NX_PRIM_ADD:
-        return "nx_add";
-    case NX_PRIM_SUB:
-        return "nx_sub";
-    case NX_PRIM_MUL:
-        return "nx_mul";
-    case NX_PRIM_DIV:
-        return "nx_idiv";
-    case NX_PRIM_MOD:
-        return "nx_imod";
-    case NX_PRIM_POW:
-        return "nx_ipow";
-    default:
-        return NULL;
-    }
-}
-
-static const char *cmp_op(int prim)
-{
-    static const char *const ops[] = {"==", "!=", "<", "<=", ">", ">="};
-    return prim >= NX_PRIM_EQ && prim <= NX_PRIM_GE ? ops[prim - NX_PRIM_EQ] : NULL;
-}
-
 /* The float->int saturation bounds of a dtype. */
 static void int_bounds(int d, char *lo, char *hi, size_t len)
 {
@@ -293,10 +245,17 @@ static void int_bounds(int d, char *lo, char *hi, size_t len)
     }
 }
 
+/* CAST as ir/value.c's nx_ir_convert: nonzero -> true (NaN included), floats to integers
+ * truncated toward zero and saturated (NaN -> 0), integers wrapped to the width, integers to
+ * floats through double. The last matters for i64 -> f32 only: (float)(double)x rounds twice, as
+ * the interpreter does, and differs from (float)x where x needs more than 53 bits (2^60 + 2^36 + 1
+ * gives 2^60 through double, 2^60 + 2^37 directly). */
 static void cast_expr(int from, int to, int x, char *buf, size_t len)
 {
     const char *t = ctype(to);
-    if (to == NX_DTYPE_BOOL) {
+    if (to == NX_DTYPE_F32 && from == NX_DTYPE_I64) {
+        snprintf(buf, len, "(float)(double)v%d", x);
+    } else if (to == NX_DTYPE_BOOL) {
         snprintf(buf, len, "(unsigned char)(v%d != 0)", x);
     } else if (is_f(from) && !is_f(to)) {
         char lo[32], hi[32];
@@ -309,87 +268,240 @@ static void cast_expr(int from, int to, int x, char *buf, size_t len)
     }
 }
 
-static void unary_expr(const nx_kinst *in, int od, char *buf, size_t len)
+/* ---- the elementwise emitters: one row per primitive ----------------------------------------
+ *
+ * Each row writes its primitive's expression for the operand classes it names; the names in f32,
+ * f64 and i are the device function or C operator the row's writer puts in. A primitive without a
+ * row, or whose operands are of a class its row does not take, has no emitter: nx_ptx_unsupported
+ * refuses the kernel and names the primitive. Nothing is emitted by default. */
+
+enum { ON_FLOAT = 1, ON_INT = 2 }; /* operand classes: f32 and f64; integers and bool */
+
+typedef void expr_fn(const nx_kinst *in, int od, char *buf, size_t len);
+
+typedef struct prim_emitter {
+    expr_fn *expr;
+    uint8_t on;                /* ON_FLOAT | ON_INT */
+    const char *f32, *f64, *i; /* per operand class: the function or operator expr writes */
+} prim_emitter;
+
+/* The name a row writes for operands of dtype od. */
+static const char *row_name(const prim_emitter *r, int od)
+{
+    return od == NX_DTYPE_F32 ? r->f32 : od == NX_DTYPE_F64 ? r->f64 : r->i;
+}
+
+static void e_neg(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    if (is_f(od))
+        snprintf(buf, len, "-v%d", in->a[0]);
+    else
+        snprintf(buf, len, "(%s)nx_neg((i64)v%d)", ctype(in->dtype), in->a[0]);
+}
+
+/* name(x): float functions (expf, ...); integers through the i64 helper (nx_iabs). */
+static void e_call1(const nx_kinst *in, int od, char *buf, size_t len);
+/* name(a, b): float functions (powf, nx_fmodf, nx_fminf, ...); integers through the i64 helpers
+ * (nx_add, nx_idiv, nx_ipow, ...), narrowed to the dtype as the interpreter narrows. */
+static void e_call2(const nx_kinst *in, int od, char *buf, size_t len);
+
+static void e_sign(const nx_kinst *in, int od, char *buf, size_t len)
 {
     int x = in->a[0];
     const char *t = ctype(in->dtype);
-    bool f32 = od == NX_DTYPE_F32;
-    switch (in->prim) {
-    case NX_PRIM_NEG:
-        if (is_f(od))
-            snprintf(buf, len, "-v%d", x);
-        else
-            snprintf(buf, len, "(%s)nx_neg((i64)v%d)", t, x);
-        return;
-    case NX_PRIM_ABS:
-        if (!is_f(od)) {
-            snprintf(buf, len, "(%s)nx_iabs((i64)v%d)", t, x);
-            return;
-        }
-        break;
-    case NX_PRIM_SIGN:
-        if (is_f(od))
-            snprintf(buf, len, "(v%d != v%d ? v%d : (%s)((v%d > 0) - (v%d < 0)))", x, x, x, t, x,
-                     x);
-        else
-            snprintf(buf, len, "(%s)((v%d > 0) - (v%d < 0))", t, x, x);
-        return;
-    case NX_PRIM_ISNAN:
-        snprintf(buf, len, is_f(od) ? "(unsigned char)(v%d != v%d)" : "(unsigned char)0", x, x);
-        return;
-    case NX_PRIM_NOT:
-        snprintf(buf, len, "(unsigned char)(v%d == 0)", x);
-        return;
-    case NX_PRIM_RSQRT: /* 1/sqrt rounded once, as the interpreter; rsqrtf is 2 ulp */
-        snprintf(buf, len, "(%s)(1.0 / sqrt((double)v%d))", t, x);
-        return;
-    case NX_PRIM_CAST:
-        cast_expr(od, in->dtype, x, buf, len);
-        return;
-    default:
-        break;
-    }
-    snprintf(buf, len, "%s(v%d)", float_fn(in->prim, f32), x);
+    if (is_f(od))
+        snprintf(buf, len, "(v%d != v%d ? v%d : (%s)((v%d > 0) - (v%d < 0)))", x, x, x, t, x, x);
+    else
+        snprintf(buf, len, "(%s)((v%d > 0) - (v%d < 0))", t, x, x);
 }
 
-static void binary_expr(const nx_kinst *in, int od, char *buf, size_t len)
+static void e_isnan(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    int x = in->a[0];
+    snprintf(buf, len, is_f(od) ? "(unsigned char)(v%d != v%d)" : "(unsigned char)0", x, x);
+}
+
+static void e_not(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    (void)od;
+    snprintf(buf, len, "(unsigned char)(v%d == 0)", in->a[0]);
+}
+
+/* 1/sqrt rounded once, as the interpreter; rsqrtf is 2 ulp */
+static void e_rsqrt(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    (void)od;
+    snprintf(buf, len, "(%s)(1.0 / sqrt((double)v%d))", ctype(in->dtype), in->a[0]);
+}
+
+static void e_cast(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    cast_expr(od, in->dtype, in->a[0], buf, len);
+}
+
+/* a op b in C: float arithmetic; comparisons and logic of any class give a bool. */
+static void e_infix(const nx_kinst *in, int od, char *buf, size_t len);
+
+/* Integer MIN/MAX as a compare-select (exact); floats through nx_fminf/nx_fmaxf (NaN-propagating,
+ * zeros as the interpreter orders them). */
+static void e_minmax(const nx_kinst *in, int od, char *buf, size_t len);
+
+static void e_select(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    (void)od;
+    snprintf(buf, len, "v%d ? v%d : v%d", in->a[0], in->a[1], in->a[2]);
+}
+
+#define BOTH (ON_FLOAT | ON_INT)
+static const prim_emitter EMITTERS[NX_PRIM_COUNT] = {
+    [NX_PRIM_NEG] = {e_neg, BOTH, NULL, NULL, NULL},
+    [NX_PRIM_ABS] = {e_call1, BOTH, "fabsf", "fabs", "nx_iabs"},
+    [NX_PRIM_EXP] = {e_call1, ON_FLOAT, "expf", "exp", NULL},
+    [NX_PRIM_LOG] = {e_call1, ON_FLOAT, "logf", "log", NULL},
+    [NX_PRIM_LOG1P] = {e_call1, ON_FLOAT, "log1pf", "log1p", NULL},
+    [NX_PRIM_EXPM1] = {e_call1, ON_FLOAT, "expm1f", "expm1", NULL},
+    [NX_PRIM_SQRT] = {e_call1, ON_FLOAT, "sqrtf", "sqrt", NULL},
+    [NX_PRIM_RSQRT] = {e_rsqrt, BOTH, NULL, NULL, NULL},
+    [NX_PRIM_SIN] = {e_call1, ON_FLOAT, "sinf", "sin", NULL},
+    [NX_PRIM_COS] = {e_call1, ON_FLOAT, "cosf", "cos", NULL},
+    [NX_PRIM_TANH] = {e_call1, ON_FLOAT, "tanhf", "tanh", NULL},
+    [NX_PRIM_ERF] = {e_call1, ON_FLOAT, "erff", "erf", NULL},
+    [NX_PRIM_FLOOR] = {e_call1, ON_FLOAT, "floorf", "floor", NULL},
+    [NX_PRIM_CEIL] = {e_call1, ON_FLOAT, "ceilf", "ceil", NULL},
+    [NX_PRIM_ROUND] = {e_call1, ON_FLOAT, "rintf", "rint", NULL}, /* half to even */
+    [NX_PRIM_SIGN] = {e_sign, BOTH, NULL, NULL, NULL},
+    [NX_PRIM_ISNAN] = {e_isnan, BOTH, NULL, NULL, NULL},
+    [NX_PRIM_NOT] = {e_not, BOTH, NULL, NULL, NULL},
+    [NX_PRIM_ADD] = {e_infix, BOTH, "+", "+", "nx_add"},
+    [NX_PRIM_SUB] = {e_infix, BOTH, "-", "-", "nx_sub"},
+    [NX_PRIM_MUL] = {e_infix, BOTH, "*", "*", "nx_mul"},
+    [NX_PRIM_DIV] = {e_infix, BOTH, "/", "/", "nx_idiv"},
+    [NX_PRIM_POW] = {e_call2, BOTH, "powf", "pow", "nx_ipow"},
+    [NX_PRIM_MIN] = {e_minmax, BOTH, "nx_fminf", "nx_fmind", "<"},
+    [NX_PRIM_MAX] = {e_minmax, BOTH, "nx_fmaxf", "nx_fmaxd", ">"},
+    [NX_PRIM_ATAN2] = {e_call2, ON_FLOAT, "atan2f", "atan2", NULL},
+    [NX_PRIM_MOD] = {e_call2, BOTH, "nx_fmodf", "nx_fmodd", "nx_imod"},
+    [NX_PRIM_EQ] = {e_infix, BOTH, "==", "==", "=="},
+    [NX_PRIM_NE] = {e_infix, BOTH, "!=", "!=", "!="},
+    [NX_PRIM_LT] = {e_infix, BOTH, "<", "<", "<"},
+    [NX_PRIM_LE] = {e_infix, BOTH, "<=", "<=", "<="},
+    [NX_PRIM_GT] = {e_infix, BOTH, ">", ">", ">"},
+    [NX_PRIM_GE] = {e_infix, BOTH, ">=", ">=", ">="},
+    [NX_PRIM_AND] = {e_infix, BOTH, "&&", "&&", "&&"},
+    [NX_PRIM_OR] = {e_infix, BOTH, "||", "||", "||"},
+    [NX_PRIM_SELECT] = {e_select, BOTH, NULL, NULL, NULL},
+    [NX_PRIM_CAST] = {e_cast, BOTH, NULL, NULL, NULL},
+};
+#undef BOTH
+
+/* Whether the row's result is a bool that C's operator gives as int (comparisons and logic). */
+static bool gives_bool(int prim)
+{
+    switch (prim) {
+    case NX_PRIM_EQ:
+    case NX_PRIM_NE:
+    case NX_PRIM_LT:
+    case NX_PRIM_LE:
+    case NX_PRIM_GT:
+    case NX_PRIM_GE:
+    case NX_PRIM_AND:
+    case NX_PRIM_OR:
+        return true;
+    default:
+        return false;
+    }
+}
+
+static void e_call1(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    const char *fn = row_name(&EMITTERS[in->prim], od);
+    if (is_f(od))
+        snprintf(buf, len, "%s(v%d)", fn, in->a[0]);
+    else
+        snprintf(buf, len, "(%s)%s((i64)v%d)", ctype(in->dtype), fn, in->a[0]);
+}
+
+static void e_call2(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    const char *fn = row_name(&EMITTERS[in->prim], od);
+    if (is_f(od))
+        snprintf(buf, len, "%s(v%d, v%d)", fn, in->a[0], in->a[1]);
+    else
+        snprintf(buf, len, "(%s)%s((i64)v%d, (i64)v%d)", ctype(in->dtype), fn, in->a[0],
+                 in->a[1]);
+}
+
+static void e_infix(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    const char *op = row_name(&EMITTERS[in->prim], od);
+    if (gives_bool(in->prim))
+        snprintf(buf, len, "(unsigned char)(v%d %s v%d)", in->a[0], op, in->a[1]);
+    else if (is_f(od))
+        snprintf(buf, len, "v%d %s v%d", in->a[0], op, in->a[1]);
+    else /* integer arithmetic wraps in 64 bits (the i column names the helper) */
+        e_call2(in, od, buf, len);
+}
+
+static void e_minmax(const nx_kinst *in, int od, char *buf, size_t len)
 {
     int a = in->a[0], b = in->a[1];
-    const char *t = ctype(in->dtype);
-    const char *c = cmp_op(in->prim);
-    if (c) {
-        snprintf(buf, len, "(unsigned char)(v%d %s v%d)", a, c, b);
-    } else if (in->prim == NX_PRIM_AND || in->prim == NX_PRIM_OR) {
-        snprintf(buf, len, "(unsigned char)(v%d %s v%d)", a, in->prim == NX_PRIM_AND ? "&&" : "||",
-                 b);
-    } else if (!is_f(od) && (in->prim == NX_PRIM_MIN || in->prim == NX_PRIM_MAX)) {
-        snprintf(buf, len, "(v%d %s v%d ? v%d : v%d)", b, in->prim == NX_PRIM_MIN ? "<" : ">", a,
+    if (is_f(od))
+        e_call2(in, od, buf, len);
+    else
+        snprintf(buf, len, "(v%d %s v%d ? v%d : v%d)", b, row_name(&EMITTERS[in->prim], od), a,
                  b, a);
-    } else if (!is_f(od)) {
-        snprintf(buf, len, "(%s)%s((i64)v%d, (i64)v%d)", t, int_fn(in->prim), a, b);
-    } else if (in->prim == NX_PRIM_ADD || in->prim == NX_PRIM_SUB || in->prim == NX_PRIM_MUL ||
-               in->prim == NX_PRIM_DIV) {
-        static const char ops[] = "+-*/";
-        snprintf(buf, len, "v%d %c v%d", a, ops[in->prim - NX_PRIM_ADD], b);
-    } else {
-        snprintf(buf, len, "%s(v%d, v%d)", float_fn(in->prim, od == NX_DTYPE_F32), a, b);
+}
+
+/* "cuda: primitive <name> has no emitter", one static string per primitive (a refusal is a
+ * static string), from the primitive table's names. */
+#define NX_PRIM(ID, name, ...) "cuda: primitive " name " has no emitter",
+static const char *const NO_EMITTER[] = {
+#include "ir/prims.def"
+};
+#undef NX_PRIM
+#define NX_PRIM(ID, name, ...) "cuda: primitive " name " has no emitter for float operands",
+static const char *const NO_FLOAT_EMITTER[] = {
+#include "ir/prims.def"
+};
+#undef NX_PRIM
+#define NX_PRIM(ID, name, ...)                                                                     \
+    "cuda: primitive " name " has no emitter for integer or bool operands",
+static const char *const NO_INT_EMITTER[] = {
+#include "ir/prims.def"
+};
+#undef NX_PRIM
+_Static_assert(sizeof NO_EMITTER / sizeof NO_EMITTER[0] == NX_PRIM_COUNT,
+               "one refusal per primitive");
+
+const char *nx_ptx_no_emitter(int prim)
+{
+    return prim >= 0 && prim < NX_PRIM_COUNT ? NO_EMITTER[prim]
+                                             : "cuda: a primitive outside the table has no emitter";
+}
+
+/* The elementwise emitter of an instruction with operand dtype od, or NULL with *why set. */
+static const prim_emitter *emitter_of(const nx_kinst *in, int od, const char **why)
+{
+    int p = in->prim;
+    if (p < 0 || p >= NX_PRIM_COUNT || !EMITTERS[p].expr) {
+        *why = nx_ptx_no_emitter(p);
+        return NULL;
     }
+    int cls = is_f(od) ? ON_FLOAT : ON_INT;
+    if (!(EMITTERS[p].on & cls)) {
+        *why = cls == ON_FLOAT ? NO_FLOAT_EMITTER[p] : NO_INT_EMITTER[p];
+        return NULL;
+    }
+    return &EMITTERS[p];
+}
+
+/* The dtype that selects a PRIM's emitter column: its (first value) operand's. */
+static int operand_dtype(const nx_kernel *k, const nx_kinst *in)
+{
+    return k->inst[in->a[in->prim == NX_PRIM_SELECT ? 1 : 0]].dtype;
 }
 
 /* ---- support -------------------------------------------------------------------------------*/
-
-static bool prim_ok(const nx_kinst *in, int od)
-{
-    int p = in->prim;
-    if (p == NX_PRIM_SELECT || p == NX_PRIM_CAST || cmp_op(p) || p == NX_PRIM_AND ||
-        p == NX_PRIM_OR || p == NX_PRIM_NOT || p == NX_PRIM_ISNAN || p == NX_PRIM_SIGN ||
-        p == NX_PRIM_NEG || p == NX_PRIM_RSQRT)
-        return true;
-    if (is_f(od))
-        return float_fn(p, true) != NULL || p == NX_PRIM_ADD || p == NX_PRIM_SUB ||
-               p == NX_PRIM_MUL || p == NX_PRIM_DIV;
-    return int_fn(p) != NULL || p == NX_PRIM_MIN || p == NX_PRIM_MAX || p == NX_PRIM_ABS;
-}
 
 const char *nx_ptx_unsupported(const nx_kernel *k)
 {
@@ -404,9 +516,14 @@ const char *nx_ptx_unsupported(const nx_kernel *k)
         if (nx_ir_is_half(in->dtype))
             return "f16/bf16 values are not supported by the CUDA emitter";
         if (in->op == NX_KOP_PRIM) {
-            int od = in->prim == NX_PRIM_SELECT ? k->inst[in->a[1]].dtype : k->inst[in->a[0]].dtype;
-            if (nx_ir_is_half(od) || !prim_ok(in, od))
-                return "an elementwise primitive the CUDA emitter does not implement";
+            if (in->prim >= NX_PRIM_COUNT)
+                return nx_ptx_no_emitter(in->prim);
+            int od = operand_dtype(k, in);
+            if (nx_ir_is_half(od))
+                return "f16/bf16 values are not supported by the CUDA emitter";
+            const char *why = NULL;
+            if (!emitter_of(in, od, &why))
+                return why;
         }
         if (in->op == NX_KOP_REDUCE && in->prim >= NX_MONOID_COUNT)
             return "an unknown monoid";
@@ -432,38 +549,69 @@ static void emit_alias(gen *g, int id, const char *t)
 }
 
 /* The expression of an i64 PRIM computed as int: its value and its i64 operands' are proven to
- * lie within int32 (nx_kranges), so the int operations are exact (no wrap, no overflow). */
-static void narrow_expr(const nx_kinst *in, char *e, size_t len)
+ * lie within int32 (nx_kranges), so the int operations are exact (no wrap, no overflow). The
+ * primitives it writes are those narrow_prim names; false for any other. */
+static bool narrow_expr(const nx_kinst *in, char *e, size_t len)
 {
     int a = in->a[0], b = in->a[1];
     switch (in->prim) {
     case NX_PRIM_ADD:
+        snprintf(e, len, "v%d + v%d", a, b);
+        return true;
     case NX_PRIM_SUB:
+        snprintf(e, len, "v%d - v%d", a, b);
+        return true;
     case NX_PRIM_MUL:
-        snprintf(e, len, "v%d %c v%d", a, "+-*"[in->prim - NX_PRIM_ADD], b);
-        break;
+        snprintf(e, len, "v%d * v%d", a, b);
+        return true;
     case NX_PRIM_NEG:
         snprintf(e, len, "-v%d", a);
-        break;
+        return true;
     case NX_PRIM_ABS:
         snprintf(e, len, "(v%d < 0 ? -v%d : v%d)", a, a, a);
-        break;
+        return true;
     case NX_PRIM_DIV:
+        snprintf(e, len, "nx_idiv32(v%d, v%d)", a, b);
+        return true;
     case NX_PRIM_MOD:
-        snprintf(e, len, "%s(v%d, v%d)", in->prim == NX_PRIM_DIV ? "nx_idiv32" : "nx_imod32", a,
-                 b);
-        break;
+        snprintf(e, len, "nx_imod32(v%d, v%d)", a, b);
+        return true;
     case NX_PRIM_MIN:
     case NX_PRIM_MAX:
         snprintf(e, len, "(v%d %s v%d ? v%d : v%d)", b, in->prim == NX_PRIM_MIN ? "<" : ">", a, b,
                  a);
-        break;
+        return true;
     case NX_PRIM_SELECT:
         snprintf(e, len, "v%d ? v%d : v%d", a, b, in->a[2]);
-        break;
-    default: /* CAST from an integer */
+        return true;
+    case NX_PRIM_CAST: /* from an integer (narrow_prim) */
         snprintf(e, len, "(int)v%d", a);
-        break;
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Whether an i64 PRIM may be computed as int (narrow_expr writes it): the operations exact on
+ * int32 values; a cast only from an integer (a float's value needs the saturating form). */
+static bool narrow_prim(const nx_kernel *k, const nx_kinst *in)
+{
+    switch (in->prim) {
+    case NX_PRIM_ADD:
+    case NX_PRIM_SUB:
+    case NX_PRIM_MUL:
+    case NX_PRIM_NEG:
+    case NX_PRIM_ABS:
+    case NX_PRIM_DIV:
+    case NX_PRIM_MOD:
+    case NX_PRIM_MIN:
+    case NX_PRIM_MAX:
+    case NX_PRIM_SELECT:
+        return true;
+    case NX_PRIM_CAST:
+        return !is_f(k->inst[in->a[0]].dtype);
+    default:
+        return false;
     }
 }
 
@@ -557,8 +705,7 @@ void nx_ptx_emit_inst(nx_ptx_gen *g, int id)
         emit_minmax(g, id);
         return;
     }
-    if (nw && in->op == NX_KOP_PRIM) {
-        narrow_expr(in, e, sizeof e);
+    if (nw && in->op == NX_KOP_PRIM && narrow_expr(in, e, sizeof e)) {
         line(g, "const int v%d = %s;", id, e);
         return;
     }
@@ -576,14 +723,13 @@ void nx_ptx_emit_inst(nx_ptx_gen *g, int id)
         snprintf(e, sizeof e, "b%d[v%d]", in->a[0], in->a[1]);
         break;
     default: { /* PRIM */
-        int arity = in->prim == NX_PRIM_SELECT ? 3 : nx_ir_prims[in->prim].arity;
-        int od = g->k->inst[in->a[in->prim == NX_PRIM_SELECT ? 1 : 0]].dtype;
-        if (in->prim == NX_PRIM_SELECT)
-            snprintf(e, sizeof e, "v%d ? v%d : v%d", in->a[0], in->a[1], in->a[2]);
-        else if (arity == 1)
-            unary_expr(in, od, e, sizeof e);
-        else
-            binary_expr(in, od, e, sizeof e);
+        const char *why = NULL;
+        const prim_emitter *r = emitter_of(in, operand_dtype(g->k, in), &why);
+        if (!r) { /* refused by nx_ptx_unsupported; should one get here, NVRTC fails loudly */
+            line(g, "#error \"%s\"", why);
+            return;
+        }
+        r->expr(in, operand_dtype(g->k, in), e, sizeof e);
         break;
     }
     }
@@ -1218,27 +1364,37 @@ static void emit_body(gen *g, const box_plan *bp, const uint8_t *live, int ilp)
     put(&g->t, "}\n");
 }
 
-int nx_ptx_general_flags(void)
+int nx_ptx_general_flags(const nx_ctx *ctx)
 {
-    static const struct {
-        const char *var;
-        int flag;
-    } knobs[] = {{"NITRIX_PTX_SPLIT", NX_PTX_SPLIT},
-                 {"NITRIX_PTX_NARROW", NX_PTX_NARROW},
-                 {"NITRIX_PTX_MINMAX", NX_PTX_MINMAX},
-                 {"NITRIX_PTX_ROWS", NX_PTX_ROWS},
-                 {"NITRIX_PTX_ROWS", NX_PTX_ROWS_ALL},
-                 {"NITRIX_PTX_STENCIL", NX_PTX_STENCIL},
-                 {"NITRIX_PTX_ILP", NX_PTX_ILP}};
+    const nx_cuda_codegen_opts *o = nx_rt_cuda_codegen(ctx);
     int flags = 0;
-    for (size_t i = 0; i < sizeof knobs / sizeof knobs[0]; i++) {
-        const char *v = getenv(knobs[i].var);
-        /* rows per thread: on unless "0" (for kernels without float MIN/MAX, see emit_general);
-         * "1" takes every box kernel, for measurements */
-        bool on = knobs[i].flag == NX_PTX_ROWS_ALL ? v && !strcmp(v, "1") : !v || strcmp(v, "0");
-        flags |= on ? knobs[i].flag : 0;
-    }
-    return flags | nx_ptx_stencil_knobs() << 8;
+    flags |= o->split != NX_CUDA_OFF ? NX_PTX_SPLIT : 0;
+    flags |= o->narrow != NX_CUDA_OFF ? NX_PTX_NARROW : 0;
+    flags |= o->minmax != NX_CUDA_OFF ? NX_PTX_MINMAX : 0;
+    /* rows per thread: by default for kernels without float MIN/MAX (see emit_general); on takes
+     * every box kernel */
+    flags |= o->rows != NX_CUDA_OFF ? NX_PTX_ROWS : 0;
+    flags |= o->rows == NX_CUDA_ON ? NX_PTX_ROWS_ALL : 0;
+    flags |= o->stencil != NX_CUDA_OFF ? NX_PTX_STENCIL : 0;
+    flags |= o->ilp != NX_CUDA_OFF ? NX_PTX_ILP : 0;
+    return flags;
+}
+
+const char *nx_ptx_codegen_key(const nx_ctx *ctx, char *buf, size_t len)
+{
+    static const char *const sw[] = {"auto", "off", "on"};
+    const nx_cuda_codegen_opts *o = nx_rt_cuda_codegen(ctx);
+    int flags = nx_ptx_general_flags(ctx);
+    /* the switches as they take effect (a default that is on and an explicit on are one form),
+     * rows with its three states, the integers as given (0: the generator's choice) */
+    snprintf(buf, len,
+             "split=%d narrow=%d minmax=%d rows=%s stencil=%d ilp=%d shell=%d tz=%d depth=%d "
+             "ry=%d pb=%d pair_rows=%d",
+             !!(flags & NX_PTX_SPLIT), !!(flags & NX_PTX_NARROW), !!(flags & NX_PTX_MINMAX),
+             (unsigned)o->rows < 3 ? sw[o->rows] : "?", !!(flags & NX_PTX_STENCIL),
+             !!(flags & NX_PTX_ILP), o->stencil_shell == NX_CUDA_ON, o->stencil_tz,
+             o->stencil_depth, o->stencil_ry, o->stencil_pb, o->pair_rows);
+    return buf;
 }
 
 /* Which i64 instructions are computed as int: values within int32 (lo, hi: nx_kranges), of an
@@ -1258,10 +1414,7 @@ void nx_ptx_find_narrow(const nx_kernel *k, const int64_t *lo, const int64_t *hi
         if (in->op != NX_KOP_PRIM)
             continue;
         int p = in->prim;
-        bool known = p == NX_PRIM_ADD || p == NX_PRIM_SUB || p == NX_PRIM_MUL || p == NX_PRIM_NEG ||
-                     p == NX_PRIM_ABS || p == NX_PRIM_DIV || p == NX_PRIM_MOD ||
-                     p == NX_PRIM_MIN || p == NX_PRIM_MAX || p == NX_PRIM_SELECT ||
-                     (p == NX_PRIM_CAST && !is_f(k->inst[in->a[0]].dtype));
+        bool known = narrow_prim(k, in);
         int arity = p == NX_PRIM_SELECT ? 3 : nx_ir_prims[p].arity;
         for (int j = p == NX_PRIM_SELECT ? 1 : 0; known && j < arity; j++)
             known = k->inst[in->a[j]].dtype != NX_DTYPE_I64 || nw[in->a[j]];
@@ -1278,10 +1431,10 @@ bool nx_ptx_narrow_space(const nx_kernel *k)
 }
 
 /* Whether k computes a float MIN or MAX (a network or a fold): rows per thread are on by default
- * only for kernels without one. They took the FIR's outer-axis passes from 131 to 52 us (sums of
- * 17 shifted loads: the R points of a thread share 16 of each 17 rows; H200, docs/perf/cuda-fir.md);
- * MIN/MAX networks (the median's) were measured only before the launch fix of ac4ecb0
- * (docs/perf/cuda-stencil.md), so they keep one point per thread unless NITRIX_PTX_ROWS=1. */
+ * only for kernels without one. They pay for sums of shifted loads (the FIR's outer-axis passes:
+ * the R points of a thread share 16 of each 17 rows; docs/perf/cuda-fir.md); MIN/MAX networks
+ * (the median's) were measured only before the launch fix of ac4ecb0
+ * (docs/perf/cuda-stencil.md), so they keep one point per thread unless the rows option is on. */
 static bool has_float_minmax(const nx_kernel *k)
 {
     for (int id = 0; id < k->ninst; id++) {
@@ -1312,7 +1465,7 @@ static void emit_general(gen *g, nx_ptx_launch *launch)
 {
     const nx_kernel *k = g->k;
     nx_ctx *ctx = k->ctx;
-    int flags = nx_ptx_general_flags();
+    int flags = nx_ptx_general_flags(ctx);
     size_t n = (size_t)k->ninst + 1;
     nx_kbox box = {0};
     box_plan bp;

@@ -27,8 +27,14 @@ typedef struct nx_ptx_launch {
 } nx_ptx_launch;
 
 /* Whether the emitter can generate k: NULL when it can, else the reason (a static string).
- * Unsupported: library kernels (run on the host by the fallback), f16/bf16 values. */
+ * Unsupported: library kernels (emit-lib.c has those), f16/bf16 values, and any primitive without
+ * a row in emit.c's emitter table for its operands' class ("cuda: primitive <name> has no
+ * emitter ..."). */
 NX_HIDDEN const char *nx_ptx_unsupported(const nx_kernel *k);
+
+/* "cuda: primitive <name> has no emitter": the refusal of a primitive that has no device
+ * emitter (a static string; any int, out-of-table ones included). */
+NX_HIDDEN const char *nx_ptx_no_emitter(int prim);
 
 /* CUDA C for k defining extern "C" __global__ void <name>(b0, b1, ..., long long points): one
  * pointer parameter per buffer in buffer order (IN buffers const), then the point count.
@@ -38,12 +44,18 @@ NX_HIDDEN const char *nx_ptx_unsupported(const nx_kernel *k);
 NX_HIDDEN nx_status nx_ptx_emit(const nx_kernel *k, const char *name, bool reassoc, char **src,
                                 size_t *len, nx_ptx_launch *launch);
 
+/* The code generator's options of ctx (nx_ctx_opts.cuda_codegen, NITRIX_PTX_*) as the kernel cache
+ * key's part, e.g. "split=1 narrow=1 ... pair_rows=0": every option that changes the emitted
+ * source is in it. Returns buf. */
+NX_HIDDEN const char *nx_ptx_codegen_key(const nx_ctx *ctx, char *buf, size_t len);
+
 /* ---- compiled kernels and plans (emit-run.c) -----------------------------------------------*/
 
 /* A loaded kernel: from the context's kernel cache (memory, then disk: the PTX or cubin) or
  * emitted, compiled by NVRTC and stored there. Key: kernel IR bytes, reassociation, the target
- * (sm_XX and PTX or cubin), nx_ptx_toolchain_key (NVRTC and driver versions), the emitter's
- * version and the library version. Entries live until nx_ctx_free. */
+ * (sm_XX and PTX or cubin), nx_ptx_toolchain_key (NVRTC and driver versions), nx_ptx_codegen_key
+ * (the context's code generator options), the emitter's version and the library version.
+ * Entries live until nx_ctx_free. */
 typedef struct nx_ptx_kernel {
     nx_cu_module module;
     nx_cu_function fn;

@@ -147,7 +147,7 @@ static void emit_case(nx_ctx *ctx, kind kd, int mode, const int64_t *shape, cons
         if (nx_ptx_emit(k, "k", false, &src, &len, &l) != NX_OK)
             fail_msg("emit %s: %s", k->name, nx_ctx_last_error(ctx));
         int all = NX_PTX_SPLIT | NX_PTX_NARROW | NX_PTX_MINMAX | NX_PTX_ROWS | NX_PTX_STENCIL;
-        bool on = (nx_ptx_general_flags() & all) == all; /* knobs (tile sizes) may be set */
+        bool on = (nx_ptx_general_flags(ctx) & all) == all; /* knobs (tile sizes) may be set */
         bool stencil = strstr(src, "__shared__ float sm[2]") != NULL;
         /* a flat box's fused passes: one MIN/MAX network over a separable window of taps (on
          * shorter axes the box may be empty: either form) */
@@ -169,9 +169,10 @@ static void emit_case(nx_ctx *ctx, kind kd, int mode, const int64_t *shape, cons
         int64_t numel = nx_ir_numel(k->ndim, k->extent);
         bool rows = strstr(src, " ib = i") != NULL;
         /* every border mode's shell is the same function of shifted coordinates (the maps
-         * hold): no shell blocks unless NITRIX_PTX_STENCIL_SHELL=1 asks for them */
+         * hold): no shell blocks unless the stencil_shell option asks for them */
         if (stencil)
-            check_stencil_launch(k, src, &l, !getenv("NITRIX_PTX_STENCIL_SHELL"));
+            check_stencil_launch(k, src, &l,
+                                 nx_rt_cuda_codegen(ctx)->stencil_shell != NX_CUDA_ON);
         else if (rows ? l.points >= numel || l.points < numel / 8 : l.points != numel)
             fail_msg("%s: launch of %lld threads for %lld points%s", k->name, (long long)l.points,
                      (long long)numel, rows ? " (rows per thread)" : "");
@@ -217,6 +218,7 @@ static void each_case(void (*fn)(nx_ctx *, kind, int, const int64_t *, const int
             }
 }
 
+/* The refinements on or off through the environment, which a context reads when it is created. */
 static void set_flags(bool on)
 {
     const char *v = on ? "1" : "0";
@@ -230,15 +232,15 @@ static void set_flags(bool on)
 static void test_emit(void **state)
 {
     (void)state;
-    nx_ctx *ctx = NULL;
-    assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
     bool compile = nvrtc_ok();
     for (int on = 1; on >= 0; on--) {
         set_flags(on);
+        nx_ctx *ctx = NULL;
+        assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
         each_case(emit_case, ctx, compile);
+        nx_ctx_free(ctx);
     }
     set_flags(true);
-    nx_ctx_free(ctx);
 }
 
 /* A 3 x 1 x 1 MAX window along axis 0 of a 10 x 9 x 40 volume, each tap through a clamp to
@@ -293,17 +295,18 @@ static nx_kernel *clamp_window(nx_ctx *ctx, int variant)
 
 /* The shell check: tiles over the whole output when the taps agree on shifted coordinates
  * (variants 0 and 2), shell blocks (the box form) when they do not (1 and 3), and for variant 0
- * again under NITRIX_PTX_STENCIL_SHELL=1. Each source through NVRTC. */
+ * again with the stencil_shell option on. Each source through NVRTC. */
 static void test_shell_check(void **state)
 {
     (void)state;
-    nx_ctx *ctx = NULL;
-    assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
     set_flags(true);
+    nx_ctx *plain = NULL, *shell = NULL;
+    assert_int_equal(nx_ctx_new(NULL, &plain), NX_OK);
+    nx_cuda_codegen_opts cg = {.stencil_shell = NX_CUDA_ON};
+    assert_int_equal(nx_ctx_new(&(nx_ctx_opts){.cuda_codegen = &cg}, &shell), NX_OK);
     bool compile = nvrtc_ok();
     for (int v = 0; v < 5; v++) {
-        if (v == 4)
-            setenv("NITRIX_PTX_STENCIL_SHELL", "1", 1);
+        nx_ctx *ctx = v == 4 ? shell : plain;
         nx_kernel *k = clamp_window(ctx, v % 4);
         char *src = NULL;
         size_t len = 0;
@@ -326,8 +329,8 @@ static void test_shell_check(void **state)
         nx_rt_free(ctx, src, len);
         nx_kernel_free(k);
     }
-    unsetenv("NITRIX_PTX_STENCIL_SHELL");
-    nx_ctx_free(ctx);
+    nx_ctx_free(plain);
+    nx_ctx_free(shell);
 }
 
 static int64_t mismatches;
