@@ -6,6 +6,7 @@
 #include "cache.h"
 #include "codegen/ptx/emit.h"
 #include "gaussian.h"
+#include "hints.h"
 #include "nitrix-graph.h"
 
 /* stage: the whole op in one program, the two programs of the padded FIR (see run_padded), or
@@ -18,6 +19,8 @@ typedef struct gauss_call {
     nx_gauss_plan plan; /* of the caller's x (STAGE_FOLD's x is the padded one) */
     bool want_dx, want_dsigma;
     gauss_stage stage;
+    nx_backend be;          /* where the program runs */
+    nx_backend_hints hints; /* that backend's */
 } gauss_call;
 
 static void key_opts(nx_rt_cache_blob *b, const gauss_call *c)
@@ -135,51 +138,34 @@ static nx_status on_device_of(const nx_tensor *x, nx_tensor **t)
     return st;
 }
 
-/* ---- auto: a cost model per backend ---------------------------------------------------------
+/* ---- auto: a cost model from the backend's hints ---------------------------------------------
  *
  * Outside reproducible mode (and without a sigma gradient, which only the FIR has) `auto` takes the
  * driver whose passes cost less where the program runs. Per spatial axis, in units of one FIR tap
- * over the image: the FIR costs its taps (lo + hi + 1) times the backend's weight for that path;
- * the recursive driver costs a constant number of taps, its six first-order scans and their
- * elementwise work whatever sigma is (an axis with sigma < 0.5 takes the FIR in it too). The
- * constants come from measurements at 256^3 f32:
- *
- *   cpu   FIR as sums of shifted slices (up to NX_GAUSS_FIR_SLICE_TAPS = 65 taps) 2.0-2.6 ms
- *         per tap and axis (22:20 UTC, load 11: sigma 4 0.18-0.21 s CPU, sigma 8 0.50-0.52 s);
- *         beyond, window folds 5.8-7.0 ms per tap and axis (sigma 12: 1.70 s, sigma 16: 2.72 s),
- *         weight 2.5; recursive on scan_iir 0.34-0.36 s (sigma 8) to 0.42 s (sigma 4) for three
- *         axes, ~55 slice taps per axis (was ~150 before scan_iir). So auto is fir up to sigma 6
- *         (49 taps at truncate 4), recursive from sigma 7 (57 taps).
- *   cuda  with the emitter's rows per thread (on by default since 4309970): FIR 17 taps 0.199 ms,
- *         recursive on scan_iir (sigma 8) 0.614 ms on the H200 (23:00 UTC, docs/PERF.md): ~52
- *         taps per axis, so fir up to sigma 6 (49 taps), recursive from sigma 7, assuming the
- *         FIR's time grows with its taps (measured at 17 taps only).
- *   ref   the interpreter is the oracle, not a fast path: the CPU's constants.
+ * as a shifted slice over the image: the FIR costs its taps (lo + hi + 1), times the backend's
+ * fold tap cost where the pass is a window fold (more than NX_GAUSS_FIR_SLICE_TAPS taps); the
+ * recursive driver costs the backend's constant number of taps per axis whatever sigma is (an axis
+ * with sigma < 0.5 takes the FIR in it too). The numbers and their measurements are in
+ * runtime/hints.c.
  *
  * In a caller's graph (nx_gaussian_node) the backend is not known yet and auto keeps the
  * registry's rule (recursive outside reproducible mode). */
-#define CPU_FOLD_WEIGHT 2.5
-#define CPU_RECURSIVE_TAPS 55.0
-#define CUDA_RECURSIVE_TAPS 52.0
-
 static bool is_auto(const char *driver)
 {
     return !driver || !*driver || strcmp(driver, "auto") == 0;
 }
 
-/* Whether the recursive driver costs less than the FIR for plan on backend b (cpu, cuda, ref). */
-static bool recursive_cheaper(const nx_gauss_plan *p, nx_backend b)
+/* Whether the recursive driver costs less than the FIR for plan on a backend with hints h. */
+static bool recursive_cheaper(const nx_gauss_plan *p, const nx_backend_hints *h)
 {
     double fir = 0, rec = 0;
     for (int i = 0; i < p->nsp; i++) {
         int64_t taps = p->lo[i] + p->hi[i] + 1;
         double t = (double)taps;
-        if (b != NX_BACKEND_CUDA && taps > NX_GAUSS_FIR_SLICE_TAPS)
-            t *= CPU_FOLD_WEIGHT;
+        if (taps > NX_GAUSS_FIR_SLICE_TAPS)
+            t *= h->fir_fold_tap_cost;
         fir += t;
-        rec += p->sigma[i] < 0.5      ? t
-               : b == NX_BACKEND_CUDA ? CUDA_RECURSIVE_TAPS
-                                      : CPU_RECURSIVE_TAPS;
+        rec += p->sigma[i] < 0.5 ? t : h->recursive_axis_taps;
     }
     return rec < fir;
 }
@@ -206,8 +192,10 @@ static nx_status prepare(nx_ctx *ctx, const char *who, const nx_gaussian_opts *o
         st = nx_gauss_resolve(ctx, opts, c->want_dsigma, &recursive);
     if (st != NX_OK)
         return st;
+    c->be = run_backend(ctx, opts);
+    nx_backend_hints_get(ctx, c->be, &c->hints);
     if (recursive && is_auto(opts->driver))
-        recursive = recursive_cheaper(plan, run_backend(ctx, opts));
+        recursive = recursive_cheaper(plan, &c->hints);
     c->o = *opts;
     c->o.driver = recursive ? "recursive" : "fir";
     plan->recursive = recursive;
@@ -220,8 +208,8 @@ static nx_status prepare(nx_ctx *ctx, const char *who, const nx_gaussian_opts *o
 static bool padded_fir(const gauss_call *c)
 {
     const nx_gauss_plan *p = &c->plan;
-    return !c->dy && !p->recursive && (p->pad != NX_PAD_CONSTANT || p->cval == 0) &&
-           nx_tensor_device(c->x) == NX_DEVICE_HOST;
+    return c->hints.fir_pad_first && !c->dy && !p->recursive &&
+           (p->pad != NX_PAD_CONSTANT || p->cval == 0) && nx_tensor_device(c->x) == NX_DEVICE_HOST;
 }
 
 /* The same result as the whole program, in two: x padded on every spatial axis at once, then the
@@ -231,8 +219,8 @@ static bool padded_fir(const gauss_call *c)
  * vectorise. Padding commutes with filtering along another axis for every mode whose border is a
  * copy of image samples (and for a zero constant). Every pass is then a sum of shifted slices,
  * the passes before the last materialised as extra outputs of the second program (freed here).
- * Only where the pad program runs on the CPU backend: elsewhere (*done false) the caller runs the
- * whole program. */
+ * Only where the backend's hints ask for it (fir_pad_first) and the pad program runs there:
+ * elsewhere (*done false) the caller runs the whole program. */
 static nx_status run_padded(nx_ctx *ctx, const gauss_call *c, nx_tensor **out, bool *done)
 {
     gauss_call pad = *c, fold = *c;
@@ -242,7 +230,7 @@ static nx_status run_padded(nx_ctx *ctx, const gauss_call *c, nx_tensor **out, b
     nx_tensor *xp = NULL, *outs[NX_GAUSSIAN_MAX_SPATIAL] = {NULL};
     *done = false;
     nx_status st = program(ctx, &pad, &pp);
-    if (st != NX_OK || nx_program_backend(pp) != NX_BACKEND_CPU)
+    if (st != NX_OK || nx_program_backend(pp) != c->be)
         return st;
     *done = true;
     st = nx_program_run(pp, (const nx_tensor *const[]){c->x}, &xp);
@@ -259,12 +247,11 @@ static nx_status run_padded(nx_ctx *ctx, const gauss_call *c, nx_tensor **out, b
     return st;
 }
 
-/* Whether the forward FIR runs as nx_gauss_fir_device (gaussian.c, "the CUDA backend's form"):
- * where the program runs on the CUDA backend, host or device tensors. */
-static bool device_fir(nx_ctx *ctx, const gauss_call *c)
+/* Whether the forward FIR runs as nx_gauss_fir_device (gaussian.c, every pass as slices): where
+ * the backend's hints ask for it (fir_slices_every_axis), host or device tensors. */
+static bool device_fir(const gauss_call *c)
 {
-    return !c->dy && nx_gauss_fir_device_fits(&c->plan) &&
-           run_backend(ctx, &c->o) == NX_BACKEND_CUDA;
+    return c->hints.fir_slices_every_axis && !c->dy && nx_gauss_fir_device_fits(&c->plan);
 }
 
 /* An empty result of x's float dtype and shape, on x's device. */
@@ -310,7 +297,7 @@ nx_status nx_gaussian_filter(nx_ctx *ctx, const nx_tensor *x, const nx_gaussian_
     if (nx_tensor_numel(x) == 0)
         return empty_like(ctx, x, out);
     bool done = false;
-    if (device_fir(ctx, &c))
+    if (device_fir(&c))
         c.stage = STAGE_DEVICE;
     else if (padded_fir(&c) && ((st = run_padded(ctx, &c, out, &done)) != NX_OK || done))
         return st;

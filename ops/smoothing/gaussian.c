@@ -359,9 +359,9 @@ nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_plan *p, nx_n
     return y;
 }
 
-/* ---- the CUDA backend's form ----------------------------------------------------------------
+/* ---- every pass as slices (hints.fir_slices_every_axis: the CUDA backend's form) -------------
  *
- * On the device every pass is a sum of shifted slices with the weights as immediates (no weight
+ * Here every pass is a sum of shifted slices with the weights as immediates (no weight
  * load beside each tap, no kernel casting a weight tensor), and each pass before the last is
  * materialised as a fold of one element per point: a reduction, hence a kernel of its own, whose
  * value is the pass's (0 + v: only a -0 becomes +0); unmaterialised, an elementwise pass would be

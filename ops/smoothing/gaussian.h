@@ -45,9 +45,10 @@ NX_HIDDEN nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_pla
 NX_HIDDEN nx_node nx_gauss_constant(nx_graph *g, nx_dtype dt, int64_t k, const double *w, int nd,
                                     const int64_t *shape);
 
-/* The FIR passes' form on the CUDA backend (gaussian.c): every pass a sum of shifted slices with
- * the weights as immediates, each pass before the last its own kernel. fits: the FIR driver with
- * room for the fold axis; the form itself takes x float and nonempty. */
+/* The FIR passes' form for a backend whose hints ask for fir_slices_every_axis (runtime/hints.h;
+ * the CUDA backend's): every pass a sum of shifted slices with the weights as immediates, each
+ * pass before the last its own kernel. fits: the FIR driver with room for the fold axis; the form
+ * itself takes x float and nonempty. */
 NX_HIDDEN bool nx_gauss_fir_device_fits(const nx_gauss_plan *p);
 NX_HIDDEN nx_node nx_gauss_fir_device(nx_graph *g, nx_node x, const nx_gauss_plan *p);
 
@@ -63,7 +64,8 @@ NX_HIDDEN bool nx_gauss_yvv_poles(double sigma, double p_re[3], double p_im[3], 
 
 /* Up to this many taps, constant weights along an axis fold as a sum of shifted slices
  * (gaussian.c); wider windows keep the window fold, whose kernel does not grow with the taps. The
- * entry point's `auto` cost model prices the two paths differently. */
+ * entry point's `auto` cost model prices the two paths by the backend's hints (fir_fold_tap_cost).
+ * The same on every backend: a form of the graph, not a backend's cost. */
 #define NX_GAUSS_FIR_SLICE_TAPS 65
 
 #endif /* NX_OPS_GAUSSIAN_H */
