@@ -6,6 +6,25 @@
 #include "internal.h"
 #include "nitrix-ops.h"
 
+/* The option struct of the op table's `gaussian` (gaussian.c; zeroed: every default). The typed
+ * entry points fill it from nx_gaussian_opts. */
+typedef struct nx_gauss_args {
+    nx_backend backend;
+    double sigma[NX_GAUSSIAN_MAX_SPATIAL];
+    int nsigma;
+    double truncate;
+    int64_t kernel_size[NX_GAUSSIAN_MAX_SPATIAL];
+    int nkernel;          /* kernel_size values given: 0 (from the C struct) or 1 (all) or nsp */
+    int mode;             /* nx_border, or NX_BORDER_COUNT for "edge" (= nearest) */
+    double cval;
+    int driver;           /* 0 auto, 1 fir, 2 recursive */
+    int64_t spatial_rank; /* 0: nspatial */
+    int64_t nspatial;     /* the older name; 0: all of x's axes */
+    /* Not options: what nx_gaussian_filter_vjp asks beyond one gradient per input. */
+    bool skip_dx;         /* no dx (only dsigma) */
+    nx_tensor **dsigma;   /* non-NULL: the vjp also writes d sigma here (x's dtype, [nsigma]) */
+} nx_gauss_args;
+
 /* Options checked against x's rank and shape, one entry per spatial axis. */
 typedef struct nx_gauss_plan {
     int nd, nsp, lead;
