@@ -259,7 +259,9 @@ NX_API nx_status nx_pairwise_reduce_vjp(nx_ctx *ctx, const nx_tensor *x, const n
                                         const nx_pairwise_opts *opts, const nx_tensor *dout,
                                         nx_tensor *grads[4]);
 
-/* The op families, each in its own header (all included here). */
+/* The op table (every op by name, nx_op_call) and the op families, each in its own header (all
+ * included here). */
+#include "nitrix-op.h"
 #include "nitrix-morphology.h"
 #include "nitrix-sparse.h"
 #include "nitrix-smoothing.h"

@@ -62,8 +62,8 @@ typedef struct nx_op_tol {
     double rtol, atol;
 } nx_op_tol;
 
-/* What an op's functions see. */
-typedef struct nx_op_call {
+/* What an op's functions see. (Named nx_op_args: nx_op_call is the public call by name.) */
+typedef struct nx_op_args {
     const nx_op_desc *desc;
     nx_ctx *ctx;
     const nx_tensor *const *in; /* desc->info.ninputs tensors, in the row's order */
@@ -71,24 +71,29 @@ typedef struct nx_op_call {
     nx_backend backend;         /* after placement: cpu, cuda or ref */
     const nx_tensor *const *dy; /* nx_op_vjp: one cotangent per output; else NULL */
     const char *who;            /* the name errors start with ("nx_dilate", "dilate") */
-} nx_op_call;
+    const nx_op_info *info;     /* the op's public row: the ops.def fields and the schema */
+} nx_op_args;
 
+/* The descriptor's info needs only nopts, opts and aliases: the name, family, summary, inputs,
+ * outputs, differentiable flag and driver site come from the op's ops.def row (nx_ops() and
+ * nx_op_args.info join the two). A field the op file does set must agree with the row; the
+ * table self-check fails otherwise. */
 struct nx_op_desc {
     nx_op_info info;            /* the ops.def row and the option schema (public part) */
     size_t opts_size;           /* sizeof the option struct; 0 when the op takes no options */
     const nx_op_field *fields;  /* one per info.opts entry */
     size_t backend_offset;      /* the struct's nx_backend field, or NX_OP_NO_FIELD */
     /* Shapes, dtypes and option values; a message naming the argument and what is expected. */
-    nx_status (*check)(const nx_op_call *c);
+    nx_status (*check)(const nx_op_args *c);
     /* Key fields the schema cannot see; NULL: none. */
-    void (*key)(nx_rt_cache_blob *b, const nx_op_call *c);
+    void (*key)(nx_rt_cache_blob *b, const nx_op_args *c);
     /* The graph: one nx_input (nx_parameter for inputs a vjp differentiates) per input, in order,
      * then the outputs. NULL only when run is set. */
-    nx_status (*build)(nx_graph *g, const nx_op_call *c, nx_node *outs);
+    nx_status (*build)(nx_graph *g, const nx_op_args *c, nx_node *outs);
     /* Host orchestration for an op that is not one program (data-dependent loops, a padded
      * two-stage run, host-side constructors); it gets its programs from nx_op_program. NULL: the
      * runner compiles build once per key and runs it. */
-    nx_status (*run)(const nx_op_call *c, nx_tensor **outs);
+    nx_status (*run)(const nx_op_args *c, nx_tensor **outs);
     const char *golden;         /* folder under golden/ with this op's cases */
     const nx_op_tol *tols;
     int ntols;
@@ -101,12 +106,24 @@ NX_HIDDEN nx_status nx_op_run(nx_ctx *ctx, const nx_op_desc *d, const nx_tensor 
 /* Its vjp: one cotangent per output, one gradient per input (NULL where none). */
 NX_HIDDEN nx_status nx_op_run_vjp(nx_ctx *ctx, const nx_op_desc *d, const nx_tensor *const *in,
                                   const void *opts, const nx_tensor *const *dy, nx_tensor **dx);
+/* The same, with errors starting with `who` (an older entry point's name, "nx_morph"), where
+ * nx_op_run says "nx_<name>". who NULL: as nx_op_run. */
+NX_HIDDEN nx_status nx_op_run_as(nx_ctx *ctx, const nx_op_desc *d, const char *who,
+                                 const nx_tensor *const *in, const void *opts, nx_tensor **out);
+NX_HIDDEN nx_status nx_op_run_vjp_as(nx_ctx *ctx, const nx_op_desc *d, const char *who,
+                                     const nx_tensor *const *in, const void *opts,
+                                     const nx_tensor *const *dy, nx_tensor **dx);
 
 /* A compiled program for a stage of an op's own run: keyed as the runner keys (op, options,
- * inputs, backend, vjp) plus `stage` and whatever `key` adds; built by `build` with `user`. */
-typedef nx_status (*nx_op_stage_fn)(nx_graph *g, const nx_op_call *c, const void *user,
+ * inputs, backend, vjp) plus `stage` and whatever `key` adds; built by `build` with `user`, which
+ * declares the program's inputs (nx_input / nx_parameter) and sets outs[0..nout). When c->dy is
+ * set the program is the stage's vjp: its inputs are the stage's, then one cotangent per output
+ * (of the outputs' dtypes and shapes), and its outputs the gradients of the stage's parameters, in
+ * the order they were declared. (A run that wants a forward stage during a vjp passes a copy of c
+ * with dy NULL.) *out is borrowed from the context's cache. */
+typedef nx_status (*nx_op_stage_fn)(nx_graph *g, const nx_op_args *c, const void *user,
                                     int nout, nx_node *outs);
-NX_HIDDEN nx_status nx_op_program(const nx_op_call *c, const char *stage,
+NX_HIDDEN nx_status nx_op_program(const nx_op_args *c, const char *stage,
                                   void (*key)(nx_rt_cache_blob *b, const void *user),
                                   nx_op_stage_fn build, const void *user, int nout,
                                   nx_program **out);
@@ -114,6 +131,9 @@ NX_HIDDEN nx_status nx_op_program(const nx_op_call *c, const char *stage,
 /* The table: the descriptors in ops.def order. */
 NX_HIDDEN const nx_op_desc *const *nx_op_descs(size_t *count);
 NX_HIDDEN const nx_op_desc *nx_op_desc_find(const char *name);
+/* A descriptor's public row (the ops.def fields joined with its schema); NULL for a descriptor
+ * that is not in the table. */
+NX_HIDDEN const nx_op_info *nx_op_desc_info(const nx_op_desc *d);
 /* The tolerance for (dtype, backend, driver) by the most-specific rule; false when no row matches.
  */
 NX_HIDDEN bool nx_op_tolerance(const nx_op_desc *d, nx_dtype dtype, const char *backend,
