@@ -1,404 +1,525 @@
-/* Gaussian smoothing as separable 1-D graph fragments, scipy.ndimage.gaussian_filter's conventions.
+/* The op `gaussian` (scipy.ndimage.gaussian_filter; the older name gaussian_filter stays an alias):
+ * its descriptor and the typed entry points nx_gaussian_filter / nx_gaussian_filter_vjp, which are
+ * short wrappers around nx_op_run. The fragments are in gaussian-fir.c and gaussian-recursive.c.
  *
- * The FIR driver pads the line by the window's reach with the border mode, takes a window view
- * along the axis and folds it with the normalised Gaussian weights: one LOOP kernel per axis whose
- * reduction loop runs over the taps. With sigma as a graph node the weights are an IR expression
- * of it (exp(-(t + shift)^2 / (2 sigma^2)) / sum), so nx_graph_vjp gives d/dsigma; otherwise they
- * are computed here in double exactly as scipy computes them and become constants, so the kernel
- * loads them instead of recomputing an exp per tap and element.
- *
- * The recursive driver is in gaussian-recursive.c; the tensor entry points in gaussian-entry.c. */
-#include <math.h>
+ * The driver is resolved once per call (the op's one driver site, nx_gauss_resolve, through the
+ * registry row "gaussian_filter"); `auto` outside reproducible mode then prices both drivers with
+ * the backend's hints (runtime/hints.h). The graph form is chosen from the same hints: one whole
+ * program, or the padded FIR in two programs (fir_pad_first), or every pass as slices
+ * (fir_slices_every_axis). Every program comes from nx_op_program, keyed by the runner (options,
+ * inputs, backend, reproducible mode, stage) plus what the typed vjp asks for. */
 #include <string.h>
+#include <strings.h>
 
 #include "gaussian.h"
-#include "ir/ir.h"
+#include "hints.h"
 #include "nitrix-graph.h"
+#include "ops/op.h"
 
-static const nx_pad_mode pad_of[NX_GAUSSIAN_MODE_COUNT] = {
-    [NX_GAUSSIAN_REFLECT] = NX_PAD_REFLECT, [NX_GAUSSIAN_MIRROR] = NX_PAD_MIRROR,
-    [NX_GAUSSIAN_NEAREST] = NX_PAD_NEAREST, [NX_GAUSSIAN_CONSTANT] = NX_PAD_CONSTANT,
-    [NX_GAUSSIAN_WRAP] = NX_PAD_WRAP,
+/* ---- options ------------------------------------------------------------------------------*/
+
+/* mode's names: nx_border's order (so an index below NX_BORDER_COUNT is that border), then the
+ * spec's "edge" (= nearest). Not NX_OPT_BORDER: that type also takes scipy's synonyms
+ * (periodic, grid-wrap, ...), which this op's command line has always refused. */
+#define MODE_NAMES "reflect|constant|nearest|mirror|wrap|edge"
+#define MODE_EDGE NX_BORDER_COUNT
+
+static const nx_op_opt opts[] = {
+    {"sigma", NX_OPT_FLOATS, NULL, NULL, NX_GAUSSIAN_MAX_SPATIAL,
+     "per spatial axis, or one value for all (each finite and > 0)"},
+    {"truncate", NX_OPT_FLOAT, "4", "0:", 1,
+     "window radius int(truncate * sigma + 0.5), as scipy (0: 4)"},
+    {"kernel_size", NX_OPT_INTS, "0", "0:", NX_GAUSSIAN_MAX_SPATIAL,
+     "explicit taps per spatial axis or one for all (0: from truncate; even: half-sample shift)"},
+    {"mode", NX_OPT_ENUM, "reflect", MODE_NAMES, 1, "border rule (scipy's mode; edge = nearest)"},
+    {"cval", NX_OPT_FLOAT, "0", NULL, 1, "value outside for mode=constant"},
+    {"driver", NX_OPT_ENUM, "auto", "auto|fir|recursive", 1,
+     "fir: equal to scipy; recursive: Young-van Vliet, O(N); auto: fir if reproducible"},
+    {"spatial_rank", NX_OPT_INT, "0", "0:4", 1,
+     "how many trailing axes are spatial (leading ones are batch); 0: all (ndim <= 4)"},
+    {"nspatial", NX_OPT_INT, "0", "0:4", 1, "the older name of spatial_rank (kept one release)"},
 };
 
-static nx_status check_scalars(nx_ctx *ctx, const char *who, const nx_gaussian_opts *o, int nsp)
+#define F(m) offsetof(nx_gauss_args, m), NX_OP_NO_FIELD, sizeof(((nx_gauss_args *)0)->m)
+#define FN(m, n) offsetof(nx_gauss_args, m), offsetof(nx_gauss_args, n), \
+                 sizeof(((nx_gauss_args *)0)->m)
+static const nx_op_field fields[] = {
+    {FN(sigma, nsigma)}, {F(truncate)}, {FN(kernel_size, nkernel)}, {F(mode)},
+    {F(cval)},           {F(driver)},   {F(spatial_rank)},          {F(nspatial)},
+};
+#undef F
+#undef FN
+
+static const char *const driver_names[] = {"auto", "fir", "recursive"};
+
+/* The public options of an args struct (the form the fragments take). */
+static nx_status to_opts(nx_ctx *ctx, const char *who, const nx_gauss_args *a, int nd,
+                         nx_gaussian_opts *o)
 {
-    if (o->nsigma != 1 && o->nsigma != nsp)
+    static const nx_gaussian_mode mode_of[NX_BORDER_COUNT + 1] = {
+        [NX_BORDER_REFLECT] = NX_GAUSSIAN_REFLECT, [NX_BORDER_CONSTANT] = NX_GAUSSIAN_CONSTANT,
+        [NX_BORDER_NEAREST] = NX_GAUSSIAN_NEAREST, [NX_BORDER_MIRROR] = NX_GAUSSIAN_MIRROR,
+        [NX_BORDER_WRAP] = NX_GAUSSIAN_WRAP,       [MODE_EDGE] = NX_GAUSSIAN_NEAREST,
+    };
+    int64_t nsp = a->spatial_rank ? a->spatial_rank : a->nspatial;
+    *o = (nx_gaussian_opts){.backend = a->backend,
+                            .nspatial = nsp >= 0 && nsp <= NX_GAUSSIAN_MAX_SPATIAL ? (int)nsp : -1,
+                            .nsigma = a->nsigma,
+                            .truncate = a->truncate,
+                            .cval = a->cval};
+    if ((unsigned)a->mode > MODE_EDGE || (unsigned)a->driver >= 3)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: mode %d or driver %d is out of range",
+                           who, a->mode, a->driver);
+    o->mode = mode_of[a->mode];
+    o->driver = driver_names[a->driver];
+    memcpy(o->sigma, a->sigma, sizeof o->sigma);
+    memcpy(o->kernel_size, a->kernel_size, sizeof o->kernel_size);
+    int want = o->nspatial > 0 ? o->nspatial : nd;
+    if (a->nkernel > 1 && a->nkernel != want)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                           "%s: nsigma is %d; expected 1 or %d (one per spatial axis)", who,
-                           o->nsigma, nsp);
-    for (int i = 0; i < o->nsigma; i++)
-        if (!(o->sigma[i] > 0) || !isfinite(o->sigma[i]))
-            return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                               "%s: sigma[%d] is %g; expected a finite value > 0", who, i,
-                               o->sigma[i]);
-    if (o->truncate < 0 || !isfinite(o->truncate))
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                           "%s: truncate is %g; expected a finite value > 0 (0: scipy's 4.0)",
-                           who, o->truncate);
-    if ((unsigned)o->mode >= NX_GAUSSIAN_MODE_COUNT)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: mode %d is not an nx_gaussian_mode", who,
-                           (int)o->mode);
-    if (o->mode == NX_GAUSSIAN_CONSTANT && !isfinite(o->cval))
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: cval is %g; expected a finite value", who,
-                           o->cval);
+                           "%s: kernel_size has %d values; expected 1 or %d (one per spatial axis)",
+                           who, a->nkernel, want);
     return NX_OK;
 }
 
-/* The window of spatial axis i: taps, shift and the truncate radius. */
-static nx_status axis_window(nx_ctx *ctx, const char *who, const nx_gaussian_opts *o, int i,
-                             int64_t extent, nx_gauss_plan *p)
+/* ---- one call -----------------------------------------------------------------------------*/
+
+/* stage: the whole op in one program, the two programs of the padded FIR (see run_padded), or
+ * the whole op with every pass as slices (see slices_fir). */
+typedef enum gauss_stage { STAGE_WHOLE, STAGE_PAD, STAGE_FOLD, STAGE_SLICES } gauss_stage;
+
+static const char *const stage_names[] = {"whole", "pad", "fold", "slices"};
+
+typedef struct gauss_call {
+    const nx_op_args *c;
+    const nx_tensor *x, *dy;
+    nx_gaussian_opts o; /* driver replaced by the resolved one */
+    nx_gauss_plan plan; /* of the caller's x (STAGE_FOLD's x is the padded one) */
+    bool want_dx, want_dsigma;
+    gauss_stage stage;
+    const nx_tensor *xp; /* STAGE_FOLD: the padded x */
+    nx_backend_hints hints;
+} gauss_call;
+
+static const nx_gauss_args *args_of(const nx_op_args *c)
 {
-    double truncate = o->truncate > 0 ? o->truncate : 4.0;
-    double r = truncate * p->sigma[i] + 0.5;
-    if (r > 1e9)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                           "%s: truncate * sigma[%d] is %g; expected at most 1e9 taps", who, i,
-                           r);
-    p->radius[i] = (int64_t)r;
-    int64_t k = o->kernel_size[i];
-    if (k < 0)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                           "%s: kernel_size[%d] is %lld; expected > 0 (0: from truncate)", who, i,
-                           (long long)k);
-    if (k == 0) {
-        p->lo[i] = p->hi[i] = p->radius[i];
-        p->shift[i] = 0;
-        return NX_OK;
+    return c->opts;
+}
+
+/* Forward: y from x, or the stage's part of it. Vjp: the same forward, with x (when dx is wanted)
+ * and sigma (when dsigma is) declared as parameters: nx_op_program differentiates it. */
+static nx_status build(nx_graph *g, const nx_op_args *oc, const void *user, int nout,
+                       nx_node *outs)
+{
+    (void)oc;
+    (void)nout;
+    const gauss_call *c = user;
+    const nx_tensor *xt = c->stage == STAGE_FOLD ? c->xp : c->x;
+    nx_dtype dt = nx_tensor_dtype(xt);
+    int nd = nx_tensor_ndim(xt);
+    const int64_t *shape = nx_tensor_shape(xt);
+    nx_node x = c->want_dx ? nx_parameter(g, "x", dt, nd, shape) : nx_input(g, "x", dt, nd, shape);
+    nx_node xf = nx_dtype_is_float(dt) ? x : nx_cast(g, x, NX_DTYPE_F32);
+    switch (c->stage) {
+    case STAGE_PAD:
+        outs[0] = nx_gauss_pad_all(g, xf, &c->plan);
+        return nx_graph_status(g);
+    case STAGE_FOLD: /* the passes before the last are outputs: see fir_valid */
+        outs[0] = nx_gauss_fir_valid(g, xf, &c->plan, outs + 1);
+        return nx_graph_status(g);
+    case STAGE_SLICES:
+        outs[0] = nx_gauss_fir_device(g, xf, &c->plan);
+        return nx_graph_status(g);
+    case STAGE_WHOLE:
+        break;
     }
-    if (extent >= 0 && k > extent)
-        return nx_rt_error(ctx, NX_ERR_SHAPE,
-                           "%s: kernel_size[%d] is %lld but spatial axis %d has %lld samples; "
-                           "expected a window no longer than the axis",
-                           who, i, (long long)k, i, (long long)extent);
-    p->lo[i] = k / 2;
-    p->hi[i] = k - 1 - k / 2;
-    p->shift[i] = k % 2 ? 0.0 : 0.5;
+    int64_t ns = c->o.nsigma;
+    nx_node sigma = c->want_dsigma ? nx_parameter(g, "sigma", dt, 1, &ns) : NX_NONE;
+    outs[0] = nx_gaussian_node(g, xf, sigma, &c->o);
+    return nx_graph_status(g);
+}
+
+static void key_stage(nx_rt_cache_blob *b, const void *user)
+{
+    const gauss_call *c = user;
+    nx_rt_cache_blob_i64(b, "want", (int64_t)c->want_dx | (int64_t)c->want_dsigma << 1);
+    nx_rt_cache_blob_str(b, "driver", c->o.driver);
+}
+
+static nx_status program(const gauss_call *c, int nout, nx_program **out)
+{
+    return nx_op_program(c->c, stage_names[c->stage], key_stage, build, c, nout, out);
+}
+
+static nx_status check_x(nx_ctx *ctx, const char *who, const nx_tensor *x, const char *what,
+                         bool float_only)
+{
+    nx_dtype d = nx_tensor_dtype(x);
+    if (float_only && d != NX_DTYPE_F32 && d != NX_DTYPE_F64)
+        return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s; expected f32 or f64", who, what,
+                           nx_dtype_name(d));
+    if (d == NX_DTYPE_F16 || d == NX_DTYPE_BF16)
+        return nx_rt_error(ctx, NX_ERR_DTYPE,
+                           "%s: %s is %s; expected f32, f64, an integer or bool (cast first)", who,
+                           what, nx_dtype_name(d));
     return NX_OK;
 }
 
-/* The op's one driver site. A sigma gradient exists only through the FIR weights, so auto picks
- * fir when one is wanted. */
-nx_status nx_gauss_resolve(nx_ctx *ctx, const nx_gaussian_opts *o, bool sigma_grad,
-                           bool *recursive)
+static nx_status check_dy(nx_ctx *ctx, const char *who, const nx_tensor *x, const nx_tensor *dy)
 {
-    const char *want = o->driver;
-    bool is_auto = !want || !*want || strcmp(want, "auto") == 0;
-    if (sigma_grad && is_auto)
-        want = "fir";
-    const char *variant = NULL;
-    nx_status st = nx_driver_resolve(ctx, "gaussian_filter", want, &variant);
+    nx_status st = check_x(ctx, who, dy, "dy", true);
     if (st != NX_OK)
         return st;
-    *recursive = strcmp(variant, "recursive") == 0;
-    if (*recursive && sigma_grad)
-        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
-                           "gaussian_filter: the recursive driver has no gradient with respect "
-                           "to sigma; expected driver fir (or auto)");
+    int nd = nx_tensor_ndim(x);
+    if (nx_tensor_dtype(dy) != nx_tensor_dtype(x) || nx_tensor_ndim(dy) != nd ||
+        memcmp(nx_tensor_shape(dy), nx_tensor_shape(x), (size_t)nd * sizeof(int64_t)) != 0) {
+        char a[128], b[128];
+        return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: dy is %s%s; expected x's %s%s", who,
+                           nx_dtype_name(nx_tensor_dtype(dy)),
+                           nx_shape_str(a, sizeof a, nx_tensor_ndim(dy), nx_tensor_shape(dy)),
+                           nx_dtype_name(nx_tensor_dtype(x)),
+                           nx_shape_str(b, sizeof b, nd, nx_tensor_shape(x)));
+    }
     return NX_OK;
 }
 
-nx_status nx_gauss_plan_make(nx_ctx *ctx, const char *who, const nx_gaussian_opts *o, int nd,
-                             const int64_t *shape, nx_gauss_plan *p)
+static bool is_auto(const char *driver)
 {
-    memset(p, 0, sizeof *p);
-    if (!o)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                           "%s: opts is NULL; expected options with at least sigma", who);
-    if (o->nspatial < 0 || o->nspatial > NX_GAUSSIAN_MAX_SPATIAL)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: nspatial is %d; expected 0..%d", who,
-                           o->nspatial, NX_GAUSSIAN_MAX_SPATIAL);
-    p->nd = nd;
-    p->nsp = o->nspatial ? o->nspatial : nd;
-    if (p->nsp < 1 || p->nsp > NX_GAUSSIAN_MAX_SPATIAL || p->nsp > nd)
-        return nx_rt_error(ctx, NX_ERR_SHAPE,
-                           "%s: x has %d dims and %d are spatial; expected 1..%d spatial dims "
-                           "within x's",
-                           who, nd, p->nsp, NX_GAUSSIAN_MAX_SPATIAL);
-    p->lead = nd - p->nsp;
-    nx_status st = check_scalars(ctx, who, o, p->nsp);
-    for (int i = 0; st == NX_OK && i < p->nsp; i++) {
-        p->sigma[i] = o->sigma[o->nsigma == 1 ? 0 : i];
-        st = axis_window(ctx, who, o, i, shape ? shape[p->lead + i] : -1, p);
+    return !driver || !*driver || strcmp(driver, "auto") == 0;
+}
+
+/* Whether the recursive driver costs less than the FIR for plan on a backend with hints h. Per
+ * spatial axis, in units of one FIR tap as a shifted slice over the image: the FIR costs its taps
+ * (lo + hi + 1), times the backend's fold tap cost where the pass is a window fold (more than
+ * NX_GAUSS_FIR_SLICE_TAPS taps); the recursive driver costs the backend's constant number of taps
+ * per axis whatever sigma is (an axis with sigma < 0.5 takes the FIR in it too). The numbers and
+ * their measurements are in runtime/hints.c. In a caller's graph (nx_gaussian_node) the backend is
+ * not known yet and auto keeps the registry's rule (recursive outside reproducible mode). */
+static bool recursive_cheaper(const nx_gauss_plan *p, const nx_backend_hints *h)
+{
+    double fir = 0, rec = 0;
+    for (int i = 0; i < p->nsp; i++) {
+        int64_t taps = p->lo[i] + p->hi[i] + 1;
+        double t = (double)taps;
+        if (taps > NX_GAUSS_FIR_SLICE_TAPS)
+            t *= h->fir_fold_tap_cost;
+        fir += t;
+        rec += p->sigma[i] < 0.5 ? t : h->recursive_axis_taps;
     }
-    p->pad = pad_of[o->mode < NX_GAUSSIAN_MODE_COUNT ? o->mode : 0];
-    p->cval = o->cval;
+    return rec < fir;
+}
+
+/* Checks the call and resolves the driver: g->o gets the resolved name. g->hints are those of
+ * the backend the call is placed on (before placement, check sees auto: the driver it resolves
+ * there is only checked, never used). */
+static nx_status prepare(const nx_op_args *c, gauss_call *g)
+{
+    const nx_gauss_args *a = args_of(c);
+    *g = (gauss_call){.c = c, .x = c->in[0], .dy = c->dy ? c->dy[0] : NULL};
+    g->want_dx = !c->dy || !a->skip_dx;
+    g->want_dsigma = c->dy && a->dsigma;
+    nx_status st = check_x(c->ctx, c->who, g->x, "x", c->dy != NULL);
+    if (st == NX_OK && c->dy)
+        st = check_dy(c->ctx, c->who, g->x, g->dy);
+    nx_gaussian_opts o;
+    if (st == NX_OK)
+        st = to_opts(c->ctx, c->who, a, nx_tensor_ndim(g->x), &o);
+    if (st == NX_OK)
+        st = nx_gauss_plan_make(c->ctx, c->who, &o, nx_tensor_ndim(g->x), nx_tensor_shape(g->x),
+                                &g->plan);
+    bool recursive = false;
+    if (st == NX_OK)
+        st = nx_gauss_resolve(c->ctx, &o, g->want_dsigma, &recursive);
+    if (st != NX_OK)
+        return st;
+    nx_backend_hints_get(c->ctx, c->backend, &g->hints);
+    if (recursive && is_auto(o.driver))
+        recursive = recursive_cheaper(&g->plan, &g->hints);
+    g->o = o;
+    g->o.driver = recursive ? "recursive" : "fir";
+    g->plan.recursive = recursive;
+    return NX_OK;
+}
+
+static nx_status check(const nx_op_args *c)
+{
+    gauss_call g;
+    return prepare(c, &g);
+}
+
+/* *t moved to x's device (a host x leaves it where it is). */
+static nx_status on_device_of(const nx_tensor *x, nx_tensor **t)
+{
+    if (nx_tensor_device(x) == NX_DEVICE_HOST)
+        return NX_OK;
+    nx_tensor *d = NULL;
+    nx_status st = nx_tensor_to_device(*t, nx_tensor_device(x), &d);
+    nx_tensor_free(*t);
+    *t = d;
     return st;
 }
 
-/* ---- FIR ---------------------------------------------------------------------------------- */
-
-/* Weights of spatial axis i computed as scipy's _gaussian_kernel1d does, in double. */
-static void host_weights(const nx_gauss_plan *p, int i, double *w)
+/* An empty result of x's float dtype and shape, on x's device. */
+static nx_status empty_like(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
 {
-    double s2 = p->sigma[i] * p->sigma[i], sum = 0;
-    int64_t k = p->lo[i] + p->hi[i] + 1;
-    for (int64_t j = 0; j < k; j++) {
-        double t = (double)(j - p->lo[i]) + p->shift[i];
-        w[j] = exp(-0.5 / s2 * t * t);
-        sum += w[j];
+    nx_dtype d = nx_tensor_dtype(x);
+    nx_status st = nx_tensor_new(ctx, nx_dtype_is_float(d) ? d : NX_DTYPE_F32, nx_tensor_ndim(x),
+                                 nx_tensor_shape(x), out);
+    return st == NX_OK ? on_device_of(x, out) : st;
+}
+
+/* ---- the forward ----------------------------------------------------------------------------*/
+
+/* Whether the forward FIR may run as run_padded does: the backend asks for it (fir_pad_first),
+ * every axis takes the FIR passes, and the padded image's border regions filter to what a
+ * per-axis pad would give (a constant border other than 0 would become cval * sum(w), an ulp away
+ * from cval). */
+static bool padded_fir(const gauss_call *g)
+{
+    const nx_gauss_plan *p = &g->plan;
+    return g->hints.fir_pad_first && !p->recursive &&
+           (p->pad != NX_PAD_CONSTANT || p->cval == 0) && nx_tensor_device(g->x) == NX_DEVICE_HOST;
+}
+
+/* The same result as the whole program, in two: x padded on every spatial axis at once, then the
+ * passes over VALID windows of it. One fused program inlines the border rule into every tap's
+ * load; padded first, the passes' loads are affine (runtime/hints.c says where that pays).
+ * Padding commutes with filtering along another axis for every mode whose border is a copy of
+ * image samples (and for a zero constant). Every pass is then a sum of shifted slices, the passes
+ * before the last materialised as extra outputs of the second program (freed here). Only where the
+ * pad program runs on the backend the call was placed on: elsewhere (*done false) the caller runs
+ * the whole program. */
+static nx_status run_padded(const gauss_call *g, nx_tensor **out, bool *done)
+{
+    gauss_call pad = *g, fold = *g;
+    pad.stage = STAGE_PAD;
+    fold.stage = STAGE_FOLD;
+    nx_program *pp = NULL, *pf = NULL;
+    nx_tensor *xp = NULL, *outs[NX_GAUSSIAN_MAX_SPATIAL] = {NULL};
+    *done = false;
+    nx_status st = program(&pad, 1, &pp);
+    if (st != NX_OK || nx_program_backend(pp) != g->c->backend)
+        return st;
+    *done = true;
+    st = nx_program_run(pp, (const nx_tensor *const[]){g->x}, &xp);
+    if (st == NX_OK) {
+        fold.xp = xp;
+        st = program(&fold, g->plan.nsp, &pf);
     }
-    for (int64_t j = 0; j < k; j++)
-        w[j] /= sum;
-}
-
-/* sigma_i as a 0-d node: sigma itself when 0-d, else element i of it (element 0 of a [1]). */
-static nx_node sigma_at(nx_graph *g, nx_node sigma, int i)
-{
-    int64_t n[NX_MAX_DIMS] = {1};
-    if (nx_node_ndim(g, sigma) == 0)
-        return sigma;
-    if (nx_node_shape(g, sigma, n) && n[0] == 1)
-        i = 0;
-    int64_t start = i, stop = i + 1;
-    return nx_reshape(g, nx_slice(g, sigma, &start, &stop, NULL), 0, NULL);
-}
-
-nx_node nx_gauss_constant(nx_graph *g, nx_dtype dt, int64_t k, const double *w, int nd,
-                          const int64_t *shape)
-{
-    if (dt == NX_DTYPE_F64)
-        return nx_constant(g, dt, nd, shape, w);
-    if (dt != NX_DTYPE_F32)
-        return nx_cast(g, nx_constant(g, NX_DTYPE_F64, nd, shape, w), dt);
-    nx_ctx *ctx = nx_graph_ctx(g);
-    float *f = nx_rt_alloc(ctx, (size_t)k * sizeof(float));
-    if (!f)
-        return nx_ir_graph_failf(g, NX_ERR_NOMEM, "gaussian: out of memory (%lld weights)",
-                                 (long long)k);
-    for (int64_t j = 0; j < k; j++)
-        f[j] = (float)w[j];
-    nx_node out = nx_constant(g, dt, nd, shape, f);
-    nx_rt_free(ctx, f, (size_t)k * sizeof(float));
-    return out;
-}
-
-/* The normalised weights of spatial axis i as a node of dtype dt and the given shape (k elements:
- * the taps along one axis). */
-static nx_node weights_node(nx_graph *g, const nx_gauss_plan *p, int i, nx_node sigma,
-                            nx_dtype dt, int nd, const int64_t *shape)
-{
-    nx_ctx *ctx = nx_graph_ctx(g);
-    int64_t k = p->lo[i] + p->hi[i] + 1;
-    double *w = nx_rt_alloc(ctx, (size_t)k * sizeof(double));
-    if (!w)
-        return nx_ir_graph_failf(g, NX_ERR_NOMEM, "gaussian: out of memory (%lld weights)",
-                                 (long long)k);
-    nx_node out = NX_NONE;
-    if (sigma == NX_NONE) {
-        /* a constant of x's dtype and the final shape: a cast or a reshape of a constant would
-         * be a kernel of its own on every run */
-        host_weights(p, i, w);
-        out = nx_gauss_constant(g, dt, k, w, nd, shape);
-    } else {
-        for (int64_t j = 0; j < k; j++) {
-            double t = (double)(j - p->lo[i]) + p->shift[i];
-            w[j] = -0.5 * t * t;
-        }
-        nx_node s = sigma_at(g, sigma, i);
-        nx_node tt = nx_cast(g, nx_constant(g, NX_DTYPE_F64, 1, &k, w), dt);
-        nx_node e = nx_exp(g, nx_div(g, tt, nx_mul(g, s, s)));
-        int axis = 0;
-        out = nx_reshape(g, nx_div(g, e, nx_reduce(g, e, 1, &axis, NX_MONOID_SUM, false)), nd,
-                         shape);
-    }
-    nx_rt_free(ctx, w, (size_t)k * sizeof(double));
-    return out;
-}
-
-/* sum_t w[t] xp[i + t] along absolute axis a as k shifted slices of xp times constants, added in
- * tap order (the window fold's order): one elementwise kernel whose loads are affine shifts of
- * each other along the contiguous axis, with the weights as immediates: 3.5x faster than the
- * window fold for the pass along the last axis at 256^3 (7.6 against 27 ms CPU, sigma 2). Only for
- * the last axis: an elementwise pass is inlined into whatever reads it, so a chain of such passes
- * would fuse into one kernel of k^3 loads per voxel; the window folds before it are materialised
- * and cut the chain. */
-static nx_node fir_slices(nx_graph *g, nx_node xp, const nx_gauss_plan *p, int i)
-{
-    nx_ctx *ctx = nx_graph_ctx(g);
-    int a = p->lead + i;
-    int64_t k = p->lo[i] + p->hi[i] + 1, start[NX_MAX_DIMS] = {0}, stop[NX_MAX_DIMS];
-    if (!nx_node_shape(g, xp, stop))
-        return NX_NONE;
-    int64_t n = stop[a] - k + 1;
-    double *w = nx_rt_alloc(ctx, (size_t)k * sizeof(double));
-    if (!w)
-        return nx_ir_graph_failf(g, NX_ERR_NOMEM, "gaussian: out of memory (%lld weights)",
-                                 (long long)k);
-    host_weights(p, i, w);
-    nx_dtype dt = nx_node_dtype(g, xp);
-    nx_node y = NX_NONE;
-    for (int64_t t = 0; t < k; t++) {
-        start[a] = t;
-        stop[a] = t + n;
-        nx_node term = nx_mul(g, nx_slice(g, xp, start, stop, NULL), nx_scalar(g, dt, w[t]));
-        y = t == 0 ? term : nx_add(g, y, term);
-    }
-    nx_rt_free(ctx, w, (size_t)k * sizeof(double));
-    return y;
-}
-
-/* y[i] = sum_t w[t] x[i + t] along absolute axis a (spatial axis i). x is padded along a here
- * unless padded says it already holds the window's reach on both sides. */
-typedef enum fir_form { FORM_SLICES_LAST, FORM_SLICES_ALL, FORM_FOLD } fir_form;
-
-static nx_node fir_pass(nx_graph *g, nx_node x, const nx_gauss_plan *p, int i, nx_node sigma,
-                        bool padded, fir_form form)
-{
-    int nd = p->nd, a = p->lead + i;
-    int64_t k = p->lo[i] + p->hi[i] + 1;
-    int64_t lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0}, win[NX_MAX_DIMS];
-    int64_t wshape[2 * NX_MAX_DIMS];
-    for (int d = 0; d < nd; d++)
-        win[d] = d == a ? k : 1;
-    for (int d = 0; d < 2 * nd; d++)
-        wshape[d] = d == nd + a ? k : 1;
-    lo[a] = p->lo[i];
-    hi[a] = p->hi[i];
-    nx_node xp = padded ? x : nx_pad(g, x, lo, hi, p->pad, p->cval);
-    bool slices = form == FORM_SLICES_ALL || (form == FORM_SLICES_LAST && a == nd - 1);
-    if (sigma == NX_NONE && k <= NX_GAUSS_FIR_SLICE_TAPS && slices)
-        return fir_slices(g, xp, p, i);
-    nx_node v = nx_window(g, xp, win, NULL, NULL);
-    nx_node w = weights_node(g, p, i, sigma, nx_node_dtype(g, x), 2 * nd, wshape);
-    /* Folding every window axis (the others have extent 1) leaves x's shape as the kernel's
-     * iteration space, so its innermost loop runs along x's contiguous axis; a reshape dropping
-     * the unit axes instead lowers to div/mod index arithmetic. */
-    int axes[NX_MAX_DIMS];
-    for (int d = 0; d < nd; d++)
-        axes[d] = nd + d;
-    return nx_reduce(g, nx_mul(g, v, w), nd, axes, NX_MONOID_SUM, false);
-}
-
-/* ---- the builder -------------------------------------------------------------------------- */
-
-static nx_node graph_fail(nx_graph *g, nx_status st)
-{
-    nx_ir_graph_fail(g, st, nx_ctx_last_error(nx_graph_ctx(g)));
-    return NX_NONE;
-}
-
-static nx_status check_sigma_node(nx_graph *g, const char *who, nx_node s, nx_dtype dt, int nsp)
-{
-    nx_ctx *ctx = nx_graph_ctx(g);
-    if (nx_node_dtype(g, s) != dt)
-        return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: sigma_node is %s; expected x's dtype %s", who,
-                           nx_dtype_name(nx_node_dtype(g, s)), nx_dtype_name(dt));
-    int64_t shape[NX_MAX_DIMS];
-    int nd = nx_node_ndim(g, s);
-    if (nd == 0 || (nd == 1 && nx_node_shape(g, s, shape) && (shape[0] == nsp || shape[0] == 1)))
-        return NX_OK;
-    return nx_rt_error(ctx, NX_ERR_SHAPE,
-                       "%s: sigma_node has %d dims; expected shape [], [1] or [%d] (one per "
-                       "spatial axis)",
-                       who, nd, nsp);
-}
-
-nx_node nx_gaussian_node(nx_graph *g, nx_node x, nx_node sigma_node, const nx_gaussian_opts *opts)
-{
-    static const char *who = "nx_gaussian_node";
-    if (!g || !x || nx_graph_status(g) != NX_OK)
-        return NX_NONE;
-    nx_ctx *ctx = nx_graph_ctx(g);
-    nx_dtype dt = nx_node_dtype(g, x);
-    if (dt != NX_DTYPE_F32 && dt != NX_DTYPE_F64)
-        return nx_ir_graph_failf(g, NX_ERR_DTYPE, "%s: x is %s; expected f32 or f64 (cast first)",
-                                 who, nx_dtype_name(dt));
-    int64_t shape[NX_MAX_DIMS];
-    int nd = nx_node_ndim(g, x);
-    if (!nx_node_shape(g, x, shape))
-        return NX_NONE;
-    nx_gauss_plan p;
-    nx_status st = nx_gauss_plan_make(ctx, who, opts, nd, shape, &p);
-    if (st == NX_OK && sigma_node != NX_NONE)
-        st = check_sigma_node(g, who, sigma_node, dt, p.nsp);
     if (st == NX_OK)
-        st = nx_gauss_resolve(ctx, opts, sigma_node != NX_NONE, &p.recursive);
+        st = nx_program_run(pf, (const nx_tensor *const[]){xp}, outs);
+    nx_tensor_free(xp);
+    for (int i = 1; i < NX_GAUSSIAN_MAX_SPATIAL; i++)
+        nx_tensor_free(outs[i]);
+    *out = outs[0];
+    return st;
+}
+
+/* Whether the forward FIR runs as nx_gauss_fir_device (every pass as slices): where the backend's
+ * hints ask for it (fir_slices_every_axis), host or device tensors. */
+static bool slices_fir(const gauss_call *g)
+{
+    return g->hints.fir_slices_every_axis && nx_gauss_fir_device_fits(&g->plan);
+}
+
+static nx_status forward(gauss_call *g, nx_tensor **out)
+{
+    if (nx_tensor_numel(g->x) == 0)
+        return empty_like(g->c->ctx, g->x, out);
+    bool done = false;
+    nx_status st = NX_OK;
+    if (slices_fir(g))
+        g->stage = STAGE_SLICES;
+    else if (padded_fir(g) && ((st = run_padded(g, out, &done)) != NX_OK || done))
+        return st;
+    nx_program *p = NULL;
+    if ((st = program(g, 1, &p)) != NX_OK)
+        return st;
+    return nx_program_run(p, (const nx_tensor *const[]){g->x}, out);
+}
+
+/* ---- the vjp --------------------------------------------------------------------------------*/
+
+/* Zero cotangents for an empty x (nothing flows through an empty image). */
+static nx_status vjp_empty(const gauss_call *g, nx_tensor **dx, nx_tensor **dsigma)
+{
+    nx_ctx *ctx = g->c->ctx;
+    nx_status st = NX_OK;
+    if (g->want_dx)
+        st = empty_like(ctx, g->x, dx);
+    int64_t ns = g->o.nsigma;
+    if (st == NX_OK && g->want_dsigma &&
+        (st = nx_tensor_new(ctx, nx_tensor_dtype(g->x), 1, &ns, dsigma)) == NX_OK)
+        st = on_device_of(g->x, dsigma);
+    return st;
+}
+
+/* The gradients of the whole program's parameters, in declared order: dx, then dsigma. */
+static nx_status vjp(const gauss_call *g, nx_tensor **dx, nx_tensor **dsigma)
+{
+    if (nx_tensor_numel(g->x) == 0)
+        return vjp_empty(g, dx, dsigma);
+    nx_program *p = NULL;
+    nx_status st = program(g, 1, &p);
+    nx_tensor *sig = NULL, *outs[2] = {NULL, NULL};
+    int64_t ns = g->o.nsigma;
+    if (st == NX_OK && g->want_dsigma &&
+        (st = nx_tensor_new(g->c->ctx, NX_DTYPE_F64, 1, &ns, &sig)) == NX_OK) {
+        memcpy(nx_tensor_data(sig), g->o.sigma, (size_t)ns * sizeof(double));
+        nx_tensor *cast = NULL;
+        st = nx_tensor_cast(sig, nx_tensor_dtype(g->x), &cast);
+        nx_tensor_free(sig);
+        sig = cast;
+        if (st == NX_OK)
+            st = on_device_of(g->x, &sig);
+    }
+    if (st == NX_OK) {
+        const nx_tensor *ins[3] = {g->x, g->want_dsigma ? sig : g->dy, g->dy};
+        st = nx_program_run(p, ins, outs);
+    }
+    nx_tensor_free(sig);
     if (st != NX_OK)
-        return graph_fail(g, st);
-    for (int d = 0; d < nd; d++)
-        if (shape[d] == 0)
-            return nx_ir_graph_failf(g, NX_ERR_SHAPE,
-                                     "%s: x has no elements (extent 0 on dim %d); expected a "
-                                     "nonempty image (nx_gaussian_filter returns empty results)",
-                                     who, d);
-    nx_node y = x;
-    for (int i = 0; i < p.nsp; i++) {
-        if (p.recursive && p.sigma[i] < 0.5) {
-            nx_ctx_log(ctx, NX_LOG_WARN,
-                       "gaussian_filter: sigma %g on spatial axis %d is below the recursive "
-                       "filter's range (>= 0.5); that axis uses the fir driver",
-                       p.sigma[i], i);
+        return st;
+    int k = 0;
+    if (g->want_dx)
+        *dx = outs[k++];
+    if (g->want_dsigma)
+        *dsigma = outs[k];
+    return NX_OK;
+}
+
+static nx_status run(const nx_op_args *c, nx_tensor **outs)
+{
+    gauss_call g;
+    nx_status st = prepare(c, &g);
+    if (st != NX_OK)
+        return st;
+    if (!c->dy)
+        return forward(&g, outs);
+    nx_tensor *dsigma = NULL;
+    st = vjp(&g, &outs[0], &dsigma);
+    if (st == NX_OK && g.want_dsigma)
+        *args_of(c)->dsigma = dsigma;
+    else
+        nx_tensor_free(dsigma);
+    return st;
+}
+
+static void key(nx_rt_cache_blob *b, const nx_op_args *c)
+{
+    const nx_gauss_args *a = args_of(c);
+    nx_rt_cache_blob_i64(b, "vjp_wants", (int64_t)a->skip_dx | (int64_t)(a->dsigma != NULL) << 1);
+}
+
+static const char *const aliases[] = {"gaussian_filter", NULL};
+
+/* Golden replay against scipy (golden/tolerance.tsv's gaussian_filter rows, test-gaussian.c);
+ * the recursive driver against scipy's FIR by the registry row's contract (runtime/divergent.def,
+ * "gaussian_filter": atol 0.07 for data in [0, 1]). */
+static const nx_op_tol tols[] = {
+    {NX_DTYPE_F64, NULL, NULL, 1e-12, 1e-12},
+    {NX_DTYPE_F32, NULL, NULL, 1e-6, 0},
+    {NX_DTYPE_F64, NULL, "recursive", 0, 0.07},
+    {NX_DTYPE_F32, NULL, "recursive", 0, 0.07},
+};
+
+const nx_op_desc nx_op_gaussian = {
+    .info = {.nopts = sizeof opts / sizeof opts[0], .opts = opts, .aliases = aliases},
+    .opts_size = sizeof(nx_gauss_args),
+    .fields = fields,
+    .backend_offset = offsetof(nx_gauss_args, backend),
+    .check = check,
+    .key = key,
+    .run = run,
+    .golden = "smoothing",
+    .tols = tols,
+    .ntols = sizeof tols / sizeof tols[0],
+};
+
+/* ---- the typed entry points ---------------------------------------------------------------*/
+
+/* The args of public options: the driver by name (an unknown one gets the registry's message
+ * from the op's driver site), the mode by name. */
+static nx_status args_from(nx_ctx *ctx, const char *who, const nx_gaussian_opts *o,
+                           nx_gauss_args *a)
+{
+    static const nx_border border_of[NX_GAUSSIAN_MODE_COUNT] = {
+        [NX_GAUSSIAN_REFLECT] = NX_BORDER_REFLECT, [NX_GAUSSIAN_CONSTANT] = NX_BORDER_CONSTANT,
+        [NX_GAUSSIAN_NEAREST] = NX_BORDER_NEAREST, [NX_GAUSSIAN_MIRROR] = NX_BORDER_MIRROR,
+        [NX_GAUSSIAN_WRAP] = NX_BORDER_WRAP,
+    };
+    *a = (nx_gauss_args){0};
+    if (!o)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "%s: opts is NULL; expected options with at least sigma", who);
+    if ((unsigned)o->mode >= NX_GAUSSIAN_MODE_COUNT)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: mode %d is not an nx_gaussian_mode", who,
+                           (int)o->mode);
+    int d = 0;
+    while (d < 3 && !(is_auto(o->driver) ? d == 0 : strcmp(o->driver, driver_names[d]) == 0))
+        d++;
+    if (d == 3) {
+        bool recursive = false; /* fails: the registry names the drivers it knows */
+        nx_status st = nx_gauss_resolve(ctx, o, false, &recursive);
+        return st != NX_OK ? st
+                           : nx_rt_error(ctx, NX_ERR_INTERNAL, "%s: driver '%s'", who, o->driver);
+    }
+    a->backend = o->backend;
+    memcpy(a->sigma, o->sigma, sizeof a->sigma);
+    a->nsigma = o->nsigma;
+    a->truncate = o->truncate;
+    memcpy(a->kernel_size, o->kernel_size, sizeof a->kernel_size);
+    a->mode = (int)border_of[o->mode];
+    a->cval = o->cval;
+    a->driver = d;
+    a->nspatial = o->nspatial;
+    if (o->nspatial < 0 || o->nspatial > NX_GAUSSIAN_MAX_SPATIAL)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: nspatial is %d; expected 0..%d", who,
+                           o->nspatial, NX_GAUSSIAN_MAX_SPATIAL);
+    return NX_OK;
+}
+
+nx_status nx_gaussian_filter(nx_ctx *ctx, const nx_tensor *x, const nx_gaussian_opts *opts,
+                             nx_tensor **out)
+{
+    static const char *who = "nx_gaussian_filter";
+    nx_gauss_args a = {0};
+    if (ctx && out && x) {
+        nx_status st = args_from(ctx, who, opts, &a);
+        if (st != NX_OK) {
+            *out = NULL;
+            return st;
         }
-        if (p.recursive && p.sigma[i] >= 0.5)
-            y = nx_gauss_recursive_pass(g, y, p.lead + i, p.sigma[i], p.radius[i], p.pad, p.cval);
-        else
-            y = fir_pass(g, y, &p, i, sigma_node, false, FORM_SLICES_LAST);
     }
-    return y;
+    return nx_op_run_as(ctx, &nx_op_gaussian, who, (const nx_tensor *const[]){x}, &a, out);
 }
 
-nx_node nx_gauss_pad_all(nx_graph *g, nx_node x, const nx_gauss_plan *p)
+nx_status nx_gaussian_filter_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *dy,
+                                 const nx_gaussian_opts *opts, nx_tensor **dx, nx_tensor **dsigma)
 {
-    int64_t lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0};
-    for (int i = 0; i < p->nsp; i++) {
-        lo[p->lead + i] = p->lo[i];
-        hi[p->lead + i] = p->hi[i];
+    static const char *who = "nx_gaussian_filter_vjp";
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
+    if (dx)
+        *dx = NULL;
+    if (dsigma)
+        *dsigma = NULL;
+    if (!dx && !dsigma)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: dx and dsigma are both NULL", who);
+    nx_gauss_args a = {0};
+    if (x && dy) {
+        nx_status st = args_from(ctx, who, opts, &a);
+        if (st != NX_OK)
+            return st;
     }
-    return nx_pad(g, x, lo, hi, p->pad, p->cval);
-}
-
-nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_plan *p, nx_node *mids)
-{
-    nx_node y = xp;
-    for (int i = 0; i < p->nsp; i++) {
-        y = fir_pass(g, y, p, i, NX_NONE, true, mids ? FORM_SLICES_ALL : FORM_SLICES_LAST);
-        if (mids && i + 1 < p->nsp)
-            mids[i] = y;
-    }
-    return y;
-}
-
-/* ---- the CUDA backend's form ----------------------------------------------------------------
- *
- * On the device every pass is a sum of shifted slices with the weights as immediates (no weight
- * load beside each tap, no kernel casting a weight tensor), and each pass before the last is
- * materialised as a fold of one element per point: a reduction, hence a kernel of its own, whose
- * value is the pass's (0 + v: only a -0 becomes +0); unmaterialised, an elementwise pass would be
- * inlined into the next one (k^2 loads per point). Measured on the H200 (256^3 f32, sigma 2,
- * docs/perf/cuda-fir.md): the passes are bound by load instructions and L1 wavefronts, not by L2
- * or HBM traffic (ncu: 131-134 us per outer-axis pass at 1.0-1.3 GB of L2 and ~125 MB of DRAM;
- * an iteration order that shared the taps of 8 rows per thread block in L1 cut the L2 bytes 3.5x
- * and not the time, and its final copy made the row slower: 0.38 ms), so this form gains little
- * over window folds (0.330 -> 0.326 ms); the emitter's rows per thread take the outer-axis passes
- * to 52 us each (on by default since 4309970: 0.199 ms at 23:00 UTC, docs/PERF.md). */
-/* Whether nx_gauss_fir_device takes plan p: the FIR driver, a rank with room for the fold axis. */
-bool nx_gauss_fir_device_fits(const nx_gauss_plan *p)
-{
-    return !p->recursive && p->nd + 1 <= NX_MAX_DIMS;
-}
-
-/* y as a fold of one element per point (its own kernel; rank nd + 1 <= NX_MAX_DIMS). */
-static nx_node materialise(nx_graph *g, nx_node y)
-{
-    int64_t shape[NX_MAX_DIMS + 1];
-    int nd = nx_node_ndim(g, y);
-    if (!nx_node_shape(g, y, shape))
-        return NX_NONE;
-    shape[nd] = 1;
-    int axis = nd;
-    return nx_reduce(g, nx_reshape(g, y, nd + 1, shape), 1, &axis, NX_MONOID_SUM, false);
-}
-
-/* The forward FIR with constant weights over x (float, nonempty) in the form above. */
-nx_node nx_gauss_fir_device(nx_graph *g, nx_node x, const nx_gauss_plan *p)
-{
-    nx_node y = x;
-    for (int i = 0; i < p->nsp; i++) {
-        y = fir_pass(g, y, p, i, NX_NONE, false, FORM_SLICES_ALL);
-        bool sliced = p->lo[i] + p->hi[i] + 1 <= NX_GAUSS_FIR_SLICE_TAPS; /* else a window fold */
-        if (sliced && i + 1 < p->nsp)
-            y = materialise(g, y);
-    }
-    return y;
+    a.skip_dx = !dx;
+    a.dsigma = dsigma;
+    nx_tensor *g = NULL;
+    nx_status st = nx_op_run_vjp_as(ctx, &nx_op_gaussian, who, (const nx_tensor *const[]){x}, &a,
+                                    (const nx_tensor *const[]){dy}, &g);
+    if (dx)
+        *dx = g;
+    else
+        nx_tensor_free(g);
+    return st;
 }

@@ -6,6 +6,25 @@
 #include "internal.h"
 #include "nitrix-ops.h"
 
+/* The option struct of the op table's `gaussian` (gaussian.c; zeroed: every default). The typed
+ * entry points fill it from nx_gaussian_opts. */
+typedef struct nx_gauss_args {
+    nx_backend backend;
+    double sigma[NX_GAUSSIAN_MAX_SPATIAL];
+    int nsigma;
+    double truncate;
+    int64_t kernel_size[NX_GAUSSIAN_MAX_SPATIAL];
+    int nkernel;          /* kernel_size values given: 0 (from the C struct) or 1 (all) or nsp */
+    int mode;             /* nx_border, or NX_BORDER_COUNT for "edge" (= nearest) */
+    double cval;
+    int driver;           /* 0 auto, 1 fir, 2 recursive */
+    int64_t spatial_rank; /* 0: nspatial */
+    int64_t nspatial;     /* the older name; 0: all of x's axes */
+    /* Not options: what nx_gaussian_filter_vjp asks beyond one gradient per input. */
+    bool skip_dx;         /* no dx (only dsigma) */
+    nx_tensor **dsigma;   /* non-NULL: the vjp also writes d sigma here (x's dtype, [nsigma]) */
+} nx_gauss_args;
+
 /* Options checked against x's rank and shape, one entry per spatial axis. */
 typedef struct nx_gauss_plan {
     int nd, nsp, lead;
@@ -45,9 +64,10 @@ NX_HIDDEN nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_pla
 NX_HIDDEN nx_node nx_gauss_constant(nx_graph *g, nx_dtype dt, int64_t k, const double *w, int nd,
                                     const int64_t *shape);
 
-/* The FIR passes' form on the CUDA backend (gaussian.c): every pass a sum of shifted slices with
- * the weights as immediates, each pass before the last its own kernel. fits: the FIR driver with
- * room for the fold axis; the form itself takes x float and nonempty. */
+/* The FIR passes' form for a backend whose hints ask for fir_slices_every_axis (runtime/hints.h;
+ * the CUDA backend's): every pass a sum of shifted slices with the weights as immediates, each
+ * pass before the last its own kernel. fits: the FIR driver with room for the fold axis; the form
+ * itself takes x float and nonempty. */
 NX_HIDDEN bool nx_gauss_fir_device_fits(const nx_gauss_plan *p);
 NX_HIDDEN nx_node nx_gauss_fir_device(nx_graph *g, nx_node x, const nx_gauss_plan *p);
 
@@ -63,7 +83,8 @@ NX_HIDDEN bool nx_gauss_yvv_poles(double sigma, double p_re[3], double p_im[3], 
 
 /* Up to this many taps, constant weights along an axis fold as a sum of shifted slices
  * (gaussian.c); wider windows keep the window fold, whose kernel does not grow with the taps. The
- * entry point's `auto` cost model prices the two paths differently. */
+ * entry point's `auto` cost model prices the two paths by the backend's hints (fir_fold_tap_cost).
+ * The same on every backend: a form of the graph, not a backend's cost. */
 #define NX_GAUSS_FIR_SLICE_TAPS 65
 
 #endif /* NX_OPS_GAUSSIAN_H */
