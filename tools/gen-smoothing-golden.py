@@ -38,7 +38,7 @@ def write_case(name, dtype, x, out, options, generator, versions):
     os.makedirs(d, exist_ok=True)
     np.save(os.path.join(d, "x.npy"), np.ascontiguousarray(x.astype(dtype)))
     np.save(os.path.join(d, "out.npy"), np.ascontiguousarray(out.astype(dtype)))
-    lines = ["op = gaussian_filter", f"dtype = {np.dtype(dtype).name}", "inputs = x.npy",
+    lines = ["op = gaussian", f"dtype = {np.dtype(dtype).name}", "inputs = x.npy",
              "output = out.npy", f"options = {' '.join(f'{k}={v}' for k, v in options)}",
              f"generator = {generator}", f"numpy = {versions['numpy']}",
              f"scipy = {versions['scipy']}", f"seed = {SEED}"]
@@ -61,7 +61,7 @@ def gauss_case(rng, versions, name, shape, sigma, dtype=np.float64, mode="reflec
     out = ndi.gaussian_filter(x, full, mode=mode, cval=cval, truncate=truncate)
     assert out.dtype == x.dtype
     opts = [("sigma", floats(sigma)), ("truncate", repr(truncate)), ("mode", mode),
-            ("cval", repr(cval)), ("nspatial", nsp)]
+            ("cval", repr(cval)), ("spatial_rank", nsp)]
     write_case(name, dtype, x, out, opts,
                f"scipy.ndimage.gaussian_filter(x, {full}, mode={mode!r}, cval={cval}, "
                f"truncate={truncate})", versions)
@@ -79,7 +79,7 @@ def sized_case(rng, versions, name, shape, sigma, ksize, dtype=np.float64, mode=
     for ax in range(len(shape)):
         y = ndi.correlate1d(y, sized_weights(sigma[ax], ksize[ax]), axis=ax, mode=mode)
     opts = [("sigma", floats(sigma)), ("kernel_size", ",".join(str(k) for k in ksize)),
-            ("mode", mode), ("nspatial", len(shape))]
+            ("mode", mode), ("spatial_rank", len(shape))]
     write_case(name, dtype, x, y, opts,
                "scipy.ndimage.correlate1d per axis with numpy weights exp(-(t+shift)^2/(2 s^2)) "
                "normalised, t = -k//2 .. k-k//2-1, shift 1/2 for even k", versions)
