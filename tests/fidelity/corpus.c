@@ -69,6 +69,8 @@ bool gc_read(const char *dir, const char *name, gc_case *c)
             c->has_generator = *v != 0;
         else if (!strcmp(line, "numpy"))
             c->has_versions = *v != 0;
+        else if (!strcmp(line, "contract"))
+            snprintf(c->no_contract, sizeof c->no_contract, "%s", v);
     }
     fclose(f);
     const char *missing = !c->op[0]     ? "op"

@@ -26,6 +26,7 @@ typedef struct gc_case {
     char key[GC_MAX_OPTS][64];          /* options as the spec spells them */
     char val[GC_MAX_OPTS][256];
     bool has_generator, has_versions;   /* generator and numpy lines present */
+    char no_contract[200];              /* `contract = <why>`: not a driver-contract case */
     char err[200];                      /* why the manifest is unusable; "" when it is fine */
 } gc_case;
 
