@@ -27,25 +27,8 @@
 extern "C" {
 #endif
 
-/* ------------------------------------------------------------------------------------------------
- * Border modes: one enum for every family (scipy.ndimage's meanings)
- * ----------------------------------------------------------------------------------------------*/
-
-typedef enum nx_border {
-    NX_BORDER_REFLECT,  /* half-sample symmetric: d c b a | a b c d | d c b a  (scipy 'reflect') */
-    NX_BORDER_CONSTANT, /* cval outside                                          ('constant') */
-    NX_BORDER_NEAREST,  /* edge value repeated:    a a a | a b c d | d d d       ('nearest') */
-    NX_BORDER_MIRROR,   /* whole-sample symmetric: d c b | a b c d | c b a       ('mirror') */
-    NX_BORDER_WRAP,     /* periodic:               b c d | a b c d | a b c       ('wrap') */
-    NX_BORDER_COUNT
-} nx_border;
-
-/* "reflect", "constant", "nearest", "mirror", "wrap"; NULL out of range. */
-NX_API const char *nx_border_name(nx_border b);
-/* Any case; also scipy's and the spec's synonyms: "edge"/"replicate" = nearest,
- * "symmetric"/"grid-mirror" = reflect, "periodic"/"grid-wrap" = wrap, "grid-constant" = constant.
- * Unknown: NX_ERR_INVALID_ARG with a message listing the names. */
-NX_API nx_status nx_border_parse(nx_ctx *ctx, const char *name, nx_border *out);
+/* Border modes: nx_border, nx_border_name and nx_border_parse are in nitrix.h (every family's
+ * header and nitrix-graph.h use them); BORDER options parse with nx_border_parse. */
 
 /* ------------------------------------------------------------------------------------------------
  * The table
