@@ -210,7 +210,7 @@ int nx_test_golden_cases(const char *family, const char *ops, char (*names)[64],
             continue;
         if (n == max)
             fail_msg("%s: more than %d cases of %s", dir, max, ops);
-        snprintf(names[n++], 64, "%s", e->d_name);
+        snprintf(names[n++], 64, "%.63s", e->d_name);
     }
     closedir(d);
     qsort(names, (size_t)n, 64, by_name);
