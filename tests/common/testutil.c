@@ -1,3 +1,4 @@
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -115,4 +116,103 @@ nx_tensor *nx_test_load_npy(nx_ctx *ctx, const char *family, const char *name, c
     if (nx_npy_read(ctx, path, &t) != NX_OK)
         fail_msg("cannot read %s: %s", path, nx_ctx_last_error(ctx));
     return t;
+}
+
+const char *nx_test_golden_dir(void)
+{
+#ifdef NX_TEST_GOLDEN_DIR
+    return NX_TEST_GOLDEN_DIR;
+#else
+    return "golden";
+#endif
+}
+
+nx_tensor *nx_test_golden_npy(nx_ctx *ctx, const char *family, const char *name, const char *key)
+{
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s/%s/%s.npy", nx_test_golden_dir(), family, name, key);
+    nx_tensor *t = NULL;
+    if (nx_npy_read(ctx, path, &t) != NX_OK)
+        fail_msg("cannot read %s: %s", path, nx_ctx_last_error(ctx));
+    return t;
+}
+
+bool nx_test_golden_field(const char *family, const char *name, const char *key, char *buf,
+                          size_t len)
+{
+    char path[1024], line[1024];
+    snprintf(path, sizeof path, "%s/%s/%s/manifest.txt", nx_test_golden_dir(), family, name);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        fail_msg("cannot read %s", path);
+    size_t n = strlen(key);
+    bool found = false;
+    while (!found && fgets(line, sizeof line, f)) {
+        if (strncmp(line, key, n) || strncmp(line + n, " = ", 3))
+            continue;
+        char *v = line + n + 3;
+        v[strcspn(v, "\n")] = 0;
+        snprintf(buf, len, "%s", v);
+        found = true;
+    }
+    fclose(f);
+    return found;
+}
+
+bool nx_test_golden_option(const char *family, const char *name, const char *opt, char *buf,
+                           size_t len)
+{
+    char opts[1024];
+    if (!nx_test_golden_field(family, name, "options", opts, sizeof opts))
+        return false;
+    size_t n = strlen(opt);
+    for (const char *p = opts; *p; p += strcspn(p, " ")) {
+        p += strspn(p, " ");
+        if (strncmp(p, opt, n) == 0 && p[n] == '=') {
+            snprintf(buf, len, "%.*s", (int)strcspn(p + n + 1, " "), p + n + 1);
+            return true;
+        }
+    }
+    return false;
+}
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp((const char *)a, (const char *)b);
+}
+
+/* Whether word is one of the '|'-separated names of list. */
+static bool listed(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *p = list;; p++) {
+        size_t len = strcspn(p, "|");
+        if (len == n && strncmp(p, word, n) == 0)
+            return true;
+        p += len;
+        if (!*p)
+            return false;
+    }
+}
+
+int nx_test_golden_cases(const char *family, const char *ops, char (*names)[64], int max)
+{
+    char dir[1024], op[64];
+    snprintf(dir, sizeof dir, "%s/%s", nx_test_golden_dir(), family);
+    DIR *d = opendir(dir);
+    if (!d)
+        fail_msg("cannot open %s", dir);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d));) {
+        if (e->d_name[0] == '.' || strlen(e->d_name) >= 64)
+            continue;
+        if (!nx_test_golden_field(family, e->d_name, "op", op, sizeof op) || !listed(ops, op))
+            continue;
+        if (n == max)
+            fail_msg("%s: more than %d cases of %s", dir, max, ops);
+        snprintf(names[n++], 64, "%.63s", e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, 64, by_name);
+    return n;
 }

@@ -4,6 +4,7 @@
 #define NX_TESTUTIL_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
@@ -43,5 +44,24 @@ const char *nx_test_data_dir(void);
 /* The fixture <data dir>/<family>/<name>_<key>.npy read into ctx (fails the test if it cannot be
  * read). */
 nx_tensor *nx_test_load_npy(nx_ctx *ctx, const char *family, const char *name, const char *key);
+
+/* The golden corpus (<source root>/golden, docs/fidelity.md): one folder per case,
+ * golden/<family>/<case>/manifest.txt and its .npy files. */
+const char *nx_test_golden_dir(void);
+
+/* golden/<family>/<name>/<key>.npy read into ctx (fails the test if it cannot be read). */
+nx_tensor *nx_test_golden_npy(nx_ctx *ctx, const char *family, const char *name, const char *key);
+
+/* The cases of golden/<family>/ whose manifest's op is one of ops ("dilate|erode"), sorted by
+ * name, into names (64 bytes each); their count. Fails the test past max. */
+int nx_test_golden_cases(const char *family, const char *ops, char (*names)[64], int max);
+
+/* The value of `key = value` in the case's manifest into buf; false when the key is absent. */
+bool nx_test_golden_field(const char *family, const char *name, const char *key, char *buf,
+                          size_t len);
+
+/* The value of option opt in the manifest's `options = a=1 b=2` line; false when absent. */
+bool nx_test_golden_option(const char *family, const char *name, const char *opt, char *buf,
+                           size_t len);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "corpus.h"
 #include "testutil.h"
 
 #define MAX_SITES 256
@@ -187,15 +188,15 @@ typedef struct contract_runner {
     contract_fn run;
 } contract_runner;
 
-/* The op families' runners, one file each: functions plus a CONTRACT_<FAMILY>_ROWS list of
- * {"op", run_fn}, rows. */
+/* Hand-written runners of the registry rows whose op is not a row of the op table yet (the
+ * families converting to descriptors): functions plus a CONTRACT_<FAMILY>_ROWS list of
+ * {"op", run_fn}, rows. A registry row whose site is an op table row runs on that op's golden
+ * inputs instead (table_contract), and a hand runner for it fails: delete the runner. */
 #include "contract-morphology.inc"
-#include "contract-smoothing.inc"
 #include "contract-sparse.inc"
 
-/* One row per registry row. */
 static const contract_runner runners[] = {
-    CONTRACT_MORPHOLOGY_ROWS CONTRACT_SMOOTHING_ROWS CONTRACT_SPARSE_ROWS
+    CONTRACT_MORPHOLOGY_ROWS CONTRACT_SPARSE_ROWS
     {NULL, NULL},
 };
 
@@ -227,11 +228,93 @@ static int compare(const nx_divergent_op *row, const char *driver, const nx_tens
     return 0;
 }
 
-static int run_contract(nx_ctx *ctx, const nx_divergent_op *row)
+/* The op table's row whose driver site is the registry row, or NULL. */
+static const nx_op_info *table_op(const nx_divergent_op *row)
 {
+    size_t n = 0;
+    const nx_op_info *const *ops = nx_ops(&n);
+    for (size_t i = 0; i < n; i++)
+        if (ops[i]->driver_site && strcmp(ops[i]->driver_site, row->op) == 0)
+            return ops[i];
+    return NULL;
+}
+
+/* Every driver of the row on every golden case of the table op, on the cpu backend, against the
+ * canonical driver's output on the same case. */
+static int table_contract(nx_ctx *ctx, const nx_divergent_op *row, const nx_op_info *info,
+                          const gc_case *cases, int nc)
+{
+    const nx_op_desc *d = nx_op_desc_find(info->name);
+    int bad = 0, used = 0, skipped = 0;
+    for (int c = 0; c < nc; c++) {
+        const gc_case *k = &cases[c];
+        if (k->err[0] || gc_desc(k) != d || gc_option(k, "driver"))
+            continue;
+        if (k->no_contract[0]) { /* the manifest says why the contract does not apply */
+            skipped++;
+            continue;
+        }
+        nx_tensor *in[NX_OP_MAX_IO] = {0}, *want[NX_OP_MAX_IO] = {0};
+        if (gc_load(ctx, k, false, in) != NX_OK ||
+            gc_run(ctx, k, info, "cpu", row->canonical, (const nx_tensor *const *)in, want) !=
+                NX_OK) {
+            printf("%s [%s driver=%s]: %s\n", k->name, info->name, row->canonical,
+                   nx_ctx_last_error(ctx));
+            gc_free(k->nin, in);
+            bad++;
+            continue;
+        }
+        used++;
+        char drivers[256];
+        snprintf(drivers, sizeof drivers, "%s", row->drivers);
+        char *save = NULL;
+        for (char *dv = strtok_r(drivers, "|", &save); dv; dv = strtok_r(NULL, "|", &save)) {
+            nx_tensor *got[NX_OP_MAX_IO] = {0};
+            char msg[512];
+            if (gc_run(ctx, k, info, "cpu", dv, (const nx_tensor *const *)in, got) != NX_OK) {
+                printf("%s [%s driver=%s]: %s\n", k->name, info->name, dv,
+                       nx_ctx_last_error(ctx));
+                bad++;
+                continue;
+            }
+            for (int o = 0; o < info->noutputs; o++)
+                if (!gc_compare(got[o], want[o], nx_tensor_dtype(want[o]), row->rtol, row->atol,
+                                msg, sizeof msg)) {
+                    printf("%s [%s driver=%s vs %s, registry rtol %g atol %g] output %s: %s\n",
+                           k->name, info->name, dv, row->canonical, row->rtol, row->atol,
+                           info->outputs[o], msg);
+                    bad++;
+                }
+            gc_free(info->noutputs, got);
+        }
+        gc_free(k->nin, in);
+        gc_free(info->noutputs, want);
+    }
+    if (!used) {
+        printf("registry row '%s': op %s has no golden case to run its drivers on\n", row->op,
+               info->name);
+        bad++;
+    }
+    printf("contract %s: %d golden cases of %s, %d outside the contract (their manifests say "
+           "why)\n", row->op, used, info->name, skipped);
+    return bad;
+}
+
+static int run_contract(nx_ctx *ctx, const nx_divergent_op *row, const gc_case *cases, int nc)
+{
+    const nx_op_info *info = table_op(row);
     contract_fn run = find_runner(row->op);
+    if (info && run) {
+        printf("registry row '%s' is op %s's driver site: its contract runs on the op's golden "
+               "cases; delete the hand runner in tests/fidelity/contract-*.inc\n", row->op,
+               info->name);
+        return 1;
+    }
+    if (info)
+        return table_contract(ctx, row, info, cases, nc);
     if (!run) {
-        printf("registry row '%s' has no runner in tests/fidelity/test-registry.c\n", row->op);
+        printf("registry row '%s' has no op table row and no runner in "
+               "tests/fidelity/contract-*.inc\n", row->op);
         return 1;
     }
     nx_tensor *want = NULL;
@@ -264,9 +347,11 @@ static void test_contract(void **state)
     nx_ctx *ctx = nx_test_ctx(&ta);
     size_t n;
     const nx_divergent_op *rows = nx_divergent_ops(&n);
-    int bad = 0;
+    gc_case *cases = NULL;
+    int nc = gc_cases(&cases), bad = 0;
     for (size_t j = 0; j < n; j++)
-        bad += run_contract(ctx, &rows[j]);
+        bad += run_contract(ctx, &rows[j], cases, nc);
+    free(cases);
     /* every runner belongs to a row, so a removed row cannot leave a dead runner */
     for (const contract_runner *r = runners; r->op; r++) {
         bool found = false;

@@ -7,6 +7,7 @@
 #include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -24,7 +25,7 @@ static nx_ctx *ctx_new(void)
 
 static nx_tensor *load(nx_ctx *ctx, const char *name, const char *key)
 {
-    return nx_test_load_npy(ctx, "morphology", name, key);
+    return nx_test_golden_npy(ctx, "morphology", name, key);
 }
 
 static nx_status propagate(nx_ctx *ctx, const nx_tensor *m, int conn, nx_backend be,
@@ -56,17 +57,17 @@ static nx_tensor *placed(nx_tensor *m, bool device)
     return st == NX_OK ? d : NULL;
 }
 
-/* Every case of the scipy fixture file on the backend (device: the mask on the GPU). */
+/* Every scipy.ndimage.label case of golden/morphology on the backend (device: the mask on the
+ * GPU). */
 static void golden_on(nx_ctx *ctx, nx_backend be, bool device)
 {
-    char path[1024], line[256], name[64];
-    snprintf(path, sizeof path, "%s/morphology/label.txt", nx_test_data_dir());
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    int n = 0, conn = 0, k = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || sscanf(line, "%63s %d %d", name, &conn, &k) != 3)
-            continue;
+    char names[16][64], b1[16], b2[16];
+    int cases = nx_test_golden_cases("morphology", "connected_components", names, 16), n = 0;
+    for (int c = 0; c < cases; c++) {
+        const char *name = names[c];
+        assert_true(nx_test_golden_option("morphology", name, "connectivity", b1, sizeof b1));
+        assert_true(nx_test_golden_field("morphology", name, "count", b2, sizeof b2));
+        int conn = atoi(b1), k = atoi(b2);
         nx_tensor *m = placed(load(ctx, name, "mask"), device), *want = load(ctx, name, "out");
         nx_tensor *got = NULL;
         int32_t count = -1;
@@ -84,8 +85,7 @@ static void golden_on(nx_ctx *ctx, nx_backend be, bool device)
         nx_tensor_free(want);
         n++;
     }
-    fclose(f);
-    assert_true(n >= 6); /* the fixture file has grown; every case in it runs */
+    assert_true(n >= 6); /* the corpus has grown; every case in it runs */
 }
 
 /* scipy.ndimage.label's labels exactly, on both backends. */

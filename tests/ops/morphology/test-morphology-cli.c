@@ -19,7 +19,7 @@ static int run(const char *op, const char *name, const char *keys, const char *e
     const char *p = keys;
     while (sscanf(p, "%31s", k) == 1) {
         size_t n = strlen(in);
-        snprintf(in + n, sizeof in - n, " %s/morphology/%s_%s.npy", nx_test_data_dir(), name, k);
+        snprintf(in + n, sizeof in - n, " %s/morphology/%s/%s.npy", nx_test_golden_dir(), name, k);
         p = strstr(p, k) + strlen(k);
     }
     snprintf(cmd, sizeof cmd, "%s run %s%s --backend=ref %s -o %s/out.npy 2>/dev/null",
@@ -45,7 +45,7 @@ static double at(const nx_tensor *t, int64_t i)
     }
 }
 
-/* tmp/<file> against tests/data/morphology/<name>_<key>.npy to rtol (0: exactly). */
+/* tmp/<file> against golden/morphology/<name>/<key>.npy to rtol (0: exactly). */
 static void compare_file(const char *file, const char *name, const char *key, double rtol)
 {
     nx_test_alloc ta = {0};
@@ -54,7 +54,7 @@ static void compare_file(const char *file, const char *name, const char *key, do
     nx_tensor *got = NULL, *want = NULL;
     snprintf(path, sizeof path, "%s/%s", tmpdir, file);
     assert_int_equal(nx_npy_read(ctx, path, &got), NX_OK);
-    snprintf(path, sizeof path, "%s/morphology/%s_%s.npy", nx_test_data_dir(), name, key);
+    snprintf(path, sizeof path, "%s/morphology/%s/%s.npy", nx_test_golden_dir(), name, key);
     assert_int_equal(nx_npy_read(ctx, path, &want), NX_OK);
     assert_int_equal(nx_tensor_dtype(got), nx_tensor_dtype(want));
     assert_int_equal(nx_tensor_numel(got), nx_tensor_numel(want));
@@ -75,7 +75,7 @@ static int run_outs(const char *op, const char *name, const char *keys, const ch
     const char *p = keys;
     while (sscanf(p, "%31s", k) == 1) {
         size_t n = strlen(in);
-        snprintf(in + n, sizeof in - n, " %s/morphology/%s_%s.npy", nx_test_data_dir(), name, k);
+        snprintf(in + n, sizeof in - n, " %s/morphology/%s/%s.npy", nx_test_golden_dir(), name, k);
         p = strstr(p, k) + strlen(k);
     }
     snprintf(cmd, sizeof cmd, "cd %s && %s run %s%s --backend=cpu %s 2>/dev/null", tmpdir,
@@ -92,7 +92,7 @@ static void compare(const char *name)
     nx_tensor *got = NULL, *want = NULL;
     snprintf(path, sizeof path, "%s/out.npy", tmpdir);
     assert_int_equal(nx_npy_read(ctx, path, &got), NX_OK);
-    snprintf(path, sizeof path, "%s/morphology/%s_out.npy", nx_test_data_dir(), name);
+    snprintf(path, sizeof path, "%s/morphology/%s/out.npy", nx_test_golden_dir(), name);
     assert_int_equal(nx_npy_read(ctx, path, &want), NX_OK);
     assert_int_equal(nx_tensor_dtype(got), nx_tensor_dtype(want));
     assert_int_equal(nx_tensor_numel(got), nx_tensor_numel(want));
@@ -161,7 +161,7 @@ static void test_new_rows(void **state)
     assert_int_equal(run_outs("max_unpool_nd", "pool3", "values indices",
                               "--nspatial=3 --kernel=2 --size=6,7,5 -o out.npy"),
                      0);
-    compare_file("out.npy", "pool3", "unpool", 0);
+    compare_file("out.npy", "pool3_unpool", "out", 0);
 }
 
 /* The largest component of a golden labelling, by hand from scipy's labels. */
@@ -177,7 +177,7 @@ static void test_largest(void **state)
     nx_tensor *got = NULL, *lab = NULL;
     snprintf(path, sizeof path, "%s/out.npy", tmpdir);
     assert_int_equal(nx_npy_read(ctx, path, &got), NX_OK);
-    snprintf(path, sizeof path, "%s/morphology/cc2_c2_out.npy", nx_test_data_dir());
+    snprintf(path, sizeof path, "%s/morphology/cc2_c2/out.npy", nx_test_golden_dir());
     assert_int_equal(nx_npy_read(ctx, path, &lab), NX_OK);
     int64_t n = nx_tensor_numel(lab), count[1024] = {0};
     const int32_t *l = nx_tensor_data(lab);

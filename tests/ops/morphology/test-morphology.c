@@ -18,14 +18,17 @@ static nx_ctx *ctx_new(void)
     return nx_test_ctx(&g_ta);
 }
 
+/* golden/morphology/<name>/<key>.npy (tools/gen-morphology-golden.py). */
 static nx_tensor *load(nx_ctx *ctx, const char *name, const char *key)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/morphology/%s_%s.npy", nx_test_data_dir(), name, key);
-    nx_tensor *t = NULL;
-    if (nx_npy_read(ctx, path, &t) != NX_OK)
-        fail_msg("cannot read %s: %s", path, nx_ctx_last_error(ctx));
-    return t;
+    return nx_test_golden_npy(ctx, "morphology", name, key);
+}
+
+/* Option opt of the case's manifest, or def when it has none. */
+static const char *option(const char *name, const char *opt, char *buf, size_t len,
+                          const char *def)
+{
+    return nx_test_golden_option("morphology", name, opt, buf, len) ? buf : def;
 }
 
 static double at(const nx_tensor *t, int64_t i)
@@ -83,7 +86,7 @@ static nx_morph_op op_of(const char *s)
         return NX_MORPH_OPEN;
     if (!strcmp(s, "close"))
         return NX_MORPH_CLOSE;
-    if (!strcmp(s, "median"))
+    if (!strcmp(s, "median_filter"))
         return NX_MORPH_OP_COUNT; /* nx_median_filter */
     fail_msg("bad op %s", s);
     return NX_MORPH_OP_COUNT;
@@ -99,23 +102,24 @@ static nx_morph_border border_of(const char *s)
     return NX_MORPH_BORDER_COUNT;
 }
 
-static int run_case(nx_ctx *ctx, const char *line, nx_backend backend)
+/* One golden case: the manifest's op with its size or footprint/structure files, mode and cval. */
+static int run_case(nx_ctx *ctx, const char *name, nx_backend backend)
 {
-    char name[64], op[16], elem[16], mode[16], sizes[64];
-    double cval = 0;
-    if (sscanf(line, "%63s %15s %15s %15s %lf %63s", name, op, elem, mode, &cval, sizes) != 6)
-        return 0;
-    nx_morph_opts o = {.backend = backend, .border = border_of(mode), .cval = cval};
-    char *p = sizes;
+    char op[32], b1[64], b2[64], b3[64];
+    assert_true(nx_test_golden_field("morphology", name, "op", op, sizeof op));
+    nx_morph_opts o = {.backend = backend,
+                       .border = border_of(option(name, "mode", b1, sizeof b1, "reflect")),
+                       .cval = strtod(option(name, "cval", b2, sizeof b2, "0"), NULL)};
+    char *p = (char *)option(name, "size", b3, sizeof b3, "");
     for (int i = 0; *p && i < NX_MORPH_MAX_SPATIAL; i++) {
         o.size[i] = strtoll(p, &p, 10);
         if (*p == ',')
             p++;
     }
     nx_tensor *x = load(ctx, name, "x"), *want = load(ctx, name, "out"), *fp = NULL, *se = NULL;
-    if (strstr(elem, "fp"))
+    if (option(name, "footprint", b1, sizeof b1, NULL))
         o.footprint = fp = load(ctx, name, "fp");
-    if (strstr(elem, "se"))
+    if (option(name, "structure", b1, sizeof b1, NULL))
         o.structure = se = load(ctx, name, "se");
     nx_tensor *got = NULL;
     nx_morph_op mop = op_of(op);
@@ -135,16 +139,13 @@ static int run_case(nx_ctx *ctx, const char *line, nx_backend backend)
 static void run_golden(nx_backend backend)
 {
     nx_ctx *ctx = ctx_new();
-    char path[1024], line[512];
-    snprintf(path, sizeof path, "%s/morphology/cases.txt", nx_test_data_dir());
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
+    char names[64][64];
+    int cases = nx_test_golden_cases("morphology", "dilate|erode|open|close|median_filter", names,
+                                     64);
     int n = 0;
-    while (fgets(line, sizeof line, f))
-        if (line[0] != '#')
-            n += run_case(ctx, line, backend);
-    fclose(f);
-    assert_int_equal(n, 44); /* every manifest line parsed and checked */
+    for (int i = 0; i < cases; i++)
+        n += run_case(ctx, names[i], backend);
+    assert_int_equal(n, 44); /* every case of these ops found and checked */
     nx_ctx_free(ctx);
     assert_int_equal(g_ta.live, 0);
 }
@@ -446,14 +447,11 @@ static void test_cdt_golden(void **state)
 {
     (void)state;
     nx_ctx *ctx = ctx_new();
-    char path[1024], line[256], name[64], metric[32];
-    snprintf(path, sizeof path, "%s/morphology/cdt.txt", nx_test_data_dir());
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    int n = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || sscanf(line, "%63s %31s", name, metric) != 2)
-            continue;
+    char names[16][64], metric[32];
+    int cases = nx_test_golden_cases("morphology", "distance_transform", names, 16), n = 0;
+    for (int c = 0; c < cases; c++) {
+        const char *name = names[c];
+        assert_non_null(option(name, "metric", metric, sizeof metric, NULL));
         nx_distance_opts o = {.backend = NX_BACKEND_REF,
                               .metric = strcmp(metric, "taxicab") ? NX_DISTANCE_CHESSBOARD
                                                                   : NX_DISTANCE_TAXICAB};
@@ -474,7 +472,6 @@ static void test_cdt_golden(void **state)
         nx_tensor_free(want);
         n++;
     }
-    fclose(f);
     assert_int_equal(n, 7);
     nx_ctx_free(ctx);
     assert_int_equal(g_ta.live, 0);
@@ -578,14 +575,11 @@ static void test_edt_golden(void **state)
     (void)state;
     nx_ctx *ctx = ctx_new();
     bool gpu = edt_gpu(ctx);
-    char path[1024], line[256], name[64], samp[128];
-    snprintf(path, sizeof path, "%s/morphology/edt.txt", nx_test_data_dir());
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    int n = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || sscanf(line, "%63s %127s", name, samp) != 2)
-            continue;
+    char names[16][64], samp[128];
+    int cases = nx_test_golden_cases("morphology", "distance_transform_edt", names, 16), n = 0;
+    for (int c = 0; c < cases; c++) {
+        const char *name = names[c];
+        assert_non_null(option(name, "sampling", samp, sizeof samp, NULL));
         double sampling[NX_MAX_DIMS];
         char *p = samp;
         for (int i = 0; *p && i < NX_MAX_DIMS; i++) {
@@ -624,7 +618,6 @@ static void test_edt_golden(void **state)
         nx_tensor_free(want);
         n++;
     }
-    fclose(f);
     assert_int_equal(n, 9);
     /* Refused: a sampling that is not finite and positive. */
     int64_t s = 3;
@@ -643,14 +636,13 @@ static void test_label_golden(void **state)
 {
     (void)state;
     nx_ctx *ctx = ctx_new();
-    char path[1024], line[256], name[64];
-    snprintf(path, sizeof path, "%s/morphology/label.txt", nx_test_data_dir());
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    int n = 0, conn = 0, k = 0;
-    while (fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || sscanf(line, "%63s %d %d", name, &conn, &k) != 3)
-            continue;
+    char names[16][64], b1[16], b2[16];
+    int cases = nx_test_golden_cases("morphology", "connected_components", names, 16), n = 0;
+    for (int c = 0; c < cases; c++) {
+        const char *name = names[c];
+        assert_non_null(option(name, "connectivity", b1, sizeof b1, NULL));
+        assert_true(nx_test_golden_field("morphology", name, "count", b2, sizeof b2));
+        int conn = atoi(b1), k = atoi(b2);
         nx_tensor *m = load(ctx, name, "mask"), *want = load(ctx, name, "out"), *got = NULL;
         int32_t count = -1;
         if (nx_connected_components(ctx, m, conn, &got, &count) != NX_OK)
@@ -664,7 +656,6 @@ static void test_label_golden(void **state)
         nx_tensor_free(want);
         n++;
     }
-    fclose(f);
     assert_int_equal(n, 11);
     int64_t s = 4, s7 = 7;
     nx_tensor *m = make(ctx, NX_DTYPE_F64, 1, &s, (double[]){1, 0, 1, 1}), *y = NULL;

@@ -20,14 +20,15 @@ static nx_ctx *ctx_new(void)
     return nx_test_ctx(&g_ta);
 }
 
+/* golden/morphology/<name>/<key>.npy; the unpool's output is the out.npy of <name>_unpool. */
 static nx_tensor *load(nx_ctx *ctx, const char *name, const char *key)
 {
-    char path[1024];
-    snprintf(path, sizeof path, "%s/morphology/%s_%s.npy", nx_test_data_dir(), name, key);
-    nx_tensor *t = NULL;
-    if (nx_npy_read(ctx, path, &t) != NX_OK)
-        fail_msg("cannot read %s: %s", path, nx_ctx_last_error(ctx));
-    return t;
+    if (strcmp(key, "unpool") == 0) {
+        char unpool[80];
+        snprintf(unpool, sizeof unpool, "%s_unpool", name);
+        return nx_test_golden_npy(ctx, "morphology", unpool, "out");
+    }
+    return nx_test_golden_npy(ctx, "morphology", name, key);
 }
 
 static double at(const nx_tensor *t, int64_t i)
@@ -80,20 +81,22 @@ typedef struct pool_case {
     nx_pool_opts o;
 } pool_case;
 
+/* The pooling cases of golden/morphology with their geometry (the manifests' options). */
 static int read_cases(pool_case *cases, int max)
 {
-    char path[1024], line[256];
-    snprintf(path, sizeof path, "%s/morphology/pool.txt", nx_test_data_dir());
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    int n = 0;
-    while (n < max && fgets(line, sizeof line, f)) {
-        char k[32], s[32], p[32];
-        pool_case *c = &cases[n];
+    char names[16][64];
+    int n = nx_test_golden_cases("morphology", "max_pool_with_indices_nd", names, 16);
+    assert_true(n <= max);
+    for (int j = 0; j < n; j++) {
+        char ns[8], k[32], s[32], p[32];
+        pool_case *c = &cases[j];
         memset(c, 0, sizeof *c);
-        if (line[0] == '#' || sscanf(line, "%63s %d %31s %31s %31s", c->name, &c->o.nspatial, k,
-                                     s, p) != 5)
-            continue;
+        snprintf(c->name, sizeof c->name, "%.63s", names[j]);
+        assert_true(nx_test_golden_option("morphology", c->name, "nspatial", ns, sizeof ns));
+        assert_true(nx_test_golden_option("morphology", c->name, "kernel", k, sizeof k));
+        assert_true(nx_test_golden_option("morphology", c->name, "stride", s, sizeof s));
+        assert_true(nx_test_golden_option("morphology", c->name, "padding", p, sizeof p));
+        c->o.nspatial = atoi(ns);
         char *a = k, *b = s, *q = p;
         for (int i = 0; i < c->o.nspatial; i++) {
             c->o.kernel[i] = strtoll(a, &a, 10);
@@ -101,9 +104,7 @@ static int read_cases(pool_case *cases, int max)
             c->o.padding[i] = strtoll(q, &q, 10);
             a += *a == ',', b += *b == ',', q += *q == ',';
         }
-        n++;
     }
-    fclose(f);
     return n;
 }
 

@@ -70,7 +70,7 @@ static bool read_case(const char *name, gcase *c)
     return c->options[0] != 0;
 }
 
-/* Options "sigma=1.5,2 truncate=4 mode=reflect cval=0 nspatial=2 kernel_size=5,7". */
+/* Options "sigma=1.5,2 truncate=4 mode=reflect cval=0 spatial_rank=2 kernel_size=5,7". */
 static void parse_options(const char *text, nx_gaussian_opts *o)
 {
     static const char *modes[NX_GAUSSIAN_MODE_COUNT] = {
@@ -96,7 +96,7 @@ static void parse_options(const char *text, nx_gaussian_opts *o)
             o->truncate = strtod(v, NULL);
         } else if (!strcmp(kv, "cval")) {
             o->cval = strtod(v, NULL);
-        } else if (!strcmp(kv, "nspatial")) {
+        } else if (!strcmp(kv, "spatial_rank") || !strcmp(kv, "nspatial")) {
             o->nspatial = atoi(v);
         } else if (!strcmp(kv, "mode")) {
             for (int m = 0; m < NX_GAUSSIAN_MODE_COUNT; m++)
