@@ -940,11 +940,20 @@ static nx_status parse_options(nx_ctx *ctx, const nx_op_desc *d, const nx_op_inf
         if (st != NX_OK)
             return st;
     }
-    for (int i = 0; i < info->nopts && i < 64; i++)
-        if (!info->opts[i].def && !given[i])
+    for (int i = 0; i < info->nopts && i < 64; i++) {
+        if (given[i])
+            continue;
+        if (!info->opts[i].def)
             return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: option %s is required (%s)",
                                info->name, info->opts[i].name,
                                info->opts[i].help ? info->opts[i].help : "no default");
+        /* An option not given takes its schema default, parsed as if it had been given, so a
+         * default need not be the struct's zero (use_median=true, half=1 with 0 valid). */
+        t->o = &info->opts[i];
+        nx_status st = parse_option(t, &d->fields[i], info->opts[i].def, *opts);
+        if (st != NX_OK)
+            return st;
+    }
     return NX_OK;
 }
 

@@ -16,11 +16,13 @@
  *         return nx_op_run(ctx, &nx_op_dilate, (const nx_tensor *const[]){x}, o, y);
  *     }
  *
- * Option structs. A zeroed option struct means "every default" (so opts == NULL is allowed); the
- * schema's default texts describe the same values. nx_op_call parses text options into a zeroed
- * struct of opts_size bytes through `fields`. INTS/FLOATS given one value fill every slot
- * ("one value for all"); given k values they fill k slots, and count_offset (when not
- * NX_OP_NO_FIELD) receives k.
+ * Option structs. The runner sees the op's own option struct. nx_op_call fills it from text:
+ * each option given is parsed by the schema, and each option not given takes its default text,
+ * parsed the same way, so a default need not be zero. A typed entry point passes a struct it
+ * owns; where its public struct treats zero as "default" (opts == NULL is every default), the
+ * wrapper converts it to the op's struct, or the op's struct is the public one and the op reads
+ * zero as the default. INTS/FLOATS given one value fill every slot ("one value for all"); given k
+ * values they fill k slots, and count_offset (when not NX_OP_NO_FIELD) receives k.
  *
  * Keys. The runner serialises into the cache key: the op's name, the stage, each option through
  * the schema (by value: numbers, enum indices, strings' text, tensor options' dtype, shape and

@@ -262,7 +262,7 @@ static nx_node line_ends(nx_graph *g, nx_node x, int a, int64_t n)
 /* y over the cropped line from the padded line xp (the scans' input is xs = B xp), the causal
  * output z and the anti-causal v. The start terms read xs's two end samples as B times xp's, not
  * as slices of xs: xs then has one reader, the causal scan, and fusion computes it inside that
- * scan's loads where the backend can (passes/prologue.c) instead of writing it out; the two ends
+ * scan's loads where the backend can (codegen/prologue.c) instead of writing it out; the two ends
  * are one slice, which fusion makes one small kernel (passes/fuse.c). */
 static nx_node finish(nx_graph *g, int a, int64_t pad, const yvv_starts *w, double b, nx_node xp,
                       nx_node z, nx_node v)

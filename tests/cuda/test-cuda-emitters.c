@@ -19,7 +19,7 @@
 #include "codegen/ptx/emit-lib.h"
 #include "ir/ir.h"
 #include "nitrix-graph.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 #include "testutil.h"
 #include "probe.h"
 
