@@ -533,7 +533,7 @@ const char *nx_ptx_unsupported(const nx_kernel *k)
 
 /* ---- instructions --------------------------------------------------------------------------*/
 
-/* An instruction's value inside a box split: its alias (passes/borders.h). */
+/* An instruction's value inside a box split: its alias (codegen/borders.h). */
 static void emit_alias(gen *g, int id, const char *t)
 {
     const nx_kinst *in = &g->k->inst[id];
@@ -1093,7 +1093,7 @@ static void emit_stores(gen *g)
 
 /* ---- the border/interior split ------------------------------------------------------------*/
 
-/* A box split (passes/borders.h) over the space's points p in [0, points): the first ones are the
+/* A box split (codegen/borders.h) over the space's points p in [0, points): the first ones are the
  * box's points in C order, computed with the aliases (no index rules); the rest are the shell
  * outside it, in slabs (one per split axis a: the box's ranges on the axes before a, the two
  * border ranges of a, the whole of the axes after a), computed as written. Consecutive threads
@@ -1460,7 +1460,7 @@ static int ilp_of(const gen *g)
 }
 
 /* The general form, with the box split of its POINTS loop and 32-bit index arithmetic where the
- * analyses (passes/borders.h) allow them and nx_ptx_general_flags has them on. */
+ * analyses (codegen/borders.h) allow them and nx_ptx_general_flags has them on. */
 static void emit_general(gen *g, nx_ptx_launch *launch)
 {
     const nx_kernel *k = g->k;
