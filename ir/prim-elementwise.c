@@ -40,7 +40,7 @@ static accepts binary_accepts(nx_prim op)
 {
     if (op == NX_PRIM_ATAN2)
         return FLOAT;
-    if (op >= NX_PRIM_EQ && op <= NX_PRIM_GE)
+    if (nx_ir_prim_class(op) == NX_PCLASS_COMPARE)
         return ANY;
     if (op == NX_PRIM_AND || op == NX_PRIM_OR)
         return BOOL_ONLY;
@@ -49,7 +49,7 @@ static accepts binary_accepts(nx_prim op)
 
 static bool is_comparison(nx_prim op)
 {
-    return op >= NX_PRIM_EQ && op <= NX_PRIM_GE;
+    return nx_ir_prim_class(op) == NX_PCLASS_COMPARE;
 }
 
 static bool dtype_accepted(accepts a, nx_dtype d)

@@ -623,7 +623,7 @@ static int emit_prim(emitter *e, const nx_kinst *in)
         return emit_cast(e, d0, in->dtype, a);
     if (in->prim == NX_PRIM_ISNAN)
         return is_fl(d0) ? isnan_of(e, rty(d0), a) : constv(e, "i1", "false");
-    if (in->prim <= NX_PRIM_NOT)
+    if (nx_ir_prims[in->prim].arity == 1)
         return is_fl(d0) ? float_unary(e, in, a) : int_unary(e, in, a);
     int b = V(in->a[1]);
     return is_fl(d0) ? float_binary(e, in, a, b) : int_binary(e, in, a, b);
