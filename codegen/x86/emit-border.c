@@ -26,44 +26,44 @@ static void bound(emitter *e, const char *x, int64_t cut, bool max, char *out, s
 }
 
 /* Whether region r of the split (0: [0, lo), 1: [lo, hi), 2: [hi, n)) has points. */
-bool region_used(const emitter *e, int r)
+bool nx_x86_region_used(const emitter *e, int r)
 {
     return r == 1 || (r == 0 ? e->bd.lo > 0 : e->bd.hi < e->k->extent[e->bd.loop]);
 }
 
 /* The split loop over region r intersected with [lo, hi); the interior runs with the aliases. */
-loop region_open(emitter *e, int r, const char *lo, const char *hi)
+loop nx_x86_region_open(emitter *e, int r, const char *lo, const char *hi)
 {
     int64_t cut_lo = r == 0 ? INT64_MIN : r == 1 ? e->bd.lo : e->bd.hi;
     int64_t cut_hi = r == 0 ? e->bd.lo : r == 1 ? e->bd.hi : INT64_MAX;
     char slo[32], shi[32];
     bound(e, lo, cut_lo, true, slo, sizeof slo);
     bound(e, hi, cut_hi, false, shi, sizeof shi);
-    loop l = loop_open(e, slo, shi);
+    loop l = nx_x86_loop_open(e, slo, shi);
     e->loopvar[e->bd.loop] = l.index;
     e->alias = r == 1 ? e->bd.alias : NULL;
     return l;
 }
 
-void region_close(emitter *e, loop l)
+void nx_x86_region_close(emitter *e, loop l)
 {
     bool border = !e->alias;
     e->alias = NULL;
     if (border)
-        loop_close_scalar(e, l);
+        nx_x86_loop_close_scalar(e, l);
     else
-        loop_close(e, l);
+        nx_x86_loop_close(e, l);
 }
 
 /* Both borders as one loop over b in [0, lo + n - hi): j = b below lo, b + hi - lo above (one
  * copy of the rules' code rather than two: compile time). Only where the loop's bounds are the
  * constant [0, n), not the thread split's [begin, end). */
-loop borders_open(emitter *e)
+loop nx_x86_borders_open(emitter *e)
 {
     char cnt[32];
     int64_t lo = e->bd.lo, n = e->k->extent[e->bd.loop];
     snprintf(cnt, sizeof cnt, "%lld", (long long)(lo + n - e->bd.hi));
-    loop l = loop_open(e, "0", cnt);
+    loop l = nx_x86_loop_open(e, "0", cnt);
     int below = op2(e, "icmp slt", "i64", l.index, i64c(e, lo));
     int j = selv(e, "i64", below, l.index, op2(e, "add", "i64", l.index, i64c(e, e->bd.hi - lo)));
     e->loopvar[e->bd.loop] = j;
@@ -79,7 +79,7 @@ static void split_part_stores(emitter *e, int lin_outer, const char *ext)
     int lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin_outer, constv(e, "i64", ext)),
                   e->loopvar[L]);
     for (int s = 0; s < k->nstores; s++)
-        emit_store(e, &k->stores[s], lin);
+        nx_x86_emit_store(e, &k->stores[s], lin);
 }
 
 /* The interior of a split row as a whole number of vectors and a remainder loop of its own: the
@@ -96,9 +96,9 @@ static void emit_interior_parts(emitter *e, int lin_outer, const char *ext)
         char plo[32], phi[32];
         snprintf(plo, sizeof plo, "%lld", (long long)cut[part]);
         snprintf(phi, sizeof phi, "%lld", (long long)cut[part + 1]);
-        loop l = region_open(e, 1, plo, phi);
+        loop l = nx_x86_region_open(e, 1, plo, phi);
         split_part_stores(e, lin_outer, ext);
-        region_close(e, l);
+        nx_x86_region_close(e, l);
     }
 }
 
@@ -115,23 +115,24 @@ static bool interior_parts(const emitter *e)
 }
 
 /* The innermost space loop split in three, the stores in each part. */
-void emit_split_stores(emitter *e, int lin_outer)
+void nx_x86_emit_split_stores(emitter *e, int lin_outer)
 {
     const nx_kernel *k = e->k;
     int L = e->bd.loop;
     char ext[32];
     snprintf(ext, sizeof ext, "%lld", (long long)k->extent[L]);
-    bool merged = L != 0 && region_used(e, 0) && region_used(e, 2);
+    bool merged = L != 0 && nx_x86_region_used(e, 0) && nx_x86_region_used(e, 2);
     for (int r = merged ? 1 : 0; r < 3; r++) {
-        if (!region_used(e, r) && !(merged && r == 2))
+        if (!nx_x86_region_used(e, r) && !(merged && r == 2))
             continue;
         if (r == 1 && interior_parts(e)) {
             emit_interior_parts(e, lin_outer, ext);
             continue;
         }
-        loop l = merged && r == 2 ? borders_open(e)
-                                  : region_open(e, r, L == 0 ? "%begin" : "0", L == 0 ? "%end" : ext);
+        loop l = merged && r == 2
+                     ? nx_x86_borders_open(e)
+                     : nx_x86_region_open(e, r, L == 0 ? "%begin" : "0", L == 0 ? "%end" : ext);
         split_part_stores(e, lin_outer, ext);
-        region_close(e, l);
+        nx_x86_region_close(e, l);
     }
 }

@@ -106,21 +106,21 @@ static inline int fresh(emitter *e)
     return e->tmp++;
 }
 
-NX_HIDDEN int alloca_of(emitter *e, const char *ty);
+NX_HIDDEN int nx_x86_alloca_of(emitter *e, const char *ty);
 
 /* A loop over [lo, hi) with an i64 counter; returns the SSA number of the index. */
 typedef struct loop {
     int counter, index, head, bodyl, exit;
 } loop;
 
-NX_HIDDEN loop loop_open(emitter *e, const char *lo, const char *hi);
-NX_HIDDEN void loop_close(emitter *e, loop l);
-NX_HIDDEN void loop_close_scalar(emitter *e, loop l);
+NX_HIDDEN loop nx_x86_loop_open(emitter *e, const char *lo, const char *hi);
+NX_HIDDEN void nx_x86_loop_close(emitter *e, loop l);
+NX_HIDDEN void nx_x86_loop_close_scalar(emitter *e, loop l);
 
-NX_HIDDEN int value(emitter *e, int32_t id);
+NX_HIDDEN int nx_x86_value(emitter *e, int32_t id);
 
 /* "%vN" of an instruction's value. */
-#define V(id) value(e, (id))
+#define V(id) nx_x86_value(e, (id))
 
 static inline int op2(emitter *e, const char *op, const char *t, int a, int b)
 {
@@ -171,9 +171,9 @@ static inline int isnan_of(emitter *e, const char *t, int a)
     return op2(e, "fcmp uno", t, a, a);
 }
 
-NX_HIDDEN int mathcall(emitter *e, const char *name, int d, int a, int b);
-NX_HIDDEN int emit_cast(emitter *e, int from, int to, int x);
-NX_HIDDEN void emit_store(emitter *e, const nx_kstore *s, int lin);
+NX_HIDDEN int nx_x86_mathcall(emitter *e, const char *name, int d, int a, int b);
+NX_HIDDEN int nx_x86_emit_cast(emitter *e, int from, int to, int x);
+NX_HIDDEN void nx_x86_emit_store(emitter *e, const nx_kstore *s, int lin);
 
 /* ---- reductions (emit-reduce.c) ------------------------------------------------------------*/
 
@@ -210,25 +210,26 @@ static inline void st_flag(emitter *e, int val, int slot)
     st(e, "i8", v, slot);
 }
 
-NX_HIDDEN int identity(emitter *e, int m, int d);
-NX_HIDDEN int lse_sd(const emitter *e, int d);
-NX_HIDDEN void carry_step(emitter *e, const carry *c, int x);
-NX_HIDDEN int carry_finish(emitter *e, const carry *c);
-NX_HIDDEN void hoist(emitter *e, int32_t id, uint32_t loops, uint8_t *seen);
-NX_HIDDEN int emit_reduce(emitter *e, int32_t id);
+NX_HIDDEN int nx_x86_identity(emitter *e, int m, int d);
+NX_HIDDEN int nx_x86_lse_sd(const emitter *e, int d);
+NX_HIDDEN void nx_x86_carry_step(emitter *e, const carry *c, int x);
+NX_HIDDEN int nx_x86_carry_finish(emitter *e, const carry *c);
+NX_HIDDEN void nx_x86_hoist(emitter *e, int32_t id, uint32_t loops, uint8_t *seen);
+NX_HIDDEN int nx_x86_emit_reduce(emitter *e, int32_t id);
 
 /* ---- border/interior split (emit-border.c) -------------------------------------------------*/
 
-NX_HIDDEN bool region_used(const emitter *e, int r);
-NX_HIDDEN loop region_open(emitter *e, int r, const char *lo, const char *hi);
-NX_HIDDEN void region_close(emitter *e, loop l);
-NX_HIDDEN loop borders_open(emitter *e);
-NX_HIDDEN void emit_split_stores(emitter *e, int lin_outer);
+NX_HIDDEN bool nx_x86_region_used(const emitter *e, int r);
+NX_HIDDEN loop nx_x86_region_open(emitter *e, int r, const char *lo, const char *hi);
+NX_HIDDEN void nx_x86_region_close(emitter *e, loop l);
+NX_HIDDEN loop nx_x86_borders_open(emitter *e);
+NX_HIDDEN void nx_x86_emit_split_stores(emitter *e, int lin_outer);
 
 /* ---- contraction rows (emit-rows.c) --------------------------------------------------------*/
 
-NX_HIDDEN int row_reduce(const emitter *e);
-NX_HIDDEN void emit_rows(emitter *e, int r, int lin_outer, int64_t j_lo, int64_t j_hi, bool split);
+NX_HIDDEN int nx_x86_row_reduce(const emitter *e);
+NX_HIDDEN void nx_x86_emit_rows(emitter *e, int r, int lin_outer, int64_t j_lo, int64_t j_hi,
+                                bool split);
 
 /* ---- register tiles (emit-tile.c) ----------------------------------------------------------*/
 
@@ -248,9 +249,10 @@ static inline int vmath_bit(int fn, int d, int w)
     return (fn * 2 + (d == NX_DTYPE_F64)) * 3 + (w == 4 ? 0 : w == 8 ? 1 : 2);
 }
 
-NX_HIDDEN int tile_reduce(emitter *e, tile *t);
-NX_HIDDEN void emit_tiles(emitter *e, tile *t, const char *lo, const char *hi, int64_t j_lo,
-                          int64_t j_hi, int lin_outer);
-NX_HIDDEN void emit_split_tiles(emitter *e, tile *t, const char *lo, const char *hi, int lin_outer);
+NX_HIDDEN int nx_x86_tile_reduce(emitter *e, tile *t);
+NX_HIDDEN void nx_x86_emit_tiles(emitter *e, tile *t, const char *lo, const char *hi, int64_t j_lo,
+                                 int64_t j_hi, int lin_outer);
+NX_HIDDEN void nx_x86_emit_split_tiles(emitter *e, tile *t, const char *lo, const char *hi,
+                                       int lin_outer);
 
 #endif /* NX_CODEGEN_X86_EMIT_PRIV_H */

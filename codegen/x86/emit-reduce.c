@@ -7,7 +7,7 @@
 
 /* ---- reductions ----------------------------------------------------------------------------*/
 
-int identity(emitter *e, int m, int d)
+int nx_x86_identity(emitter *e, int m, int d)
 {
     const char *t = rty(d);
     if (m == NX_MONOID_SUM)
@@ -31,22 +31,22 @@ int identity(emitter *e, int m, int d)
  * reassociated an f32 update with the inline f32 exp (0.96 ulp) is used instead: the sum of n
  * positive terms then has a relative error of about (n + 2) eps, inside the documented bound
  * 4 n eps sum|x| of a reassociated fold, and the update vectorises twice as wide. */
-int lse_sd(const emitter *e, int d)
+int nx_x86_lse_sd(const emitter *e, int d)
 {
     return d == NX_DTYPE_F32 && e->reassoc ? NX_DTYPE_F32 : NX_DTYPE_F64;
 }
 
 static carry carry_init(emitter *e, int m, int d)
 {
-    carry c = {alloca_of(e, rty(d)),
-               alloca_of(e, rty(lse_sd(e, d))),
-               alloca_of(e, "i64"),
-               alloca_of(e, "i8"),
-               alloca_of(e, "i64"),
+    carry c = {nx_x86_alloca_of(e, rty(d)),
+               nx_x86_alloca_of(e, rty(nx_x86_lse_sd(e, d))),
+               nx_x86_alloca_of(e, "i64"),
+               nx_x86_alloca_of(e, "i8"),
+               nx_x86_alloca_of(e, "i64"),
                m,
                d};
-    st(e, rty(d), identity(e, m, d), c.v);
-    st(e, rty(lse_sd(e, d)), fconst(e, lse_sd(e, d), 0.0), c.s);
+    st(e, rty(d), nx_x86_identity(e, m, d), c.v);
+    st(e, rty(nx_x86_lse_sd(e, d)), fconst(e, nx_x86_lse_sd(e, d), 0.0), c.s);
     st(e, "i64", constv(e, "i64", "0"), c.arg);
     st_flag(e, constv(e, "i1", "false"), c.nan);
     st(e, "i64", constv(e, "i64", "0"), c.pos);
@@ -55,22 +55,23 @@ static carry carry_init(emitter *e, int m, int d)
 
 static void lse_step(emitter *e, const carry *c, int x)
 {
-    int d = c->d, sd = lse_sd(e, d);
+    int d = c->d, sd = nx_x86_lse_sd(e, d);
     const char *t = rty(d), *u = rty(sd);
     int m = ld(e, t, c->v), s = ld(e, u, c->s);
-    int xd = emit_cast(e, d, sd, x), md = emit_cast(e, d, sd, m);
+    int xd = nx_x86_emit_cast(e, d, sd, x), md = nx_x86_emit_cast(e, d, sd, m);
     int isn = isnan_of(e, t, x);
     int ninf = op2(e, "fcmp oeq", t, x, fconst(e, d, -INFINITY));
     int skip = op2(e, "or", "i1", isn, ninf);
     int gt = op2(e, "fcmp ogt", t, x, m), eq = op2(e, "fcmp oeq", t, x, m);
     int arg = selv(e, u, gt, op2(e, "fsub", u, md, xd), op2(e, "fsub", u, xd, md));
-    int ex = mathcall(e, "exp", sd, arg, -1);
+    int ex = nx_x86_mathcall(e, "exp", sd, arg, -1);
     int one = fconst(e, sd, 1.0);
     int sgt = op2(e, "fadd", u, op2(e, "fmul", u, s, ex), one);
     int seq = op2(e, "fadd", u, s, one), slt = op2(e, "fadd", u, s, ex);
     int sn = selv(e, u, gt, sgt, selv(e, u, eq, seq, slt));
     if (d == NX_DTYPE_F32 && sd == NX_DTYPE_F64)
-        sn = emit_cast(e, NX_DTYPE_F32, NX_DTYPE_F64, emit_cast(e, NX_DTYPE_F64, NX_DTYPE_F32, sn));
+        sn = nx_x86_emit_cast(e, NX_DTYPE_F32, NX_DTYPE_F64,
+                              nx_x86_emit_cast(e, NX_DTYPE_F64, NX_DTYPE_F32, sn));
     st(e, u, selv(e, u, skip, s, sn), c->s);
     st(e, t,
        selv(e, t, op2(e, "or", "i1", skip, op2(e, "xor", "i1", gt, constv(e, "i1", "true"))), m, x),
@@ -98,7 +99,7 @@ static void arg_step(emitter *e, const carry *c, int x)
     st(e, "i64", op2(e, "add", "i64", pos, constv(e, "i64", "1")), c->pos);
 }
 
-void carry_step(emitter *e, const carry *c, int x)
+void nx_x86_carry_step(emitter *e, const carry *c, int x)
 {
     int d = c->d;
     const char *t = rty(d);
@@ -137,7 +138,7 @@ void carry_step(emitter *e, const carry *c, int x)
     st(e, t, r, c->v);
 }
 
-int carry_finish(emitter *e, const carry *c)
+int nx_x86_carry_finish(emitter *e, const carry *c)
 {
     int d = c->d;
     const char *t = rty(d);
@@ -148,10 +149,10 @@ int carry_finish(emitter *e, const carry *c)
         return v;
     int nan = ld_flag(e, c->nan);
     if (c->m == NX_MONOID_LOGSUMEXP) {
-        int sd = lse_sd(e, d);
-        int md = emit_cast(e, d, sd, v);
-        int lg = mathcall(e, "log", sd, ld(e, rty(sd), c->s), -1);
-        int r = emit_cast(e, sd, d, op2(e, "fadd", rty(sd), md, lg));
+        int sd = nx_x86_lse_sd(e, d);
+        int md = nx_x86_emit_cast(e, d, sd, v);
+        int lg = nx_x86_mathcall(e, "log", sd, ld(e, rty(sd), c->s), -1);
+        int r = nx_x86_emit_cast(e, sd, d, op2(e, "fadd", rty(sd), md, lg));
         char fn[24];
         snprintf(fn, sizeof fn, "llvm.fabs.%s", d == NX_DTYPE_F32 ? "f32" : "f64");
         int inf = op2(e, "fcmp oeq", t, call1(e, fn, t, v), fconst(e, d, INFINITY));
@@ -161,7 +162,7 @@ int carry_finish(emitter *e, const carry *c)
 }
 
 /* Emits, before a REDUCE's loops open, the parts of its operand that do not depend on them. */
-void hoist(emitter *e, int32_t id, uint32_t loops, uint8_t *seen)
+void nx_x86_hoist(emitter *e, int32_t id, uint32_t loops, uint8_t *seen)
 {
     if (id < 0 || seen[id])
         return;
@@ -172,16 +173,16 @@ void hoist(emitter *e, int32_t id, uint32_t loops, uint8_t *seen)
     }
     if (e->alias && e->alias[id].kind != NX_X86_ALIAS_SELF) { /* only what the alias reads */
         if (e->alias[id].kind == NX_X86_ALIAS_TO)
-            hoist(e, e->alias[id].to, loops, seen);
+            nx_x86_hoist(e, e->alias[id].to, loops, seen);
         return;
     }
     const nx_kinst *in = &e->k->inst[id];
     if (in->op == NX_KOP_LOAD)
-        hoist(e, in->a[1], loops, seen);
+        nx_x86_hoist(e, in->a[1], loops, seen);
     else if (in->op == NX_KOP_PRIM || in->op == NX_KOP_REDUCE)
         for (int j = 0; j < 3; j++)
             if (in->a[j] >= 0 && (in->op == NX_KOP_PRIM || j == 0))
-                hoist(e, in->a[j], loops, seen);
+                nx_x86_hoist(e, in->a[j], loops, seen);
 }
 
 int nx_x86_kernel_split(const nx_kernel *k, bool reassoc)
@@ -207,14 +208,14 @@ int nx_x86_kernel_split(const nx_kernel *k, bool reassoc)
     return -1;
 }
 
-int emit_reduce(emitter *e, int32_t id)
+int nx_x86_emit_reduce(emitter *e, int32_t id)
 {
     const nx_kinst *in = &e->k->inst[id];
     uint32_t loops = (uint32_t)in->i;
     uint8_t *seen = nx_rt_calloc(e->ctx, (size_t)e->k->ninst, 1);
     e->nomem = e->nomem || !seen;
     if (seen) {
-        hoist(e, in->a[0], loops, seen);
+        nx_x86_hoist(e, in->a[0], loops, seen);
         nx_rt_free(e->ctx, seen, (size_t)e->k->ninst);
     }
     carry c = carry_init(e, in->prim, e->k->inst[in->a[0]].dtype);
@@ -226,15 +227,15 @@ int emit_reduce(emitter *e, int32_t id)
         char hi[32];
         snprintf(hi, sizeof hi, "%lld", (long long)e->k->extent[l]);
         bool split = l == e->split && e->k->ndim == 0;
-        ls[n] = loop_open(e, split ? "%begin" : "0", split ? "%end" : hi);
+        ls[n] = nx_x86_loop_open(e, split ? "%begin" : "0", split ? "%end" : hi);
         e->loopvar[l] = ls[n].index;
         n++;
     }
     uint32_t outer = e->live;
     e->live |= loops;
-    carry_step(e, &c, V(in->a[0]));
+    nx_x86_carry_step(e, &c, V(in->a[0]));
     e->live = outer;
     while (n > 0)
-        loop_close(e, ls[--n]);
-    return carry_finish(e, &c);
+        nx_x86_loop_close(e, ls[--n]);
+    return nx_x86_carry_finish(e, &c);
 }

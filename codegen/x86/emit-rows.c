@@ -12,7 +12,7 @@
 #define ROW_MAX 4096
 
 /* The REDUCE a single store writes, when the row strategy applies to it (see the top). */
-int row_reduce(const emitter *e)
+int nx_x86_row_reduce(const emitter *e)
 {
     const nx_kernel *k = e->k;
     if (k->nstores != 1 || k->ndim < 1 || k->extent[k->ndim - 1] > ROW_MAX)
@@ -33,7 +33,7 @@ static int row_array(emitter *e, int len, const char *t)
 {
     char ty[48];
     snprintf(ty, sizeof ty, "[%d x %s]", len, t);
-    return alloca_of(e, ty);
+    return nx_x86_alloca_of(e, ty);
 }
 
 /* The carry of row element j: pointers into the row arrays. */
@@ -42,7 +42,7 @@ static carry row_carry(emitter *e, const row_arrays *ra, int m, int d, int j)
     carry c = {0, 0, 0, 0, 0, m, d};
     int *slots[5] = {&c.v, &c.s, &c.arg, &c.nan, &c.pos};
     const int arrs[5] = {ra->v, ra->s, ra->arg, ra->nan, ra->pos};
-    const char *tys[5] = {rty(d), rty(lse_sd(e, d)), "i64", "i8", "i64"};
+    const char *tys[5] = {rty(d), rty(nx_x86_lse_sd(e, d)), "i64", "i8", "i64"};
     for (int i = 0; i < 5; i++) {
         *slots[i] = fresh(e);
         put(&e->body, "  %%v%d = getelementptr inbounds [%d x %s], [%d x %s]* %%v%d, i64 0, i64 %%v%d\n",
@@ -53,8 +53,8 @@ static carry row_carry(emitter *e, const row_arrays *ra, int m, int d, int j)
 
 static void row_identity(emitter *e, const carry *c)
 {
-    st(e, rty(c->d), identity(e, c->m, c->d), c->v);
-    st(e, rty(lse_sd(e, c->d)), fconst(e, lse_sd(e, c->d), 0.0), c->s);
+    st(e, rty(c->d), nx_x86_identity(e, c->m, c->d), c->v);
+    st(e, rty(nx_x86_lse_sd(e, c->d)), fconst(e, nx_x86_lse_sd(e, c->d), 0.0), c->s);
     st(e, "i64", constv(e, "i64", "0"), c->arg);
     st_flag(e, constv(e, "i1", "false"), c->nan);
     st(e, "i64", constv(e, "i64", "0"), c->pos);
@@ -79,7 +79,7 @@ static row_span row_span_of(const emitter *e, int64_t lo, int64_t hi)
 
 static loop row_loop(emitter *e, const row_span *sp)
 {
-    loop l = loop_open(e, sp->slo, sp->shi);
+    loop l = nx_x86_loop_open(e, sp->slo, sp->shi);
     e->loopvar[e->k->ndim - 1] = l.index;
     return l;
 }
@@ -114,45 +114,45 @@ static void row_steps(emitter *e, const row_arrays *ra, const row_span *sp, int 
             e->loopvar[last] = i64c(e, j);
             forget_loop(e, last);
             carry c = row_carry(e, ra, in->prim, d, i64c(e, j - sp->lo));
-            carry_step(e, &c, V(in->a[0]));
+            nx_x86_carry_step(e, &c, V(in->a[0]));
         }
         e->ordered = false;
         forget_loop(e, last);
         return;
     }
-    bool merged = split && e->k->ndim >= 2 && region_used(e, 0) && region_used(e, 2);
+    bool merged = split && e->k->ndim >= 2 && nx_x86_region_used(e, 0) && nx_x86_region_used(e, 2);
     for (int part = merged ? 1 : 0; part < (split ? 3 : 1); part++) {
-        if (split && !region_used(e, part) && !(merged && part == 2))
+        if (split && !nx_x86_region_used(e, part) && !(merged && part == 2))
             continue;
-        loop l = merged && part == 2 ? borders_open(e)
-                 : split             ? region_open(e, part, sp->slo, sp->shi)
+        loop l = merged && part == 2 ? nx_x86_borders_open(e)
+                 : split             ? nx_x86_region_open(e, part, sp->slo, sp->shi)
                                      : row_loop(e, sp);
         e->live |= 1u << last;
         carry c = row_carry(e, ra, in->prim, d, row_at(e, sp, e->loopvar[last]));
-        carry_step(e, &c, V(in->a[0]));
+        nx_x86_carry_step(e, &c, V(in->a[0]));
         if (split)
-            region_close(e, l);
+            nx_x86_region_close(e, l);
         else
-            loop_close(e, l);
+            nx_x86_loop_close(e, l);
     }
 }
 
 /* Columns [j_lo, j_hi) of the row strategy (see the top); split: the border split applies to
  * the row's loop. */
-void emit_rows(emitter *e, int r, int lin_outer, int64_t j_lo, int64_t j_hi, bool split)
+void nx_x86_emit_rows(emitter *e, int r, int lin_outer, int64_t j_lo, int64_t j_hi, bool split)
 {
     const nx_kernel *k = e->k;
     const nx_kinst *in = &k->inst[r];
     int last = k->ndim - 1, d = k->inst[in->a[0]].dtype;
     int len = (int)(j_hi - j_lo);
     row_span sp = row_span_of(e, j_lo, j_hi);
-    row_arrays ra = {row_array(e, len, rty(d)), row_array(e, len, rty(lse_sd(e, d))),
-                     row_array(e, len, "i64"), row_array(e, len, "i8"),
-                     row_array(e, len, "i64"), len};
+    row_arrays ra = {row_array(e, len, rty(d)), row_array(e, len, rty(nx_x86_lse_sd(e, d))),
+                     row_array(e, len, "i64"),  row_array(e, len, "i8"),
+                     row_array(e, len, "i64"),  len};
     loop l = row_loop(e, &sp);
     carry c = row_carry(e, &ra, in->prim, d, row_at(e, &sp, l.index));
     row_identity(e, &c);
-    loop_close(e, l);
+    nx_x86_loop_close(e, l);
     uint32_t loops = (uint32_t)in->i, outer = e->live;
     loop ls[NX_KERNEL_MAX_LOOPS];
     int n = 0;
@@ -161,7 +161,7 @@ void emit_rows(emitter *e, int r, int lin_outer, int64_t j_lo, int64_t j_hi, boo
             continue;
         char hi[32];
         snprintf(hi, sizeof hi, "%lld", (long long)k->extent[q]);
-        ls[n] = loop_open(e, "0", hi);
+        ls[n] = nx_x86_loop_open(e, "0", hi);
         e->loopvar[q] = ls[n].index;
         n++;
     }
@@ -169,22 +169,22 @@ void emit_rows(emitter *e, int r, int lin_outer, int64_t j_lo, int64_t j_hi, boo
     uint8_t *seen = nx_rt_calloc(e->ctx, (size_t)k->ninst, 1);
     e->nomem = e->nomem || !seen;
     if (seen) { /* what depends on the reduction loops but not on the row: before the row */
-        hoist(e, in->a[0], loops, seen);
+        nx_x86_hoist(e, in->a[0], loops, seen);
         nx_rt_free(e->ctx, seen, (size_t)k->ninst);
     }
     row_steps(e, &ra, &sp, r, split);
     e->live = outer;
     while (n > 0)
-        loop_close(e, ls[--n]);
+        nx_x86_loop_close(e, ls[--n]);
     l = row_loop(e, &sp);
     c = row_carry(e, &ra, in->prim, d, row_at(e, &sp, l.index));
     char ext[32];
     snprintf(ext, sizeof ext, "%lld", (long long)k->extent[last]);
     int lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin_outer, constv(e, "i64", ext)),
                   l.index);
-    int v = carry_finish(e, &c);
+    int v = nx_x86_carry_finish(e, &c);
     e->val[r] = v;
     e->scope[r] = e->cur;
-    emit_store(e, &k->stores[0], lin);
-    loop_close(e, l);
+    nx_x86_emit_store(e, &k->stores[0], lin);
+    nx_x86_loop_close(e, l);
 }

@@ -119,7 +119,7 @@ static bool tree_ok(const nx_kernel *k, const nx_x86_alias *al, int32_t id, cons
 }
 
 /* The REDUCE of a kernel that tiles, with t's fields set; -1 otherwise. */
-int tile_reduce(emitter *e, tile *t)
+int nx_x86_tile_reduce(emitter *e, tile *t)
 {
     const nx_kernel *k = e->k;
     if (k->nstores != 1 || k->ndim < 2)
@@ -229,7 +229,7 @@ static int vmath(emitter *e, int fn, int d, int w, int x)
 {
     const char *name = fn ? "log" : "exp";
     if (w == 1)
-        return mathcall(e, name, d, x, -1);
+        return nx_x86_mathcall(e, name, d, x, -1);
     e->vmath_used |= 1u << vmath_bit(fn, d, w);
     char vt[32];
     vty_of(d, w, vt, sizeof vt);
@@ -361,16 +361,16 @@ static tacc tile_acc(emitter *e, const tile *t, int w)
 {
     const nx_kinst *in = &e->k->inst[t->r];
     char vt[32], ut[32], bt[32];
-    int sd = lse_sd(e, t->d);
+    int sd = nx_x86_lse_sd(e, t->d);
     vty(t, w, vt, sizeof vt);
-    tacc a = {alloca_of(e, vt), -1, -1};
-    st(e, vt, splat(e, t, w, identity(e, in->prim, t->d)), a.v);
+    tacc a = {nx_x86_alloca_of(e, vt), -1, -1};
+    st(e, vt, splat(e, t, w, nx_x86_identity(e, in->prim, t->d)), a.v);
     if (in->prim != NX_MONOID_LOGSUMEXP)
         return a;
     vty_of(sd, w, ut, sizeof ut);
     vty_of(NX_DTYPE_BOOL, w, bt, sizeof bt);
-    a.s = alloca_of(e, ut);
-    a.nan = alloca_of(e, bt);
+    a.s = nx_x86_alloca_of(e, ut);
+    a.nan = nx_x86_alloca_of(e, bt);
     st(e, ut, splat_of(e, sd, w, fconst(e, sd, 0.0)), a.s);
     st(e, bt, splat_of(e, NX_DTYPE_BOOL, w, constv(e, "i1", "false")), a.nan);
     return a;
@@ -379,7 +379,7 @@ static tacc tile_acc(emitter *e, const tile *t, int w)
 /* lse_step on w lanes: the same operations in the same order, so the same values. */
 static void tile_lse_step(emitter *e, const tile *t, int w, const tacc *a, int x)
 {
-    int d = t->d, sd = lse_sd(e, d);
+    int d = t->d, sd = nx_x86_lse_sd(e, d);
     char vt[32], ut[32], bt[32];
     vty(t, w, vt, sizeof vt);
     vty_of(sd, w, ut, sizeof ut);
@@ -481,7 +481,7 @@ static void tile_lse_sum(emitter *e, const tile *t, int w, const tacc *a, int x)
 /* carry_finish of log-sum-exp on w lanes. */
 static int tile_lse_finish(emitter *e, const tile *t, int w, const tacc *a)
 {
-    int d = t->d, sd = lse_sd(e, d);
+    int d = t->d, sd = nx_x86_lse_sd(e, d);
     char vt[32], ut[32], bt[32];
     vty(t, w, vt, sizeof vt);
     vty_of(sd, w, ut, sizeof ut);
@@ -558,7 +558,7 @@ static void emit_tile(emitter *e, tile *t, int i0, int mr, int j0, int nr, int w
                 continue;
             char hi[32];
             snprintf(hi, sizeof hi, "%lld", (long long)k->extent[q]);
-            ls[n] = loop_open(e, "0", hi);
+            ls[n] = nx_x86_loop_open(e, "0", hi);
             e->loopvar[q] = ls[n].index;
             n++;
         }
@@ -583,7 +583,7 @@ static void emit_tile(emitter *e, tile *t, int i0, int mr, int j0, int nr, int w
         }
         e->live = outer;
         while (n > 0)
-            loop_close(e, ls[--n]);
+            nx_x86_loop_close(e, ls[--n]);
     }
     int ni = i64c(e, k->extent[t->il]), nj = i64c(e, k->extent[t->jl]);
     for (int r = 0; r < mr; r++) {
@@ -606,21 +606,21 @@ static void tile_rows(emitter *e, tile *t, const char *lo, const char *hi, int j
     int nb = op2(e, "sdiv", "i64", op2(e, "sub", "i64", hiv, lov), i64c(e, t->mr));
     int rest = op2(e, "add", "i64", lov, op2(e, "mul", "i64", nb, i64c(e, t->mr)));
     snprintf(snb, sizeof snb, "%%v%d", nb);
-    loop b = loop_open(e, "0", snb);
+    loop b = nx_x86_loop_open(e, "0", snb);
     int i0 = op2(e, "add", "i64", lov, op2(e, "mul", "i64", b.index, i64c(e, t->mr)));
     emit_tile(e, t, i0, t->mr, j0, nr, w, lin_outer);
-    loop_close(e, b);
+    nx_x86_loop_close(e, b);
     snprintf(slo, sizeof slo, "%%v%d", rest);
     snprintf(shi, sizeof shi, "%%v%d", hiv);
-    loop one = loop_open(e, slo, shi);
+    loop one = nx_x86_loop_open(e, slo, shi);
     emit_tile(e, t, one.index, 1, j0, nr, w, lin_outer);
-    loop_close(e, one);
+    nx_x86_loop_close(e, one);
 }
 
 /* Column panels of nr*w over [j_lo, j_hi), then single vectors, then single columns; rows inside
  * each. */
-void emit_tiles(emitter *e, tile *t, const char *lo, const char *hi, int64_t j_lo,
-                int64_t j_hi, int lin_outer)
+void nx_x86_emit_tiles(emitter *e, tile *t, const char *lo, const char *hi, int64_t j_lo,
+                       int64_t j_hi, int lin_outer)
 {
     int64_t nj = j_hi, start = j_lo;
     const int nrs[3] = {t->nr, 1, 1}, ws[3] = {t->w, t->w, 1};
@@ -630,32 +630,32 @@ void emit_tiles(emitter *e, tile *t, const char *lo, const char *hi, int64_t j_l
             continue;
         char sc[24];
         snprintf(sc, sizeof sc, "%lld", (long long)count);
-        loop jp = loop_open(e, "0", sc);
+        loop jp = nx_x86_loop_open(e, "0", sc);
         int j0 = op2(e, "add", "i64", i64c(e, start), op2(e, "mul", "i64", jp.index,
                                                             i64c(e, width)));
         tile_rows(e, t, lo, hi, j0, nrs[p], ws[p], lin_outer);
-        loop_close(e, jp);
+        nx_x86_loop_close(e, jp);
         start += count * width;
     }
 }
 
 /* Tiles over the interior of a border split, the row strategy over the borders. */
-void emit_split_tiles(emitter *e, tile *t, const char *lo, const char *hi, int lin_outer)
+void nx_x86_emit_split_tiles(emitter *e, tile *t, const char *lo, const char *hi, int lin_outer)
 {
     int64_t n = e->k->extent[t->jl];
     e->alias = e->bd.alias;
-    emit_tiles(e, t, lo, hi, e->bd.lo, e->bd.hi, lin_outer);
+    nx_x86_emit_tiles(e, t, lo, hi, e->bd.lo, e->bd.hi, lin_outer);
     e->alias = NULL;
-    loop li = loop_open(e, lo, hi);
+    loop li = nx_x86_loop_open(e, lo, hi);
     e->loopvar[t->il] = li.index;
     uint32_t outer = e->live;
     e->live |= 1u << t->il;
     int lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin_outer,
                                        i64c(e, e->k->extent[t->il])), li.index);
     if (e->bd.lo > 0)
-        emit_rows(e, t->r, lin, 0, e->bd.lo, false);
+        nx_x86_emit_rows(e, t->r, lin, 0, e->bd.lo, false);
     if (e->bd.hi < n)
-        emit_rows(e, t->r, lin, e->bd.hi, n, false);
+        nx_x86_emit_rows(e, t->r, lin, e->bd.hi, n, false);
     e->live = outer;
-    loop_close(e, li);
+    nx_x86_loop_close(e, li);
 }

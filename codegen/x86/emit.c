@@ -92,16 +92,16 @@ static void close_scope(emitter *e)
     e->cur = e->parent[e->cur];
 }
 
-int alloca_of(emitter *e, const char *ty)
+int nx_x86_alloca_of(emitter *e, const char *ty)
 {
     int v = fresh(e);
     put(&e->allocas, "  %%v%d = alloca %s, align 64\n", v, ty);
     return v;
 }
 
-loop loop_open(emitter *e, const char *lo, const char *hi)
+loop nx_x86_loop_open(emitter *e, const char *lo, const char *hi)
 {
-    loop l = {alloca_of(e, "i64"), 0, e->label++, e->label++, e->label++};
+    loop l = {nx_x86_alloca_of(e, "i64"), 0, e->label++, e->label++, e->label++};
     put(&e->body, "  store i64 %s, i64* %%v%d\n  br label %%L%d\nL%d:\n", lo, l.counter, l.head,
         l.head);
     l.index = fresh(e);
@@ -113,7 +113,7 @@ loop loop_open(emitter *e, const char *lo, const char *hi)
     return l;
 }
 
-void loop_close(emitter *e, loop l)
+void nx_x86_loop_close(emitter *e, loop l)
 {
     close_scope(e);
     int n = fresh(e);
@@ -124,7 +124,7 @@ void loop_close(emitter *e, loop l)
 
 /* loop_close for a loop the vectoriser and unroller should leave alone (a border of a split:
  * a few iterations of gathers, and vectorising them doubled the kernel's compile time). */
-void loop_close_scalar(emitter *e, loop l)
+void nx_x86_loop_close_scalar(emitter *e, loop l)
 {
     close_scope(e);
     int n = fresh(e), id = e->nmeta;
@@ -183,7 +183,7 @@ static void math_use(emitter *e, const char *name, int d)
             e->math_used |= 1u << (2 * i + (d == NX_DTYPE_F64));
 }
 
-int mathcall(emitter *e, const char *name, int d, int a, int b)
+int nx_x86_mathcall(emitter *e, const char *name, int d, int a, int b)
 {
     const char *t = rty(d);
     int v = fresh(e);
@@ -219,25 +219,26 @@ static int float_unary(emitter *e, const nx_kinst *in, int x)
         return call1(e, fn, t, x);
     }
     case NX_PRIM_EXP:
-        return mathcall(e, "exp", in->dtype, x, -1);
+        return nx_x86_mathcall(e, "exp", in->dtype, x, -1);
     case NX_PRIM_LOG:
-        return mathcall(e, "log", in->dtype, x, -1);
+        return nx_x86_mathcall(e, "log", in->dtype, x, -1);
     case NX_PRIM_LOG1P:
-        return mathcall(e, "log1p", in->dtype, x, -1);
+        return nx_x86_mathcall(e, "log1p", in->dtype, x, -1);
     case NX_PRIM_EXPM1:
-        return mathcall(e, "expm1", in->dtype, x, -1);
+        return nx_x86_mathcall(e, "expm1", in->dtype, x, -1);
     case NX_PRIM_SQRT:
-        return mathcall(e, "sqrt", in->dtype, x, -1);
+        return nx_x86_mathcall(e, "sqrt", in->dtype, x, -1);
     case NX_PRIM_RSQRT:
-        return op2(e, "fdiv", t, fconst(e, in->dtype, 1.0), mathcall(e, "sqrt", in->dtype, x, -1));
+        return op2(e, "fdiv", t, fconst(e, in->dtype, 1.0),
+                   nx_x86_mathcall(e, "sqrt", in->dtype, x, -1));
     case NX_PRIM_SIN:
-        return mathcall(e, "sin", in->dtype, x, -1);
+        return nx_x86_mathcall(e, "sin", in->dtype, x, -1);
     case NX_PRIM_COS:
-        return mathcall(e, "cos", in->dtype, x, -1);
+        return nx_x86_mathcall(e, "cos", in->dtype, x, -1);
     case NX_PRIM_TANH:
-        return mathcall(e, "tanh", in->dtype, x, -1);
+        return nx_x86_mathcall(e, "tanh", in->dtype, x, -1);
     case NX_PRIM_ERF:
-        return mathcall(e, "erf", in->dtype, x, -1);
+        return nx_x86_mathcall(e, "erf", in->dtype, x, -1);
     default: { /* SIGN: -1, 0, 1, NaN stays */
         int zero = fconst(e, in->dtype, 0.0);
         int pos = op2(e, "fcmp ogt", t, x, zero), neg = op2(e, "fcmp olt", t, x, zero);
@@ -338,7 +339,7 @@ static int float_binary(emitter *e, const nx_kinst *in, int a, int b)
     case NX_PRIM_DIV:
         return op2(e, "fdiv", t, a, b);
     case NX_PRIM_POW:
-        return mathcall(e, "pow", d, a, b);
+        return nx_x86_mathcall(e, "pow", d, a, b);
     case NX_PRIM_MOD:
         return float_mod(e, t, d, a, b);
     case NX_PRIM_EQ:
@@ -425,7 +426,7 @@ static int int_binary(emitter *e, const nx_kinst *in, int a, int b)
     }
 }
 
-int emit_cast(emitter *e, int from, int to, int x)
+int nx_x86_emit_cast(emitter *e, int from, int to, int x)
 {
     const char *ft = rty(from), *tt = rty(to);
     int v = fresh(e);
@@ -465,7 +466,7 @@ static int emit_prim(emitter *e, const nx_kinst *in)
         return selv(e, rty(in->dtype), a, x, y);
     }
     if (in->prim == NX_PRIM_CAST)
-        return emit_cast(e, d0, in->dtype, a);
+        return nx_x86_emit_cast(e, d0, in->dtype, a);
     if (in->prim == NX_PRIM_ISNAN)
         return is_fl(d0) ? isnan_of(e, rty(d0), a) : constv(e, "i1", "false");
     if (nx_ir_prims[in->prim].arity == 1)
@@ -490,7 +491,7 @@ static bool is_minmax(const emitter *e, const nx_kinst *in)
            is_fl(e->k->inst[in->a[0]].dtype);
 }
 
-int value(emitter *e, int32_t id)
+int nx_x86_value(emitter *e, int32_t id)
 {
     if (e->val[id] >= 0 && e->open[e->scope[id]])
         return e->val[id];
@@ -516,7 +517,7 @@ int value(emitter *e, int32_t id)
         v = is_minmax(e, in) ? float_minmax(e, id) : emit_prim(e, in);
         break;
     default:
-        v = emit_reduce(e, id);
+        v = nx_x86_emit_reduce(e, id);
         break;
     }
     e->val[id] = v;
@@ -526,7 +527,7 @@ int value(emitter *e, int32_t id)
 
 /* ---- kernels -------------------------------------------------------------------------------*/
 
-void emit_store(emitter *e, const nx_kstore *s, int lin)
+void nx_x86_emit_store(emitter *e, const nx_kstore *s, int lin)
 {
     const nx_kbuf *b = &e->k->bufs[s->buf];
     int v = V(s->value);
@@ -581,20 +582,20 @@ static void emit_space(emitter *e)
     loop ls[NX_MAX_DIMS];
     tile t = {.cls = e->tile_cls, .vc = e->tile_vc};
     bool split = e->bd.loop >= 0, split_tiles = false;
-    int tr = tile_reduce(e, &t);
+    int tr = nx_x86_tile_reduce(e, &t);
     if (tr < 0 && split && !e->nomem) { /* the interior may tile where the whole does not */
         e->alias = e->bd.alias;
-        tr = tile_reduce(e, &t);
+        tr = nx_x86_tile_reduce(e, &t);
         e->alias = NULL;
         split_tiles = tr >= 0;
     }
-    int r = tr >= 0 ? -1 : row_reduce(e);
+    int r = tr >= 0 ? -1 : nx_x86_row_reduce(e);
     int nd = tr >= 0 ? k->ndim - 2 : r >= 0 || split ? k->ndim - 1 : k->ndim;
     int lin = constv(e, "i64", "0");
     for (int d = 0; d < nd; d++) {
         char hi[32];
         snprintf(hi, sizeof hi, "%lld", (long long)k->extent[d]);
-        ls[d] = loop_open(e, d == 0 ? "%begin" : "0", d == 0 ? "%end" : hi);
+        ls[d] = nx_x86_loop_open(e, d == 0 ? "%begin" : "0", d == 0 ? "%end" : hi);
         e->loopvar[d] = ls[d].index;
         e->live |= 1u << d;
         lin = op2(e, "add", "i64", op2(e, "mul", "i64", lin, constv(e, "i64", hi)), ls[d].index);
@@ -603,21 +604,21 @@ static void emit_space(emitter *e)
         char hi[32];
         snprintf(hi, sizeof hi, "%lld", (long long)k->extent[t.il]);
         if (split_tiles)
-            emit_split_tiles(e, &t, nd == 0 ? "%begin" : "0", nd == 0 ? "%end" : hi, lin);
+            nx_x86_emit_split_tiles(e, &t, nd == 0 ? "%begin" : "0", nd == 0 ? "%end" : hi, lin);
         else
-            emit_tiles(e, &t, nd == 0 ? "%begin" : "0", nd == 0 ? "%end" : hi, 0,
-                       k->extent[t.jl], lin);
+            nx_x86_emit_tiles(e, &t, nd == 0 ? "%begin" : "0", nd == 0 ? "%end" : hi, 0,
+                              k->extent[t.jl], lin);
     } else if (r >= 0) {
-        emit_rows(e, r, lin, 0, k->extent[k->ndim - 1], split);
+        nx_x86_emit_rows(e, r, lin, 0, k->extent[k->ndim - 1], split);
     } else if (split) {
-        emit_split_stores(e, lin);
+        nx_x86_emit_split_stores(e, lin);
     } else {
         e->stream = stream_ok(e);
         for (int s = 0; s < k->nstores; s++)
-            emit_store(e, &k->stores[s], lin);
+            nx_x86_emit_store(e, &k->stores[s], lin);
     }
     for (int d = nd - 1; d >= 0; d--)
-        loop_close(e, ls[d]);
+        nx_x86_loop_close(e, ls[d]);
 }
 
 static void emit_declarations(const emitter *e, text *t)
