@@ -196,7 +196,7 @@ static uint64_t warned[WARNED_MAX];
 static int nwarned;
 static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static nx_status warn_unsupported(nx_ctx *ctx, const nx_kernel *k)
+static nx_status warn_unsupported(nx_ctx *ctx, const nx_kernel *k, const char *why)
 {
     char shape[160];
     const nx_kbuf *out = &k->bufs[k->nbufs - 1];
@@ -204,9 +204,9 @@ static nx_status warn_unsupported(nx_ctx *ctx, const nx_kernel *k)
     if (nx_ctx_strict_backend(ctx))
         return nx_rt_error(ctx, NX_ERR_BACKEND,
                            "nx_graph_compile: backend 'cpu' cannot compile kernel %s (%s%s: "
-                           "f16/bf16, atan2 or integer pow), and strict backend mode "
-                           "(NITRIX_STRICT_BACKEND) forbids running it on the interpreter",
-                           k->name, nx_dtype_name(out->dtype), shape);
+                           "%s), and strict backend mode (NITRIX_STRICT_BACKEND) forbids running "
+                           "it on the interpreter",
+                           k->name, nx_dtype_name(out->dtype), shape, why);
     uint64_t h = nx_kernel_hash(k);
     bool seen = false;
     pthread_mutex_lock(&warned_lock);
@@ -218,10 +218,9 @@ static nx_status warn_unsupported(nx_ctx *ctx, const nx_kernel *k)
     if (!seen && !nx_ctx_silence_fallback(ctx))
         nx_ctx_log(ctx, NX_LOG_WARN,
                    "nitrix fallback: op=%s shape=%s dtype=%s backend=cpu -> kernel interpreter "
-                   "(slow): the JIT does not compile f16/bf16 values, atan2 or integer pow. "
-                   "NITRIX_SILENCE_FALLBACK=1 silences this, NITRIX_STRICT_BACKEND=1 makes it an "
-                   "error",
-                   k->name, shape, nx_dtype_name(out->dtype));
+                   "(slow): %s. NITRIX_SILENCE_FALLBACK=1 silences this, "
+                   "NITRIX_STRICT_BACKEND=1 makes it an error",
+                   k->name, shape, nx_dtype_name(out->dtype), why);
     return NX_OK;
 }
 
@@ -243,8 +242,9 @@ nx_status nx_x86_plan_compile(nx_ctx *ctx, const nx_kplan *p, nx_x86_loop_fn *fn
                                k->name);
         if (k->kind != NX_KERNEL_LOOP)
             continue;
-        if (!nx_x86_supports(k)) {
-            nx_status st = warn_unsupported(ctx, k);
+        const char *why = nx_x86_kernel_unsupported(k);
+        if (why) {
+            nx_status st = warn_unsupported(ctx, k, why);
             if (st != NX_OK)
                 return st;
             continue;

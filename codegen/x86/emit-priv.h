@@ -99,6 +99,7 @@ typedef struct emitter {
     bool stream;        /* the body may stream its output (see stream_ok) */
     bool ordered;       /* fold sums in order even when reassoc (unrolled rows) */
     bool failed;
+    bool no_rule; /* an instruction with no code (a PRIM without a table entry) was reached */
 } emitter;
 
 static inline int fresh(emitter *e)

@@ -20,21 +20,7 @@
 
 enum { CLS_S, CLS_L, CLS_V, CLS_BAD }; /* scalar, j + lane (i64), vector, not tileable */
 
-static bool vec_float_prim(int prim)
-{
-    switch (prim) {
-    case NX_PRIM_ADD:
-    case NX_PRIM_SUB:
-    case NX_PRIM_MUL:
-    case NX_PRIM_DIV:
-    case NX_PRIM_MIN:
-    case NX_PRIM_MAX:
-    case NX_PRIM_NEG:
-        return true;
-    default:
-        return false;
-    }
-}
+static bool vec_prim_ok(int prim); /* the vector code's table (below) has an entry */
 
 static int classify_prim(const nx_kernel *k, const nx_kinst *in, const uint8_t *cls)
 {
@@ -60,7 +46,7 @@ static int classify_prim(const nx_kernel *k, const nx_kinst *in, const uint8_t *
             return CLS_L;
         return CLS_BAD;
     }
-    if (is_fl(in->dtype) && vec_float_prim(in->prim) && c0 != CLS_L && c1 != CLS_L)
+    if (is_fl(in->dtype) && vec_prim_ok(in->prim) && c0 != CLS_L && c1 != CLS_L)
         return CLS_V;
     return CLS_BAD;
 }
@@ -278,33 +264,83 @@ static int vec_minmax(emitter *e, const tile *t, int w, bool max, int a, int b)
     return vsel(e, t, w, nan, splat(e, t, w, fconst(e, t->d, NAN)), r);
 }
 
-static int vec_prim(emitter *e, tile *t, int w, int c, const nx_kinst *in)
+/* The vector code of the primitives a tile computes on w float lanes, one function each (a
+ * select's condition is one scalar for the whole vector: classify_prim). */
+typedef int (*vec_fn)(emitter *e, tile *t, int w, int c, const nx_kinst *in);
+
+static int vec_select(emitter *e, tile *t, int w, int c, const nx_kinst *in)
 {
     char vt[32];
     vty(t, w, vt, sizeof vt);
-    if (in->prim == NX_PRIM_SELECT) {
-        int cond = V(in->a[0]), x = vec(e, t, w, c, in->a[1]), y = vec(e, t, w, c, in->a[2]);
-        return selv(e, vt, cond, x, y);
-    }
-    int a = vec(e, t, w, c, in->a[0]);
-    if (in->prim == NX_PRIM_NEG) {
-        int v = fresh(e);
-        put(&e->body, "  %%v%d = fneg %s %%v%d\n", v, vt, a);
-        return v;
-    }
-    int b = vec(e, t, w, c, in->a[1]);
-    switch (in->prim) {
-    case NX_PRIM_ADD:
-        return op2(e, "fadd", vt, a, b);
-    case NX_PRIM_SUB:
-        return op2(e, "fsub", vt, a, b);
-    case NX_PRIM_MUL:
-        return op2(e, "fmul", vt, a, b);
-    case NX_PRIM_DIV:
-        return op2(e, "fdiv", vt, a, b);
-    default:
-        return vec_minmax(e, t, w, in->prim == NX_PRIM_MAX, a, b);
-    }
+    int cond = V(in->a[0]), x = vec(e, t, w, c, in->a[1]), y = vec(e, t, w, c, in->a[2]);
+    return selv(e, vt, cond, x, y);
+}
+
+static int vec_neg(emitter *e, tile *t, int w, int c, const nx_kinst *in)
+{
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    int a = vec(e, t, w, c, in->a[0]), v = fresh(e);
+    put(&e->body, "  %%v%d = fneg %s %%v%d\n", v, vt, a);
+    return v;
+}
+
+/* One LLVM instruction on the two operands' vectors. */
+static int vec_op2(emitter *e, tile *t, int w, int c, const nx_kinst *in, const char *op)
+{
+    char vt[32];
+    vty(t, w, vt, sizeof vt);
+    int a = vec(e, t, w, c, in->a[0]), b = vec(e, t, w, c, in->a[1]);
+    return op2(e, op, vt, a, b);
+}
+
+static int vec_add(emitter *e, tile *t, int w, int c, const nx_kinst *in)
+{
+    return vec_op2(e, t, w, c, in, "fadd");
+}
+
+static int vec_sub(emitter *e, tile *t, int w, int c, const nx_kinst *in)
+{
+    return vec_op2(e, t, w, c, in, "fsub");
+}
+
+static int vec_mul(emitter *e, tile *t, int w, int c, const nx_kinst *in)
+{
+    return vec_op2(e, t, w, c, in, "fmul");
+}
+
+static int vec_div(emitter *e, tile *t, int w, int c, const nx_kinst *in)
+{
+    return vec_op2(e, t, w, c, in, "fdiv");
+}
+
+static int vec_min(emitter *e, tile *t, int w, int c, const nx_kinst *in)
+{
+    int a = vec(e, t, w, c, in->a[0]), b = vec(e, t, w, c, in->a[1]);
+    return vec_minmax(e, t, w, false, a, b);
+}
+
+static int vec_max(emitter *e, tile *t, int w, int c, const nx_kinst *in)
+{
+    int a = vec(e, t, w, c, in->a[0]), b = vec(e, t, w, c, in->a[1]);
+    return vec_minmax(e, t, w, true, a, b);
+}
+
+/* A primitive without an entry keeps its kernel off the tiles (the row strategy computes it). */
+static const vec_fn vec_rules[NX_PRIM_COUNT] = {
+    [NX_PRIM_SELECT] = vec_select, [NX_PRIM_NEG] = vec_neg, [NX_PRIM_ADD] = vec_add,
+    [NX_PRIM_SUB] = vec_sub,       [NX_PRIM_MUL] = vec_mul, [NX_PRIM_DIV] = vec_div,
+    [NX_PRIM_MIN] = vec_min,       [NX_PRIM_MAX] = vec_max,
+};
+
+static bool vec_prim_ok(int prim)
+{
+    return prim >= 0 && prim < NX_PRIM_COUNT && vec_rules[prim];
+}
+
+static int vec_prim(emitter *e, tile *t, int w, int c, const nx_kinst *in)
+{
+    return vec_rules[in->prim](e, t, w, c, in); /* classify admitted only entries of the table */
 }
 
 /* The value of id at the current row and column c as w lanes (scalars splatted). */

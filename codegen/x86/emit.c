@@ -39,38 +39,6 @@ static void text_free(text *t)
     t->len = t->cap = 0;
 }
 
-/* ---- supports ------------------------------------------------------------------------------*/
-
-static bool prim_supported(const nx_kernel *k, const nx_kinst *in)
-{
-    int d0 = in->a[0] >= 0 ? k->inst[in->a[0]].dtype : in->dtype;
-    switch (in->prim) {
-    case NX_PRIM_ATAN2:
-        return false; /* no inline atan2 in the math library */
-    case NX_PRIM_POW:
-        return is_fl(d0); /* integer powers loop */
-    default:
-        return true;
-    }
-}
-
-bool nx_x86_supports(const nx_kernel *k)
-{
-    if (k->kind != NX_KERNEL_LOOP)
-        return !k->has_prologue && !k->has_epilogue; /* their host routine, on slots only */
-    for (int b = 0; b < k->nbufs; b++)
-        if (!rty(k->bufs[b].dtype))
-            return false;
-    for (int i = 0; i < k->ninst; i++) {
-        const nx_kinst *in = &k->inst[i];
-        if (!rty(in->dtype))
-            return false;
-        if (in->op == NX_KOP_PRIM && !prim_supported(k, in))
-            return false;
-    }
-    return true;
-}
-
 /* ---- the emitter ---------------------------------------------------------------------------*/
 
 static int open_scope(emitter *e)
@@ -197,80 +165,6 @@ int nx_x86_mathcall(emitter *e, const char *name, int d, int a, int b)
     return v;
 }
 
-static int float_unary(emitter *e, const nx_kinst *in, int x)
-{
-    const char *t = rty(in->dtype);
-    char fn[48];
-    switch (in->prim) {
-    case NX_PRIM_NEG: {
-        int v = fresh(e);
-        put(&e->body, "  %%v%d = fneg %s %%v%d\n", v, t, x);
-        return v;
-    }
-    case NX_PRIM_ABS:
-    case NX_PRIM_FLOOR:
-    case NX_PRIM_CEIL:
-    case NX_PRIM_ROUND: {
-        const char *n = in->prim == NX_PRIM_ABS     ? "fabs"
-                        : in->prim == NX_PRIM_FLOOR ? "floor"
-                        : in->prim == NX_PRIM_CEIL  ? "ceil"
-                                                    : "nearbyint";
-        snprintf(fn, sizeof fn, "llvm.%s.%s", n, in->dtype == NX_DTYPE_F32 ? "f32" : "f64");
-        return call1(e, fn, t, x);
-    }
-    case NX_PRIM_EXP:
-        return nx_x86_mathcall(e, "exp", in->dtype, x, -1);
-    case NX_PRIM_LOG:
-        return nx_x86_mathcall(e, "log", in->dtype, x, -1);
-    case NX_PRIM_LOG1P:
-        return nx_x86_mathcall(e, "log1p", in->dtype, x, -1);
-    case NX_PRIM_EXPM1:
-        return nx_x86_mathcall(e, "expm1", in->dtype, x, -1);
-    case NX_PRIM_SQRT:
-        return nx_x86_mathcall(e, "sqrt", in->dtype, x, -1);
-    case NX_PRIM_RSQRT:
-        return op2(e, "fdiv", t, fconst(e, in->dtype, 1.0),
-                   nx_x86_mathcall(e, "sqrt", in->dtype, x, -1));
-    case NX_PRIM_SIN:
-        return nx_x86_mathcall(e, "sin", in->dtype, x, -1);
-    case NX_PRIM_COS:
-        return nx_x86_mathcall(e, "cos", in->dtype, x, -1);
-    case NX_PRIM_TANH:
-        return nx_x86_mathcall(e, "tanh", in->dtype, x, -1);
-    case NX_PRIM_ERF:
-        return nx_x86_mathcall(e, "erf", in->dtype, x, -1);
-    default: { /* SIGN: -1, 0, 1, NaN stays */
-        int zero = fconst(e, in->dtype, 0.0);
-        int pos = op2(e, "fcmp ogt", t, x, zero), neg = op2(e, "fcmp olt", t, x, zero);
-        int s = selv(e, t, pos, fconst(e, in->dtype, 1.0),
-                     selv(e, t, neg, fconst(e, in->dtype, -1.0), zero));
-        return selv(e, t, isnan_of(e, t, x), x, s);
-    }
-    }
-}
-
-static int int_unary(emitter *e, const nx_kinst *in, int x)
-{
-    const char *t = rty(in->dtype);
-    char zero[8] = "0";
-    int z = constv(e, t, in->dtype == NX_DTYPE_BOOL ? "false" : zero);
-    switch (in->prim) {
-    case NX_PRIM_NEG:
-        return op2(e, "sub", t, z, x);
-    case NX_PRIM_ABS:
-        return selv(e, t, op2(e, "icmp slt", t, x, z), op2(e, "sub", t, z, x), x);
-    case NX_PRIM_NOT:
-        return op2(e, "xor", t, x, constv(e, t, "true"));
-    default: { /* SIGN */
-        int pos = op2(e, is_unsigned(in->dtype) ? "icmp ugt" : "icmp sgt", t, x, z);
-        int neg = op2(e, "icmp slt", t, x, z);
-        if (is_unsigned(in->dtype))
-            neg = constv(e, "i1", "false");
-        return selv(e, t, pos, constv(e, t, "1"), selv(e, t, neg, constv(e, t, "-1"), z));
-    }
-    }
-}
-
 /* A side of a float MIN/MAX: a MIN/MAX node gives its plain pick and ordered flag, anything else
  * (a leaf of the tree) its value and no flag. */
 static void minmax_side(emitter *e, int32_t id, int *pick, int *ord)
@@ -325,38 +219,6 @@ static int float_mod(emitter *e, const char *t, int d, int a, int b)
     return selv(e, t, isnan_of(e, t, m), m, r);
 }
 
-static int float_binary(emitter *e, const nx_kinst *in, int a, int b)
-{
-    int d = e->k->inst[in->a[0]].dtype;
-    const char *t = rty(d);
-    switch (in->prim) {
-    case NX_PRIM_ADD:
-        return op2(e, "fadd", t, a, b);
-    case NX_PRIM_SUB:
-        return op2(e, "fsub", t, a, b);
-    case NX_PRIM_MUL:
-        return op2(e, "fmul", t, a, b);
-    case NX_PRIM_DIV:
-        return op2(e, "fdiv", t, a, b);
-    case NX_PRIM_POW:
-        return nx_x86_mathcall(e, "pow", d, a, b);
-    case NX_PRIM_MOD:
-        return float_mod(e, t, d, a, b);
-    case NX_PRIM_EQ:
-        return op2(e, "fcmp oeq", t, a, b);
-    case NX_PRIM_NE:
-        return op2(e, "fcmp une", t, a, b);
-    case NX_PRIM_LT:
-        return op2(e, "fcmp olt", t, a, b);
-    case NX_PRIM_LE:
-        return op2(e, "fcmp ole", t, a, b);
-    case NX_PRIM_GT:
-        return op2(e, "fcmp ogt", t, a, b);
-    default:
-        return op2(e, "fcmp oge", t, a, b);
-    }
-}
-
 /* Floor division and numpy's mod with x / 0 = 0, x mod 0 = 0, MIN / -1 = MIN (wrapped). */
 static int int_divmod(emitter *e, int d, bool div, int a, int b)
 {
@@ -385,45 +247,6 @@ static int int_divmod(emitter *e, int d, bool div, int a, int b)
     }
     int ra = selv(e, t, fix, op2(e, "add", t, r, safe), r);
     return selv(e, t, bad, zero, ra);
-}
-
-static int int_binary(emitter *e, const nx_kinst *in, int a, int b)
-{
-    int d = e->k->inst[in->a[0]].dtype;
-    const char *t = rty(d);
-    bool u = is_unsigned(d);
-    switch (in->prim) {
-    case NX_PRIM_ADD:
-        return op2(e, "add", t, a, b);
-    case NX_PRIM_SUB:
-        return op2(e, "sub", t, a, b);
-    case NX_PRIM_MUL:
-        return op2(e, "mul", t, a, b);
-    case NX_PRIM_DIV:
-        return int_divmod(e, d, true, a, b);
-    case NX_PRIM_MOD:
-        return int_divmod(e, d, false, a, b);
-    case NX_PRIM_MIN:
-        return selv(e, t, op2(e, u ? "icmp ult" : "icmp slt", t, b, a), b, a);
-    case NX_PRIM_MAX:
-        return selv(e, t, op2(e, u ? "icmp ugt" : "icmp sgt", t, b, a), b, a);
-    case NX_PRIM_AND:
-        return op2(e, "and", t, a, b);
-    case NX_PRIM_OR:
-        return op2(e, "or", t, a, b);
-    case NX_PRIM_EQ:
-        return op2(e, "icmp eq", t, a, b);
-    case NX_PRIM_NE:
-        return op2(e, "icmp ne", t, a, b);
-    case NX_PRIM_LT:
-        return op2(e, u ? "icmp ult" : "icmp slt", t, a, b);
-    case NX_PRIM_LE:
-        return op2(e, u ? "icmp ule" : "icmp sle", t, a, b);
-    case NX_PRIM_GT:
-        return op2(e, u ? "icmp ugt" : "icmp sgt", t, a, b);
-    default:
-        return op2(e, u ? "icmp uge" : "icmp sge", t, a, b);
-    }
 }
 
 int nx_x86_emit_cast(emitter *e, int from, int to, int x)
@@ -457,22 +280,410 @@ int nx_x86_emit_cast(emitter *e, int from, int to, int x)
     return v;
 }
 
-static int emit_prim(emitter *e, const nx_kinst *in)
+/* ---- primitives ----------------------------------------------------------------------------*/
+
+/* The elementwise code, one function per primitive (table below). Operands are emitted first, in
+ * operand order. */
+
+static const nx_kinst *inst(const emitter *e, int32_t id)
 {
-    int d0 = e->k->inst[in->a[0]].dtype;
-    int a = V(in->a[0]);
-    if (in->prim == NX_PRIM_SELECT) {
-        int x = V(in->a[1]), y = V(in->a[2]);
-        return selv(e, rty(in->dtype), a, x, y);
+    return &e->k->inst[id];
+}
+
+/* The dtype of an instruction's first operand (the one a primitive's code is chosen by). */
+static int d0_of(const emitter *e, const nx_kinst *in)
+{
+    return e->k->inst[in->a[0]].dtype;
+}
+
+/* The integer zero of in's dtype (false for bool). */
+static int int_zero(emitter *e, const nx_kinst *in)
+{
+    return constv(e, rty(in->dtype), in->dtype == NX_DTYPE_BOOL ? "false" : "0");
+}
+
+/* An LLVM intrinsic of one float operand: llvm.<name>.f32 or .f64. */
+static int intrinsic1(emitter *e, const nx_kinst *in, const char *name)
+{
+    int x = V(in->a[0]);
+    char fn[48];
+    snprintf(fn, sizeof fn, "llvm.%s.%s", name, in->dtype == NX_DTYPE_F32 ? "f32" : "f64");
+    return call1(e, fn, rty(in->dtype), x);
+}
+
+/* A function of the inline math library (math.c) on one float operand. */
+static int math1(emitter *e, const nx_kinst *in, const char *name)
+{
+    int x = V(in->a[0]);
+    return nx_x86_mathcall(e, name, in->dtype, x, -1);
+}
+
+/* One LLVM instruction on two operands of one dtype: fop for floats, sop for signed integers,
+ * uop for unsigned ones and bool. */
+static int binop(emitter *e, const nx_kinst *in, const char *fop, const char *sop,
+                 const char *uop)
+{
+    int a = V(in->a[0]), b = V(in->a[1]), d = d0_of(e, in);
+    return op2(e, is_fl(d) ? fop : is_unsigned(d) ? uop : sop, rty(d), a, b);
+}
+
+static int p_neg(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    int x = V(in->a[0]);
+    if (!is_fl(in->dtype))
+        return op2(e, "sub", rty(in->dtype), int_zero(e, in), x);
+    int v = fresh(e);
+    put(&e->body, "  %%v%d = fneg %s %%v%d\n", v, rty(in->dtype), x);
+    return v;
+}
+
+static int p_abs(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    if (is_fl(in->dtype))
+        return intrinsic1(e, in, "fabs");
+    int x = V(in->a[0]);
+    const char *t = rty(in->dtype);
+    int z = int_zero(e, in);
+    return selv(e, t, op2(e, "icmp slt", t, x, z), op2(e, "sub", t, z, x), x);
+}
+
+static int p_floor(emitter *e, int32_t id)
+{
+    return intrinsic1(e, inst(e, id), "floor");
+}
+
+static int p_ceil(emitter *e, int32_t id)
+{
+    return intrinsic1(e, inst(e, id), "ceil");
+}
+
+static int p_round(emitter *e, int32_t id)
+{
+    return intrinsic1(e, inst(e, id), "nearbyint"); /* half to even in the default mode */
+}
+
+static int p_exp(emitter *e, int32_t id)
+{
+    return math1(e, inst(e, id), "exp");
+}
+
+static int p_log(emitter *e, int32_t id)
+{
+    return math1(e, inst(e, id), "log");
+}
+
+static int p_log1p(emitter *e, int32_t id)
+{
+    return math1(e, inst(e, id), "log1p");
+}
+
+static int p_expm1(emitter *e, int32_t id)
+{
+    return math1(e, inst(e, id), "expm1");
+}
+
+static int p_sqrt(emitter *e, int32_t id)
+{
+    return math1(e, inst(e, id), "sqrt");
+}
+
+static int p_rsqrt(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    int x = V(in->a[0]);
+    return op2(e, "fdiv", rty(in->dtype), fconst(e, in->dtype, 1.0),
+               nx_x86_mathcall(e, "sqrt", in->dtype, x, -1));
+}
+
+static int p_sin(emitter *e, int32_t id)
+{
+    return math1(e, inst(e, id), "sin");
+}
+
+static int p_cos(emitter *e, int32_t id)
+{
+    return math1(e, inst(e, id), "cos");
+}
+
+static int p_tanh(emitter *e, int32_t id)
+{
+    return math1(e, inst(e, id), "tanh");
+}
+
+static int p_erf(emitter *e, int32_t id)
+{
+    return math1(e, inst(e, id), "erf");
+}
+
+/* -1, 0 or 1; a float NaN stays NaN. */
+static int p_sign(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    int x = V(in->a[0]), d = in->dtype;
+    const char *t = rty(d);
+    if (is_fl(d)) {
+        int zero = fconst(e, d, 0.0);
+        int pos = op2(e, "fcmp ogt", t, x, zero), neg = op2(e, "fcmp olt", t, x, zero);
+        int s = selv(e, t, pos, fconst(e, d, 1.0), selv(e, t, neg, fconst(e, d, -1.0), zero));
+        return selv(e, t, isnan_of(e, t, x), x, s);
     }
-    if (in->prim == NX_PRIM_CAST)
-        return nx_x86_emit_cast(e, d0, in->dtype, a);
-    if (in->prim == NX_PRIM_ISNAN)
-        return is_fl(d0) ? isnan_of(e, rty(d0), a) : constv(e, "i1", "false");
-    if (nx_ir_prims[in->prim].arity == 1)
-        return is_fl(d0) ? float_unary(e, in, a) : int_unary(e, in, a);
-    int b = V(in->a[1]);
-    return is_fl(d0) ? float_binary(e, in, a, b) : int_binary(e, in, a, b);
+    int z = int_zero(e, in);
+    int pos = op2(e, is_unsigned(d) ? "icmp ugt" : "icmp sgt", t, x, z);
+    int neg = op2(e, "icmp slt", t, x, z);
+    if (is_unsigned(d))
+        neg = constv(e, "i1", "false");
+    return selv(e, t, pos, constv(e, t, "1"), selv(e, t, neg, constv(e, t, "-1"), z));
+}
+
+static int p_isnan(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    int x = V(in->a[0]), d = d0_of(e, in);
+    return is_fl(d) ? isnan_of(e, rty(d), x) : constv(e, "i1", "false");
+}
+
+static int p_not(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    int x = V(in->a[0]);
+    return op2(e, "xor", "i1", x, constv(e, "i1", "true"));
+}
+
+static int p_add(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), "fadd", "add", "add");
+}
+
+static int p_sub(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), "fsub", "sub", "sub");
+}
+
+static int p_mul(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), "fmul", "mul", "mul");
+}
+
+static int p_div(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    int a = V(in->a[0]), b = V(in->a[1]), d = d0_of(e, in);
+    return is_fl(d) ? op2(e, "fdiv", rty(d), a, b) : int_divmod(e, d, true, a, b);
+}
+
+static int p_mod(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    int a = V(in->a[0]), b = V(in->a[1]), d = d0_of(e, in);
+    return is_fl(d) ? float_mod(e, rty(d), d, a, b) : int_divmod(e, d, false, a, b);
+}
+
+static int p_pow(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    int a = V(in->a[0]), b = V(in->a[1]);
+    return nx_x86_mathcall(e, "pow", d0_of(e, in), a, b);
+}
+
+/* Floats: a node of a MIN/MAX tree (float_minmax); integers: b beats a strictly, else a. */
+static int minmax(emitter *e, int32_t id, bool max)
+{
+    const nx_kinst *in = inst(e, id);
+    int d = d0_of(e, in);
+    if (is_fl(d))
+        return float_minmax(e, id);
+    int a = V(in->a[0]), b = V(in->a[1]);
+    const char *t = rty(d), *cmp = max ? (is_unsigned(d) ? "icmp ugt" : "icmp sgt")
+                                       : (is_unsigned(d) ? "icmp ult" : "icmp slt");
+    return selv(e, t, op2(e, cmp, t, b, a), b, a);
+}
+
+static int p_min(emitter *e, int32_t id)
+{
+    return minmax(e, id, false);
+}
+
+static int p_max(emitter *e, int32_t id)
+{
+    return minmax(e, id, true);
+}
+
+static int p_eq(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), "fcmp oeq", "icmp eq", "icmp eq");
+}
+
+static int p_ne(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), "fcmp une", "icmp ne", "icmp ne");
+}
+
+static int p_lt(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), "fcmp olt", "icmp slt", "icmp ult");
+}
+
+static int p_le(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), "fcmp ole", "icmp sle", "icmp ule");
+}
+
+static int p_gt(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), "fcmp ogt", "icmp sgt", "icmp ugt");
+}
+
+static int p_ge(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), "fcmp oge", "icmp sge", "icmp uge");
+}
+
+static int p_and(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), NULL, NULL, "and"); /* bool only */
+}
+
+static int p_or(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), NULL, NULL, "or");
+}
+
+static int p_select(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    int c = V(in->a[0]), x = V(in->a[1]), y = V(in->a[2]);
+    return selv(e, rty(in->dtype), c, x, y);
+}
+
+static int p_cast(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    int x = V(in->a[0]);
+    return nx_x86_emit_cast(e, d0_of(e, in), in->dtype, x);
+}
+
+/* Operand classes a primitive's code handles: the dtype of its first operand (select: of its
+ * arms) is a float (f32, f64), an integer or bool. */
+enum { OPS_FLOAT = 1, OPS_INT = 2, OPS_BOOL = 4, OPS_NUMBER = 3, OPS_ANY = 7 };
+
+/* How the scalar emitter computes each primitive: its function and the operand classes it
+ * handles (those the primitive's shape rule admits, less what there is no code for: atan2, whose
+ * inline math is not written, and integer pow, a loop). A primitive without an entry has no code
+ * here, and nx_x86_kernel_unsupported refuses every kernel that holds it: the backend then falls
+ * back loudly rather than miscompile a new row of ir/prims.def. */
+typedef struct prim_rule {
+    int (*emit)(emitter *e, int32_t id);
+    uint8_t ops;
+} prim_rule;
+
+static const prim_rule prim_rules[NX_PRIM_COUNT] = {
+    [NX_PRIM_NEG] = {p_neg, OPS_NUMBER},
+    [NX_PRIM_ABS] = {p_abs, OPS_NUMBER},
+    [NX_PRIM_EXP] = {p_exp, OPS_FLOAT},
+    [NX_PRIM_LOG] = {p_log, OPS_FLOAT},
+    [NX_PRIM_LOG1P] = {p_log1p, OPS_FLOAT},
+    [NX_PRIM_EXPM1] = {p_expm1, OPS_FLOAT},
+    [NX_PRIM_SQRT] = {p_sqrt, OPS_FLOAT},
+    [NX_PRIM_RSQRT] = {p_rsqrt, OPS_FLOAT},
+    [NX_PRIM_SIN] = {p_sin, OPS_FLOAT},
+    [NX_PRIM_COS] = {p_cos, OPS_FLOAT},
+    [NX_PRIM_TANH] = {p_tanh, OPS_FLOAT},
+    [NX_PRIM_ERF] = {p_erf, OPS_FLOAT},
+    [NX_PRIM_FLOOR] = {p_floor, OPS_FLOAT},
+    [NX_PRIM_CEIL] = {p_ceil, OPS_FLOAT},
+    [NX_PRIM_ROUND] = {p_round, OPS_FLOAT},
+    [NX_PRIM_SIGN] = {p_sign, OPS_NUMBER},
+    [NX_PRIM_ISNAN] = {p_isnan, OPS_NUMBER},
+    [NX_PRIM_NOT] = {p_not, OPS_BOOL},
+    [NX_PRIM_ADD] = {p_add, OPS_NUMBER},
+    [NX_PRIM_SUB] = {p_sub, OPS_NUMBER},
+    [NX_PRIM_MUL] = {p_mul, OPS_NUMBER},
+    [NX_PRIM_DIV] = {p_div, OPS_NUMBER},
+    [NX_PRIM_POW] = {p_pow, OPS_FLOAT},
+    [NX_PRIM_MIN] = {p_min, OPS_NUMBER},
+    [NX_PRIM_MAX] = {p_max, OPS_NUMBER},
+    [NX_PRIM_MOD] = {p_mod, OPS_NUMBER},
+    [NX_PRIM_EQ] = {p_eq, OPS_ANY},
+    [NX_PRIM_NE] = {p_ne, OPS_ANY},
+    [NX_PRIM_LT] = {p_lt, OPS_ANY},
+    [NX_PRIM_LE] = {p_le, OPS_ANY},
+    [NX_PRIM_GT] = {p_gt, OPS_ANY},
+    [NX_PRIM_GE] = {p_ge, OPS_ANY},
+    [NX_PRIM_AND] = {p_and, OPS_BOOL},
+    [NX_PRIM_OR] = {p_or, OPS_BOOL},
+    [NX_PRIM_SELECT] = {p_select, OPS_ANY},
+    [NX_PRIM_CAST] = {p_cast, OPS_ANY},
+};
+
+static int ops_class(int d)
+{
+    return is_fl(d) ? OPS_FLOAT : d == NX_DTYPE_BOOL ? OPS_BOOL : OPS_INT;
+}
+
+/* ---- supports ------------------------------------------------------------------------------*/
+
+/* Why the scalar emitter has no code for PRIM instruction in (why: a buffer of n), or NULL. */
+static const char *prim_unsupported(const nx_kernel *k, const nx_kinst *in, char *why, size_t n)
+{
+    const char *name = nx_ir_prim_name(in->prim);
+    const prim_rule *r = in->prim < NX_PRIM_COUNT ? &prim_rules[in->prim] : NULL;
+    if (!r || !r->emit) {
+        snprintf(why, n, "cpu: primitive %s has no emitter", name);
+        return why;
+    }
+    int od = in->prim == NX_PRIM_SELECT ? in->dtype : k->inst[in->a[0]].dtype;
+    if (!(r->ops & ops_class(od))) {
+        snprintf(why, n, "cpu: primitive %s has no emitter for %s operands", name,
+                 nx_dtype_name((nx_dtype)od));
+        return why;
+    }
+    return NULL;
+}
+
+const char *nx_x86_kernel_unsupported(const nx_kernel *k)
+{
+    static _Thread_local char why[160];
+    if (k->kind != NX_KERNEL_LOOP) /* their host routine, on slots only */
+        return k->has_prologue || k->has_epilogue
+                   ? "cpu: a library kernel with a prologue or an epilogue (fused for another "
+                     "backend)"
+                   : NULL;
+    for (int b = 0; b < k->nbufs; b++)
+        if (!rty(k->bufs[b].dtype)) {
+            snprintf(why, sizeof why, "cpu: buffer %d is %s (f16/bf16 values are not emitted)", b,
+                     nx_dtype_name((nx_dtype)k->bufs[b].dtype));
+            return why;
+        }
+    for (int i = 0; i < k->ninst; i++) {
+        const nx_kinst *in = &k->inst[i];
+        if (!rty(in->dtype)) {
+            snprintf(why, sizeof why, "cpu: %%%d is %s (f16/bf16 values are not emitted)", i,
+                     nx_dtype_name((nx_dtype)in->dtype));
+            return why;
+        }
+        if (in->op == NX_KOP_PRIM && prim_unsupported(k, in, why, sizeof why))
+            return why;
+    }
+    return NULL;
+}
+
+bool nx_x86_supports(const nx_kernel *k)
+{
+    return nx_x86_kernel_unsupported(k) == NULL;
+}
+
+/* The code of PRIM instruction id, from its entry of prim_rules (nx_x86_emit_text refuses a
+ * kernel with a primitive that has none before it emits anything). */
+static int emit_prim(emitter *e, int32_t id)
+{
+    int p = e->k->inst[id].prim;
+    if (p < 0 || p >= NX_PRIM_COUNT || !prim_rules[p].emit) {
+        e->no_rule = true;
+        return 0;
+    }
+    return prim_rules[p].emit(e, id);
 }
 
 /* An instruction's value in the interior of a border split (borders.c). */
@@ -483,12 +694,6 @@ static int alias_value(emitter *e, int32_t id, const nx_x86_alias *al)
     if (e->k->inst[id].dtype == NX_DTYPE_BOOL)
         return constv(e, "i1", al->c ? "true" : "false");
     return i64c(e, al->c);
-}
-
-static bool is_minmax(const emitter *e, const nx_kinst *in)
-{
-    return (in->prim == NX_PRIM_MIN || in->prim == NX_PRIM_MAX) &&
-           is_fl(e->k->inst[in->a[0]].dtype);
 }
 
 int nx_x86_value(emitter *e, int32_t id)
@@ -514,11 +719,14 @@ int nx_x86_value(emitter *e, int32_t id)
         v = emit_load(e, in);
         break;
     case NX_KOP_PRIM:
-        v = is_minmax(e, in) ? float_minmax(e, id) : emit_prim(e, in);
+        v = emit_prim(e, id);
         break;
-    default:
+    case NX_KOP_REDUCE:
         v = nx_x86_emit_reduce(e, id);
         break;
+    default: /* nx_kernel_validate admits no other code */
+        e->no_rule = true;
+        return 0;
     }
     e->val[id] = v;
     e->scope[id] = e->cur;
@@ -691,9 +899,10 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
     nx_status st = nx_kernel_validate(k);
     if (st != NX_OK)
         return st;
-    if (k->kind != NX_KERNEL_LOOP || !nx_x86_supports(k))
-        return nx_rt_error(k->ctx, NX_ERR_UNSUPPORTED, "x86 emit: kernel %s is not supported",
-                           k->name);
+    const char *why = k->kind != NX_KERNEL_LOOP ? "cpu: a library kernel (run by its host routine)"
+                                                : nx_x86_kernel_unsupported(k);
+    if (why)
+        return nx_rt_error(k->ctx, NX_ERR_UNSUPPORTED, "x86 emit: kernel %s: %s", k->name, why);
     size_t n = (size_t)k->ninst + 1;
     emitter e = {.ctx = k->ctx, .k = k, .reassoc = reassoc, .bd = {.loop = -1}};
     e.body.ctx = e.allocas.ctx = e.meta.ctx = k->ctx;
@@ -729,6 +938,11 @@ nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, c
     text_free(&e.allocas);
     text_free(&e.meta);
     nx_x86_borders_free(k->ctx, &e.bd);
+    if (e.no_rule) { /* nx_x86_kernel_unsupported answered otherwise: a bug */
+        text_free(&t);
+        return nx_rt_error(k->ctx, NX_ERR_INTERNAL,
+                           "x86 emit: kernel %s reached an instruction with no emitter", k->name);
+    }
     if (failed || e.failed) {
         text_free(&t);
         return e.failed ? nx_rt_error(k->ctx, NX_ERR_UNSUPPORTED,

@@ -27,8 +27,13 @@ NX_HIDDEN nx_status nx_x86_plan_run_ex(nx_ctx *ctx, const nx_kplan *p, const nx_
                                        bool reassoc, const nx_tensor *const *inputs,
                                        nx_tensor **outputs);
 
-/* Whether the JIT can compile a loop kernel (library kernels: always, they run host code).
- * Unsupported: f16/bf16 values, atan2, integer pow. */
+/* Why the JIT cannot compile kernel k ("cpu: primitive atan2 has no emitter", f16/bf16 values),
+ * or NULL when it can (library kernels: when they carry no prologue or epilogue, they run host
+ * code). A primitive has code only where the emitter's table has an entry (emit.c): one without
+ * is refused here, never emitted by a default. The reason is in a per-thread buffer, valid until
+ * the thread's next call. */
+NX_HIDDEN const char *nx_x86_kernel_unsupported(const nx_kernel *k);
+/* nx_x86_kernel_unsupported(k) == NULL (the backend's supports). */
 NX_HIDDEN bool nx_x86_supports(const nx_kernel *k);
 
 /* Border/interior split of the innermost space loop (borders.c): the interval [lo, hi) of loop
