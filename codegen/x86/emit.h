@@ -69,7 +69,7 @@ NX_HIDDEN void nx_x86_borders_free(nx_ctx *ctx, nx_x86_borders *s);
 NX_HIDDEN nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, char **out,
                                      size_t *len);
 
-/* The emitter's identity for cache keys (changes with every build of emit.c). */
+/* The emitter's identity for cache keys: a constant bumped with each change to its output. */
 NX_HIDDEN const char *nx_x86_emit_version(void);
 
 /* How a kernel was obtained (emit-cache.c). */
