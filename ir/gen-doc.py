@@ -67,7 +67,11 @@ casts and argsort never do). `nx_ir_selfcheck` (run by the tests and at the firs
 checks that row i is primitive i and that every row has a class, a rule, a reference kernel, a
 printer and a flag. Passes and backends that treat a kind of primitive alike ask its class
 (`nx_ir_prim_class`, `nx_ir_prim_elementwise`: elementwise rows fuse into loops and lower to
-kernel-IR instructions), never a range of ids, so a row may go anywhere in the table.
+kernel-IR instructions), never a range of ids, so a row may go anywhere in the table. Each
+backend refuses a kernel holding a primitive its emitter has no code for (the CPU emitter's table
+has an entry per primitive it computes, and its reason names the one missing), rather than emit
+a default: `tests/backends/test-unemitted.c` checks it with a row compiled into a test build only
+(`#ifdef NX_TEST_PRIM_ROW`).
 
 Builders and the verifier share each primitive's shape rule: builders run it on their operands,
 `nx_graph_verify` re-derives every node's dtype and shape from its operands and attributes with it.
