@@ -1,5 +1,6 @@
-/* The CPU backend: kernel IR -> LLVM IR (emit.c), compiled kernels cached by key (emit-cache.c),
- * and plans run over host tensors with the thread pool (emit-run.c). */
+/* The CPU backend: kernel IR -> LLVM IR (emit.c and the parts emit-priv.h lists), compiled
+ * kernels cached by key (emit-cache.c), and plans run over host tensors with the thread pool
+ * (emit-run.c). */
 #ifndef NX_CODEGEN_X86_EMIT_H
 #define NX_CODEGEN_X86_EMIT_H
 
