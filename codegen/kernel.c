@@ -142,20 +142,12 @@ bool nx_kernel_store(nx_kernel *k, int buf, int32_t value)
 /* Operand count of a PRIM instruction; 0 for codes that are not elementwise. */
 static int prim_arity(int prim)
 {
-    if (prim >= NX_PRIM_NEG && prim <= NX_PRIM_NOT)
-        return 1;
-    if (prim >= NX_PRIM_ADD && prim <= NX_PRIM_OR)
-        return 2;
-    if (prim == NX_PRIM_SELECT)
-        return 3;
-    if (prim == NX_PRIM_CAST)
-        return 1;
-    return 0;
+    return nx_ir_prim_elementwise(prim) ? nx_ir_prims[prim].arity : 0;
 }
 
 static bool is_compare(int prim)
 {
-    return prim >= NX_PRIM_EQ && prim <= NX_PRIM_GE;
+    return nx_ir_prim_class(prim) == NX_PCLASS_COMPARE;
 }
 
 void nx_kernel_loop_masks(const nx_kernel *k, uint32_t *mask)

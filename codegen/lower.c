@@ -618,7 +618,7 @@ static int32_t expand(lowerer *lw, nx_node id, const int32_t *idx)
     case NX_PRIM_REDUCE:
         return reduce(lw, id, n, idx);
     default:
-        if (n->op >= NX_PRIM_NEG && n->op <= NX_PRIM_CAST)
+        if (nx_ir_prim_elementwise(n->op))
             return elementwise(lw, n, idx);
         return fail(lw, NX_ERR_UNSUPPORTED, "lowering: %s %%%u cannot be inlined", id);
     }

@@ -680,7 +680,7 @@ typedef struct importer {
 
 static bool elementwise(int op)
 {
-    return (op >= NX_PRIM_NEG && op <= NX_PRIM_SELECT) || op == NX_PRIM_CAST;
+    return nx_ir_prim_elementwise(op);
 }
 
 static int32_t import_node(importer *im, nx_node id);

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
-"""Writes docs/ir.md from ir/prims.def: the primitive table (name, arity, shape rule, semantics,
-adjoint flag) between a fixed introduction and fixed notes. Run from the repository root:
+"""Writes docs/ir.md from ir/prims.def: the primitive table (name, class, arity, shape rule,
+semantics, adjoint flag) between a fixed introduction and fixed notes; rows under
+`#ifdef NX_TEST_PRIM_ROW` exist in test builds only and are left out. Run from the repository root:
     ir/gen-doc.py > docs/ir.md
 Standard library only."""
 import re
@@ -35,10 +36,11 @@ def unquote(s):
 def rows(path):
     text = open(path).read()
     text = re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+    text = re.sub(r"^#ifdef NX_TEST_PRIM_ROW$.*?^#endif$", "", text, flags=re.S | re.M)
     for m in re.finditer(r"NX_PRIM\((.*?)\)\s*(?=NX_PRIM\(|$)", text, flags=re.S):
         a = split_args(m.group(1))
-        yield {"id": a[0], "name": unquote(a[1]), "arity": a[2], "valops": a[3],
-               "adj": a[7], "shape": unquote(a[9]), "math": unquote(a[10])}
+        yield {"id": a[0], "name": unquote(a[1]), "cls": a[2].lower(), "arity": a[3],
+               "valops": a[4], "adj": a[8], "shape": unquote(a[10]), "math": unquote(a[11])}
 
 
 ADJ = {"NX_ADJ_SLOT": "yes", "NX_ADJ_FLOAT": "float to float only", "NX_ADJ_NONE": "no"}
@@ -55,22 +57,29 @@ operands, attributes and bytes) returns the existing handle, so equal subexpress
 Inputs, parameters and placeholders are never merged. Operands always have smaller ids than their
 user: the arena is in topological order.
 
-The closed primitive set is one X-macro table, `ir/prims.def`. Each row names its shape/dtype rule,
-its reference kernel and its attribute printer, all in the family's own file (`ir/prim-leaf.c`,
-`prim-elementwise.c`, `prim-movement.c`, `prim-index.c`, `prim-reduce.c`, `prim-scan.c`,
-`prim-sort.c`, `prim-extern.c`), and an adjoint flag: *yes* rows have an adjoint slot that
-`passes/autodiff` fills, *no* rows are non-differentiable by definition. Whatever the flag, a node
-with an integer or bool value carries no adjoint (so argmax/argmin reductions, integer casts and
-argsort never do). `nx_ir_selfcheck` (run by the tests and at the first `nx_graph_new`) checks that
-row i is primitive i and that every row has a rule, a reference kernel, a printer and a flag.
+The closed primitive set is one X-macro table, `ir/prims.def`. Each row names its class, its
+shape/dtype rule, its reference kernel and its attribute printer, all in the family's own file
+(`ir/prim-leaf.c`, `prim-elementwise.c`, `prim-movement.c`, `prim-index.c`, `prim-reduce.c`,
+`prim-scan.c`, `prim-sort.c`, `prim-extern.c`), and an adjoint flag: *yes* rows have an adjoint
+slot that `passes/autodiff` fills, *no* rows are non-differentiable by definition. Whatever the
+flag, a node with an integer or bool value carries no adjoint (so argmax/argmin reductions, integer
+casts and argsort never do). `nx_ir_selfcheck` (run by the tests and at the first `nx_graph_new`)
+checks that row i is primitive i and that every row has a class, a rule, a reference kernel, a
+printer and a flag. Passes and backends that treat a kind of primitive alike ask its class
+(`nx_ir_prim_class`, `nx_ir_prim_elementwise`: elementwise rows fuse into loops and lower to
+kernel-IR instructions), never a range of ids, so a row may go anywhere in the table. Each
+backend refuses a kernel holding a primitive its emitter has no code for (the CPU emitter's table
+has an entry per primitive it computes, and its reason names the one missing), rather than emit
+a default: `tests/backends/test-unemitted.c` checks it with a row compiled into a test build only
+(`#ifdef NX_TEST_PRIM_ROW`).
 
 Builders and the verifier share each primitive's shape rule: builders run it on their operands,
 `nx_graph_verify` re-derives every node's dtype and shape from its operands and attributes with it.
 
 ## Primitives
 
-| primitive | operands | shape rule | semantics | adjoint |
-|---|---|---|---|---|
+| primitive | class | operands | shape rule | semantics | adjoint |
+|---|---|---|---|---|---|
 """
 
 NOTES = """
@@ -157,8 +166,8 @@ def main():
         arity = "variadic" if r["arity"] == "-1" else r["arity"]
         if r["valops"] not in ("-1",):
             arity += " (value: first %s; the rest are monoid expressions)" % r["valops"]
-        out.append("| `%s` | %s | %s | `%s` | %s |\n" % (
-            r["name"], arity, r["shape"], r["math"], ADJ.get(r["adj"], r["adj"])))
+        out.append("| `%s` | %s | %s | %s | `%s` | %s |\n" % (
+            r["name"], r["cls"], arity, r["shape"], r["math"], ADJ.get(r["adj"], r["adj"])))
     out.append(NOTES)
     sys.stdout.write("".join(out))
 

@@ -9,9 +9,10 @@
 /* ---- the primitive table -------------------------------------------------------------------*/
 
 const nx_ir_prim_info nx_ir_prims[NX_PRIM_COUNT] = {
-#define NX_PRIM(ID, NAME, ARITY, VALOPS, RULE, REF, ATTRS, ADJ, VJP, SDOC, MDOC)                   \
+#define NX_PRIM(ID, NAME, CLS, ARITY, VALOPS, RULE, REF, ATTRS, ADJ, VJP, SDOC, MDOC)              \
     [NX_PRIM_##ID] = {.op = NX_PRIM_##ID,                                                          \
                       .name = NAME,                                                                \
+                      .cls = NX_PCLASS_##CLS,                                                      \
                       .arity = ARITY,                                                              \
                       .valops = VALOPS,                                                            \
                       .shape = nx_ir_shape_##RULE,                                                 \
@@ -53,7 +54,10 @@ nx_status nx_ir_selfcheck(nx_ctx *ctx)
                                "nx_ir_selfcheck: primitive %s has neither an adjoint rule nor "
                                "the non-differentiable flag (or both)",
                                name);
-        if (r->arity < -1 || r->valops < -1 || !r->shape_doc || !r->math_doc)
+        /* kernel IR's PRIM instructions take the row's arity as their operand count */
+        bool fixed = !nx_ir_prim_elementwise(i) || (r->arity >= 1 && r->arity <= 3);
+        if (r->cls == NX_PCLASS_NONE || !fixed || r->arity < -1 || r->valops < -1 ||
+            !r->shape_doc || !r->math_doc)
             return nx_rt_error(ctx, NX_ERR_INTERNAL,
                                "nx_ir_selfcheck: primitive %s has a malformed row", name);
     }

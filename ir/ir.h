@@ -44,6 +44,26 @@ typedef enum nx_prim {
     NX_PRIM_COUNT
 } nx_prim;
 
+/* The kind of a primitive (the class column of ir/prims.def). Passes and backends that treat a
+ * kind alike ask nx_ir_prim_class or nx_ir_prim_elementwise, never a range of enum values: rows
+ * may be added anywhere in the table. */
+typedef enum nx_ir_pclass {
+    NX_PCLASS_NONE, /* not a primitive (an id out of range) */
+    NX_PCLASS_LEAF,
+    NX_PCLASS_UNARY,   /* one operand, same dtype (isnan: -> bool) */
+    NX_PCLASS_BINARY,  /* two operands of one dtype, same dtype out */
+    NX_PCLASS_COMPARE, /* two operands of one dtype, bool out */
+    NX_PCLASS_LOGIC,   /* bool operands, bool out (not, and, or) */
+    NX_PCLASS_SELECT,
+    NX_PCLASS_CAST,
+    NX_PCLASS_MOVEMENT, /* views: no arithmetic */
+    NX_PCLASS_INDEX,    /* gather, scatter */
+    NX_PCLASS_REDUCE,
+    NX_PCLASS_SCAN,
+    NX_PCLASS_SORT,
+    NX_PCLASS_EXTERN,
+} nx_ir_pclass;
+
 typedef enum nx_ir_adj {
     NX_ADJ_NONE = 1, /* not differentiable */
     NX_ADJ_SLOT,     /* differentiable: the rule goes in the row's vjp slot */
@@ -157,6 +177,7 @@ typedef nx_status (*nx_ir_vjp_fn)(nx_graph *g, nx_node y, nx_node dy, nx_node *d
 typedef struct nx_ir_prim_info {
     nx_prim op;
     const char *name;
+    nx_ir_pclass cls;
     int arity;  /* -1: variadic */
     int valops; /* -1: all operands are values */
     nx_ir_shape_fn shape;
@@ -170,7 +191,31 @@ typedef struct nx_ir_prim_info {
 
 NX_HIDDEN extern const nx_ir_prim_info nx_ir_prims[NX_PRIM_COUNT];
 
-#define NX_PRIM(ID, name, arity, valops, rule, ref, attrs, ...)                                    \
+/* The class of primitive op; NX_PCLASS_NONE for an id that is not a primitive (kernel IR is
+ * validated with it). */
+static inline nx_ir_pclass nx_ir_prim_class(int op)
+{
+    return op >= 0 && op < NX_PRIM_COUNT ? nx_ir_prims[op].cls : NX_PCLASS_NONE;
+}
+
+/* Whether op computes each element from the same element of its operands: the rows that fuse
+ * into loops and lower to kernel-IR PRIM instructions. */
+static inline bool nx_ir_prim_elementwise(int op)
+{
+    switch (nx_ir_prim_class(op)) {
+    case NX_PCLASS_UNARY:
+    case NX_PCLASS_BINARY:
+    case NX_PCLASS_COMPARE:
+    case NX_PCLASS_LOGIC:
+    case NX_PCLASS_SELECT:
+    case NX_PCLASS_CAST:
+        return true;
+    default:
+        return false;
+    }
+}
+
+#define NX_PRIM(ID, name, cls, arity, valops, rule, ref, attrs, ...)                               \
     NX_HIDDEN nx_status nx_ir_shape_##rule(nx_ir_check *ck, const nx_ir_store *s,                  \
                                            const nx_ir_proto *p, nx_ir_sig *out);                  \
     NX_HIDDEN nx_status nx_ir_ref_##ref(const nx_ir_eval *ev, const nx_ir_node *n,                 \

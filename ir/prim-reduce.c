@@ -294,8 +294,7 @@ void nx_ir_attrs_reduce(FILE *f, const nx_ir_store *s, const nx_ir_node *n)
 
 static bool expr_op_ok(nx_prim op)
 {
-    return op == NX_PRIM_CONSTANT || op == NX_PRIM_PLACEHOLDER || op == NX_PRIM_SELECT ||
-           op == NX_PRIM_CAST || (op >= NX_PRIM_NEG && op <= NX_PRIM_OR);
+    return op == NX_PRIM_CONSTANT || op == NX_PRIM_PLACEHOLDER || nx_ir_prim_elementwise(op);
 }
 
 /* Collects root's closure (ascending ids) into list; checks every node is a scalar expression

@@ -78,7 +78,7 @@ static bool nested_reduce(const nx_ir_store *s, const nx_ir_node *n, const nx_ir
         return false;
     if (consumer->op == NX_PRIM_REDUCE)
         return true;
-    bool elementwise = consumer->op >= NX_PRIM_NEG && consumer->op <= NX_PRIM_CAST;
+    bool elementwise = nx_ir_prim_elementwise(consumer->op);
     return elementwise && same_shape(n, consumer);
 }
 
@@ -99,7 +99,7 @@ typedef struct fuse_state {
 
 static bool is_elementwise(int op)
 {
-    return op >= NX_PRIM_NEG && op <= NX_PRIM_CAST;
+    return nx_ir_prim_elementwise(op);
 }
 
 static bool is_movement(int op)

@@ -102,7 +102,7 @@ static nx_node fold_int_zero(nx_graph *g, nx_node id, int op, nx_node a, nx_node
 
 static bool elementwise(int op)
 {
-    return (op >= NX_PRIM_NEG && op <= NX_PRIM_OR) || op == NX_PRIM_SELECT || op == NX_PRIM_CAST;
+    return nx_ir_prim_elementwise(op);
 }
 
 /* Evaluates a small elementwise node over constant operands into a constant. */

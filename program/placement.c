@@ -6,7 +6,8 @@
  *   2. a program the pipeline cannot lower for it runs on the reference interpreter;
  *   3. a CUDA plan with a kernel CUDA cannot run (why_not) runs whole on the CPU backend: one
  *      plan on one device keeps every intermediate there (splitting a plan is future work);
- *   4. a CPU loop kernel the JIT cannot compile runs on the CPU backend's kernel interpreter.
+ *   4. a CPU loop kernel the JIT cannot compile runs on the CPU backend's kernel interpreter,
+ *      and a library kernel without a CPU host routine (reduce_custom) on its reference routine.
  * Steps 2 to 4 are fallbacks: an error under NITRIX_STRICT_BACKEND, otherwise one warning per
  * identity per process unless NITRIX_SILENCE_FALLBACK. Backends never decide this themselves.
  *
@@ -174,21 +175,24 @@ static nx_status to_backend(nx_ctx *ctx, const nx_kernel *k, nx_backend requeste
     return nx_program_fallback(ctx, id, strict, line);
 }
 
-/* Step 4: loop kernel k runs on the CPU backend's kernel interpreter. */
+/* Step 4: kernel k runs on the CPU backend's kernel interpreter (a loop kernel) or on the
+ * reference routine of its primitive (a library kernel without a host routine). */
 static nx_status to_kernel_interpreter(nx_ctx *ctx, const nx_kernel *k, const char *why)
 {
+    const char *where = k->kind == NX_KERNEL_LOOP ? "kernel interpreter" : "reference routine";
     char shape[160], strict[512], warn[512];
     const nx_kbuf *out = &k->bufs[k->nbufs - 1];
     nx_shape_str(shape, sizeof shape, out->ndim, out->shape);
     snprintf(strict, sizeof strict,
              "nx_graph_compile: backend 'cpu' cannot compile kernel %s (%s%s: %s), and strict "
-             "backend mode (NITRIX_STRICT_BACKEND) forbids running it on the interpreter",
-             k->name, nx_dtype_name(out->dtype), shape, why);
+             "backend mode (NITRIX_STRICT_BACKEND) forbids running it on the %s",
+             k->name, nx_dtype_name(out->dtype), shape, why,
+             k->kind == NX_KERNEL_LOOP ? "interpreter" : where);
     snprintf(warn, sizeof warn,
-             "nitrix fallback: op=%s shape=%s dtype=%s backend=cpu -> kernel interpreter (slow): "
+             "nitrix fallback: op=%s shape=%s dtype=%s backend=cpu -> %s (slow): "
              "%s. NITRIX_SILENCE_FALLBACK=1 silences this, NITRIX_STRICT_BACKEND=1 makes it an "
              "error",
-             k->name, shape, nx_dtype_name(out->dtype), why);
+             k->name, shape, nx_dtype_name(out->dtype), where, why);
     uint64_t id = fnv(FNV_BASIS, "kernel", 7);
     uint64_t h = nx_kernel_hash(k);
     id = fnv(id, &h, sizeof h);
@@ -220,13 +224,13 @@ static nx_status place_cuda(nx_ctx *ctx, const nx_kplan *p, bool *moved)
     return NX_OK;
 }
 
-/* Step 4 over every loop kernel. A kernel fused for another backend is left to the CPU backend's
+/* Step 4 over every kernel. A kernel fused for another backend is left to the CPU backend's
  * prepare, which refuses it (it cannot come here but through a bug). */
 static nx_status place_cpu(nx_ctx *ctx, const nx_kplan *p)
 {
     for (int i = 0; i < p->nkernels; i++) {
         const nx_kernel *k = p->kernels[i];
-        if (k->kind != NX_KERNEL_LOOP || k->has_prologue || k->has_epilogue)
+        if (k->has_prologue || k->has_epilogue)
             continue;
         const char *why = nx_program_why_not(NX_BACKEND_CPU, k);
         nx_status st = why ? to_kernel_interpreter(ctx, k, why) : NX_OK;

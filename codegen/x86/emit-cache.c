@@ -194,8 +194,11 @@ const char *nx_x86_why_not(const nx_kernel *k)
     if (k->has_prologue || k->has_epilogue)
         return "the kernel carries a prologue or an epilogue, which only the backend it was fused "
                "for runs";
-    if (k->kind == NX_KERNEL_LOOP && !nx_x86_supports(k))
-        return "the JIT does not compile f16/bf16 values, atan2 or integer pow";
+    if (k->kind == NX_KERNEL_LOOP)
+        return nx_x86_kernel_unsupported(k); /* "cpu: primitive X has no emitter", ... */
+    if (k->lib_prim == NX_PRIM_REDUCE_CUSTOM) /* codegen/x86/emit-run.c: run_reference */
+        return "reduce_custom's monoid is graph expressions, which the CPU backend does not "
+               "compile; the reference routine runs it";
     return NULL;
 }
 

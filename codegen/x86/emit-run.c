@@ -116,8 +116,8 @@ static nx_status run_loop(run_state *rs, const nx_kernel *k, nx_x86_loop_fn fn, 
 
 /* reduce_custom's monoid is graph expressions (lift, combine, identity, finalize) that the kernel
  * IR does not carry, so it has no host routine of its own yet: it runs the reference
- * interpreter's routine on its graph node, with a warning once per kernel identity (silenced as
- * every fallback is; strict backend mode does not refuse it, as there is no other CPU path). */
+ * interpreter's routine on its graph node. The placement policy (program/placement.c) has warned
+ * once, or refused it under strict backend mode: nx_x86_why_not gives the reason. */
 static nx_status run_reference(run_state *rs, const nx_kernel *k)
 {
     const nx_ir_store *s = rs->p->store;
@@ -129,33 +129,6 @@ static nx_status run_reference(run_state *rs, const nx_kernel *k)
             ins[nin++] = rs->slot[k->bufs[b].slot];
     nx_ir_eval ev = {rs->ctx, s, rs->inputs};
     return nx_ir_prims[n->op].ref(&ev, n, ins, rs->slot[k->bufs[k->nbufs - 1].slot]);
-}
-
-#define WARNED_MAX 64
-static uint64_t warned[WARNED_MAX];
-static int nwarned;
-static pthread_mutex_t warned_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void warn_reference(nx_ctx *ctx, const nx_kernel *k)
-{
-    uint64_t h = nx_kernel_hash(k);
-    bool seen = false;
-    pthread_mutex_lock(&warned_lock);
-    for (int i = 0; i < nwarned && !seen; i++)
-        seen = warned[i] == h;
-    if (!seen && nwarned < WARNED_MAX)
-        warned[nwarned++] = h;
-    pthread_mutex_unlock(&warned_lock);
-    if (seen || nx_ctx_silence_fallback(ctx))
-        return;
-    char shape[160];
-    const nx_kbuf *out = &k->bufs[k->nbufs - 1];
-    nx_shape_str(shape, sizeof shape, out->ndim, out->shape);
-    nx_ctx_log(ctx, NX_LOG_WARN,
-               "nitrix fallback: op=%s shape=%s dtype=%s backend=cpu -> reference interpreter "
-               "(slow): reduce_custom's monoid is graph expressions the CPU backend does not "
-               "compile. NITRIX_SILENCE_FALLBACK=1 silences this",
-               k->name, shape, nx_dtype_name(out->dtype));
 }
 
 static nx_status run_library(run_state *rs, const nx_kernel *k, void *const *bufs)
@@ -284,11 +257,6 @@ nx_status nx_x86_plan_run(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *
 nx_status nx_x86_plan_run_ex(nx_ctx *ctx, const nx_kplan *p, const nx_x86_loop_fn *fns,
                              bool reassoc, const nx_tensor *const *inputs, nx_tensor **outputs)
 {
-    for (int i = 0; i < p->nkernels; i++) {
-        const nx_kernel *k = p->kernels[i];
-        if (k->kind == NX_KERNEL_LIBRARY && k->lib_prim == NX_PRIM_REDUCE_CUSTOM)
-            warn_reference(ctx, k);
-    }
     run_state rs = {ctx, reassoc, p, NULL, inputs, fns};
     return nx_plan_run(ctx, p, &cpu_hooks, &rs, inputs, outputs);
 }

@@ -1,5 +1,6 @@
-/* The CPU backend: kernel IR -> LLVM IR (emit.c), compiled kernels cached by key (emit-cache.c),
- * and plans run over host tensors with the thread pool (emit-run.c). */
+/* The CPU backend: kernel IR -> LLVM IR (emit.c and the parts emit-priv.h lists), compiled
+ * kernels cached by key (emit-cache.c), and plans run over host tensors with the thread pool
+ * (emit-run.c). */
 #ifndef NX_CODEGEN_X86_EMIT_H
 #define NX_CODEGEN_X86_EMIT_H
 
@@ -27,8 +28,13 @@ NX_HIDDEN nx_status nx_x86_plan_run_ex(nx_ctx *ctx, const nx_kplan *p, const nx_
                                        bool reassoc, const nx_tensor *const *inputs,
                                        nx_tensor **outputs);
 
-/* Whether the JIT can compile a loop kernel (library kernels: always, they run host code).
- * Unsupported: f16/bf16 values, atan2, integer pow. */
+/* Why the JIT cannot compile kernel k ("cpu: primitive atan2 has no emitter", f16/bf16 values),
+ * or NULL when it can (library kernels: when they carry no prologue or epilogue, they run host
+ * code). A primitive has code only where the emitter's table has an entry (emit.c): one without
+ * is refused here, never emitted by a default. The reason is in a per-thread buffer, valid until
+ * the thread's next call. */
+NX_HIDDEN const char *nx_x86_kernel_unsupported(const nx_kernel *k);
+/* nx_x86_kernel_unsupported(k) == NULL (the backend's supports). */
 NX_HIDDEN bool nx_x86_supports(const nx_kernel *k);
 
 /* Border/interior split of the innermost space loop (borders.c): the interval [lo, hi) of loop
@@ -64,7 +70,7 @@ NX_HIDDEN void nx_x86_borders_free(nx_ctx *ctx, nx_x86_borders *s);
 NX_HIDDEN nx_status nx_x86_emit_text(const nx_kernel *k, const char *name, bool reassoc, char **out,
                                      size_t *len);
 
-/* The emitter's identity for cache keys (changes with every build of emit.c). */
+/* The emitter's identity for cache keys: a constant bumped with each change to its output. */
 NX_HIDDEN const char *nx_x86_emit_version(void);
 
 /* How a kernel was obtained (emit-cache.c). */

@@ -22,7 +22,7 @@
 
 static bool fusable(int op)
 {
-    return (op >= NX_PRIM_NEG && op <= NX_PRIM_CAST) || op == NX_PRIM_IOTA ||
+    return nx_ir_prim_elementwise(op) || op == NX_PRIM_IOTA ||
            op == NX_PRIM_CONSTANT || op == NX_PRIM_RESHAPE || op == NX_PRIM_PERMUTE ||
            op == NX_PRIM_BROADCAST || op == NX_PRIM_SLICE || op == NX_PRIM_PAD ||
            op == NX_PRIM_REVERSE;

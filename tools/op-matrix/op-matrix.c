@@ -20,7 +20,8 @@ typedef struct prim {
     const char *name, *adj, *sem;
 } prim;
 static const prim prims[] = {
-#define NX_PRIM(ID, name, arity, valops, rule, ref, attrs, adj, vjp, shape, sem) {name, #adj, sem},
+#define NX_PRIM(ID, name, cls, arity, valops, rule, ref, attrs, adj, vjp, shape, sem)              \
+    {name, #adj, sem},
 #include "ir/prims.def"
 #undef NX_PRIM
 };
