@@ -20,7 +20,7 @@
 #include "codegen/ptx/emit-lib.h"
 #include "codegen/x86/emit.h"
 #include "ir/ir.h"
-#include "passes/fuse.h"
+#include "program/program.h"
 
 #ifndef NX_TEST_PRIM_ROW
 #error "test-unemitted.c needs -DNX_TEST_PRIM_ROW (and a library built with it)"
