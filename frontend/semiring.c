@@ -385,17 +385,12 @@ nx_node nx_semiring_matmul_node(nx_graph *g, const nx_semiring *sr, nx_node a, n
         return NX_NONE;
     int na = nx_node_ndim(g, a), nb = nx_node_ndim(g, b);
     int64_t sa[NX_MAX_DIMS], sb[NX_MAX_DIMS];
-    if (na < 2 || nb < 2)
-        return nx_ir_graph_failf(
-            g, NX_ERR_SHAPE, "nx_semiring_matmul: A has %d dims and B %d; both need >= 2", na, nb);
     nx_node_shape(g, a, sa);
     nx_node_shape(g, b, sb);
-    if (sa[na - 1] != sb[nb - 2])
-        return nx_ir_graph_failf(g, NX_ERR_SHAPE,
-                                 "nx_semiring_matmul: A is ...x%lldx%lld but B is ...x%lldx%lld "
-                                 "(inner dims differ)",
-                                 (long long)sa[na - 2], (long long)sa[na - 1],
-                                 (long long)sb[nb - 2], (long long)sb[nb - 1]);
+    char msg[256];
+    nx_status st = nx_sr_matmul_shape(na, sa, nb, sb, NULL, NULL, msg, sizeof msg);
+    if (st != NX_OK)
+        return nx_ir_graph_failf(g, st, "nx_semiring_matmul: %s", msg);
     if (nx_node_dtype(g, a) != nx_node_dtype(g, b))
         return nx_ir_graph_failf(g, NX_ERR_DTYPE, "nx_semiring_matmul: A is %s but B is %s",
                                  nx_dtype_name(nx_node_dtype(g, a)),
