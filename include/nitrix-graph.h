@@ -151,14 +151,15 @@ NX_API nx_node nx_cast(nx_graph *g, nx_node x, nx_dtype dtype);
  * Movement (views; no arithmetic)
  * ----------------------------------------------------------------------------------------------*/
 
-typedef enum nx_pad_mode {
-    NX_PAD_CONSTANT, /* cval outside */
-    NX_PAD_REFLECT,  /* half-sample symmetric: d c b a | a b c d | d c b a  (scipy 'reflect') */
-    NX_PAD_MIRROR,   /* whole-sample symmetric: d c b | a b c d | c b a     (scipy 'mirror') */
-    NX_PAD_NEAREST,  /* edge value repeated:    a a a | a b c d | d d d     (scipy 'nearest') */
-    NX_PAD_WRAP,     /* periodic:               b c d | a b c d | a b c     (scipy filters' 'wrap') */
-    NX_PAD_MODE_COUNT
-} nx_pad_mode;
+/* Deprecated (kept for one release): nx_pad takes an nx_border (nitrix.h). The old names are
+ * aliases of its constants, so their values are nx_border's, not the old 0..4 order. */
+typedef nx_border nx_pad_mode;
+#define NX_PAD_CONSTANT NX_BORDER_CONSTANT
+#define NX_PAD_REFLECT NX_BORDER_REFLECT
+#define NX_PAD_MIRROR NX_BORDER_MIRROR
+#define NX_PAD_NEAREST NX_BORDER_NEAREST
+#define NX_PAD_WRAP NX_BORDER_WRAP
+#define NX_PAD_MODE_COUNT NX_BORDER_COUNT
 
 /* Same element count, C order; one extent may be -1. */
 NX_API nx_node nx_reshape(nx_graph *g, nx_node x, int ndim, const int64_t *shape);
@@ -170,9 +171,9 @@ NX_API nx_node nx_broadcast(nx_graph *g, nx_node x, int ndim, const int64_t *sha
 NX_API nx_node nx_slice(nx_graph *g, nx_node x, const int64_t *start, const int64_t *stop,
                         const int64_t *step);
 /* Per axis lo/hi >= 0 elements; padding wider than the axis repeats the mode's rule, as scipy.ndimage
- * extends. cval is used by NX_PAD_CONSTANT only. */
+ * extends. cval is used by NX_BORDER_CONSTANT only. */
 NX_API nx_node nx_pad(nx_graph *g, nx_node x, const int64_t *lo, const int64_t *hi,
-                      nx_pad_mode mode, double cval);
+                      nx_border mode, double cval);
 NX_API nx_node nx_reverse(nx_graph *g, nx_node x, int naxes, const int *axes);
 /* Equal dtypes and extents except on axis; n == 1 returns xs[0]. */
 NX_API nx_node nx_concat(nx_graph *g, int n, const nx_node *xs, int axis);

@@ -34,14 +34,15 @@ typedef enum nx_morph_op {
     NX_MORPH_OP_COUNT
 } nx_morph_op;
 
-typedef enum nx_morph_border {
-    NX_MORPH_BORDER_REFLECT, /* scipy's default mode='reflect' (half-sample symmetric) */
-    NX_MORPH_BORDER_CONSTANT, /* cval outside */
-    NX_MORPH_BORDER_NEAREST,
-    NX_MORPH_BORDER_MIRROR,
-    NX_MORPH_BORDER_WRAP,
-    NX_MORPH_BORDER_COUNT
-} nx_morph_border;
+/* Deprecated (kept for one release): the border is an nx_border (nitrix.h; reflect is scipy's
+ * default). The old names are aliases of its constants. */
+typedef nx_border nx_morph_border;
+#define NX_MORPH_BORDER_REFLECT NX_BORDER_REFLECT
+#define NX_MORPH_BORDER_CONSTANT NX_BORDER_CONSTANT
+#define NX_MORPH_BORDER_NEAREST NX_BORDER_NEAREST
+#define NX_MORPH_BORDER_MIRROR NX_BORDER_MIRROR
+#define NX_MORPH_BORDER_WRAP NX_BORDER_WRAP
+#define NX_MORPH_BORDER_COUNT NX_BORDER_COUNT
 
 typedef enum nx_morph_padding {
     NX_MORPH_SAME,  /* output shape = input shape, border extended by `border` */
@@ -58,7 +59,7 @@ typedef struct nx_morph_opts {
     const nx_tensor *footprint;
     const nx_tensor *structure;
     nx_morph_padding padding;
-    nx_morph_border border;
+    nx_border border;
     double cval;
 } nx_morph_opts;
 

@@ -14,7 +14,8 @@
  *     nx_status st = nx_op_call(ctx, "gaussian", 1, &x, 2, keys, vals, 1, &y);
  *
  * Option values are text in the option's own syntax (INTS and FLOATS: "1,1,2"; ENUM and BORDER:
- * one of the allowed names, any case; BOOL: true/false/1/0/yes/no). A missing option takes its
+ * one of the allowed names, any case; BOOL: true/false/1/0/yes/no; TENSOR: the path of a .npy
+ * file, read for the call). A missing option takes its
  * default; a required option has default NULL. Every error is an nx_status with a message from
  * nx_ctx_last_error(ctx) naming the op, the option and what was expected.
  */
@@ -27,25 +28,8 @@
 extern "C" {
 #endif
 
-/* ------------------------------------------------------------------------------------------------
- * Border modes: one enum for every family (scipy.ndimage's meanings)
- * ----------------------------------------------------------------------------------------------*/
-
-typedef enum nx_border {
-    NX_BORDER_REFLECT,  /* half-sample symmetric: d c b a | a b c d | d c b a  (scipy 'reflect') */
-    NX_BORDER_CONSTANT, /* cval outside                                          ('constant') */
-    NX_BORDER_NEAREST,  /* edge value repeated:    a a a | a b c d | d d d       ('nearest') */
-    NX_BORDER_MIRROR,   /* whole-sample symmetric: d c b | a b c d | c b a       ('mirror') */
-    NX_BORDER_WRAP,     /* periodic:               b c d | a b c d | a b c       ('wrap') */
-    NX_BORDER_COUNT
-} nx_border;
-
-/* "reflect", "constant", "nearest", "mirror", "wrap"; NULL out of range. */
-NX_API const char *nx_border_name(nx_border b);
-/* Any case; also scipy's and the spec's synonyms: "edge"/"replicate" = nearest,
- * "symmetric"/"grid-mirror" = reflect, "periodic"/"grid-wrap" = wrap, "grid-constant" = constant.
- * Unknown: NX_ERR_INVALID_ARG with a message listing the names. */
-NX_API nx_status nx_border_parse(nx_ctx *ctx, const char *name, nx_border *out);
+/* Border modes: nx_border, nx_border_name and nx_border_parse are in nitrix.h (every family's
+ * header and nitrix-graph.h use them); BORDER options parse with nx_border_parse. */
 
 /* ------------------------------------------------------------------------------------------------
  * The table
@@ -106,6 +90,13 @@ NX_API const nx_op_info *nx_op_find(const char *name);
 NX_API nx_status nx_op_call(nx_ctx *ctx, const char *name, int nin, const nx_tensor *const *in,
                             int nopt, const char *const *keys, const char *const *values,
                             int nout, nx_tensor **out);
+
+/* Parses nopt text options of op `name` as nx_op_call does, without running anything or reading
+ * any file (a TENSOR option's path is only checked to be non-empty): NX_OK, or the error
+ * nx_op_call would give for them (NX_ERR_INVALID_ARG naming the option and what it expects). A
+ * command line checks its arguments with it before any work. */
+NX_API nx_status nx_op_check_options(nx_ctx *ctx, const char *name, int nopt,
+                                     const char *const *keys, const char *const *values);
 
 /* The vector-Jacobian product of a differentiable op: given the forward inputs and one cotangent
  * per output (dy, each of its output's shape and dtype), writes one gradient per input to dx

@@ -32,14 +32,15 @@ extern "C" {
 
 #define NX_GAUSSIAN_MAX_SPATIAL 4
 
-typedef enum nx_gaussian_mode {
-    NX_GAUSSIAN_REFLECT,  /* d c b a | a b c d | d c b a   scipy's default 'reflect' */
-    NX_GAUSSIAN_MIRROR,   /* d c b | a b c d | c b a       'mirror' */
-    NX_GAUSSIAN_NEAREST,  /* a a a | a b c d | d d d       'nearest' */
-    NX_GAUSSIAN_CONSTANT, /* cval outside                  'constant' */
-    NX_GAUSSIAN_WRAP,     /* b c d | a b c d | a b c       'wrap' */
-    NX_GAUSSIAN_MODE_COUNT
-} nx_gaussian_mode;
+/* Deprecated (kept for one release): the mode is an nx_border (nitrix.h; reflect is scipy's
+ * default). The old names are aliases of its constants, with nx_border's values. */
+typedef nx_border nx_gaussian_mode;
+#define NX_GAUSSIAN_REFLECT NX_BORDER_REFLECT
+#define NX_GAUSSIAN_MIRROR NX_BORDER_MIRROR
+#define NX_GAUSSIAN_NEAREST NX_BORDER_NEAREST
+#define NX_GAUSSIAN_CONSTANT NX_BORDER_CONSTANT
+#define NX_GAUSSIAN_WRAP NX_BORDER_WRAP
+#define NX_GAUSSIAN_MODE_COUNT NX_BORDER_COUNT
 
 /* sigma: nsigma == 1 gives every spatial axis sigma[0]; else nsigma == the number of spatial axes.
  * Each sigma is finite and > 0 (scipy skips axes with sigma ~ 0: here give nspatial instead).

@@ -239,12 +239,14 @@ NX_API nx_status nx_sectioned_ell_rmatvec_vjp(nx_ctx *ctx, const nx_semiring *sr
 
 /* ---- grid sparsity: stencils over a C-order grid as ELLs -------------------------------------*/
 
-typedef enum nx_grid_boundary {
-    NX_GRID_REPLICATE, /* clamp to the edge (scipy 'nearest') */
-    NX_GRID_PERIODIC,  /* wrap (scipy 'wrap') */
-    NX_GRID_REFLECT,   /* half-sample symmetric (scipy 'reflect') */
-    NX_GRID_BOUNDARY_COUNT
-} nx_grid_boundary;
+/* Deprecated (kept for one release): the boundary is an nx_border (nitrix.h): nearest (clamp to
+ * the edge), wrap (periodic) or reflect (half-sample symmetric). The old names are aliases of
+ * its constants, with nx_border's values. */
+typedef nx_border nx_grid_boundary;
+#define NX_GRID_REPLICATE NX_BORDER_NEAREST
+#define NX_GRID_PERIODIC NX_BORDER_WRAP
+#define NX_GRID_REFLECT NX_BORDER_REFLECT
+#define NX_GRID_BOUNDARY_COUNT NX_BORDER_COUNT
 
 #define NX_GRID_MAX_DIMS 4
 /* Row v (a flat C-order voxel of grid_shape, 1..4 dims) gets one slot per offset: the voxel

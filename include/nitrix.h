@@ -115,6 +115,20 @@ NX_API bool nx_dtype_from_name(const char *name, nx_dtype *out);
 NX_API bool nx_dtype_is_float(nx_dtype dtype);
 NX_API bool nx_dtype_is_int(nx_dtype dtype); /* signed or unsigned integers; not bool */
 
+/* ------------------------------------------------------------------------------------------------
+ * Border modes: one enum for every family (scipy.ndimage's meanings). nx_pad, the smoothing,
+ * morphology and sparse grid ops all take it; the op table's BORDER options parse into it.
+ * ----------------------------------------------------------------------------------------------*/
+
+typedef enum nx_border {
+    NX_BORDER_REFLECT,  /* half-sample symmetric: d c b a | a b c d | d c b a  (scipy 'reflect') */
+    NX_BORDER_CONSTANT, /* cval outside                                          ('constant') */
+    NX_BORDER_NEAREST,  /* edge value repeated:    a a a | a b c d | d d d       ('nearest') */
+    NX_BORDER_MIRROR,   /* whole-sample symmetric: d c b | a b c d | c b a       ('mirror') */
+    NX_BORDER_WRAP,     /* periodic:               b c d | a b c d | a b c       ('wrap') */
+    NX_BORDER_COUNT
+} nx_border;
+
 /* IEEE binary16 and bfloat16 conversions, correctly rounded (round to nearest, ties to even),
  * with overflow to infinity, gradual underflow and NaN preserved as a quiet NaN. */
 NX_API uint16_t nx_f32_to_f16(float x);
@@ -359,6 +373,13 @@ NX_API nx_status nx_npy_write(nx_ctx *ctx, const char *path, const nx_tensor *t)
 /* Writes into a buffer from the context allocator; free it with nx_ctx_buffer_free(ctx, buf, len). */
 NX_API nx_status nx_npy_write_mem(nx_ctx *ctx, const nx_tensor *t, void **buf, size_t *len);
 NX_API void nx_ctx_buffer_free(nx_ctx *ctx, void *buf, size_t len);
+
+/* Border-mode names: "reflect", "constant", "nearest", "mirror", "wrap"; NULL out of range. */
+NX_API const char *nx_border_name(nx_border b);
+/* Any case; also scipy's and the spec's synonyms: "edge"/"replicate" = nearest,
+ * "symmetric"/"grid-mirror" = reflect, "periodic"/"grid-wrap" = wrap, "grid-constant" = constant.
+ * Unknown: NX_ERR_INVALID_ARG with a message listing the names (ctx may be NULL). */
+NX_API nx_status nx_border_parse(nx_ctx *ctx, const char *name, nx_border *out);
 
 #ifdef __cplusplus
 }

@@ -528,7 +528,5 @@ const char *nx_ir_monoid_name(int64_t m)
 
 const char *nx_ir_pad_mode_name(int64_t m)
 {
-    static const char *const names[NX_PAD_MODE_COUNT] = {"constant", "reflect", "mirror", "nearest",
-                                                         "wrap"};
-    return m >= 0 && m < NX_PAD_MODE_COUNT ? names[m] : "?";
+    return m >= 0 && m < NX_BORDER_COUNT ? nx_border_name((nx_border)m) : "?";
 }

@@ -334,8 +334,8 @@ nx_status nx_ir_shape_pad(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_pro
     const int64_t *lo = p->attrs + 2, *hi = p->attrs + 2 + nd;
     if (mode < 0 || mode >= NX_PAD_MODE_COUNT)
         return nx_ir_fail(ck, NX_ERR_INVALID_ARG,
-                          "mode %lld is not a pad mode; expected NX_PAD_CONSTANT, _REFLECT, "
-                          "_MIRROR, _NEAREST or _WRAP",
+                          "mode %lld is not a pad mode; expected an nx_border (NX_BORDER_REFLECT, "
+                          "_CONSTANT, _NEAREST, _MIRROR or _WRAP)",
                           (long long)mode);
     for (int i = 0; i < nd; i++) {
         int64_t e;
@@ -358,7 +358,7 @@ nx_status nx_ir_shape_pad(nx_ir_check *ck, const nx_ir_store *s, const nx_ir_pro
     return NX_OK;
 }
 
-nx_node nx_pad(nx_graph *g, nx_node x, const int64_t *lo, const int64_t *hi, nx_pad_mode mode,
+nx_node nx_pad(nx_graph *g, nx_node x, const int64_t *lo, const int64_t *hi, nx_border mode,
                double cval)
 {
     if (!g || !nx_ir_check_handles(g, "nx_pad", 1, &x))

@@ -466,6 +466,10 @@ static nx_status place(nx_op_args *c, nx_backend requested)
         return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
                            "%s: backend %d is not a backend; expected auto, cpu, cuda or ref",
                            c->who, (int)requested);
+    if (c->desc->flags & NX_OP_HOST) {
+        c->backend = requested != NX_BACKEND_AUTO ? requested : nx_ctx_backend(c->ctx);
+        return NX_OK;
+    }
     nx_status st = nx_ptx_resolve_backend(c->ctx, requested, &c->backend);
     if (st != NX_OK)
         return st;
@@ -667,6 +671,7 @@ typedef struct text_call {
     const nx_op_opt *o;
     nx_tensor **owned; /* tensors read for TENSOR options, freed after the call */
     int nowned;
+    bool check_only; /* nx_op_check_options: read no file */
 } text_call;
 
 static nx_status bad_value(const text_call *t, const char *value, const char *expected)
@@ -846,6 +851,10 @@ static nx_status parse_option(text_call *t, const nx_op_field *f, const char *va
     }
     case NX_OPT_TENSOR: {
         /* Given as text, a tensor option is the path of a .npy file. */
+        if (!*value)
+            return bad_value(t, value, "the path of a .npy file");
+        if (t->check_only)
+            break;
         nx_tensor *tt = NULL;
         if ((st = nx_npy_read(t->ctx, value, &tt)) != NX_OK)
             return st;
@@ -998,6 +1007,26 @@ static nx_status call_text(nx_ctx *ctx, const char *name, int nin, const nx_tens
     }
     for (int i = 0; i < t.nowned; i++)
         nx_tensor_free(owned[i]);
+    if (opts)
+        nx_rt_free(ctx, opts, d->opts_size ? d->opts_size : 1);
+    return st;
+}
+
+nx_status nx_op_check_options(nx_ctx *ctx, const char *name, int nopt, const char *const *keys,
+                              const char *const *values)
+{
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "nx_op_check_options: ctx is NULL");
+    const nx_op_desc *d = nx_op_desc_find(name);
+    const nx_op_info *info = d ? nx_op_desc_info(d) : NULL;
+    if (!info)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "nx_op_check_options: no op named '%s'; expected a name of nx_ops()",
+                           name ? name : "(null)");
+    text_call t = {.ctx = ctx, .op = info->name, .check_only = true};
+    void *opts = NULL;
+    nx_backend backend = NX_BACKEND_AUTO;
+    nx_status st = parse_options(ctx, d, info, nopt, keys, values, &opts, &backend, &t);
     if (opts)
         nx_rt_free(ctx, opts, d->opts_size ? d->opts_size : 1);
     return st;

@@ -97,7 +97,13 @@ struct nx_op_desc {
     const char *golden;         /* folder under golden/ with this op's cases */
     const nx_op_tol *tols;
     int ntols;
+    unsigned flags;             /* NX_OP_* below */
 };
+
+/* The op runs on the host through the runtime (copy, cast), not as a compiled program: the runner
+ * does not resolve a backend request (c->backend is the request, or the context's), so the op
+ * honours or refuses it itself, and device inputs are the op's to handle. */
+#define NX_OP_HOST 0x1u
 
 /* The generic runner behind every entry point. opts may be NULL (every default). On error every
  * out[i] is NULL. */

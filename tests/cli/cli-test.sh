@@ -196,7 +196,21 @@ test_run() {
     expect_out "run cast --help shows the usage" "^usage: nitrix run cast \[options\] x.npy -o OUT.npy"
     expect_out "run cast --help shows --dtype as required" "^  --dtype=dtype .*(required)"
     expect_out "run cast --help shows --backend" "^  --backend=auto|cpu|cuda|ref"
-    expect_rc 0 "run copy --help with other arguments" "$exe" run copy x.npy --help
+    # The op table: --list shows each row's family, legacy commands are marked; --help comes
+    # from the row and its schema; aliases, op names and option values in any case.
+    expect_rc 0 "run --list" "$exe" run --list
+    expect_out "run --list shows the family" "^cast  *y = x.astype.*\[core\]\$"
+    expect_out "run --list marks the legacy table's commands" "^morph  *.*\[legacy\]\$"
+    expect_rc 0 "run cast --help" "$exe" run cast --help
+    expect_out "run cast --help names the family" "^family: core\$"
+    expect_out "run cast --help names the outputs" "^outputs: y\$"
+    expect_out "run cast --help lists the alias" "^aliases (deprecated): astype\$"
+    expect_rc 0 "run astype (an alias of cast)" "$exe" run astype --dtype=f32 "$data/x-f64.npy" -o "$tmp/alias.npy"
+    same "astype equals cast" "$tmp/alias.npy" "$data/want-f64-to-f32.npy"
+    expect_rc 0 "run CAST --DType=F32 --backend=REF (any case)" "$exe" run CAST --DType=F32 --backend=REF \
+        "$data/x-f64.npy" -o "$tmp/upper.npy"
+    same "values in any case" "$tmp/upper.npy" "$data/want-f64-to-f32.npy"
+    expect_rc 0 "run copy x.npy --help with other arguments" "$exe" run copy x.npy --help
     expect_out "run copy --help" "^usage: nitrix run copy"
 }
 

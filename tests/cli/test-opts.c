@@ -6,6 +6,7 @@
 #include "testutil.h"
 
 #include "cli.h"
+#include "nitrix-op.h"
 
 static cli_value parse_ok(const cli_opt *o, const char *text)
 {
@@ -144,13 +145,19 @@ static void test_op_table(void **state)
 {
     (void)state;
     assert_true(cli_table_check());
-    /* Row i of the table is op i, and every option row belongs to an op in the table. */
-    assert_string_equal(cli_ops[CLI_OP_copy].name, "copy");
-    assert_string_equal(cli_ops[CLI_OP_cast].name, "cast");
-    assert_int_equal(cli_op_opts[CLI_OPT_cast_dtype].op, CLI_OP_cast);
-    assert_string_equal(cli_op_opts[CLI_OPT_cast_dtype].opt.name, "dtype");
+    /* Row i of the legacy table is op i, and every option row belongs to an op in the table. */
+    assert_string_equal(cli_ops[CLI_OP_morph].name, "morph");
     for (int i = 0; i < CLI_OPT_COUNT; i++)
         assert_true((unsigned)cli_op_opts[i].op < CLI_OP_COUNT);
+    /* copy and cast moved to the library's op table, which `nitrix run` consults first. */
+    const nx_op_info *cast = nx_op_find("cast");
+    assert_non_null(cast);
+    assert_non_null(nx_op_find("copy"));
+    assert_int_equal(cast->nopts, 1);
+    assert_string_equal(cast->opts[0].name, "dtype");
+    assert_int_equal(cast->opts[0].type, NX_OPT_DTYPE);
+    for (int i = 0; i < CLI_OP_COUNT; i++)
+        assert_true(strcmp(cli_ops[i].name, "copy") != 0 && strcmp(cli_ops[i].name, "cast") != 0);
 }
 
 int main(void)

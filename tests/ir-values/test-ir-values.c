@@ -70,8 +70,9 @@ static bool monoid_of(const char *name, nx_monoid *m)
 
 static bool pad_mode_of(const char *name, nx_pad_mode *m)
 {
-    static const char *names[NX_PAD_MODE_COUNT] = {"constant", "reflect", "mirror", "nearest",
-                                                   "wrap"};
+    static const char *names[NX_PAD_MODE_COUNT] = {
+        [NX_PAD_CONSTANT] = "constant", [NX_PAD_REFLECT] = "reflect", [NX_PAD_MIRROR] = "mirror",
+        [NX_PAD_NEAREST] = "nearest",   [NX_PAD_WRAP] = "wrap"};
     for (int i = 0; i < NX_PAD_MODE_COUNT; i++) {
         if (strcmp(name, names[i]) == 0) {
             *m = (nx_pad_mode)i;
@@ -462,8 +463,14 @@ static nx_node chain_step(nx_graph *g, nx_node x, const mf_attr *a, int first)
             start[i] = v[3 * i], stop[i] = v[3 * i + 1], step[i] = v[3 * i + 2];
         return nx_slice(g, x, start, stop, step);
     }
-    if (strcmp(name, "pad") == 0)
-        return nx_pad(g, x, v + 1, v + 1 + nd, (nx_pad_mode)v[0], 0.5);
+    if (strcmp(name, "pad") == 0) {
+        /* The generator numbers modes constant, reflect, mirror, nearest, wrap. */
+        static const nx_pad_mode gen_order[] = {NX_PAD_CONSTANT, NX_PAD_REFLECT, NX_PAD_MIRROR,
+                                                NX_PAD_NEAREST, NX_PAD_WRAP};
+        if (v[0] < 0 || v[0] >= NX_PAD_MODE_COUNT)
+            return NX_NONE;
+        return nx_pad(g, x, v + 1, v + 1 + nd, gen_order[v[0]], 0.5);
+    }
     if (strcmp(name, "window") == 0)
         return nx_window(g, x, v, v + nd, v + 2 * nd);
     return NX_NONE;

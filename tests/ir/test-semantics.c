@@ -338,7 +338,9 @@ static void test_pad_modes_wide(void **state)
     int64_t s1[1] = {1};
     nx_node x = nx_input(g, "one", NX_DTYPE_F64, 1, s1);
     double fives[5] = {5, 5, 5, 5, 5};
-    for (int m = NX_PAD_REFLECT; m <= NX_PAD_WRAP; m++) {
+    for (int m = 0; m < NX_PAD_MODE_COUNT; m++) {
+        if (m == NX_PAD_CONSTANT)
+            continue; /* every mode but constant repeats the one element */
         nx_node y = nx_pad(g, x, (int64_t[]){2}, (int64_t[]){2}, (nx_pad_mode)m, 0);
         expect_values(eval1(y, NX_DTYPE_F64, 1, s1, one), 5, fives, "pad of one element");
     }

@@ -227,34 +227,61 @@ static void test_vjp(void **state)
     nx_ctx_free(ctx);
 }
 
-/* A second call with the same key compiles nothing: the cache holds one program per key. */
+/* A second call with the same key compiles nothing: the cache holds one program per key (the
+ * vjps are programs; the forward copy and cast are runtime operations). */
 static void test_cache(void **state)
 {
     (void)state;
     nx_ctx *ctx = ctx_new();
     const double v[2] = {1, 2};
-    nx_tensor *x = vec_f64(ctx, 2, v), *y = NULL;
+    nx_tensor *x = vec_f64(ctx, 2, v), *dx = NULL;
+    const nx_tensor *in[] = {x}, *dy[] = {x};
     const char *k[] = {"dtype"}, *f32[] = {"f32"}, *f64[] = {"f64"};
     nx_rt_cache *cache = NULL;
     assert_int_equal(nx_rt_cache_of(ctx, &cache), NX_OK);
     nx_rt_cache_stats s0, s1, s2;
-    assert_int_equal(nx_op_call(ctx, "cast", 1, (const nx_tensor *const[]){x}, 1, k, f32, 1, &y),
-                     NX_OK);
-    nx_tensor_free(y);
+    assert_int_equal(nx_op_vjp(ctx, "cast", 1, in, 1, k, f64, 1, dy, &dx), NX_OK);
+    nx_tensor_free(dx);
     nx_rt_cache_get_stats(cache, &s0);
-    assert_int_equal(nx_op_call(ctx, "cast", 1, (const nx_tensor *const[]){x}, 1, k, f32, 1, &y),
-                     NX_OK);
-    nx_tensor_free(y);
+    assert_int_equal(nx_op_vjp(ctx, "cast", 1, in, 1, k, f64, 1, dy, &dx), NX_OK);
+    nx_tensor_free(dx);
     nx_rt_cache_get_stats(cache, &s1);
     assert_int_equal(s1.inserts, s0.inserts);
-    assert_int_equal(s1.find_hits, s0.find_hits + 1);
-    /* Another option value is another key. */
-    assert_int_equal(nx_op_call(ctx, "cast", 1, (const nx_tensor *const[]){x}, 1, k, f64, 1, &y),
-                     NX_OK);
-    nx_tensor_free(y);
+    assert_true(s1.find_hits > s0.find_hits);
+    /* Another option value is another key (a cast to f32 and back: dx = dy rounded to f32). */
+    assert_int_equal(nx_op_vjp(ctx, "cast", 1, in, 1, k, f32, 1,
+                               (const nx_tensor *const[]){NULL}, &dx),
+                     NX_ERR_INVALID_ARG);
     nx_rt_cache_get_stats(cache, &s2);
-    assert_int_equal(s2.inserts, s1.inserts + 1);
+    assert_int_equal(s2.inserts, s1.inserts);
+    nx_tensor *y32 = NULL;
+    assert_int_equal(nx_op_call(ctx, "cast", 1, in, 1, k, f32, 1, &y32), NX_OK);
+    assert_int_equal(nx_op_vjp(ctx, "cast", 1, in, 1, k, f32, 1,
+                               (const nx_tensor *const[]){y32}, &dx),
+                     NX_OK);
+    assert_int_equal(nx_tensor_dtype(dx), NX_DTYPE_F64);
+    assert_memory_equal(nx_tensor_data(dx), v, sizeof v);
+    nx_rt_cache_get_stats(cache, &s2);
+    assert_true(s2.inserts > s1.inserts); /* the program, and kernels the backend caches */
+    nx_tensor_free(dx);
+    nx_tensor_free(y32);
     nx_tensor_free(x);
+    nx_ctx_free(ctx);
+}
+
+/* Options are checked without running: what nx_op_call would refuse, and nothing else. */
+static void test_check_options(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    const char *k[] = {"dtype", "backend"}, *ok[] = {"F32", "cpu"}, *bad[] = {"f99", "cpu"};
+    assert_int_equal(nx_op_check_options(ctx, "cast", 2, k, ok), NX_OK);
+    expect_error(ctx, nx_op_check_options(ctx, "cast", 2, k, bad), NX_ERR_INVALID_ARG,
+                 "dtype='f99'");
+    expect_error(ctx, nx_op_check_options(ctx, "cast", 0, NULL, NULL), NX_ERR_INVALID_ARG,
+                 "required");
+    expect_error(ctx, nx_op_check_options(ctx, "nope", 0, NULL, NULL), NX_ERR_INVALID_ARG,
+                 "no op named 'nope'");
     nx_ctx_free(ctx);
 }
 
@@ -334,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_vjp),
         cmocka_unit_test(test_cache),
+        cmocka_unit_test(test_check_options),
         cmocka_unit_test(test_tolerance_border),
         cmocka_unit_test(test_alloc_sweep),
     };

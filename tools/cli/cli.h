@@ -82,7 +82,20 @@ const char *cli_type_hint(const cli_opt *o);
 bool cli_split_long(const char *arg, char *buf, size_t buflen, const char **value);
 
 /* ------------------------------------------------------------------------------------------------
- * The op table (ops.def)
+ * `nitrix run` over the library's op table (run-table.c): the default path
+ * ----------------------------------------------------------------------------------------------*/
+
+struct nx_op_info;
+/* Runs op (argv[0] is its name as given) and returns the exit code. */
+int cli_table_run(const struct nx_op_info *op, int argc, char **argv);
+void cli_table_help(const struct nx_op_info *op);
+/* One line per row of the op table: name, summary, [family]. */
+void cli_table_list(void);
+
+/* ------------------------------------------------------------------------------------------------
+ * LEGACY: the CLI's own op table (ops.def, ops-*.def, run-*.c), consulted only for names the
+ * library's op table does not have. Families leave it as their descriptors land in ops/ops.def;
+ * it goes away when the last one has.
  * ----------------------------------------------------------------------------------------------*/
 
 typedef enum cli_op_id {

@@ -17,7 +17,10 @@ static bool per_axis(const cli_call *call, const cli_value *v, const char *name,
 
 nx_status cli_run_gaussian_filter(nx_ctx *ctx, const cli_call *call, nx_tensor **outs)
 {
-    static const char *const modes[] = {"reflect", "mirror", "nearest", "constant", "wrap"};
+    static const char *const modes[NX_GAUSSIAN_MODE_COUNT] = {
+        [NX_GAUSSIAN_REFLECT] = "reflect", [NX_GAUSSIAN_MIRROR] = "mirror",
+        [NX_GAUSSIAN_NEAREST] = "nearest", [NX_GAUSSIAN_CONSTANT] = "constant",
+        [NX_GAUSSIAN_WRAP] = "wrap"};
     const cli_value *v = call->values;
     const cli_value *sigma = &v[CLI_OPT_gaussian_filter_sigma];
     const cli_value *ks = &v[CLI_OPT_gaussian_filter_kernel_size];

@@ -29,6 +29,10 @@ typedef struct cli_op {
     const char *name, *summary;
 } cli_op;
 static const cli_op cli_ops[] = {
+/* The library's op table first (`nitrix run` consults it first), then the CLI's legacy rows. */
+#define NX_OP(name, family, inputs, outputs, diff, driver, summary) {#name, summary},
+#include "ops/ops.def"
+#undef NX_OP
 #define NX_CLI_OP(name, inputs, n_outputs, summary) {#name, summary},
 #define NX_CLI_OPT(op, name, type, def, allowed, help)
 #include "tools/cli/ops.def"

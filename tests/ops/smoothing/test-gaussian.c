@@ -73,7 +73,10 @@ static bool read_case(const char *name, gcase *c)
 /* Options "sigma=1.5,2 truncate=4 mode=reflect cval=0 nspatial=2 kernel_size=5,7". */
 static void parse_options(const char *text, nx_gaussian_opts *o)
 {
-    static const char *modes[] = {"reflect", "mirror", "nearest", "constant", "wrap"};
+    static const char *modes[NX_GAUSSIAN_MODE_COUNT] = {
+        [NX_GAUSSIAN_REFLECT] = "reflect", [NX_GAUSSIAN_MIRROR] = "mirror",
+        [NX_GAUSSIAN_NEAREST] = "nearest", [NX_GAUSSIAN_CONSTANT] = "constant",
+        [NX_GAUSSIAN_WRAP] = "wrap"};
     char buf[256];
     snprintf(buf, sizeof buf, "%s", text);
     char *save = NULL;
