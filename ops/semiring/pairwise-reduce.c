@@ -681,7 +681,7 @@ static const nx_op_opt opts[] = {
      "F over x, y (D-vectors), b, p0..p7; when not given, the kernel's"},
     {"kernel", NX_OPT_ENUM, "gaussian", "gaussian|neg_sqdist|sqdist", 1,
      "F: exp(-|x-y|^2 / eps), -|x-y|^2 / eps, or |x-y|^2"},
-    {"eps", NX_OPT_FLOATS, "1", NULL, 1, "the kernel's bandwidth eps (finite)"},
+    {"eps", NX_OPT_FLOATS, "1", "-1e300:1e300", 1, "the kernel's bandwidth eps (finite)"},
 };
 
 #define F(field, count)                                                                            \

@@ -83,7 +83,7 @@ static nx_status build(nx_graph *g, const nx_op_args *c, nx_node *outs)
 #define N_SP NX_CONV_MAX_SPATIAL
 static const nx_op_opt opts[] = {
     {"semiring", NX_OPT_SEMIRING, "REAL", NULL, 1,
-     "the algebra: REAL LOG TROPICAL_MAX_PLUS TROPICAL_MIN_PLUS BOOLEAN EUCLIDEAN"},
+     "the algebra (built-in; user semirings through the C entry point)"},
     {"stride", NX_OPT_INTS, "1", "1:", N_SP, "per spatial dim, or one value for all"},
     {"padding", NX_OPT_ENUM, "SAME", "SAME|VALID|EXPLICIT", 1,
      "SAME: out = ceil(in / stride), lo = total / 2; VALID: none; EXPLICIT: pad_lo / pad_hi"},

@@ -12,11 +12,12 @@
 /* The schema's fields, then what only a typed call gives. */
 typedef struct edge_args {
     nx_backend backend;
-    const nx_semiring *semiring; /* NULL: REAL */
-    int edge;                    /* EDGE_MESSAGE..: F when formula is NULL */
+    int fold; /* text options: REAL, TROPICAL_MAX_PLUS, TROPICAL_MIN_PLUS */
+    int edge; /* the named edge function when formula is not given */
     const char *formula;
     bool typed_call;
-    const nx_edge_opts *typed; /* the builder (expr, user, expr_key) and formula; NULL refused */
+    const nx_semiring *semiring; /* a typed call's */
+    const nx_edge_opts *typed;   /* the builder (expr, user, expr_key) and formula; NULL refused */
     const nx_tensor *edge_attr;
     int64_t n_cols; /* the typed ELL's; text options: the indices' rows (a graph is square) */
 } edge_args;
@@ -27,6 +28,18 @@ static const char *const edge_formulas[] = {"w * hj", "w * (hj - hi)", "w * exp(
 static const edge_args *args_of(const nx_op_args *c)
 {
     return c->opts;
+}
+
+/* The fold is an ENUM of the three algebras it has, not a SEMIRING option, so that the command
+ * line refuses the others as a bad option; a typed call gives any semiring and is refused by the
+ * check. */
+static const nx_semiring *semiring_of(const edge_args *o)
+{
+    static const nx_semiring_kind kinds[3] = {NX_SEMIRING_REAL, NX_SEMIRING_TROPICAL_MAX_PLUS,
+                                              NX_SEMIRING_TROPICAL_MIN_PLUS};
+    if (o->typed_call)
+        return nx_sr_or_real(o->semiring);
+    return nx_semiring_builtin(kinds[o->fold > 0 && o->fold < 3 ? o->fold : 0]);
 }
 
 static nx_ell ell_of(const nx_op_args *c)
@@ -54,7 +67,7 @@ static nx_status check(const nx_op_args *c)
 {
     const edge_args *o = args_of(c);
     const char *who = c->who;
-    const nx_semiring *sr = nx_sr_or_real(o->semiring);
+    const nx_semiring *sr = semiring_of(o);
     nx_monoid m;
     if (!nx_sparse_edge_monoid(sr, &m))
         return nx_rt_error(c->ctx, NX_ERR_UNSUPPORTED,
@@ -100,7 +113,7 @@ static void stage_key(nx_rt_cache_blob *b, const void *user)
         nx_sr_key(b, "formula", &s->f->e, s->f->root);
     else
         nx_rt_cache_blob_str(b, "expr", o->typed->expr_key);
-    nx_rt_cache_blob_i64(b, "kind", nx_sr_or_real(o->semiring)->kind);
+    nx_rt_cache_blob_i64(b, "kind", semiring_of(o)->kind);
     nx_rt_cache_blob_tensor(b, "e", o->edge_attr);
 }
 
@@ -114,7 +127,7 @@ static nx_status build(nx_graph *g, const nx_op_args *oc, const void *user, int 
     (void)nout;
     const stage *s = user;
     const edge_args *o = args_of(oc);
-    const nx_semiring *sr = nx_sr_or_real(o->semiring);
+    const nx_semiring *sr = semiring_of(o);
     nx_node v = input_of(g, "values", oc->in[0]);
     nx_node idx = input_of(g, "indices", oc->in[1]);
     nx_node h = input_of(g, "h", oc->in[2]);
@@ -150,7 +163,7 @@ static nx_status run(const nx_op_args *c, nx_tensor **outs)
 }
 
 static const nx_op_opt opts[] = {
-    {"semiring", NX_OPT_SEMIRING, "REAL", "REAL|TROPICAL_MAX_PLUS|TROPICAL_MIN_PLUS", 1,
+    {"semiring", NX_OPT_ENUM, "REAL", "REAL|TROPICAL_MAX_PLUS|TROPICAL_MIN_PLUS", 1,
      "the fold: sum, max or min over each row's slots (pads included)"},
     {"edge", NX_OPT_ENUM, "message", "message|diffusion|gaussian|relative", 1,
      "F: w*hj | w*(hj-hi) | w*exp(-sqdist(hi,hj)) (one column) | hj-hi"},
@@ -162,7 +175,7 @@ static const nx_op_opt opts[] = {
     {                                                                                              \
         offsetof(edge_args, field), NX_OP_NO_FIELD, sizeof(((edge_args *)0)->field)                \
     }
-static const nx_op_field fields[] = {F(semiring), F(edge), F(formula)};
+static const nx_op_field fields[] = {F(fold), F(edge), F(formula)};
 #undef F
 
 /* golden/tolerance.tsv's ell_edge_aggregate rows */

@@ -17,9 +17,9 @@ static nx_status run(const nx_op_args *c, nx_tensor **outs)
 
 static const nx_op_opt opts[] = {
     {"semiring", NX_OPT_SEMIRING, "REAL", NULL, 1,
-     "the algebra: REAL LOG TROPICAL_MAX_PLUS TROPICAL_MIN_PLUS BOOLEAN EUCLIDEAN"},
+     "the algebra (built-in; user semirings through the C entry point)"},
     /* INTS of one value: its count says whether it was given (the default is B's rows) */
-    {"n_cols", NX_OPT_INTS, "B's rows", "0:", 1, "the matrix's column count; default B's rows"},
+    {"n_cols", NX_OPT_INTS, "B's rows", "0:", 1, "the matrix's column count"},
 };
 
 static const nx_op_field fields[] = {

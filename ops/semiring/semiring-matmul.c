@@ -107,7 +107,7 @@ static nx_status build(nx_graph *g, const nx_op_args *c, nx_node *outs)
 
 static const nx_op_opt opts[] = {
     {"semiring", NX_OPT_SEMIRING, "REAL", NULL, 1,
-     "the algebra: REAL LOG TROPICAL_MAX_PLUS TROPICAL_MIN_PLUS BOOLEAN EUCLIDEAN"},
+     "the algebra (built-in; user semirings through the C entry point)"},
 };
 
 static const nx_op_field fields[] = {
