@@ -9,6 +9,52 @@
 #include "cache.h"
 #include "frontend/semiring.h"
 
+/* ---- the matmul shape rule (the entry point's check uses it too) ---------------------------*/
+
+nx_status nx_sr_matmul_shape(int na, const int64_t *sa, int nb, const int64_t *sb, int *nout,
+                             int64_t *out, char *msg, size_t msglen)
+{
+    if (na < 2 || nb < 2) {
+        snprintf(msg, msglen, "A has %d dims and B %d; both need >= 2", na, nb);
+        return NX_ERR_SHAPE;
+    }
+    if (sa[na - 1] != sb[nb - 2]) {
+        snprintf(msg, msglen, "A is %lldx%lld but B is %lldx%lld (inner dims differ)",
+                 (long long)sa[na - 2], (long long)sa[na - 1], (long long)sb[nb - 2],
+                 (long long)sb[nb - 1]);
+        return NX_ERR_SHAPE;
+    }
+    int n = na > nb ? na : nb;
+    int64_t shape[NX_MAX_DIMS + 1];
+    for (int i = 0; i < n - 2; i++) {
+        int ia = i - (n - na), ib = i - (n - nb);
+        int64_t p = ia >= 0 ? sa[ia] : 1, q = ib >= 0 ? sb[ib] : 1;
+        if (p != q && p != 1 && q != 1) {
+            char x[96], y[96];
+            nx_shape_str(x, sizeof x, na, sa);
+            nx_shape_str(y, sizeof y, nb, sb);
+            snprintf(msg, msglen,
+                     "A is %s and B is %s: their batch dims do not broadcast; expected equal "
+                     "extents or 1",
+                     x, y);
+            return NX_ERR_SHAPE;
+        }
+        if (i < NX_MAX_DIMS)
+            shape[i] = p == 1 ? q : p;
+    }
+    if (n > NX_MAX_DIMS) {
+        snprintf(msg, msglen, "the result has %d dims; at most %d", n, NX_MAX_DIMS);
+        return NX_ERR_SHAPE;
+    }
+    shape[n - 2] = sa[na - 2];
+    shape[n - 1] = sb[nb - 1];
+    if (nout)
+        *nout = n;
+    if (out)
+        memcpy(out, shape, (size_t)n * sizeof *out);
+    return NX_OK;
+}
+
 /* ---- expressions -----------------------------------------------------------------------------*/
 
 int32_t nx_sr_push(nx_ctx *ctx, nx_sr_expr *e, const nx_sr_node *n)
@@ -385,17 +431,12 @@ nx_node nx_semiring_matmul_node(nx_graph *g, const nx_semiring *sr, nx_node a, n
         return NX_NONE;
     int na = nx_node_ndim(g, a), nb = nx_node_ndim(g, b);
     int64_t sa[NX_MAX_DIMS], sb[NX_MAX_DIMS];
-    if (na < 2 || nb < 2)
-        return nx_ir_graph_failf(
-            g, NX_ERR_SHAPE, "nx_semiring_matmul: A has %d dims and B %d; both need >= 2", na, nb);
     nx_node_shape(g, a, sa);
     nx_node_shape(g, b, sb);
-    if (sa[na - 1] != sb[nb - 2])
-        return nx_ir_graph_failf(g, NX_ERR_SHAPE,
-                                 "nx_semiring_matmul: A is ...x%lldx%lld but B is ...x%lldx%lld "
-                                 "(inner dims differ)",
-                                 (long long)sa[na - 2], (long long)sa[na - 1],
-                                 (long long)sb[nb - 2], (long long)sb[nb - 1]);
+    char msg[256];
+    nx_status st = nx_sr_matmul_shape(na, sa, nb, sb, NULL, NULL, msg, sizeof msg);
+    if (st != NX_OK)
+        return nx_ir_graph_failf(g, st, "nx_semiring_matmul: %s", msg);
     if (nx_node_dtype(g, a) != nx_node_dtype(g, b))
         return nx_ir_graph_failf(g, NX_ERR_DTYPE, "nx_semiring_matmul: A is %s but B is %s",
                                  nx_dtype_name(nx_node_dtype(g, a)),

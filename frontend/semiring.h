@@ -112,4 +112,11 @@ NX_HIDDEN nx_status nx_sr_parse_expr(nx_ctx *ctx, const char *who, const char *t
                                      nx_sr_dialect dialect, nx_sr_expr *e, int32_t *root, char *msg,
                                      size_t msglen);
 
+/* The semiring matmul's shape rule, for the entry point's check and the graph builder alike:
+ * A [..., m, k] and B [..., k, n] with batch dims that broadcast give [..., m, n] (*nout dims in
+ * out, both may be NULL). NX_ERR_SHAPE with the reason in msg ("A is 3x4 but B is 5x2 (inner dims
+ * differ)") otherwise. */
+NX_HIDDEN nx_status nx_sr_matmul_shape(int na, const int64_t *sa, int nb, const int64_t *sb,
+                                       int *nout, int64_t *out, char *msg, size_t msglen);
+
 #endif /* NX_FRONTEND_SEMIRING_H */

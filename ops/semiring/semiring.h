@@ -6,33 +6,55 @@
 
 #include "frontend/semiring.h"
 
-/* ---- entry-point plumbing (entry.c) ---------------------------------------------------------*/
+/* ---- the op table's option structs (ops/op.h) ------------------------------------------------
+ * What nx_op_call parses text options into and what the typed entry points fill. A zeroed struct
+ * is every default; a NULL semiring is REAL. Fields after the schema's are set only by the typed
+ * entry points (a C builder, optional data tensors); the op's key function keys them. */
+
+typedef struct nx_sr_matmul_args {
+    nx_backend backend;
+    const nx_semiring *semiring;
+} nx_sr_matmul_args;
+
+typedef struct nx_sr_conv_args {
+    nx_semiring_conv_opts conv; /* backend, nspatial, stride, dilation, padding, pad_lo, pad_hi */
+    const nx_semiring *semiring;
+    int n_stride, n_dilation, n_pad_lo, n_pad_hi; /* values given as text (0: typed call) */
+} nx_sr_conv_args;
+
+
+/* The semiring an op runs: REAL for NULL. */
+NX_HIDDEN const nx_semiring *nx_sr_or_real(const nx_semiring *sr);
+
+/* ---- what the ops share (entry.c) -----------------------------------------------------------*/
+
+struct nx_op_desc;
 
 /* Builds an op's graph: its inputs in the order the run passes them, its outputs in outputs. */
 typedef nx_status (*nx_sr_build_fn)(nx_graph *g, void *user, nx_node *outputs, int *n_outputs);
 
-typedef struct nx_sr_run_args {
-    const char *who;          /* the entry point, for messages */
-    nx_backend backend;       /* as asked (AUTO: not given) */
-    nx_sr_build_fn build;     /* called on a cache miss */
-    void *user;               /* build's */
-    int ninputs, noutputs;
-    const nx_tensor *const *inputs;
-    const char *const *names; /* of the inputs, for messages */
-    nx_tensor **outputs;
-} nx_sr_run_args;
-
-/* Runs the op whose program key (finished by the caller's fields; freed here, whatever the
- * result) identifies: the compiled program from the context's cache, built on a miss. Inputs may
- * be CUDA device tensors when the op runs on the CUDA backend; outputs are device tensors when
- * every input is (entry.c says how). */
-NX_HIDDEN nx_status nx_sr_run(nx_ctx *ctx, struct nx_rt_cache_blob *key, const nx_sr_run_args *a);
 /* The compiled program for key (the caller's fields; "backend" is added), from the context's
- * cache or built now (nx_program_cached). key is freed here, so the caller's own
- * nx_rt_cache_blob_free afterwards does nothing. For entry points of other families that run
- * host tensors through nx_program_run; the semiring entry points use nx_sr_run. */
+ * cache or built now (nx_program_cached); key is freed here. Kept for the smoothing family's
+ * entry points until they are rows of the op table; the semiring ops use nx_op_program. */
 NX_HIDDEN nx_status nx_sr_program(nx_ctx *ctx, struct nx_rt_cache_blob *key, nx_backend backend,
                                   nx_sr_build_fn build, void *user, nx_program **out);
+/* A typed entry point's own arguments: ctx, out (zeroed) and the semiring non-NULL. */
+NX_HIDDEN nx_status nx_sr_check_call(nx_ctx *ctx, const char *who, const nx_semiring *sr,
+                                     nx_tensor **out);
+/* A graph leaf for t: a parameter when float (what a vjp differentiates), else an input. */
+NX_HIDDEN nx_node nx_sr_operand(nx_graph *g, const char *name, const nx_tensor *t);
+/* dy is a float tensor of dtype and the result's shape; the message says which it is not. */
+NX_HIDDEN nx_status nx_sr_check_cotangent(nx_ctx *ctx, const char *who, const nx_tensor *dy,
+                                          nx_dtype dtype, int ndim, const int64_t *shape);
+/* nx_sr_check_cotangent against node y of g. */
+NX_HIDDEN nx_status nx_sr_check_result(nx_graph *g, const char *who, nx_node y,
+                                       const nx_tensor *dy);
+/* The vjp entry point of a two-operand op d: nx_op_run_vjp, then the gradients to da and db (either
+ * may be NULL: that gradient is freed). */
+NX_HIDDEN nx_status nx_sr_run_vjp2(nx_ctx *ctx, const char *who, const struct nx_op_desc *d,
+                                   const nx_semiring *sr, const nx_tensor *a, const nx_tensor *b,
+                                   const nx_tensor *dy, const void *opts, nx_tensor **da,
+                                   nx_tensor **db);
 /* Checks that t is a host f32/f64 tensor; who/what name it in the message. */
 NX_HIDDEN nx_status nx_sr_check_float(nx_ctx *ctx, const char *who, const char *what,
                                       const nx_tensor *t);
@@ -48,8 +70,8 @@ NX_HIDDEN void nx_sr_key_conv(struct nx_rt_cache_blob *b, const nx_semiring_conv
  * freed by the caller with nx_graph_free. */
 NX_HIDDEN nx_status nx_sr_pairwise_graph(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
                                          const nx_tensor *b, const nx_tensor *p,
-                                         const nx_pairwise_opts *opts, nx_graph **g,
-                                         nx_node *outs, int *nouts);
+                                         const nx_pairwise_opts *opts, nx_graph **g, nx_node *outs,
+                                         int *nouts);
 /* The graph nx_pairwise_reduce_vjp compiles (for tests of its plan): outputs dx, dy, then db and
  * dp where given (at most 4). *g is freed by the caller with nx_graph_free. */
 NX_HIDDEN nx_status nx_sr_pairwise_vjp_graph(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,

@@ -1,16 +1,17 @@
-/* Edge aggregation over an ELL graph: a per-edge IR expression F(h_i, h_j, w, ij, e) built by the
- * caller over gathered neighbour features, folded over the slot axis by sum, max or min:
+/* Edge aggregation over an ELL graph, the graph builder and the formula form (the op is
+ * ops/semiring/semiring-ell-edge-aggregate.c): a per-edge IR expression F(h_i, h_j, w, ij, e)
+ * built by the caller over gathered neighbour features, folded over the slot axis by sum, max or
+ * min:
  *   out[.., i, :] = (+)_p F(h[.., i, :], h[.., indices[i, p], :], values[i, p], indices[i, p],
  *                          edge_attr[i, p, :])
  * The neighbour rows come from the IR's GATHER, so the backends fuse gather, F and the fold into
  * one loop over the slots, and gradients (to h, values and edge_attr) come from autodiff. */
 #include <string.h>
 
-#include "cache.h"
 #include "ir/ir.h"
 #include "ops/sparse/sparse.h"
 
-static bool monoid_of(const nx_semiring *sr, nx_monoid *m)
+bool nx_sparse_edge_monoid(const nx_semiring *sr, nx_monoid *m)
 {
     switch (sr->kind) {
     case NX_SEMIRING_REAL:
@@ -48,7 +49,7 @@ nx_node nx_ell_edge_aggregate_node(nx_graph *g, const nx_semiring *sr, nx_node v
     if (!sr || !fn)
         return nx_ir_graph_failf(g, NX_ERR_INVALID_ARG, "%s: %s is NULL", who,
                                  sr ? "the edge function" : "semiring");
-    if (!monoid_of(sr, &m))
+    if (!nx_sparse_edge_monoid(sr, &m))
         return nx_ir_graph_failf(g, NX_ERR_UNSUPPORTED,
                                  "%s: semiring '%s'; expected real, "
                                  "tropical_max_plus or tropical_min_plus",
@@ -103,11 +104,6 @@ nx_node nx_ell_edge_aggregate_node(nx_graph *g, const nx_semiring *sr, nx_node v
  * w -> p0, ij -> p1. The pairwise names themselves are renamed to ones no formula may use, so the
  * parser refuses them. */
 
-typedef struct edge_formula {
-    nx_sr_expr e;
-    int32_t root;
-} edge_formula;
-
 static const char *rename_ident(const char *id, size_t n)
 {
     static const char *const from[] = {"hi", "hj", "e", "w", "ij"};
@@ -154,8 +150,8 @@ static void translate(const char *text, char *out)
     *o = 0;
 }
 
-static nx_status parse_formula(nx_ctx *ctx, const char *who, const char *text, bool has_e,
-                               edge_formula *f)
+nx_status nx_sparse_edge_parse(nx_ctx *ctx, const char *who, const char *text, bool has_e,
+                               nx_sparse_edge_formula *f)
 {
     size_t len = strlen(text), bytes = 17 * len + 1;
     char *t = nx_rt_alloc(ctx, bytes), msg[512];
@@ -176,10 +172,10 @@ static nx_status parse_formula(nx_ctx *ctx, const char *who, const char *text, b
     return NX_OK;
 }
 
-static nx_node formula_fn(nx_graph *g, nx_node hi, nx_node hj, nx_node w, nx_node ij, nx_node e,
-                          void *user)
+nx_node nx_sparse_edge_formula_fn(nx_graph *g, nx_node hi, nx_node hj, nx_node w, nx_node ij,
+                                  nx_node e, void *user)
 {
-    const edge_formula *f = user;
+    const nx_sparse_edge_formula *f = user;
     nx_node vars[NX_SR_NVARS] = {0};
     vars[NX_SR_VPX] = hi;
     vars[NX_SR_VPY] = hj;
@@ -187,116 +183,4 @@ static nx_node formula_fn(nx_graph *g, nx_node hi, nx_node hj, nx_node w, nx_nod
     vars[NX_SR_VP0] = w;
     vars[NX_SR_VP0 + 1] = ij;
     return nx_sr_build(g, &f->e, f->root, nx_node_dtype(g, hi), vars);
-}
-
-/* ---- entry point -----------------------------------------------------------------------------*/
-
-typedef struct edge_call {
-    const nx_semiring *sr;
-    const nx_ell *a;
-    const nx_tensor *h, *e;
-    const nx_edge_opts *o;
-    edge_formula *f; /* the parsed formula, or NULL with o->expr */
-} edge_call;
-
-static nx_node input_of(nx_graph *g, const char *name, const nx_tensor *t)
-{
-    return nx_input(g, name, nx_tensor_dtype(t), nx_tensor_ndim(t), nx_tensor_shape(t));
-}
-
-static nx_status build(nx_graph *g, void *user, nx_node *outs, int *n)
-{
-    edge_call *c = user;
-    nx_node v = input_of(g, "values", c->a->values);
-    nx_node idx = input_of(g, "indices", c->a->indices);
-    nx_node h = input_of(g, "h", c->h);
-    nx_node e = c->e ? input_of(g, "edge_attr", c->e) : NX_NONE;
-    outs[0] = c->f ? nx_ell_edge_aggregate_node(g, c->sr, v, idx, h, e, formula_fn, c->f)
-                   : nx_ell_edge_aggregate_node(g, c->sr, v, idx, h, e, c->o->expr, c->o->user);
-    *n = 1;
-    return nx_graph_status(g);
-}
-
-static nx_status check(nx_ctx *ctx, const char *who, const edge_call *c)
-{
-    if (!c->sr)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: semiring is NULL", who);
-    nx_monoid m;
-    if (!monoid_of(c->sr, &m))
-        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
-                           "%s: semiring '%s'; expected real, "
-                           "tropical_max_plus or tropical_min_plus",
-                           who, c->sr->name);
-    if (!c->o || (!c->o->formula == !c->o->expr) || (c->o->expr && !c->o->expr_key))
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                           "%s: opts must give either a formula or expr with expr_key", who);
-    nx_status st = nx_ell_check(ctx, who, c->a);
-    if (st == NX_OK)
-        st = nx_sparse_check_float(ctx, who, "h", c->h);
-    if (st == NX_OK && c->e)
-        st = nx_sparse_check_float(ctx, who, "edge_attr", c->e);
-    if (st != NX_OK)
-        return st;
-    const int64_t *s = nx_tensor_shape(c->a->indices);
-    if (s[0] != c->a->n_cols)
-        return nx_rt_error(ctx, NX_ERR_SHAPE,
-                           "%s: the ELL is %lld x %lld; edges of a graph need "
-                           "a square one",
-                           who, (long long)s[0], (long long)c->a->n_cols);
-    if (c->e && (nx_tensor_ndim(c->e) != 3 || nx_tensor_shape(c->e)[0] != s[0] ||
-                 nx_tensor_shape(c->e)[1] != s[1]))
-        return nx_rt_error(ctx, NX_ERR_SHAPE,
-                           "%s: edge_attr must be [m, k_max, d_e] = [%lld, "
-                           "%lld, d_e]",
-                           who, (long long)s[0], (long long)s[1]);
-    return NX_OK;
-}
-
-static nx_status run_edge(nx_ctx *ctx, const char *who, edge_call *c, nx_tensor **out)
-{
-    static const char *const names[4] = {"the ELL's values", "the ELL's indices", "h", "edge_attr"};
-    nx_rt_cache_blob key;
-    nx_rt_cache_blob_init(&key, ctx);
-    nx_rt_cache_blob_str(&key, "op", "ell_edge_aggregate");
-    if (c->f)
-        nx_sr_key(&key, "formula", &c->f->e, c->f->root);
-    else
-        nx_rt_cache_blob_str(&key, "expr", c->o->expr_key);
-    nx_rt_cache_blob_i64(&key, "kind", c->sr->kind);
-    nx_rt_cache_blob_tensor(&key, "values", c->a->values);
-    nx_rt_cache_blob_tensor(&key, "indices", c->a->indices);
-    nx_rt_cache_blob_tensor(&key, "h", c->h);
-    nx_rt_cache_blob_tensor(&key, "e", c->e);
-    nx_program *p = NULL;
-    nx_status st =
-        nx_sparse_program(ctx, &key, "edge aggregation: cache key", c->o->backend, build, c, &p);
-    if (st != NX_OK)
-        return st;
-    const nx_tensor *in[4] = {c->a->values, c->a->indices, c->h, c->e};
-    return nx_sparse_run(ctx, who, p, c->e ? 4 : 3, in, names, out);
-}
-
-nx_status nx_semiring_ell_edge_aggregate(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
-                                         const nx_tensor *h, const nx_tensor *edge_attr,
-                                         const nx_edge_opts *opts, nx_tensor **out)
-{
-    static const char *who = "nx_semiring_ell_edge_aggregate";
-    if (!ctx)
-        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
-    if (!out)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
-    *out = NULL;
-    edge_call c = {.sr = sr, .a = a, .h = h, .e = edge_attr, .o = opts};
-    nx_status st = check(ctx, who, &c);
-    if (st != NX_OK)
-        return st;
-    edge_formula f = {.root = -1};
-    if (opts->formula) {
-        st = parse_formula(ctx, who, opts->formula, edge_attr != NULL, &f);
-        c.f = &f;
-    }
-    if (st == NX_OK)
-        st = run_edge(ctx, who, &c, out);
-    nx_sr_expr_free(ctx, &f.e);
-    return st;
 }

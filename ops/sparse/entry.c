@@ -1,8 +1,8 @@
-/* ELL entry points on tensors: index validation before anything runs, then a graph fragment
- * compiled once per key (op, semiring, shapes, dtypes, n_cols, identity, backend) and kept in the
- * context's cache (nx_program_cached), as the dense semiring entry points do. Gradients are
- * autodiff of the same fragment (nx_graph_vjp), so every differentiable algebra has them with no
- * per-algebra code.
+/* What the ELL ops share (semiring_ell_matmul, semiring_ell_rmatvec's scatter driver,
+ * ell_row_softmax): index validation before anything runs, then a graph fragment compiled once per
+ * key through the op table (nx_op_program: op, semiring, shapes, dtypes, n_cols, identity, backend)
+ * and kept in the context's cache. Gradients are autodiff of the same fragment (nx_graph_vjp), so
+ * every differentiable algebra has them with no per-algebra code.
  *
  * Values may carry leading batch dims ([..., m, k_max] over one index matrix) that broadcast
  * against the dense operand's, as NumPy does; the fragment's elementwise ops broadcast them and
@@ -17,34 +17,58 @@
  * the flag is set the results are freed before the caller sees them and the indices come to the
  * host once to name the first bad row and slot (NX_ERR_INVALID_ARG, as the host check says).
  * Host indices are still checked on the host before anything runs. */
+#include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cache.h"
 #include "ops/sparse/sparse.h"
 
-typedef enum ell_op { ELL_MATMUL, ELL_RMATVEC, ELL_SOFTMAX } ell_op;
-
 typedef struct ell_call {
-    ell_op op;
-    const nx_semiring *sr;
-    const nx_ell *a;
+    nx_ell_op op;
+    const nx_semiring *sr; /* NULL for the softmax */
+    nx_ell a;
     const nx_tensor *x;  /* the dense operand (B, X or the scores) */
     const nx_tensor *dy; /* the cotangent, or NULL for the forward pass */
-    bool fold;           /* the index range flag is the program's last output (device indices) */
+    bool fold;           /* the index range flag is the program's last output */
 } ell_call;
 
-/* Device indices are checked by the op's program itself (the range flag). */
-static bool fold_check(const nx_ell *a)
+static const nx_ell_args *args_of(const nx_op_args *c)
 {
-    return a && a->indices && nx_tensor_device(a->indices) != NX_DEVICE_HOST &&
-           nx_tensor_numel(a->indices) > 0;
+    return c->opts;
 }
 
-static const char *op_name(const ell_call *c)
+nx_ell nx_ell_of_call(const nx_op_args *c, nx_ell_op op)
 {
-    static const char *fwd[] = {"ell_matmul", "ell_rmatvec", "ell_row_softmax"};
-    static const char *bwd[] = {"ell_matmul_vjp", "ell_rmatvec_vjp", "ell_row_softmax_vjp"};
-    return c->dy ? bwd[c->op] : fwd[c->op];
+    const nx_ell_args *o = args_of(c);
+    const nx_tensor *x = c->in[2];
+    int nd = x ? nx_tensor_ndim(x) : 0;
+    int64_t n_cols = o->n_cols;
+    if (op == NX_ELL_MATMUL && !o->typed_call && !o->n_cols_given) /* B's rows (spec: None) */
+        n_cols = nd >= 2 ? nx_tensor_shape(x)[nd - 2] : 0;
+    /* The softmax never reads the indices' targets: with no ELL given, any n_cols above them */
+    if (op == NX_ELL_SOFTMAX && !o->typed_call)
+        n_cols = INT64_MAX;
+    return (nx_ell){.values = (nx_tensor *)(uintptr_t)c->in[0],
+                    .indices = (nx_tensor *)(uintptr_t)c->in[1],
+                    .n_cols = n_cols,
+                    .identity = o->identity};
+}
+
+/* Device indices are checked by the op's program itself (the range flag). */
+static bool fold_check(const nx_ell_args *o, const nx_ell *a)
+{
+    return o->fold || (a->indices && nx_tensor_device(a->indices) != NX_DEVICE_HOST &&
+                       nx_tensor_numel(a->indices) > 0);
+}
+
+static ell_call call_of(const nx_op_args *c, nx_ell_op op)
+{
+    ell_call e = {
+        .op = op, .a = nx_ell_of_call(c, op), .x = c->in[2], .dy = c->dy ? c->dy[0] : NULL};
+    e.sr = op == NX_ELL_SOFTMAX ? NULL : nx_sr_or_real(args_of(c)->semiring);
+    e.fold = fold_check(args_of(c), &e.a);
+    return e;
 }
 
 static nx_node input_of(nx_graph *g, const char *name, const nx_tensor *t)
@@ -61,22 +85,22 @@ static nx_node pad_mask(nx_graph *g, nx_node values, double identity)
 static nx_node forward(nx_graph *g, const ell_call *c, nx_node v, nx_node idx, nx_node x)
 {
     switch (c->op) {
-    case ELL_MATMUL:
+    case NX_ELL_MATMUL:
         return nx_ell_matmul_node(g, c->sr, v, idx, x);
-    case ELL_RMATVEC: {
+    case NX_ELL_RMATVEC: {
         /* Pads contribute nothing whatever value they hold. */
         nx_node z = nx_scalar(g, nx_node_dtype(g, v), 0.0);
-        nx_node vm = nx_select(g, pad_mask(g, v, c->a->identity), z, v);
-        return nx_ell_rmatvec_node(g, vm, idx, x, c->a->n_cols);
+        nx_node vm = nx_select(g, pad_mask(g, v, c->a.identity), z, v);
+        return nx_ell_rmatvec_node(g, vm, idx, x, c->a.n_cols);
     }
-    case ELL_SOFTMAX:
-        return nx_ell_row_softmax_node(g, x, pad_mask(g, v, c->a->identity));
+    case NX_ELL_SOFTMAX:
+        return nx_ell_row_softmax_node(g, x, pad_mask(g, v, c->a.identity));
     }
     return NX_NONE;
 }
 
-static nx_status build_op(nx_graph *g, ell_call *c, nx_node v, nx_node idx, nx_node x,
-                          nx_node *outs, int *n)
+static nx_status build_op(nx_graph *g, const nx_op_args *oc, const ell_call *c, nx_node v,
+                          nx_node idx, nx_node x, nx_node *outs, int *n)
 {
     nx_node y = forward(g, c, v, idx, x);
     if (!c->dy) {
@@ -95,31 +119,55 @@ static nx_status build_op(nx_graph *g, ell_call *c, nx_node v, nx_node idx, nx_n
         nx_shape_str(a, sizeof a, nx_tensor_ndim(c->dy), nx_tensor_shape(c->dy));
         nx_shape_str(b, sizeof b, nd, ys);
         return nx_rt_error(nx_graph_ctx(g), NX_ERR_SHAPE,
-                           "nx_semiring_%s: the cotangent is %s; expected the result's shape %s",
-                           op_name(c), a, b);
+                           "%s: the cotangent is %s; expected the result's shape %s", oc->who, a,
+                           b);
     }
     nx_node wrt[2] = {v, x};
     *n = 2;
     return nx_graph_vjp(g, 1, &y, &dy, 2, wrt, outs);
 }
 
-static nx_status build(nx_graph *g, void *user, nx_node *outs, int *n)
+typedef struct stage {
+    const nx_op_args *oc;
+    const ell_call *c;
+} stage;
+
+static nx_status build(nx_graph *g, const nx_op_args *oc, const void *user, int nout, nx_node *outs)
 {
-    ell_call *c = user;
-    nx_node v = input_of(g, "values", c->a->values);
-    nx_node idx = input_of(g, "indices", c->a->indices);
+    const ell_call *c = ((const stage *)user)->c;
+    nx_node v = input_of(g, "values", c->a.values);
+    nx_node idx = input_of(g, "indices", c->a.indices);
     nx_node x = input_of(g, "x", c->x);
-    nx_status st = build_op(g, c, v, idx, x, outs, n);
+    int n = 0;
+    nx_status st = build_op(g, oc, c, v, idx, x, outs, &n);
     if (st == NX_OK && c->fold)
-        outs[(*n)++] = nx_sparse_range_flag_node(g, idx, c->a->n_cols);
+        outs[n++] = nx_sparse_range_flag_node(g, idx, c->a.n_cols);
+    if (st == NX_OK && n != nout)
+        st = nx_rt_error(nx_graph_ctx(g), NX_ERR_INTERNAL, "%s: %d outputs built, %d expected",
+                         oc->who, n, nout);
     return st == NX_OK ? nx_graph_status(g) : st;
 }
+
+/* What the runner's key does not hold: the effective n_cols and identity (a typed call's come from
+ * its ELL), the cotangent's shape and whether the range flag is an output. */
+static void stage_key(nx_rt_cache_blob *b, const void *user)
+{
+    const ell_call *c = ((const stage *)user)->c;
+    if (c->sr)
+        nx_sr_semiring_key(b, c->sr);
+    nx_rt_cache_blob_tensor(b, "dy", c->dy);
+    nx_rt_cache_blob_i64(b, "n_cols", c->a.n_cols);
+    nx_rt_cache_blob_bytes(b, "identity", &c->a.identity, sizeof c->a.identity);
+    nx_rt_cache_blob_i64(b, "range_flag", c->fold);
+}
+
+/* ---- checks ----------------------------------------------------------------------------------*/
 
 /* NumPy broadcasting of values' batch dims against the dense operand's. */
 static nx_status check_batch(nx_ctx *ctx, const char *who, const char *what, const ell_call *c)
 {
-    int nv = nx_tensor_ndim(c->a->values) - 2, nx = nx_tensor_ndim(c->x) - 2;
-    const int64_t *vs = nx_tensor_shape(c->a->values), *xs = nx_tensor_shape(c->x);
+    int nv = nx_tensor_ndim(c->a.values) - 2, nx = nx_tensor_ndim(c->x) - 2;
+    const int64_t *vs = nx_tensor_shape(c->a.values), *xs = nx_tensor_shape(c->x);
     for (int i = 1; i <= nv && i <= nx; i++) {
         int64_t p = vs[nv - i], q = xs[nx - i];
         if (p != q && p != 1 && q != 1) {
@@ -140,20 +188,19 @@ static nx_status check_dense(nx_ctx *ctx, const char *who, const char *what, con
     nx_status st = nx_sparse_check_float(ctx, who, what, c->x);
     if (st != NX_OK)
         return st;
-    nx_dtype vd = nx_tensor_dtype(c->a->values), xd = nx_tensor_dtype(c->x);
+    nx_dtype vd = nx_tensor_dtype(c->a.values), xd = nx_tensor_dtype(c->x);
     if (vd != xd)
         return nx_rt_error(ctx, NX_ERR_DTYPE,
-                           "%s: the ELL's values are %s but %s is %s; expected "
-                           "one dtype",
-                           who, nx_dtype_name(vd), what, nx_dtype_name(xd));
+                           "%s: the ELL's values are %s but %s is %s; expected one dtype", who,
+                           nx_dtype_name(vd), what, nx_dtype_name(xd));
     int nd = nx_tensor_ndim(c->x);
-    const int64_t *xs = nx_tensor_shape(c->x), *is = nx_tensor_shape(c->a->indices);
+    const int64_t *xs = nx_tensor_shape(c->x), *is = nx_tensor_shape(c->a.indices);
     if (nd < 2)
         return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: %s has %d dims; expected at least 2", who, what,
                            nd);
-    int64_t want = c->op == ELL_MATMUL ? c->a->n_cols : is[0];
+    int64_t want = c->op == NX_ELL_MATMUL ? c->a.n_cols : is[0];
     int64_t got = xs[nd - 2];
-    if (c->op == ELL_SOFTMAX) {
+    if (c->op == NX_ELL_SOFTMAX) {
         if (xs[nd - 2] != is[0] || xs[nd - 1] != is[1])
             return nx_rt_error(ctx, NX_ERR_SHAPE,
                                "%s: %s end in [%lld, %lld]; expected the ELL's "
@@ -163,56 +210,61 @@ static nx_status check_dense(nx_ctx *ctx, const char *who, const char *what, con
     } else if (got != want) {
         return nx_rt_error(ctx, NX_ERR_SHAPE, "%s: %s has %lld rows; expected %lld (%s)", who, what,
                            (long long)got, (long long)want,
-                           c->op == ELL_MATMUL ? "the ELL's n_cols" : "the ELL's m");
+                           c->op == NX_ELL_MATMUL ? "the ELL's n_cols" : "the ELL's m");
     }
     return check_batch(ctx, who, what, c);
 }
 
-static nx_status check_call(nx_ctx *ctx, const char *who, const char *what, const ell_call *c,
-                            nx_tensor **out)
+/* A host backend asked for by name refuses device operands, naming them as the ELL's parts (the
+ * runner's placement, which follows, names them by the row's input names). */
+static nx_status check_placement(const nx_op_args *oc)
 {
-    if (!ctx)
-        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
-    if (out)
-        *out = NULL;
-    if (c->op != ELL_SOFTMAX && !c->sr)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: semiring is NULL", who);
+    static const char *const names[4] = {"the ELL's values", "the ELL's indices",
+                                         "the dense operand", "the cotangent"};
+    nx_backend be = args_of(oc)->backend;
+    if (be != NX_BACKEND_CPU && be != NX_BACKEND_REF)
+        return NX_OK;
+    const nx_tensor *in[4] = {oc->in[0], oc->in[1], oc->in[2], oc->dy ? oc->dy[0] : NULL};
+    for (int i = 0; i < 4; i++)
+        if (in[i] && nx_tensor_device(in[i]) != NX_DEVICE_HOST)
+            return nx_rt_error(oc->ctx, NX_ERR_UNSUPPORTED,
+                               "%s: %s is a device tensor but the program runs on the '%s' "
+                               "backend; expected host tensors, or the cuda backend",
+                               oc->who, names[i], nx_backend_name(be));
+    return NX_OK;
+}
+
+nx_status nx_ell_op_check(const nx_op_args *oc, nx_ell_op op, const char *what)
+{
+    nx_ctx *ctx = oc->ctx;
+    const char *who = oc->who;
+    ell_call e = call_of(oc, op);
+    const ell_call *c = &e;
+    nx_status pst = check_placement(oc);
+    if (pst != NX_OK)
+        return pst;
+    if (oc->dy && c->sr) { /* a forward-only algebra says so first */
+        nx_status st = nx_semiring_check_differentiable(ctx, c->sr, who);
+        if (st != NX_OK)
+            return st;
+    }
     nx_status st =
-        c->fold ? nx_sparse_check_ell_shapes(ctx, who, c->a) : nx_ell_check(ctx, who, c->a);
+        c->fold ? nx_sparse_check_ell_shapes(ctx, who, &c->a) : nx_ell_check(ctx, who, &c->a);
     if (st == NX_OK)
         st = check_dense(ctx, who, what, c);
-    if (st == NX_OK && c->op == ELL_RMATVEC && c->sr->kind != NX_SEMIRING_REAL)
+    if (st == NX_OK && op == NX_ELL_RMATVEC && c->sr->kind != NX_SEMIRING_REAL)
         st = nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
-                         "%s: semiring '%s'; A^T X is defined under "
-                         "'real' only",
-                         who, c->sr->name);
-    if (st == NX_OK && c->dy)
+                         "%s: semiring '%s'; A^T X is defined under 'real' only", who, c->sr->name);
+    if (st == NX_OK && oc->dy)
         st = nx_sparse_check_float(ctx, who, "the cotangent", c->dy);
-    if (st == NX_OK && c->dy && nx_tensor_dtype(c->dy) != nx_tensor_dtype(c->x))
+    if (st == NX_OK && oc->dy && nx_tensor_dtype(c->dy) != nx_tensor_dtype(c->x))
         st = nx_rt_error(ctx, NX_ERR_DTYPE, "%s: the cotangent is %s but the operands are %s", who,
                          nx_dtype_name(nx_tensor_dtype(c->dy)),
                          nx_dtype_name(nx_tensor_dtype(c->x)));
-    if (st == NX_OK && c->dy && c->sr)
-        st = nx_semiring_check_differentiable(ctx, c->sr, who);
     return st;
 }
 
-static nx_status program_for(nx_ctx *ctx, ell_call *c, nx_backend backend, nx_program **p)
-{
-    nx_rt_cache_blob key;
-    nx_rt_cache_blob_init(&key, ctx);
-    nx_rt_cache_blob_str(&key, "op", op_name(c));
-    if (c->sr)
-        nx_sr_semiring_key(&key, c->sr);
-    nx_rt_cache_blob_tensor(&key, "values", c->a->values);
-    nx_rt_cache_blob_tensor(&key, "indices", c->a->indices);
-    nx_rt_cache_blob_tensor(&key, "x", c->x);
-    nx_rt_cache_blob_tensor(&key, "dy", c->dy);
-    nx_rt_cache_blob_i64(&key, "n_cols", c->a->n_cols);
-    nx_rt_cache_blob_bytes(&key, "identity", &c->a->identity, sizeof c->a->identity);
-    nx_rt_cache_blob_i64(&key, "range_flag", c->fold);
-    return nx_sparse_program(ctx, &key, "ELL: cache key", backend, build, c, p);
-}
+/* ---- the run ---------------------------------------------------------------------------------*/
 
 /* The results of a folded run once its range flag (res[n]) is read: kept in outs when every
  * index was in range, else freed (the caller never sees them) for the error naming the bad one. */
@@ -223,7 +275,7 @@ static nx_status settle_folded(nx_ctx *ctx, const char *who, const ell_call *c, 
     nx_status st = nx_sparse_flag_bad(res[n], &bad);
     nx_tensor_free(res[n]);
     if (st == NX_OK && bad)
-        st = nx_sparse_index_error(ctx, who, c->a->indices, c->a->n_cols);
+        st = nx_sparse_index_error(ctx, who, c->a.indices, c->a.n_cols);
     for (int i = 0; i < n; i++) {
         if (st != NX_OK)
             nx_tensor_free(res[i]);
@@ -232,108 +284,113 @@ static nx_status settle_folded(nx_ctx *ctx, const char *who, const ell_call *c, 
     return st;
 }
 
-/* Runs c's program; outs gets 1 (forward) or 2 (values' and x's cotangents) tensors. */
-static nx_status run_call(nx_ctx *ctx, const char *who, ell_call *c, const nx_semiring_opts *opts,
-                          nx_tensor **outs)
+nx_status nx_ell_op_run(const nx_op_args *oc, nx_ell_op op, nx_tensor **outs)
 {
     static const char *const names[4] = {"the ELL's values", "the ELL's indices",
                                          "the dense operand", "the cotangent"};
+    ell_call e = call_of(oc, op);
+    const ell_call *c = &e;
     /* With n_cols = 0 every index is out of range (and the IR refuses a gather from an empty
      * axis): the error, before anything is built. */
-    if (c->fold && c->a->n_cols == 0 && nx_tensor_numel(c->a->indices) > 0)
-        return nx_sparse_index_error(ctx, who, c->a->indices, c->a->n_cols);
-    nx_program *p = NULL;
-    nx_status st = program_for(ctx, c, opts ? opts->backend : NX_BACKEND_AUTO, &p);
-    if (st != NX_OK)
-        return st;
-    const nx_tensor *in[4] = {c->a->values, c->a->indices, c->x, c->dy};
+    if (c->fold && c->a.n_cols == 0 && nx_tensor_numel(c->a.indices) > 0)
+        return nx_sparse_index_error(oc->ctx, oc->who, c->a.indices, c->a.n_cols);
     int n = c->dy ? 2 : 1;
-    if (!c->fold)
-        return nx_sparse_run(ctx, who, p, c->dy ? 4 : 3, in, names, outs);
+    /* The vjp graph is built here (with the range flag beside the gradients), so the stage is
+     * asked for as a forward one; its key says vjp through the cotangent's field. */
+    nx_op_args fc = *oc;
+    fc.dy = NULL;
+    static const char *const stages[2][2] = {{"plain", "folded"}, {"plain-vjp", "folded-vjp"}};
+    stage s = {.oc = oc, .c = c};
+    nx_program *p = NULL;
+    nx_status st =
+        nx_op_program(&fc, stages[c->dy != NULL][c->fold], stage_key, build, &s, n + c->fold, &p);
+    if (st != NX_OK)
+        return st;
+    const nx_tensor *in[4] = {c->a.values, c->a.indices, c->x, c->dy};
+    nx_tensor *res[3] = {NULL, NULL, NULL}, *got[2] = {NULL, NULL};
+    st = nx_sparse_run(oc->ctx, oc->who, p, c->dy ? 4 : 3, in, names, res);
+    if (st != NX_OK)
+        return st;
+    if (c->fold)
+        st = settle_folded(oc->ctx, oc->who, c, res, n, got);
+    else
+        got[0] = res[0], got[1] = res[1];
+    if (st != NX_OK)
+        return st;
+    outs[0] = got[0];
+    if (c->dy) { /* one gradient per input: values, indices (none), the dense operand */
+        outs[1] = NULL;
+        outs[2] = got[1];
+    }
+    return NX_OK;
+}
+
+/* ---- typed entry points ----------------------------------------------------------------------*/
+
+nx_ell_args nx_ell_typed_args(const nx_semiring *sr, const nx_ell *a, const nx_semiring_opts *opts)
+{
+    return (nx_ell_args){.backend = opts ? opts->backend : NX_BACKEND_AUTO,
+                         .semiring = sr,
+                         .n_cols = a ? a->n_cols : 0,
+                         .identity = a ? a->identity : 0.0,
+                         .driver_text = opts ? opts->driver : NULL,
+                         .typed_call = true};
+}
+
+nx_status nx_ell_typed_run(nx_ctx *ctx, const nx_op_desc *d, const char *as, const nx_ell *a,
+                           const nx_tensor *x, const nx_tensor *dy, const nx_ell_args *args,
+                           nx_tensor **outs)
+{
+    const nx_op_info *info = nx_op_desc_info(d);
+    char who[64];
+    snprintf(who, sizeof who, "nx_%s%s", info->name, dy ? "_vjp" : "");
+    if (as)
+        snprintf(who, sizeof who, "%s", as);
+    if (!a)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: the ELL is NULL", who);
+    if (!a->values || !a->indices)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: the ELL's %s tensor is NULL", who,
+                           a->values ? "indices" : "values");
+    if (!x)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, info->inputs[2]);
+    const nx_tensor *in[3] = {a->values, a->indices, x};
+    if (!dy)
+        return nx_op_run_as(ctx, d, as, in, args, outs);
+    if (!info->differentiable)
+        return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: not differentiable", who);
     nx_tensor *res[3] = {NULL, NULL, NULL};
-    st = nx_sparse_run(ctx, who, p, c->dy ? 4 : 3, in, names, res);
-    return st == NX_OK ? settle_folded(ctx, who, c, res, n, outs) : st;
-}
-
-nx_status nx_semiring_ell_matmul(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
-                                 const nx_tensor *b, const nx_semiring_opts *opts, nx_tensor **out)
-{
-    static const char *who = "nx_semiring_ell_matmul";
-    ell_call c = {.op = ELL_MATMUL, .sr = sr, .a = a, .x = b, .fold = fold_check(a)};
-    if (!out)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
-    nx_status st = check_call(ctx, who, "B", &c, out);
-    return st == NX_OK ? run_call(ctx, who, &c, opts, out) : st;
-}
-
-/* The canonical formulation: A^T as an ELL built on the host, then a gather-fold in slot order,
- * so each output element is summed in ascending (i, p) order whatever the backend. */
-static nx_status rmatvec_canonical(nx_ctx *ctx, const nx_ell *a, const nx_tensor *x,
-                                   const nx_semiring_opts *opts, nx_tensor **out)
-{
-    static const char *who = "nx_semiring_ell_rmatvec (gather driver: A^T is built on the host)";
-    nx_status st = nx_sparse_check_host(ctx, who, "the ELL's values", a->values);
-    if (st == NX_OK)
-        st = nx_sparse_check_host(ctx, who, "the ELL's indices", a->indices);
+    nx_status st = nx_op_run_vjp_as(ctx, d, as, in, args, (const nx_tensor *const[]){dy}, res);
+    nx_tensor_free(res[1]); /* the indices' (none expected) */
+    outs[0] = st == NX_OK ? res[0] : NULL;
+    outs[1] = st == NX_OK ? res[2] : NULL;
     if (st != NX_OK)
-        return st;
-    nx_ell t;
-    st = nx_sparse_transpose(ctx, a, &t);
-    if (st != NX_OK)
-        return st;
-    ell_call c = {.op = ELL_MATMUL, .sr = nx_semiring_builtin(NX_SEMIRING_REAL), .a = &t, .x = x};
-    st = run_call(ctx, "nx_semiring_ell_rmatvec", &c, opts, out);
-    nx_ell_free(&t);
+        nx_tensor_free(res[0]), nx_tensor_free(res[2]);
     return st;
 }
 
-nx_status nx_semiring_ell_rmatvec(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
-                                  const nx_tensor *x, const nx_semiring_opts *opts, nx_tensor **out)
+nx_status nx_ell_typed_vjp(nx_ctx *ctx, const nx_op_desc *d, const nx_semiring *sr, const nx_ell *a,
+                           const nx_tensor *x, const nx_tensor *dy, const nx_semiring_opts *opts,
+                           nx_tensor **dvalues, nx_tensor **dx)
 {
-    static const char *who = "nx_semiring_ell_rmatvec";
-    ell_call c = {.op = ELL_RMATVEC, .sr = sr, .a = a, .x = x, .fold = fold_check(a)};
-    if (!out)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
-    nx_status st = check_call(ctx, who, "X", &c, out);
-    if (st != NX_OK)
-        return st;
-    const char *variant = NULL;
-    st = nx_driver_resolve(ctx, "ell_rmatvec", opts ? opts->driver : NULL, &variant);
-    if (st != NX_OK)
-        return st;
-    if (strcmp(variant, "gather") == 0)
-        return rmatvec_canonical(ctx, a, x, opts, out);
-    return run_call(ctx, who, &c, opts, out);
-}
-
-nx_status nx_ell_row_softmax(nx_ctx *ctx, const nx_ell *a, const nx_tensor *scores,
-                             const nx_semiring_opts *opts, nx_tensor **out)
-{
-    static const char *who = "nx_ell_row_softmax";
-    ell_call c = {.op = ELL_SOFTMAX, .a = a, .x = scores, .fold = fold_check(a)};
-    if (!out)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: out is NULL", who);
-    nx_status st = check_call(ctx, who, "the scores", &c, out);
-    return st == NX_OK ? run_call(ctx, who, &c, opts, out) : st;
-}
-
-static nx_status run_vjp(nx_ctx *ctx, const char *who, ell_call *c, const nx_semiring_opts *opts,
-                         nx_tensor **dv, nx_tensor **dx)
-{
-    if (dv)
-        *dv = NULL;
+    if (dvalues)
+        *dvalues = NULL;
     if (dx)
         *dx = NULL;
-    nx_status st = check_call(ctx, who, c->op == ELL_MATMUL ? "B" : "X", c, NULL);
-    if (st == NX_OK && !c->dy)
-        st = nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: the cotangent is NULL", who);
+    char who[64];
+    snprintf(who, sizeof who, "nx_%s_vjp", nx_op_desc_info(d)->name);
+    if (!ctx)
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
+    if (!sr)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: semiring is NULL", who);
+    if (!dy)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: the cotangent is NULL", who);
+    nx_ell_args args = nx_ell_typed_args(sr, a, opts);
     nx_tensor *res[2] = {NULL, NULL};
-    if (st == NX_OK)
-        st = run_call(ctx, who, c, opts, res);
+    nx_status st = nx_ell_typed_run(ctx, d, NULL, a, x, dy, &args, res);
     if (st != NX_OK)
         return st;
-    if (dv)
-        *dv = res[0];
+    if (dvalues)
+        *dvalues = res[0];
     else
         nx_tensor_free(res[0]);
     if (dx)
@@ -343,36 +400,21 @@ static nx_status run_vjp(nx_ctx *ctx, const char *who, ell_call *c, const nx_sem
     return NX_OK;
 }
 
-nx_status nx_semiring_ell_matmul_vjp(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
-                                     const nx_tensor *b, const nx_tensor *dc,
-                                     const nx_semiring_opts *opts, nx_tensor **dvalues,
-                                     nx_tensor **db)
-{
-    ell_call c = {.op = ELL_MATMUL, .sr = sr, .a = a, .x = b, .dy = dc, .fold = fold_check(a)};
-    return run_vjp(ctx, "nx_semiring_ell_matmul_vjp", &c, opts, dvalues, db);
-}
-
-nx_status nx_semiring_ell_rmatvec_vjp(nx_ctx *ctx, const nx_semiring *sr, const nx_ell *a,
-                                      const nx_tensor *x, const nx_tensor *dy,
-                                      const nx_semiring_opts *opts, nx_tensor **dvalues,
-                                      nx_tensor **dx)
-{
-    ell_call c = {.op = ELL_RMATVEC, .sr = sr, .a = a, .x = x, .dy = dy, .fold = fold_check(a)};
-    return run_vjp(ctx, "nx_semiring_ell_rmatvec_vjp", &c, opts, dvalues, dx);
-}
-
 nx_status nx_sparse_ell_folded(nx_ctx *ctx, const char *op, const nx_semiring *sr, const nx_ell *a,
                                const nx_tensor *x, const nx_tensor *dy,
                                const nx_semiring_opts *opts, nx_tensor **outs)
 {
     static const char *who = "nx_sparse_ell_folded";
-    ell_op o = strcmp(op, "matmul") == 0    ? ELL_MATMUL
-               : strcmp(op, "rmatvec") == 0 ? ELL_RMATVEC
-                                            : ELL_SOFTMAX;
-    ell_call c = {.op = o, .sr = sr, .a = a, .x = x, .dy = dy, .fold = true};
     if (!outs)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: outs is NULL", who);
     outs[0] = outs[1] = NULL;
-    nx_status st = check_call(ctx, who, "the dense operand", &c, NULL);
-    return st == NX_OK ? run_call(ctx, who, &c, opts, outs) : st;
+    const nx_op_desc *d = strcmp(op, "matmul") == 0    ? &nx_op_semiring_ell_matmul
+                          : strcmp(op, "rmatvec") == 0 ? &nx_op_semiring_ell_rmatvec
+                                                       : &nx_op_ell_row_softmax;
+    if (d != &nx_op_ell_row_softmax && !sr)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: semiring is NULL", who);
+    nx_ell_args args = nx_ell_typed_args(sr, a, opts);
+    args.fold = true;
+    args.driver_text = "scatter"; /* rmatvec: the program, not the host-built transpose */
+    return nx_ell_typed_run(ctx, d, who, a, x, dy, &args, outs);
 }

@@ -38,11 +38,13 @@ static nx_status check_grid(nx_ctx *ctx, const char *who, int ndim, const int64_
                            NX_GRID_MAX_DIMS);
     if (!shape)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: grid_shape is NULL", who);
-    if ((int)b < 0 || b >= NX_GRID_BOUNDARY_COUNT)
+    /* Of the border modes, a stencil row maps every offset to a voxel: constant (cval outside)
+     * and mirror have no mapping here. */
+    if (b != NX_GRID_REPLICATE && b != NX_GRID_PERIODIC && b != NX_GRID_REFLECT)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                           "%s: boundary %d; expected replicate, "
-                           "periodic or reflect",
-                           who, (int)b);
+                           "%s: boundary %d (%s); expected replicate (nearest), periodic (wrap) or "
+                           "reflect",
+                           who, (int)b, nx_border_name(b) ? nx_border_name(b) : "not a border");
     for (int a = 0; a < ndim; a++)
         if (shape[a] < 1)
             return nx_rt_error(ctx, NX_ERR_SHAPE,

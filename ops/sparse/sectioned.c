@@ -416,3 +416,36 @@ nx_status nx_sectioned_ell_rmatvec_vjp(nx_ctx *ctx, const nx_semiring *sr,
                  .opts = opts};
     return run_sectioned_vjp(ctx, &v, dvalues, dx);
 }
+
+/* ---- the ops' run (sectioned-semiring-ell-matmul.c, sectioned-semiring-ell-rmatvec.c) ---------*/
+
+nx_status nx_sectioned_op_run(const nx_op_args *c, bool rmatvec, nx_tensor **outs)
+{
+    const nx_sectioned_args *o = c->opts;
+    const nx_semiring *sr = nx_sr_or_real(o->semiring);
+    const nx_tensor *x = c->in[3];
+    int nd = nx_tensor_ndim(x);
+    int64_t n_cols = o->n_cols;
+    if (!rmatvec && !o->n_cols_given)
+        n_cols = nd >= 2 ? nx_tensor_shape(x)[nd - 2] : 0;
+    nx_semiring_info info;
+    nx_semiring_get_info(sr, &info);
+    nx_sectioned_ell s;
+    nx_status st = nx_sectioned_ell_from_ragged(c->ctx, c->in[0], c->in[1], c->in[2], n_cols,
+                                                info.identity, &s);
+    if (st != NX_OK)
+        return st;
+    nx_semiring_opts so = {.backend = c->backend};
+    if (!c->dy && rmatvec)
+        st = nx_sectioned_ell_rmatvec(c->ctx, sr, &s, x, &so, &outs[0]);
+    else if (!c->dy)
+        st = nx_sectioned_ell_matmul(c->ctx, sr, &s, x, &so, &outs[0]);
+    else if (rmatvec)
+        st = nx_sectioned_ell_rmatvec_vjp(c->ctx, sr, &s, x, c->dy[0], &so, &outs[2], &outs[3]);
+    else
+        st = nx_sectioned_ell_matmul_vjp(c->ctx, sr, &s, x, c->dy[0], &so, &outs[2], &outs[3]);
+    if (c->dy)
+        outs[0] = outs[1] = NULL; /* offsets and indices carry none */
+    nx_sectioned_ell_free(&s);
+    return st;
+}

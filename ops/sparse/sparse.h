@@ -5,14 +5,16 @@
 #include "internal.h"
 #include "nitrix-graph.h"
 #include "nitrix-ops.h"
+#include "ops/op.h"
 #include "ops/semiring/semiring.h"
 
 struct nx_rt_cache_blob;
 
-/* Builds an entry point's graph: outputs[0..*n_outputs) (at most 4). */
+/* Builds a program's graph: outputs[0..*n_outputs) (at most 4). */
 typedef nx_status (*nx_sparse_build_fn)(nx_graph *g, void *user, nx_node *outputs, int *n_outputs);
 /* The program keyed by key (+ backend), built and compiled on a miss through
- * nx_program_cached; key is freed. what names the op in NX_ERR_NOMEM messages. */
+ * nx_program_cached; key is freed. what names it in NX_ERR_NOMEM messages. Only for
+ * nx_ell_check's device index check, which is no op of the table; the ops use nx_op_program. */
 NX_HIDDEN nx_status nx_sparse_program(nx_ctx *ctx, struct nx_rt_cache_blob *key, const char *what,
                                       nx_backend backend, nx_sparse_build_fn build, void *user,
                                       nx_program **out);
@@ -48,6 +50,80 @@ NX_HIDDEN nx_status nx_sparse_check_ell_shapes(nx_ctx *ctx, const char *who, con
  * saying so. */
 NX_HIDDEN nx_status nx_sparse_index_error(nx_ctx *ctx, const char *who, const nx_tensor *idx,
                                           int64_t n_cols);
+
+/* ---- the ELL ops (entry.c): semiring_ell_matmul, semiring_ell_rmatvec, ell_row_softmax -------*/
+
+typedef enum nx_ell_op { NX_ELL_MATMUL, NX_ELL_RMATVEC, NX_ELL_SOFTMAX } nx_ell_op;
+
+/* The three ops' option struct (ops/op.h): what nx_op_call parses into (the schema of each op
+ * names the fields it has) and, after them, what only typed calls give. Their inputs are the
+ * ELL's values and indices and the dense operand. */
+typedef struct nx_ell_args {
+    nx_backend backend;
+    const nx_semiring *semiring; /* matmul, rmatvec; NULL: REAL */
+    int64_t n_cols;              /* rmatvec: required; matmul: when given (n_cols_given) */
+    int n_cols_given;            /* text options: how many n_cols values were given (0 or 1) */
+    double identity;             /* the pad value (values == identity is a pad) */
+    int driver;                  /* rmatvec's driver option: auto|gather|scatter */
+    const char *driver_text;     /* a typed call's opts->driver (the option's text wins) */
+    bool typed_call;
+    bool fold; /* the range flag is in the program whatever the device (tests) */
+} nx_ell_args;
+
+/* The ELL the call's inputs and options describe. */
+NX_HIDDEN nx_ell nx_ell_of_call(const nx_op_args *c, nx_ell_op op);
+/* The ops' check: the ELL (indices range-checked on the host unless the program checks them),
+ * the dense operand against it, the semiring, the cotangent of a vjp. */
+NX_HIDDEN nx_status nx_ell_op_check(const nx_op_args *c, nx_ell_op op, const char *what);
+/* The ops' run: the program (forward or vjp, with the range flag for device indices) through
+ * nx_op_program, run, and with the flag set its results freed for the error naming the index.
+ * outs: 1 result, or 2 (values' and the dense operand's cotangents) for a vjp (indices get none).
+ */
+NX_HIDDEN nx_status nx_ell_op_run(const nx_op_args *c, nx_ell_op op, nx_tensor **outs);
+/* The args of a typed call on a and opts. */
+NX_HIDDEN nx_ell_args nx_ell_typed_args(const nx_semiring *sr, const nx_ell *a,
+                                        const nx_semiring_opts *opts);
+/* A typed entry point: a's tensors and x through d (who NULL: nx_<name>; nx_op_run, or
+ * nx_op_run_vjp when dy is given: outs gets the values' and x's cotangents). */
+NX_HIDDEN nx_status nx_ell_typed_run(nx_ctx *ctx, const nx_op_desc *d, const char *who,
+                                     const nx_ell *a, const nx_tensor *x, const nx_tensor *dy,
+                                     const nx_ell_args *args, nx_tensor **outs);
+
+/* A typed vjp entry point: the values' and x's cotangents of <dy, d(a, x)> (either may be NULL). */
+NX_HIDDEN nx_status nx_ell_typed_vjp(nx_ctx *ctx, const nx_op_desc *d, const nx_semiring *sr,
+                                     const nx_ell *a, const nx_tensor *x, const nx_tensor *dy,
+                                     const nx_semiring_opts *opts, nx_tensor **dvalues,
+                                     nx_tensor **dx);
+
+/* ---- edge aggregation (edge.c) --------------------------------------------------------------*/
+
+/* The fold of semiring_ell_edge_aggregate under sr: sum (REAL), max, min (TROPICAL_*); false for
+ * the others. */
+NX_HIDDEN bool nx_sparse_edge_monoid(const nx_semiring *sr, nx_monoid *m);
+/* An edge formula over hi, hj, w, ij and e (has_e: edge attributes given), parsed. */
+typedef struct nx_sparse_edge_formula {
+    nx_sr_expr e;
+    int32_t root;
+} nx_sparse_edge_formula;
+NX_HIDDEN nx_status nx_sparse_edge_parse(nx_ctx *ctx, const char *who, const char *text, bool has_e,
+                                         nx_sparse_edge_formula *f);
+/* The nx_edge_fn of a parsed formula (user: the nx_sparse_edge_formula). */
+NX_HIDDEN nx_node nx_sparse_edge_formula_fn(nx_graph *g, nx_node hi, nx_node hj, nx_node w,
+                                            nx_node ij, nx_node e, void *user);
+
+/* ---- SectionedELL ops (sectioned.c) --------------------------------------------------------*/
+
+/* The option struct of sectioned_semiring_ell_matmul and _rmatvec. Their inputs are the CSR rows
+ * (offsets, indices, values) and the dense operand; pads hold the semiring's identity. */
+typedef struct nx_sectioned_args {
+    nx_backend backend;
+    const nx_semiring *semiring; /* NULL: REAL */
+    int64_t n_cols;              /* rmatvec: required; matmul: when given (n_cols_given) */
+    int n_cols_given;            /* matmul: 0: the dense operand's rows */
+} nx_sectioned_args;
+/* Both ops' run: the SectionedELL built from the inputs, then the per-section loop (or its vjp:
+ * outs gets one gradient per input, the values' and the dense operand's). */
+NX_HIDDEN nx_status nx_sectioned_op_run(const nx_op_args *c, bool rmatvec, nx_tensor **outs);
 
 /* An ELL entry point (op "matmul", "rmatvec" (its scatter driver) or "softmax"; its VJP when dy
  * is given) with the index range check inside its program, as the entry points do for device

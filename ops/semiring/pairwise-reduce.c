@@ -1,11 +1,14 @@
-/* KeOps-style pairwise reductions: out_i = reduce_j F(x_i, y_j, b_j, p). F is built on
- * x_i [M, 1, D] and y_j [1, N, D], so the [M, N, E] values exist only as a graph node that the
- * backends stream (the reference interpreter materialises it). */
+/* pairwise_reduce, KeOps-style pairwise reductions: out_i = reduce_j F(x_i, y_j, b_j, p). F is
+ * built on x_i [M, 1, D] and y_j [1, N, D], so the [M, N, E] values exist only as a graph node
+ * that the backends stream (the reference interpreter materialises it). The spec has no name for
+ * it (it is the engine under semiring_matmul's KeOps heritage), so the table keeps this one. The
+ * descriptor, its checks, the two graphs (forward, vjp) and the typed entry points. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "cache.h"
-#include "passes/autodiff.h"
+#include "ops/op.h"
 #include "semiring.h"
 
 #define WHO "nx_pairwise_reduce"
@@ -15,7 +18,7 @@ typedef struct pw_call {
     const nx_pairwise_opts *o;
     const nx_sr_expr *e;
     int32_t root;
-    const nx_tensor *dout; /* vjp: the result's cotangent; NULL for the forward program */
+    const nx_tensor *dout;  /* vjp: the result's cotangent; NULL for the forward program */
     const nx_tensor *saved; /* vjp under LOGSUMEXP: the forward result, or NULL */
 } pw_call;
 
@@ -258,9 +261,9 @@ static nx_status build_vjp(nx_graph *g, void *user, nx_node *outs, int *nouts)
     if (c->b && nx_tensor_ndim(c->b) == 2)
         e = nx_tensor_shape(c->b)[1];
     const int64_t *ds = nx_tensor_shape(c->dout);
-    nx_node stat = c->saved ? nx_input(g, "saved_out", nx_tensor_dtype(c->saved), 2,
-                                       nx_tensor_shape(c->saved))
-                            : forward_stat(g, c, ins);
+    nx_node stat =
+        c->saved ? nx_input(g, "saved_out", nx_tensor_dtype(c->saved), 2, nx_tensor_shape(c->saved))
+                 : forward_stat(g, c, ins);
     if (nx_graph_status(g) != NX_OK)
         return nx_graph_status(g);
     int64_t eo = 1; /* the result's E: F's, which b need not fix (F may not read b) */
@@ -290,8 +293,8 @@ static nx_status build_vjp(nx_graph *g, void *user, nx_node *outs, int *nouts)
     outs[k++] = columns(g, rx, 0, d);
     outs[k++] = columns(g, ry, 0, d);
     if (c->b)
-        outs[k++] = nx_reshape(g, columns(g, ry, d, d + e), nx_tensor_ndim(c->b),
-                               nx_tensor_shape(c->b));
+        outs[k++] =
+            nx_reshape(g, columns(g, ry, d, d + e), nx_tensor_ndim(c->b), nx_tensor_shape(c->b));
     if (c->p && expr) {
         outs[k++] = dp;
     } else if (c->p) {
@@ -371,8 +374,8 @@ static nx_status check_params(nx_ctx *ctx, const nx_tensor *p)
                                                       : ((const double *)(const void *)base)[i * s];
         if (!isfinite(v))
             st = nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                             WHO ": parameter p%lld is %g; parameters must be finite",
-                             (long long)i, v);
+                             WHO ": parameter p%lld is %g; parameters must be finite", (long long)i,
+                             v);
     }
     nx_tensor_free(h);
     return st;
@@ -416,64 +419,22 @@ static nx_status check_formula_vars(nx_ctx *ctx, const pw_call *c)
                        bad - NX_SR_VP0, (long long)np);
 }
 
-static nx_status run_pairwise(nx_ctx *ctx, pw_call *c, nx_tensor **out, nx_tensor **idx)
-{
-    const nx_pairwise_opts *o = c->o;
-    nx_rt_cache_blob key;
-    nx_rt_cache_blob_init(&key, ctx);
-    nx_rt_cache_blob_str(&key, "op", c->dout ? "pairwise_reduce_vjp" : "pairwise_reduce");
-    nx_rt_cache_blob_tensor(&key, "dout", c->dout);
-    nx_rt_cache_blob_tensor(&key, "saved", c->saved);
-    if (o->formula)
-        nx_sr_key(&key, "formula", c->e, c->root);
-    else
-        nx_rt_cache_blob_str(&key, "expr", o->expr_key);
-    nx_rt_cache_blob_i64(&key, "reduction", o->reduction);
-    nx_rt_cache_blob_i64(&key, "k", o->reduction == NX_PAIRWISE_KMIN ? o->k : 0);
-    nx_rt_cache_blob_tensor(&key, "x", c->x);
-    nx_rt_cache_blob_tensor(&key, "y", c->y);
-    nx_rt_cache_blob_tensor(&key, "b", c->b);
-    nx_rt_cache_blob_tensor(&key, "p", c->p);
-    const nx_tensor *ins[6] = {c->x, c->y};
-    const char *names[6] = {"x", "y"};
-    int n = 2;
-    if (c->b)
-        names[n] = "b", ins[n++] = c->b;
-    if (c->p)
-        names[n] = "p", ins[n++] = c->p;
-    if (c->dout)
-        names[n] = "dout", ins[n++] = c->dout;
-    if (c->saved)
-        names[n] = "saved_out", ins[n++] = c->saved;
-    nx_tensor *res[4] = {NULL, NULL, NULL, NULL};
-    nx_sr_run_args a = {.who = c->dout ? WHO "_vjp" : WHO, .backend = o->backend,
-                        .build = build_pairwise, .user = c, .ninputs = n, .noutputs = 4,
-                        .inputs = ins, .names = names, .outputs = res};
-    nx_status st = nx_sr_run(ctx, &key, &a);
-    if (st != NX_OK)
-        return st;
-    out[0] = res[0];
-    if (c->dout) {
-        /* x, y, then b and p where given */
-        int k = 1;
-        out[1] = res[k++];
-        out[2] = c->b ? res[k++] : NULL;
-        out[3] = c->p ? res[k++] : NULL;
-    } else if (idx) {
-        *idx = res[1];
-    }
-    return NX_OK;
-}
-
-static nx_status check_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
-                           const nx_tensor *b, const nx_tensor *p, const nx_pairwise_opts *opts,
-                           const nx_tensor *dout)
+/* The index reductions have no gradient: said before anything else is looked at. */
+static nx_status check_index_grad(nx_ctx *ctx, const nx_pairwise_opts *opts)
 {
     if (opts && opts->reduction > NX_PAIRWISE_LOGSUMEXP &&
         opts->reduction < NX_PAIRWISE_REDUCTION_COUNT)
         return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
                            WHO "_vjp: argmin, argmax and kmin give indices, which have no "
                                "gradient; use min or max for the values");
+    return NX_OK;
+}
+
+static nx_status check_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y, const nx_tensor *b,
+                           const nx_tensor *p, const nx_pairwise_opts *opts, const nx_tensor *dout)
+{
+    if (check_index_grad(ctx, opts) != NX_OK)
+        return NX_ERR_UNSUPPORTED;
     nx_status st = check_points(ctx, x, y, b, p);
     if (st == NX_OK)
         st = check_params(ctx, p);
@@ -492,10 +453,10 @@ static nx_status check_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
                            WHO "_vjp: saved_out is for LOGSUMEXP only (MAX and MIN route to the "
                                "first winner, which the values alone do not give)");
     st = nx_sr_check_float_any(ctx, WHO "_vjp", "saved_out", s);
-    if (st == NX_OK && (nx_tensor_dtype(s) != nx_tensor_dtype(x) ||
-                        nx_tensor_ndim(s) != nx_tensor_ndim(dout) ||
-                        memcmp(nx_tensor_shape(s), nx_tensor_shape(dout),
-                               (size_t)nx_tensor_ndim(s) * sizeof(int64_t))))
+    if (st == NX_OK &&
+        (nx_tensor_dtype(s) != nx_tensor_dtype(x) || nx_tensor_ndim(s) != nx_tensor_ndim(dout) ||
+         memcmp(nx_tensor_shape(s), nx_tensor_shape(dout),
+                (size_t)nx_tensor_ndim(s) * sizeof(int64_t))))
         st = nx_rt_error(ctx, NX_ERR_SHAPE,
                          WHO "_vjp: saved_out must be the forward result, of dout's shape and x's "
                              "dtype");
@@ -507,12 +468,264 @@ static nx_status parse_formula(nx_ctx *ctx, pw_call *c, nx_sr_expr *e)
     if (!c->o->formula)
         return NX_OK;
     char msg[512];
-    nx_status st = nx_sr_parse_expr(ctx, "pairwise formula", c->o->formula,
-                                    NX_SR_DIALECT_PAIRWISE, e, &c->root, msg, sizeof msg);
+    nx_status st = nx_sr_parse_expr(ctx, "pairwise formula", c->o->formula, NX_SR_DIALECT_PAIRWISE,
+                                    e, &c->root, msg, sizeof msg);
     if (st != NX_OK)
         return nx_rt_error(ctx, st, "%s", msg);
     c->e = e;
     return check_formula_vars(ctx, c);
+}
+
+/* ---- the descriptor --------------------------------------------------------------------------*/
+
+/* What nx_op_call parses into (the schema's fields) and, after them, what only the typed entry
+ * points give: a C builder and a saved result (typed), the optional b and p, and where KMIN's
+ * indices and b's and p's cotangents go. */
+typedef struct pw_args {
+    nx_backend backend;
+    int reduction;       /* nx_pairwise_reduction */
+    int64_t k;           /* KMIN only; text options: 1 unless given (n_k) */
+    const char *formula; /* F as text; NULL: the kernel's */
+    int kernel;          /* PW_GAUSSIAN..: F when formula is NULL */
+    double eps;          /* the kernel's bandwidth (p0); 1 unless given (n_eps) */
+    int n_k, n_eps;      /* how many values of k and eps the text options gave (0 or 1) */
+    bool typed_call;
+    const nx_pairwise_opts *typed; /* a typed call's options (NULL is refused) */
+    const nx_tensor *b, *p;
+    nx_tensor **idx;      /* KMIN's indices, or NULL */
+    nx_tensor **grads_bp; /* vjp: b's and p's cotangents, or NULL */
+} pw_args;
+
+enum { PW_GAUSSIAN, PW_NEG_SQDIST, PW_SQDIST };
+static const char *const kernel_formulas[] = {"exp(-sqdist(x, y) / p0)", "-sqdist(x, y) / p0",
+                                              "sqdist(x, y)"};
+
+/* The options as the typed entry point's; *uses_eps: F reads p0 = eps (text options). */
+static bool resolve(const pw_args *a, nx_pairwise_opts *po, bool *uses_eps)
+{
+    *uses_eps = false;
+    if (a->typed_call) {
+        if (a->typed)
+            *po = *a->typed;
+        return a->typed != NULL;
+    }
+    bool given = a->formula && *a->formula; /* "" (the default): the kernel's */
+    int kern = a->kernel >= PW_GAUSSIAN && a->kernel <= PW_SQDIST ? a->kernel : PW_GAUSSIAN;
+    *po = (nx_pairwise_opts){.backend = a->backend,
+                             .reduction = (nx_pairwise_reduction)a->reduction,
+                             .k = a->n_k ? a->k : 1,
+                             .formula = given ? a->formula : kernel_formulas[kern]};
+    *uses_eps = !given && kern != PW_SQDIST;
+    return true;
+}
+
+static nx_status check(const nx_op_args *c)
+{
+    const pw_args *a = c->opts;
+    nx_pairwise_opts po;
+    bool uses_eps = false;
+    bool have = resolve(a, &po, &uses_eps);
+    const nx_tensor *x = c->in[0], *y = c->in[1];
+    if (c->dy)
+        return check_vjp(c->ctx, x, y, a->b, a->p, have ? &po : NULL, c->dy[0]);
+    nx_status st = check_points(c->ctx, x, y, a->b, a->p);
+    if (st == NX_OK)
+        st = check_params(c->ctx, a->p);
+    double eps = a->n_eps ? a->eps : 1.0;
+    if (st == NX_OK && uses_eps && !isfinite(eps))
+        st = nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
+                         WHO ": parameter p0 (eps) is %g; parameters must be finite", eps);
+    nx_tensor *dummy = NULL;
+    if (st == NX_OK)
+        st = check_opts(c->ctx, have ? &po : NULL, y, a->typed_call ? a->idx : &dummy);
+    return st;
+}
+
+static void stage_key(nx_rt_cache_blob *b, const void *user)
+{
+    const pw_call *c = user;
+    if (c->e)
+        nx_sr_key(b, "formula", c->e, c->root);
+    else
+        nx_rt_cache_blob_str(b, "expr", c->o->expr_key);
+    nx_rt_cache_blob_i64(b, "reduction", c->o->reduction);
+    nx_rt_cache_blob_i64(b, "k", c->o->reduction == NX_PAIRWISE_KMIN ? c->o->k : 0);
+    nx_rt_cache_blob_tensor(b, "b", c->b);
+    nx_rt_cache_blob_tensor(b, "p", c->p);
+    nx_rt_cache_blob_tensor(b, "dout", c->dout);
+    nx_rt_cache_blob_tensor(b, "saved", c->saved);
+}
+
+static nx_status stage_build(nx_graph *g, const nx_op_args *oc, const void *user, int nout,
+                             nx_node *outs)
+{
+    (void)oc;
+    int n = 0;
+    nx_status st = build_pairwise(g, (void *)(uintptr_t)user, outs, &n);
+    if (st == NX_OK && n != nout)
+        st = nx_rt_error(nx_graph_ctx(g), NX_ERR_INTERNAL, WHO ": %d outputs built, %d expected", n,
+                         nout);
+    return st;
+}
+
+/* A [1] tensor holding the kernel's eps in x's dtype. */
+static nx_status eps_tensor(nx_ctx *ctx, const nx_tensor *x, double eps, nx_tensor **out)
+{
+    int64_t one = 1;
+    nx_status st = nx_tensor_new(ctx, nx_tensor_dtype(x), 1, &one, out);
+    if (st == NX_OK && nx_tensor_dtype(x) == NX_DTYPE_F32)
+        *(float *)nx_tensor_data(*out) = (float)eps;
+    else if (st == NX_OK)
+        *(double *)nx_tensor_data(*out) = eps;
+    return st;
+}
+
+static nx_status run_stage(const nx_op_args *oc, pw_call *c, nx_tensor **res, int *nres)
+{
+    int n;
+    if (c->dout)
+        n = 2 + (c->b != NULL) + (c->p != NULL);
+    else
+        n = c->o->reduction == NX_PAIRWISE_KMIN ? 2 : 1;
+    /* The gradients' two streamed passes are built here, not by autodiff of the forward
+     * stage, so the vjp stage is asked for as a forward one (its key has the cotangent). */
+    nx_op_args fc = *oc;
+    fc.dy = NULL;
+    nx_program *prog = NULL;
+    nx_status st =
+        nx_op_program(&fc, c->dout ? "vjp" : "forward", stage_key, stage_build, c, n, &prog);
+    if (st != NX_OK)
+        return st;
+    const nx_tensor *ins[6] = {c->x, c->y};
+    int k = 2;
+    if (c->b)
+        ins[k++] = c->b;
+    if (c->p)
+        ins[k++] = c->p;
+    if (c->dout)
+        ins[k++] = c->dout;
+    if (c->saved)
+        ins[k++] = c->saved;
+    *nres = n;
+    return nx_program_run(prog, ins, res);
+}
+
+/* Forward: outs[0] (KMIN's indices to a->idx). Vjp: x's and y's cotangents in outs, b's and p's
+ * to a->grads_bp. */
+static nx_status run(const nx_op_args *oc, nx_tensor **outs)
+{
+    const pw_args *a = oc->opts;
+    nx_pairwise_opts po;
+    bool uses_eps = false;
+    resolve(a, &po, &uses_eps);
+    nx_tensor *p_eps = NULL;
+    nx_status st =
+        uses_eps ? eps_tensor(oc->ctx, oc->in[0], a->n_eps ? a->eps : 1.0, &p_eps) : NX_OK;
+    if (st != NX_OK)
+        return st;
+    pw_call c = {.x = oc->in[0],
+                 .y = oc->in[1],
+                 .b = a->b,
+                 .p = p_eps ? p_eps : a->p,
+                 .o = &po,
+                 .root = -1,
+                 .dout = oc->dy ? oc->dy[0] : NULL,
+                 .saved = oc->dy ? po.saved_out : NULL};
+    nx_sr_expr e = {0};
+    st = parse_formula(oc->ctx, &c, &e);
+    nx_tensor *res[4] = {NULL, NULL, NULL, NULL};
+    int n = 0;
+    if (st == NX_OK)
+        st = run_stage(oc, &c, res, &n);
+    nx_sr_expr_free(oc->ctx, &e);
+    nx_tensor_free(p_eps);
+    if (st != NX_OK)
+        return st;
+    outs[0] = res[0];
+    if (!oc->dy) {
+        if (n == 2 && a->idx)
+            *a->idx = res[1];
+        else if (n == 2)
+            nx_tensor_free(res[1]);
+        return NX_OK;
+    }
+    /* x, y, then b and p where given */
+    outs[1] = res[1];
+    int k = 2;
+    nx_tensor *gb = c.b ? res[k++] : NULL, *gp = c.p ? res[k++] : NULL;
+    if (a->grads_bp) {
+        a->grads_bp[0] = gb;
+        a->grads_bp[1] = gp;
+    } else {
+        nx_tensor_free(gb);
+        nx_tensor_free(gp);
+    }
+    return NX_OK;
+}
+
+static void key(nx_rt_cache_blob *b, const nx_op_args *c)
+{
+    /* What text options cannot give; the formula's tree, the builder's name and the optional
+     * tensors are the stages' key (stage_key). */
+    const pw_args *a = c->opts;
+    nx_rt_cache_blob_i64(b, "typed", a->typed_call);
+}
+
+static const nx_op_opt opts[] = {
+    {"reduction", NX_OPT_ENUM, "sum", "sum|max|min|logsumexp|argmin|argmax|kmin", 1,
+     "the reduction over j (kmin writes the k smallest values)"},
+    /* k and eps: lists of one value, whose counts say whether they were given (the defaults
+     * are not zero) */
+    {"k", NX_OPT_INTS, "1", "1:", 1, "kmin: how many"},
+    {"formula", NX_OPT_STRING, "", NULL, 1,
+     "F over x, y (D-vectors), b, p0..p7; when not given, the kernel's"},
+    {"kernel", NX_OPT_ENUM, "gaussian", "gaussian|neg_sqdist|sqdist", 1,
+     "F: exp(-|x-y|^2 / eps), -|x-y|^2 / eps, or |x-y|^2"},
+    {"eps", NX_OPT_FLOATS, "1", "-1e300:1e300", 1, "the kernel's bandwidth eps (finite)"},
+};
+
+#define F(field, count)                                                                            \
+    {                                                                                              \
+        offsetof(pw_args, field), count, sizeof(((pw_args *)0)->field)                             \
+    }
+static const nx_op_field fields[] = {
+    F(reduction, NX_OP_NO_FIELD), F(k, offsetof(pw_args, n_k)),     F(formula, NX_OP_NO_FIELD),
+    F(kernel, NX_OP_NO_FIELD),    F(eps, offsetof(pw_args, n_eps)),
+};
+#undef F
+
+/* the fixtures' (tests/ops/semiring: f32 2e-5, f64 1e-12) */
+static const nx_op_tol tols[] = {
+    {NX_DTYPE_F64, NULL, NULL, 1e-12, 1e-12},
+    {NX_DTYPE_F32, NULL, NULL, 2e-5, 2e-5},
+};
+
+const nx_op_desc nx_op_pairwise_reduce = {
+    .info = {.nopts = 5, .opts = opts},
+    .opts_size = sizeof(pw_args),
+    .fields = fields,
+    .backend_offset = offsetof(pw_args, backend),
+    .check = check,
+    .key = key,
+    .run = run,
+    .golden = NULL, /* no golden cases yet: the fixtures are tests/ops/semiring's */
+    .tols = tols,
+    .ntols = 2,
+};
+
+/* ---- typed entry points ----------------------------------------------------------------------*/
+
+static pw_args typed_args(const nx_tensor *b, const nx_tensor *p, const nx_pairwise_opts *opts)
+{
+    pw_args a = {.typed_call = true, .typed = opts, .b = b, .p = p};
+    if (opts) {
+        a.backend = opts->backend;
+        a.reduction = (int)opts->reduction;
+        a.k = opts->reduction == NX_PAIRWISE_KMIN ? opts->k : 1;
+        a.n_k = 1;
+        a.formula = opts->formula;
+    }
+    return a;
 }
 
 nx_status nx_pairwise_reduce(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
@@ -524,20 +737,9 @@ nx_status nx_pairwise_reduce(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y
     *out = NULL;
     if (idx)
         *idx = NULL;
-    nx_status st = check_points(ctx, x, y, b, p);
-    if (st == NX_OK)
-        st = check_params(ctx, p);
-    if (st == NX_OK)
-        st = check_opts(ctx, opts, y, idx);
-    if (st != NX_OK)
-        return st;
-    pw_call c = {.x = x, .y = y, .b = b, .p = p, .o = opts, .root = -1};
-    nx_sr_expr e = {0};
-    st = parse_formula(ctx, &c, &e);
-    if (st == NX_OK)
-        st = run_pairwise(ctx, &c, out, idx);
-    nx_sr_expr_free(ctx, &e);
-    return st;
+    pw_args a = typed_args(b, p, opts);
+    a.idx = idx;
+    return nx_op_run(ctx, &nx_op_pairwise_reduce, (const nx_tensor *const[]){x, y}, &a, out);
 }
 
 nx_status nx_pairwise_reduce_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
@@ -549,20 +751,22 @@ nx_status nx_pairwise_reduce_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tenso
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, WHO "_vjp: ctx and grads must not be NULL");
     for (int i = 0; i < 4; i++)
         grads[i] = NULL;
-    nx_status st = check_vjp(ctx, x, y, b, p, opts, dout);
+    nx_status st = check_index_grad(ctx, opts);
     if (st != NX_OK)
         return st;
-    pw_call c = {.x = x, .y = y, .b = b, .p = p, .o = opts, .root = -1, .dout = dout,
-                 .saved = opts->saved_out};
-    nx_sr_expr e = {0};
-    st = parse_formula(ctx, &c, &e);
-    nx_tensor *res[4] = {NULL, NULL, NULL, NULL};
-    if (st == NX_OK)
-        st = run_pairwise(ctx, &c, res, NULL);
-    nx_sr_expr_free(ctx, &e);
-    for (int i = 0; i < 4 && st == NX_OK; i++)
-        grads[i] = res[i];
-    return st;
+    pw_args a = typed_args(b, p, opts);
+    nx_tensor *bp[2] = {NULL, NULL};
+    a.grads_bp = bp;
+    st = nx_op_run_vjp(ctx, &nx_op_pairwise_reduce, (const nx_tensor *const[]){x, y}, &a,
+                       (const nx_tensor *const[]){dout}, grads);
+    if (st != NX_OK) {
+        nx_tensor_free(bp[0]);
+        nx_tensor_free(bp[1]);
+        return st;
+    }
+    grads[2] = bp[0];
+    grads[3] = bp[1];
+    return NX_OK;
 }
 
 nx_status nx_sr_pairwise_vjp_graph(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
@@ -574,7 +778,13 @@ nx_status nx_sr_pairwise_vjp_graph(nx_ctx *ctx, const nx_tensor *x, const nx_ten
     nx_status st = check_vjp(ctx, x, y, b, p, opts, dout);
     if (st != NX_OK)
         return st;
-    pw_call c = {.x = x, .y = y, .b = b, .p = p, .o = opts, .root = -1, .dout = dout,
+    pw_call c = {.x = x,
+                 .y = y,
+                 .b = b,
+                 .p = p,
+                 .o = opts,
+                 .root = -1,
+                 .dout = dout,
                  .saved = opts->saved_out};
     nx_sr_expr e = {0};
     st = parse_formula(ctx, &c, &e);
@@ -591,9 +801,8 @@ nx_status nx_sr_pairwise_vjp_graph(nx_ctx *ctx, const nx_tensor *x, const nx_ten
 }
 
 nx_status nx_sr_pairwise_graph(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *y,
-                               const nx_tensor *b, const nx_tensor *p,
-                               const nx_pairwise_opts *opts, nx_graph **g, nx_node *outs,
-                               int *nouts)
+                               const nx_tensor *b, const nx_tensor *p, const nx_pairwise_opts *opts,
+                               nx_graph **g, nx_node *outs, int *nouts)
 {
     *g = NULL;
     nx_status st = check_points(ctx, x, y, b, p);
