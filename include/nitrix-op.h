@@ -54,7 +54,9 @@ typedef enum nx_opt_type {
 typedef struct nx_op_opt {
     const char *name;    /* the spec's keyword, e.g. "size", "mode", "semiring" */
     nx_opt_type type;
-    const char *def;     /* default in the option's own syntax; NULL: required */
+    const char *def;     /* default in the option's own syntax; NULL: required; in
+                            parentheses, a description of a default the op computes from its
+                            inputs ("(B's rows)") */
     const char *allowed; /* ENUM: "a|b|c"; numbers: inclusive range "lo:hi" (a side may be
                             empty); NULL: anything of the type */
     int max_count;       /* INTS/FLOATS: most values taken; else 1 */

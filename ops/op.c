@@ -948,7 +948,11 @@ static nx_status parse_options(nx_ctx *ctx, const nx_op_desc *d, const nx_op_inf
                                info->name, info->opts[i].name,
                                info->opts[i].help ? info->opts[i].help : "no default");
         /* An option not given takes its schema default, parsed as if it had been given, so a
-         * default need not be the struct's zero (use_median=true, half=1 with 0 valid). */
+         * default need not be the struct's zero (use_median=true, half=1 with 0 valid). A
+         * default in parentheses describes one the op computes ("(B's rows)"): the field stays
+         * zero, and for INTS/FLOATS its count 0 says it was not given. */
+        if (info->opts[i].def[0] == '(')
+            continue;
         t->o = &info->opts[i];
         nx_status st = parse_option(t, &d->fields[i], info->opts[i].def, *opts);
         if (st != NX_OK)

@@ -19,7 +19,7 @@ static const nx_op_opt opts[] = {
     {"semiring", NX_OPT_SEMIRING, "REAL", NULL, 1,
      "the algebra (built-in; user semirings through the C entry point)"},
     /* INTS of one value: its count says whether it was given (the default is B's rows) */
-    {"n_cols", NX_OPT_INTS, "B's rows", "0:", 1, "the matrix's column count"},
+    {"n_cols", NX_OPT_INTS, "(B's rows)", "0:", 1, "the matrix's column count"},
 };
 
 static const nx_op_field fields[] = {

@@ -101,7 +101,7 @@ static int check_defaults(nx_ctx *ctx, const gc_case *c, const nx_op_info *info)
     }
     for (int i = 0; i < info->nopts; i++) {
         const nx_op_opt *o = &info->opts[i];
-        if (!o->def || gc_option(c, o->name) || c->nopt >= GC_MAX_OPTS)
+        if (!o->def || o->def[0] == '(' || gc_option(c, o->name) || c->nopt >= GC_MAX_OPTS)
             continue;
         gc_case with = *c;
         snprintf(with.key[with.nopt], sizeof with.key[0], "%s", o->name);
