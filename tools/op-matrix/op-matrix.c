@@ -215,8 +215,7 @@ static void count_cases(op_row *r)
     static const struct {
         nx_dtype dt;
         const char *name;
-        bool want;
-    } dts[2] = {{NX_DTYPE_F32, "f32", true}, {NX_DTYPE_F64, "f64", true}};
+    } dts[2] = {{NX_DTYPE_F32, "f32"}, {NX_DTYPE_F64, "f64"}};
     for (int i = 0; d && i < 2 && o < sizeof r->tol; i++) {
         double rt = 0, at = 0;
         if (!(i ? r->f64 : r->f32) || !nx_op_tolerance(d, dts[i].dt, NULL, NULL, &rt, &at))
@@ -379,9 +378,9 @@ static void write_md(FILE *f, const op_row *ops, int n)
           "    meson compile -C <build> && <build>/tests/fidelity/op-matrix . docs\n\n"
           "The test `op-matrix-fresh` (suite `fidelity`) fails when this file is stale or when a\n"
           "public entry point of the op headers has no row in `facts.tsv`.\n\n"
-          "Legend: *golden*: cases in `golden/` (docs/fidelity.md), replayed through `nx_op_call` on\n"
-          "every available backend and compared by the descriptor's *tolerance* (rtol/atol per\n"
-          "dtype); *dtypes*: the dtypes of those cases; *gradient*: the row's differentiable flag\n"
+          "Legend: *golden*: cases in `golden/` (docs/fidelity.md), replayed through\n"
+          "`nx_op_call` on every available backend and compared by the descriptor's *tolerance*\n"
+          "(rtol/atol per dtype); *dtypes*: the dtypes of those cases; *gradient*: the row's differentiable flag\n"
           "and the FD test on its float64 cases; *reproducible*: the op's driver variants under\n"
           "reproducible mode; **–**: none. Options show their defaults in the option's own\n"
           "syntax (`nitrix run OP --help` gives types, ranges and help).\n\n"
@@ -422,11 +421,9 @@ static void write_md(FILE *f, const op_row *ops, int n)
         const op_row *r = &ops[i];
         if (r->info)
             continue;
-        const char *const *cl = (const char *const[]){"?", "?", "?", "?", "?", "?", "?", "?",
-                                                      "?"};
         const char *cells[9];
         for (int k = 0; k < 9; k++)
-            cells[k] = r->fc ? r->fc->f[k] : cl[k];
+            cells[k] = r->fc ? r->fc->f[k] : "?";
         fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s | ", r->name,
                 md_escape(r->math, a, sizeof a), cells[2], cells[3], cells[4], cells[5],
                 cells[6]);
