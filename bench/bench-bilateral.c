@@ -74,7 +74,7 @@ static double memcpy_rate(size_t n)
 
 static nx_status row_bilateral(nx_ctx *ctx, int runs, nx_bench_row *row)
 {
-    nx_bench_set_row(row, "bilateral_64c_27", "[262144,1] k=27");
+    nx_bench_set_row(row, "bilateral_gaussian_64c_27", "[262144,1] k=27");
     bil_inputs in = {0};
     nx_status st = inputs_new(ctx, &in);
     nx_bilateral_opts o = {.backend = NX_BACKEND_CPU,
@@ -115,7 +115,7 @@ static nx_status row_bilateral(nx_ctx *ctx, int runs, nx_bench_row *row)
 
 nx_status nx_bench_bilateral(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
 {
-    if (!nx_bench_wanted(filter, "bilateral_64c_27"))
+    if (!nx_bench_wanted(filter, "bilateral_gaussian_64c_27"))
         return NX_OK;
     nx_bench_row row;
     nx_status st = row_bilateral(ctx, runs, &row);

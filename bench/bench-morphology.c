@@ -164,15 +164,16 @@ static nx_status run_row(nx_ctx *ctx, const morph_row *r, int runs, bool json, F
 nx_status nx_bench_morphology(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
 {
     static const morph_row rows[] = {
-        {"morph_dilate_3x3x3", "[256,256,256]", "scipy grey_dilation (issue)", 0.645, 256, 0, -1,
+        {"dilate_3x3x3", "[256,256,256]", "scipy grey_dilation (issue)", 0.645, 256, 0, -1,
          call_dilate, 4, true},
-        {"morph_edt", "[256,256,256]", "scipy distance_transform_edt (issue)", 3.1, 256, 0, 0.99,
-         call_edt, 4, true},
-        {"morph_median_3x3x3", "[128,128,128]", "scipy median_filter (issue)", 0.79, 128, 0, -1,
+        {"distance_transform_edt", "[256,256,256]", "scipy distance_transform_edt (issue)", 3.1,
+         256, 0, 0.99, call_edt, 4, true},
+        {"median_filter_3x3x3", "[128,128,128]", "scipy median_filter (issue)", 0.79, 128, 0, -1,
          call_median, 4, true},
-        {"morph_label", "[128,128,128]", "scipy label (issue)", 0.019, 128, 0, 0.5, call_label, 4,
+        {"connected_components", "[128,128,128]", "scipy label (issue)", 0.019, 128, 0, 0.5,
+         call_label, 4, true},
+        {"max_pool_with_indices_nd_2x2x2", "[128,128,128,4]", "", 0, 128, 4, -1, call_pool, 0.375,
          true},
-        {"morph_max_pool_2x2x2", "[128,128,128,4]", "", 0, 128, 4, -1, call_pool, 0.375, true},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         if (!nx_bench_wanted(filter, rows[i].name))

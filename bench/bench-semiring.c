@@ -292,22 +292,24 @@ static nx_status gpu_rows(nx_ctx *ctx, const char *filter, int runs, bool json, 
     char gauss_shape[40];
     snprintf(gauss_shape, sizeof gauss_shape, "M=N=%lld D=3", (long long)gauss_n());
     const sr_row rows[] = {
-        {"semiring_real_4096", "[4096,4096]x[4096,4096]", "torch matmul (cuBLAS fp32, TF32 off)",
-         "1 FMA per term", setup_gpu_matmul, call_real, terms / lanes},
-        {"semiring_maxplus_4096", "[4096,4096]x[4096,4096]", "target 6 ms (CUDA issue)",
+        {"semiring_matmul_real_4096", "[4096,4096]x[4096,4096]",
+         "torch matmul (cuBLAS fp32, TF32 off)", "1 FMA per term", setup_gpu_matmul, call_real,
+         terms / lanes},
+        {"semiring_matmul_maxplus_4096", "[4096,4096]x[4096,4096]", "target 6 ms (CUDA issue)",
          "add + max.NaN per term", setup_gpu_matmul, call_maxplus4k, 2 * terms / lanes},
-        {"semiring_minplus_4096", "[4096,4096]x[4096,4096]", "target 6 ms (as max-plus)",
+        {"semiring_matmul_minplus_4096", "[4096,4096]x[4096,4096]", "target 6 ms (as max-plus)",
          "add + min.NaN per term", setup_gpu_matmul, call_minplus, 2 * terms / lanes},
-        {"semiring_boolean_4096", "[4096,4096]x[4096,4096]", "target 6 ms (as max-plus)",
+        {"semiring_matmul_boolean_4096", "[4096,4096]x[4096,4096]", "target 6 ms (as max-plus)",
          "multiply + max of the 0/1-staged operands per term", setup_gpu_matmul, call_boolean,
          2 * terms / lanes},
-        {"semiring_euclidean_4096", "[4096,4096]x[4096,4096]", "target 3.5 ms (as sum-product)",
-         "sub + FMA per term", setup_gpu_matmul, call_euclidean, 2 * terms / lanes},
-        {"semiring_log_4096", "[4096,4096]x[4096,4096]", "target 25 ms (CUDA issue)",
+        {"semiring_matmul_euclidean_4096", "[4096,4096]x[4096,4096]",
+         "target 3.5 ms (as sum-product)", "sub + FMA per term", setup_gpu_matmul, call_euclidean,
+         2 * terms / lanes},
+        {"semiring_matmul_log_4096", "[4096,4096]x[4096,4096]", "target 25 ms (CUDA issue)",
          "one ex2 per term on the SFU", setup_gpu_matmul, call_log4k, terms / sfu},
         {"semiring_conv3d_32", "[32^3,8]*[3^3,8,16]", "torch conv3d channels-last (cuDNN fp32)",
          "1 FMA per tap (3.8 GFMA)", setup_conv32, call_conv, conv_fma / lanes},
-        {"semiring_gauss_sum", gauss_shape, "torch chunked (exp(-d2) @ b)",
+        {"pairwise_reduce_gauss_sum", gauss_shape, "torch chunked (exp(-d2) @ b)",
          "one ex2 per pair on the SFU", setup_gauss, call_gauss, pairs / sfu},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -329,15 +331,15 @@ nx_status nx_bench_semiring(nx_ctx *ctx, const char *filter, int runs, bool json
     snprintf(gauss_shape, sizeof gauss_shape, "M=N=%lld D=3", (long long)gauss_n());
     const double pairs = (double)gauss_n() * (double)gauss_n(), gpairs = (double)GRAD_N * GRAD_N;
     const sr_row rows[] = {
-        {"semiring_maxplus", "[1024,1024]x[1024,1024]", "numpy blocked broadcast max",
+        {"semiring_matmul_maxplus", "[1024,1024]x[1024,1024]", "numpy blocked broadcast max",
          "2 ops (add, max) per pair", setup_matmul, call_maxplus, 2 * k3},
-        {"semiring_log", "[1024,1024]x[1024,1024]", "numpy blocked broadcast logsumexp",
+        {"semiring_matmul_log", "[1024,1024]x[1024,1024]", "numpy blocked broadcast logsumexp",
          "14 ops per pair (add, max, sub, exp ~10, add)", setup_matmul, call_log, 14 * k3},
         {"semiring_conv_3x3x3", "[128^3,8]*[3^3,8,8]", "scipy correlate summed over channels",
          "1 FMA per tap", setup_conv, call_conv, 27.0 * 64 * vox},
-        {"semiring_gauss_sum", gauss_shape, "numpy chunked (1000-row chunks)",
+        {"pairwise_reduce_gauss_sum", gauss_shape, "numpy chunked (1000-row chunks)",
          "17 ops per pair (3 sub, 3 fma, exp ~10, fma)", setup_gauss, call_gauss, 17 * pairs},
-        {"semiring_gauss_grad", "M=N=2e4 D=3", "numpy chunked (1000-row chunks)",
+        {"pairwise_reduce_gauss_grad", "M=N=2e4 D=3", "numpy chunked (1000-row chunks)",
          "2 passes x 27 ops per pair", setup_gauss_grad, call_gauss_grad, 54 * gpairs},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

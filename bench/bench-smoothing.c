@@ -158,9 +158,9 @@ static nx_status run_row(nx_ctx *ctx, const smooth_row *r, int runs, bool json, 
 nx_status nx_bench_smoothing(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
 {
     static const smooth_row rows[] = {
-        {"smoothing_gaussian_s2", "scipy gaussian_filter (issue)", "fir", 0.503, 2.0,
+        {"gaussian_s2", "scipy gaussian_filter (issue)", "fir", 0.503, 2.0,
          "cupyx gaussian_filter (issue)", 1.59e-3},
-        {"smoothing_gaussian_recursive_s8", "scipy gaussian_filter s8 (peers)", "recursive", 0,
+        {"gaussian_recursive_s8", "scipy gaussian_filter s8 (peers)", "recursive", 0,
          8.0, "nitrix-JAX recursive s2 (issue)", 15.0e-3},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {

@@ -440,10 +440,10 @@ static nx_status gpu_rows(nx_ctx *ctx, const char *filter, int runs, bool json, 
 {
     runs = runs < 20 ? 20 : runs;
     static const gpu_row rows[] = {
-        {"sparse_ell_matmul_real_4096", NX_SEMIRING_REAL, 4096, 32, 32, 50e-6},
-        {"sparse_ell_matmul_maxplus_4096", NX_SEMIRING_TROPICAL_MAX_PLUS, 4096, 32, 32, 50e-6},
-        {"sparse_ell_matmul_log_4096", NX_SEMIRING_LOG, 4096, 32, 32, 50e-6},
-        {"sparse_ell_matmul_real_1m", NX_SEMIRING_REAL, 1000000, 16, 64, 1.5e-3},
+        {"semiring_ell_matmul_real_4096", NX_SEMIRING_REAL, 4096, 32, 32, 50e-6},
+        {"semiring_ell_matmul_maxplus_4096", NX_SEMIRING_TROPICAL_MAX_PLUS, 4096, 32, 32, 50e-6},
+        {"semiring_ell_matmul_log_4096", NX_SEMIRING_LOG, 4096, 32, 32, 50e-6},
+        {"semiring_ell_matmul_real_1m", NX_SEMIRING_REAL, 1000000, 16, 64, 1.5e-3},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         if (!nx_bench_wanted(filter, rows[i].name))
@@ -458,9 +458,9 @@ static nx_status gpu_rows(nx_ctx *ctx, const char *filter, int runs, bool json, 
 nx_status nx_bench_sparse(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
 {
     static const sparse_row rows[] = {
-        {"sparse_ell_matmul_real", NX_SEMIRING_REAL},
-        {"sparse_ell_matmul_log", NX_SEMIRING_LOG},
-        {"sparse_ell_matmul_tropical", NX_SEMIRING_TROPICAL_MAX_PLUS},
+        {"semiring_ell_matmul_real", NX_SEMIRING_REAL},
+        {"semiring_ell_matmul_log", NX_SEMIRING_LOG},
+        {"semiring_ell_matmul_tropical", NX_SEMIRING_TROPICAL_MAX_PLUS},
     };
     if (runs < 1)
         return NX_OK;

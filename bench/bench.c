@@ -423,11 +423,27 @@ void nx_bench_print_row(const nx_bench_row *r, bool json, FILE *f)
             r->peer_median_s, r->floor_s, r->note);
 }
 
-/* filter: comma-separated substrings; a row runs when its name contains one of them. */
-bool nx_bench_wanted(const char *filter, const char *name)
+/* Row names use the op table's names (the spec's); each pair gives a new name's prefix and the
+ * prefix the row had before, so a filter written for the old names (tools/gpu-rows of an older
+ * tree, docs/perf/, CHANGELOG.md) still selects the same rows. Kept for one release, as the CLI's
+ * op aliases are. */
+static const struct {
+    const char *now, *was;
+} renamed[] = {
+    {"dilate_", "morph_dilate_"},
+    {"distance_transform_edt", "morph_edt"},
+    {"median_filter_", "morph_median_"},
+    {"connected_components", "morph_label"},
+    {"max_pool_with_indices_nd_", "morph_max_pool_"},
+    {"gaussian_", "smoothing_gaussian_"},
+    {"semiring_matmul_", "semiring_"},
+    {"pairwise_reduce_", "semiring_"},
+    {"semiring_ell_matmul_", "sparse_ell_matmul_"},
+    {"bilateral_gaussian_", "bilateral_"},
+};
+
+static bool contains_one(const char *filter, const char *name)
 {
-    if (!filter || !*filter)
-        return true;
     while (*filter) {
         const char *end = strchr(filter, ',');
         size_t n = end ? (size_t)(end - filter) : strlen(filter);
@@ -435,6 +451,24 @@ bool nx_bench_wanted(const char *filter, const char *name)
             if (strncmp(p, filter, n) == 0)
                 return true;
         filter = end ? end + 1 : filter + n;
+    }
+    return false;
+}
+
+/* filter: comma-separated substrings; a row runs when its name, or the name it had before the
+ * rename to the op table's names, contains one of them. */
+bool nx_bench_wanted(const char *filter, const char *name)
+{
+    if (!filter || !*filter || contains_one(filter, name))
+        return true;
+    for (size_t i = 0; i < sizeof renamed / sizeof renamed[0]; i++) {
+        size_t n = strlen(renamed[i].now);
+        char old[160];
+        if (strncmp(name, renamed[i].now, n) != 0)
+            continue;
+        snprintf(old, sizeof old, "%s%s", renamed[i].was, name + n);
+        if (contains_one(filter, old))
+            return true;
     }
     return false;
 }

@@ -22,8 +22,8 @@ typedef struct nx_bench_row {
     char note[160];
 } nx_bench_row;
 
-/* Runs the rows whose name contains filter (NULL or "": all), runs timed repetitions each, and
- * prints one line per row to f: JSON lines when json, else a table. */
+/* Runs the rows whose name (or former name) contains filter (NULL or "": all), runs timed
+ * repetitions each, and prints one line per row to f: JSON lines when json, else a table. */
 nx_status nx_bench_main(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 
 /* Helpers for the op-family rows (bench/bench-<family>.c). */
@@ -34,8 +34,9 @@ void nx_bench_set_row(nx_bench_row *row, const char *name, const char *shape); /
 void nx_bench_print_row(const nx_bench_row *r, bool json, FILE *f);
 bool nx_bench_wanted(const char *filter, const char *name);
 
-/* The op families' rows: each runs its rows whose names match filter and prints them. Row names
- * start with the family's name. Their peers (scipy, NumPy) are bench/peers-<family>.py. */
+/* The op families' rows: each runs its rows whose names match filter (or their names before the
+ * rename, bench.c) and prints them. Row names start with the op's table name (dilate_3x3x3,
+ * semiring_ell_matmul_real_4096) where the row times one op. Their peers (scipy, NumPy) are bench/peers-<family>.py. */
 nx_status nx_bench_semiring(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 nx_status nx_bench_morphology(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 nx_status nx_bench_sparse(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);

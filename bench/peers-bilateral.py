@@ -45,8 +45,8 @@ def main():
         bilateral(*args)
         t.append(time.perf_counter() - t0)
     t.sort()
-    print(f"peer numpy {np.__version__} bilateral_64c_27 f32: median {t[len(t) // 2]:.4f} s "
-          f"(min {t[0]:.4f}, max {t[-1]:.4f}, {runs} runs)")
+    print(f"peer numpy {np.__version__} bilateral_gaussian_64c_27 f32: "
+          f"median {t[len(t) // 2]:.4f} s (min {t[0]:.4f}, max {t[-1]:.4f}, {runs} runs)")
 
 
 if __name__ == "__main__":

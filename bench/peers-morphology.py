@@ -3,7 +3,7 @@
 same shapes and densities, the median of runs after a warm-up. Prints JSON lines with the fields
 of `nitrix bench --json` (backend "scipy"). Run by hand in the same session as the bench:
 
-    /usr/bin/python3 bench/peers-morphology.py [--runs N] [--rows morph_edt,morph_label]
+    /usr/bin/python3 bench/peers-morphology.py [--runs N] [--rows distance_transform_edt,dilate]
 
 --gpu (on the device machine, whose python3 has torch with CUDA): the issue's PyTorch peer of the
 device-resident dilation row, torch.nn.functional.max_pool3d 3^3, stride 1, padding 1 on a
@@ -62,7 +62,7 @@ def gpu_rows(runs):
         stop.record()
         stop.synchronize()
         times.append(start.elapsed_time(stop) / 1e3)
-    print(json.dumps({"name": "morph_dilate_3x3x3", "backend": "torch-cuda", "dtype": "f32",
+    print(json.dumps({"name": "dilate_3x3x3", "backend": "torch-cuda", "dtype": "f32",
                       "shape": "[256,256,256]", "median_s": float(np.median(times)),
                       "min_s": float(min(times)), "max_s": float(max(times)), "runs": runs,
                       "peer": f"torch {torch.__version__} max_pool3d 3^3 stride 1 padding 1, "
@@ -83,10 +83,10 @@ def cupyx_rows(runs):
     m256 = cp.asarray((rng.random((256, 256, 256)) < 0.99).astype(np.float32))
     m128 = cp.asarray(rng.random((128, 128, 128)) < 0.5)
     rows = [
-        ("morph_dilate_3x3x3", "[256,256,256]", lambda: cnd.grey_dilation(u256, size=(3, 3, 3))),
-        ("morph_edt", "[256,256,256]", lambda: cnd.distance_transform_edt(m256)),
-        ("morph_median_3x3x3", "[128,128,128]", lambda: cnd.median_filter(u128, size=3)),
-        ("morph_label", "[128,128,128]", lambda: cnd.label(m128)),
+        ("dilate_3x3x3", "[256,256,256]", lambda: cnd.grey_dilation(u256, size=(3, 3, 3))),
+        ("distance_transform_edt", "[256,256,256]", lambda: cnd.distance_transform_edt(m256)),
+        ("median_filter_3x3x3", "[128,128,128]", lambda: cnd.median_filter(u128, size=3)),
+        ("connected_components", "[128,128,128]", lambda: cnd.label(m128)),
     ]
     sync = cp.cuda.Device().synchronize
     for name, shape, fn in rows:
@@ -122,10 +122,10 @@ def main():
     m256 = (rng.random((256, 256, 256)) < 0.99).astype(np.float32)
     m128 = (rng.random((128, 128, 128)) < 0.5).astype(np.float32)
     rows = [
-        ("morph_dilate_3x3x3", "[256,256,256]", lambda: ndi.grey_dilation(u256, size=(3, 3, 3))),
-        ("morph_edt", "[256,256,256]", lambda: ndi.distance_transform_edt(m256)),
-        ("morph_median_3x3x3", "[128,128,128]", lambda: ndi.median_filter(u128, size=3)),
-        ("morph_label", "[128,128,128]", lambda: ndi.label(m128)),
+        ("dilate_3x3x3", "[256,256,256]", lambda: ndi.grey_dilation(u256, size=(3, 3, 3))),
+        ("distance_transform_edt", "[256,256,256]", lambda: ndi.distance_transform_edt(m256)),
+        ("median_filter_3x3x3", "[128,128,128]", lambda: ndi.median_filter(u128, size=3)),
+        ("connected_components", "[128,128,128]", lambda: ndi.label(m128)),
     ]
     want = [r for r in args.rows.split(",") if r]
     for name, shape, fn in rows:

@@ -137,8 +137,8 @@ def gpu_main(argv):
         return torch.rand(shape, generator=g, device=dev, dtype=torch.float32) * (hi - lo) + lo
 
     a, b = uni((4096, 4096), -1, 1), uni((4096, 4096), -1, 1)
-    gpu_row("semiring_real_4096", "[4096,4096]x[4096,4096]", "torch matmul, cuBLAS fp32, TF32 off",
-            gpu_timed(torch, lambda: a @ b, 20), 20)
+    gpu_row("semiring_matmul_real_4096", "[4096,4096]x[4096,4096]",
+            "torch matmul, cuBLAS fp32, TF32 off", gpu_timed(torch, lambda: a @ b, 20), 20)
     del a, b
     # channels-last: x [1, 8, 32, 32, 32] stored as [1, 32, 32, 32, 8], the nitrix layout
     x = uni((1, 32, 32, 32, 8), 0, 1).permute(0, 4, 1, 2, 3)
@@ -162,7 +162,7 @@ def gpu_main(argv):
             out[i:i + chunk] = t @ bs
         return out
     runs = 3
-    gpu_row("semiring_gauss_sum", "M=%d N=%d D=3" % (rows, n),
+    gpu_row("pairwise_reduce_gauss_sum", "M=%d N=%d D=3" % (rows, n),
             "torch chunked: exp(-(|x|^2 + |y|^2 - 2 x.y)) @ b, 2048-row chunks",
             gpu_timed(torch, gauss, runs), runs,
             "expanded squared distance (cuBLAS for x.y), f32")

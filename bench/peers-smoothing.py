@@ -4,7 +4,7 @@ shape (256^3 f32, uniform in [0, 1)), the median of runs after a warm-up. Prints
 the fields of `nitrix bench --json` (backend "scipy"). Run by hand in the same session as the
 bench:
 
-    /usr/bin/python3 bench/peers-smoothing.py [--runs N] [--rows smoothing_gaussian_s2]
+    /usr/bin/python3 bench/peers-smoothing.py [--runs N] [--rows gaussian_s2]
 
 On the GPU machine (python3 there has torch with CUDA), the device rows' peers
 (`NITRIX_BACKEND=cuda nitrix bench smoothing`): the same separable FIR as three conv3d passes
@@ -56,7 +56,7 @@ def gpu_main(args):
     g = torch.Generator(device=dev).manual_seed(20261129)
     x = torch.rand((1, 1, 256, 256, 256), generator=g, device=dev, dtype=torch.float32)
     runs = max(args.runs, 10)
-    for name, sigma in (("smoothing_gaussian_s2", 2.0), ("smoothing_gaussian_recursive_s8", 8.0)):
+    for name, sigma in (("gaussian_s2", 2.0), ("gaussian_recursive_s8", 8.0)):
         w = torch.tensor(weights(sigma), dtype=torch.float32, device=dev)
         k, r = w.numel(), w.numel() // 2
         ks = [w.view(1, 1, k, 1, 1), w.view(1, 1, 1, k, 1), w.view(1, 1, 1, 1, k)]
@@ -95,7 +95,7 @@ def cupyx_rows(args):
         return
     runs = max(args.runs, 10)
     x = cp.asarray(np.random.default_rng(20261129).random((256, 256, 256), dtype=np.float32))
-    for name, sigma in (("smoothing_gaussian_s2", 2.0), ("smoothing_gaussian_recursive_s8", 8.0)):
+    for name, sigma in (("gaussian_s2", 2.0), ("gaussian_recursive_s8", 8.0)):
         def fn():
             return cnd.gaussian_filter(x, sigma)
         for _ in range(3):
@@ -129,8 +129,8 @@ def main():
     rng = np.random.default_rng(20261129)
     u256 = rng.random((256, 256, 256), dtype=np.float32)
     rows = [
-        ("smoothing_gaussian_s2", lambda: ndi.gaussian_filter(u256, 2.0)),
-        ("smoothing_gaussian_recursive_s8", lambda: ndi.gaussian_filter(u256, 8.0)),
+        ("gaussian_s2", lambda: ndi.gaussian_filter(u256, 2.0)),
+        ("gaussian_recursive_s8", lambda: ndi.gaussian_filter(u256, 8.0)),
     ]
     want = [r for r in args.rows.split(",") if r]
     for name, fn in rows:

@@ -23,10 +23,10 @@ import numpy as np
 
 M, K, C = 65536, 32, 32
 GPU_ROWS = [  # name, algebra, m, k, c (bench/bench-sparse.c gpu_rows)
-    ("sparse_ell_matmul_real_4096", "real", 4096, 32, 32),
-    ("sparse_ell_matmul_maxplus_4096", "maxplus", 4096, 32, 32),
-    ("sparse_ell_matmul_log_4096", "log", 4096, 32, 32),
-    ("sparse_ell_matmul_real_1m", "real", 1000000, 16, 64),
+    ("semiring_ell_matmul_real_4096", "real", 4096, 32, 32),
+    ("semiring_ell_matmul_maxplus_4096", "maxplus", 4096, 32, 32),
+    ("semiring_ell_matmul_log_4096", "log", 4096, 32, 32),
+    ("semiring_ell_matmul_real_1m", "real", 1000000, 16, 64),
 ]
 
 
@@ -122,8 +122,8 @@ def main():
     v = rng.uniform(-1, 1, size=(M, K)).astype(np.float32)
     idx = rng.integers(0, M, size=(M, K)).astype(np.int32)
     b = rng.uniform(-1, 1, size=(M, C)).astype(np.float32)
-    rows = [("sparse_ell_matmul_real", real), ("sparse_ell_matmul_log", log),
-            ("sparse_ell_matmul_tropical", tropical)]
+    rows = [("semiring_ell_matmul_real", real), ("semiring_ell_matmul_log", log),
+            ("semiring_ell_matmul_tropical", tropical)]
     want = [r for r in args.rows.split(",") if r]
     for name, fn in rows:
         if want and not any(w in name for w in want):

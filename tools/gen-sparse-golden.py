@@ -243,8 +243,9 @@ def edge_cases():
 GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", "sparse")
 
 
-def golden_case(case, op, dtype, inputs, out, options, generator):
-    """golden/sparse/<case>/: the fidelity runner's layout (docs/fidelity.md)."""
+def golden_case(case, op, dtype, inputs, out, options, generator, seed=20261129, extra=()):
+    """golden/sparse/<case>/: the fidelity runner's layout (docs/fidelity.md); extra: more
+    `key = value` manifest lines."""
     d = os.path.join(GOLDEN, case)
     os.makedirs(d, exist_ok=True)
     for k, v in inputs.items():
@@ -254,7 +255,18 @@ def golden_case(case, op, dtype, inputs, out, options, generator):
         f.write(f"op = {op}\ndtype = {dtype}\n")
         f.write("inputs = " + " ".join(f"{k}.npy" for k in inputs) + "\noutput = out.npy\n")
         f.write(f"options = {options}\ngenerator = {generator}\n")
-        f.write(f"numpy = {np.__version__}\nscipy = {scipy.__version__}\nseed = 20261129\n")
+        f.write(f"numpy = {np.__version__}\nscipy = {scipy.__version__}\nseed = {seed}\n")
+        for line in extra:
+            f.write(line + "\n")
+
+
+def fd_reason(sr, ident):
+    """The manifest's `fd = <why>` line for a case without a finite-difference gradient."""
+    if sr == "boolean":
+        return ["fd = BOOLEAN is forward-only (truth values have no derivative)"]
+    if np.isinf(ident):
+        return ["fd = the pads' values are infinite: a finite difference steps by inf"]
+    return []
 
 
 def golden_cases():
@@ -275,15 +287,115 @@ def golden_cases():
             v, b = v.astype(dt), b.astype(dt)
             out = ell_matmul_ref(sr, v.astype(np.float64), idx, b.astype(np.float64))
             name = np.dtype(dt).name
-            golden_case(f"ell_matmul_{sr}_{name}", "ell_matmul", name,
-                        {"values": v, "indices": idx, "b": b}, out.astype(dt), f"semiring={sr}",
+            golden_case(f"ell_matmul_{sr}_{name}", "semiring_ell_matmul", name,
+                        {"values": v, "indices": idx, "b": b}, out.astype(dt),
+                        f"semiring={sr.upper()} n_cols={n_cols}",
                         "numpy float64 brute force over each row's slots (gather, times, fold); "
-                        "scipy.special.logsumexp for log")
+                        "scipy.special.logsumexp for log", extra=fd_reason(sr, ident))
     for mode in ("nearest", "wrap", "reflect"):
         x = g.uniform(-1, 1, size=(4, 5, 6))
         golden_case(f"grid_laplacian_{mode}", "grid_laplacian", "float64", {"x": x},
                     scipy.ndimage.laplace(x, mode=mode), f"mode={mode}",
                     f"scipy.ndimage.laplace(x, mode='{mode}')")
+
+
+TABLE_SEED = 20261202
+
+
+def table_cases():
+    """Cases of the table rows that had only tests/ops/sparse fixtures: semiring_ell_rmatvec,
+    ell_row_softmax and the sectioned (CSR) matmul and rmatvec, f64 and f32, from their own seed
+    so the cases above stay as they were. The oracles build the dense matrix A (duplicates of a
+    column in a row add up) or fold each row's slots, in float64."""
+    g = np.random.RandomState(TABLE_SEED)
+    for dt in (np.float64, np.float32):
+        name = np.dtype(dt).name
+        # semiring_ell_rmatvec: Y = A^T X. Repeated indices in a row and across rows, so each
+        # column collects terms from many slots (the drivers' contract runs on these); pads
+        # (value 0 = identity, index 0) add nothing. X batched over a leading dim of 2.
+        m, k, n_cols, c = 40, 6, 9, 3
+        v = g.uniform(-1, 1, size=(m, k))
+        idx = g.randint(0, n_cols, size=(m, k))
+        # Pads only in the float32 case: the FD gradient test (float64) would step a pad off
+        # the identity, which makes it a slot the vjp rightly gives no gradient.
+        for i in range(m if dt == np.float32 else 0):
+            deg = g.randint(0, k + 1) if i else k
+            v[i, deg:] = 0.0
+            idx[i, deg:] = 0
+        x = g.uniform(-2, 2, size=(2, m, c))
+        v, x = v.astype(dt), x.astype(dt)
+        a = np.zeros((m, n_cols))
+        for i in range(m):
+            for p in range(k):
+                a[i, idx[i, p]] += float(v[i, p])
+        out = np.einsum("iq,bic->bqc", a, x.astype(np.float64))
+        golden_case(f"ell_rmatvec_real_{name}", "semiring_ell_rmatvec", name,
+                    {"values": v, "indices": idx.astype(np.int64), "x": x}, out.astype(dt),
+                    f"semiring=REAL n_cols={n_cols}",
+                    "numpy float64: the dense A (slots added into their columns), A^T @ X per "
+                    "batch", TABLE_SEED)
+        # ell_row_softmax: softmax of the scores over each row's non-pad slots. The float64 case
+        # has no pads (its FD gradient test must not step a pad across the identity, which would
+        # make it a slot); the float32 case has pads, a full row and an all-pad row.
+        m, k = 7, 5
+        v = g.uniform(0.5, 1.5, size=(m, k))
+        idx = g.randint(0, 6, size=(m, k))
+        if dt == np.float32:
+            for i in range(m):
+                deg = {0: k, 2: 0}.get(i, g.randint(1, k))
+                v[i, deg:] = 0.0
+                idx[i, deg:] = 0
+        s = g.uniform(-3, 3, size=(2, m, k))
+        v, s = v.astype(dt), s.astype(dt)
+        keep = v != 0.0
+        sd = s.astype(np.float64)
+        out = np.zeros_like(sd)
+        for b in range(2):
+            for i in range(m):
+                if keep[i].any():
+                    e = np.exp(sd[b, i, keep[i]] - sd[b, i, keep[i]].max())
+                    out[b, i, keep[i]] = e / e.sum()
+        pads = "pads, a full row and an all-pad row" if dt == np.float32 else "no pads"
+        golden_case(f"ell_row_softmax_{name}", "ell_row_softmax", name,
+                    {"values": v, "indices": idx.astype(np.int32), "scores": s}, out.astype(dt),
+                    "identity=0",
+                    f"numpy float64: exp(s - max) / sum over each row's non-pad slots ({pads})",
+                    TABLE_SEED)
+        # sectioned_semiring_ell_matmul / _rmatvec on CSR rows: degrees 0..9 (an empty row, so
+        # several sections), indices with repeats.
+        n_rows, n_cols, c = 17, 8, 3
+        deg = g.randint(0, 10, size=n_rows)
+        deg[:3] = [0, 1, 9]
+        offsets = np.concatenate([[0], np.cumsum(deg)]).astype(np.int64)
+        nnz = int(offsets[-1])
+        ci = g.randint(0, n_cols, size=nnz).astype(np.int32)
+        val = g.uniform(-1, 1, size=nnz).astype(dt)
+        b = g.uniform(-1, 1, size=(n_cols, c)).astype(dt)
+        x = g.uniform(-1, 1, size=(n_rows, c)).astype(dt)
+        vd = val.astype(np.float64)
+        # LOG and max-plus give -inf on the empty row, which the FD test's <dy, y> cannot take:
+        # they are float32 cases.
+        srs = ("real",) if dt == np.float64 else ("real", "log", "tropical_max_plus")
+        for sr in srs:
+            out = np.empty((n_rows, c))
+            for i in range(n_rows):
+                lo, hi = offsets[i], offsets[i + 1]
+                t = times(sr, vd[lo:hi, None], b.astype(np.float64)[ci[lo:hi]])
+                out[i] = fold(sr, t, 0) if hi > lo else IDENTITY[sr]
+            golden_case(f"sectioned_ell_matmul_{sr}_{name}", "sectioned_semiring_ell_matmul",
+                        name, {"offsets": offsets, "indices": ci, "values": val, "b": b},
+                        out.astype(dt), f"semiring={sr.upper()} n_cols={n_cols}",
+                        "numpy float64 brute force over each CSR row's entries (times, fold); "
+                        "scipy.special.logsumexp for log", TABLE_SEED)
+        a = np.zeros((n_rows, n_cols))
+        for i in range(n_rows):
+            for p in range(offsets[i], offsets[i + 1]):
+                a[i, ci[p]] += vd[p]
+        golden_case(f"sectioned_ell_rmatvec_real_{name}", "sectioned_semiring_ell_rmatvec", name,
+                    {"offsets": offsets, "indices": ci, "values": val, "x": x},
+                    np.einsum("iq,ic->qc", a, x.astype(np.float64)).astype(dt),
+                    f"semiring=REAL n_cols={n_cols}",
+                    "numpy float64: the dense A from the CSR rows, A^T @ X", TABLE_SEED)
 
 
 def main():
@@ -299,6 +411,7 @@ def main():
     sectioned_cases()
     edge_cases()
     golden_cases()
+    table_cases()
     with open(os.path.join(OUT, "manifest.txt"), "w") as f:
         f.write(f"# numpy {np.__version__} scipy {scipy.__version__}\n")
         f.write("\n".join(lines) + "\n")

@@ -37,7 +37,7 @@ def check_pins():
     return have
 
 
-def write_case(family, name, op, dtype, inputs, out, options, generator, versions):
+def write_case(family, name, op, dtype, inputs, out, options, generator, versions, extra=()):
     d = os.path.join(ROOT, family, name)
     os.makedirs(d, exist_ok=True)
     files = []
@@ -49,7 +49,7 @@ def write_case(family, name, op, dtype, inputs, out, options, generator, version
     lines = [f"op = {op}", f"dtype = {np.dtype(dtype).name}", f"inputs = {' '.join(files)}",
              "output = out.npy", f"options = {' '.join(f'{k}={v}' for k, v in options)}",
              f"generator = {generator}", f"numpy = {versions['numpy']}",
-             f"scipy = {versions['scipy']}", f"seed = {SEED}"]
+             f"scipy = {versions['scipy']}", f"seed = {SEED}"] + list(extra)
     with open(os.path.join(d, "manifest.txt"), "w") as f:
         f.write("\n".join(lines) + "\n")
 
@@ -96,15 +96,45 @@ def semiring(versions):
             out = sr_plus(sr, sr_times(sr, a[..., :, :, None], b[None, None, :, :]), -2)
             write_case("semiring", f"matmul_{sr}_{dtype[5:] and 'f' + dtype[5:]}",
                        "semiring_matmul", dtype, [("a", a), ("b", b)], out,
-                       [("semiring", sr)], gen, versions)
+                       [("semiring", sr.upper())], gen, versions,
+                       ["fd = BOOLEAN is forward-only (truth values have no derivative)"]
+                       if sr == "boolean" else [])
         # REAL conv, 2 spatial dims, VALID: scipy.signal.correlate per (ci, co) pair
         x = rng.standard_normal((9, 8, 2)).astype(dtype).astype(np.float64)
         k = rng.standard_normal((3, 2, 2, 3)).astype(dtype).astype(np.float64)
         out = np.stack([sum(scipy.signal.correlate(x[:, :, ci], k[:, :, ci, co], mode="valid")
                             for ci in range(2)) for co in range(3)], axis=-1)
         write_case("semiring", f"conv_real_valid_{'f' + dtype[5:]}", "semiring_conv", dtype,
-                   [("x", x), ("k", k)], out, [("semiring", "real"), ("padding", "valid")],
+                   [("x", x), ("k", k)], out, [("semiring", "REAL"), ("padding", "VALID")],
                    "scipy.signal.correlate (valid) summed over input channels", versions)
+    pairwise(versions)
+
+
+def pairwise(versions):
+    """pairwise_reduce over points x [M, D], y [N, D] with the table's kernels, from its own seed
+    (the cases above stay as they were): the Gaussian kernel summed, -|x-y|^2/eps by logsumexp,
+    and (float32) the Gaussian's max. Outputs [M, 1]: one value of F per pair."""
+    rng = np.random.default_rng(SEED + 73)
+    for dtype in ("float64", "float32"):
+        tag = "f" + dtype[5:]
+        x = rng.standard_normal((6, 3)).astype(dtype).astype(np.float64)
+        y = rng.standard_normal((8, 3)).astype(dtype).astype(np.float64)
+        d2 = ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)
+        eps = 0.75
+        write_case("semiring", f"pairwise_gaussian_sum_{tag}", "pairwise_reduce", dtype,
+                   [("x", x), ("y", y)], np.exp(-d2 / eps).sum(1)[:, None],
+                   [("reduction", "sum"), ("kernel", "gaussian"), ("eps", eps)],
+                   "numpy float64: sum_j exp(-|x_i - y_j|^2 / eps) over every pair", versions)
+        write_case("semiring", f"pairwise_lse_{tag}", "pairwise_reduce", dtype,
+                   [("x", x), ("y", y)],
+                   scipy.special.logsumexp(-d2 / eps, axis=1)[:, None],
+                   [("reduction", "logsumexp"), ("kernel", "neg_sqdist"), ("eps", eps)],
+                   "scipy.special.logsumexp over j of -|x_i - y_j|^2 / eps", versions)
+        if dtype == "float32":
+            write_case("semiring", f"pairwise_max_{tag}", "pairwise_reduce", dtype,
+                       [("x", x), ("y", y)], np.exp(-d2 / eps).max(1)[:, None],
+                       [("reduction", "max"), ("kernel", "gaussian"), ("eps", eps)],
+                       "numpy float64: max_j exp(-|x_i - y_j|^2 / eps)", versions)
 
 
 FAMILIES = {"semiring": semiring}

@@ -36,7 +36,7 @@ const nx_op_desc nx_op_ell_row_softmax = {
     .backend_offset = offsetof(nx_ell_args, backend),
     .check = check,
     .run = run,
-    .golden = NULL, /* no golden cases yet: the fixtures are tests/ops/sparse's */
+    .golden = "sparse",
     .tols = tols,
     .ntols = 2,
 };

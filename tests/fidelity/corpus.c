@@ -71,6 +71,8 @@ bool gc_read(const char *dir, const char *name, gc_case *c)
             c->has_versions = *v != 0;
         else if (!strcmp(line, "contract"))
             snprintf(c->no_contract, sizeof c->no_contract, "%s", v);
+        else if (!strcmp(line, "fd"))
+            snprintf(c->no_fd, sizeof c->no_fd, "%s", v);
     }
     fclose(f);
     const char *missing = !c->op[0]     ? "op"

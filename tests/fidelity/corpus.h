@@ -27,6 +27,8 @@ typedef struct gc_case {
     char val[GC_MAX_OPTS][256];
     bool has_generator, has_versions;   /* generator and numpy lines present */
     char no_contract[200];              /* `contract = <why>`: not a driver-contract case */
+    char no_fd[200];                    /* `fd = <why>`: no FD gradient at this point (a
+                                           forward-only semiring, infinite inputs) */
     char err[200];                      /* why the manifest is unusable; "" when it is fine */
 } gc_case;
 

@@ -120,11 +120,12 @@ done:
     return bad;
 }
 
-/* A case the FD test can use: float64 by its manifest, every reference output float. */
+/* A case the FD test can use: float64 by its manifest, every reference output float, and no
+ * `fd = <why>` line (the manifest says why the point has no finite-difference gradient). */
 static bool fd_case(nx_ctx *ctx, const gc_case *c)
 {
     nx_dtype dt;
-    if (c->err[0] || !gc_dtype(c, &dt) || dt != NX_DTYPE_F64)
+    if (c->err[0] || c->no_fd[0] || !gc_dtype(c, &dt) || dt != NX_DTYPE_F64)
         return false;
     nx_tensor *want[NX_OP_MAX_IO] = {0};
     if (gc_load(ctx, c, true, want) != NX_OK)

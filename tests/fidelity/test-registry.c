@@ -193,10 +193,9 @@ typedef struct contract_runner {
  * {"op", run_fn}, rows. A registry row whose site is an op table row runs on that op's golden
  * inputs instead (table_contract), and a hand runner for it fails: delete the runner. */
 #include "contract-morphology.inc"
-#include "contract-sparse.inc"
 
 static const contract_runner runners[] = {
-    CONTRACT_MORPHOLOGY_ROWS CONTRACT_SPARSE_ROWS
+    CONTRACT_MORPHOLOGY_ROWS
     {NULL, NULL},
 };
 

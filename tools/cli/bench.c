@@ -14,7 +14,10 @@ static void usage(FILE *f)
           "Runs the benchmark rows whose name contains FILTER (all by default): a elementwise\n"
           "a*b+c on 64M f32 vs memcpy, b max-plus contraction 1024^3 vs a naive C loop, c\n"
           "log-sum-exp contraction 1024^3, d sum of 64M f32 vs memcpy, e compile latency per\n"
-          "kernel and cache-hit lookup. Each row is the median of N runs (default 5) after one\n"
+          "kernel and cache-hit lookup; then the op families' rows, named after the op they time\n"
+          "(dilate_3x3x3, gaussian_s2, semiring_ell_matmul_real_4096; a FILTER also matches the\n"
+          "names they had before: morph_dilate_3x3x3, sparse_ell_matmul_real_4096, ...).\n"
+          "Each row is the median of N runs (default 5) after one\n"
           "warm-up. --json prints one JSON object per row with the fields name, backend, dtype,\n"
           "shape, median_s, runs, peer, peer_median_s, floor_s. Uses the context's settings\n"
           "(NITRIX_NUM_THREADS, NITRIX_CACHE_DIR, NITRIX_REPRODUCIBLE).\n",

@@ -1,19 +1,29 @@
-/* Generates docs/op-matrix.md and docs/op-matrix.json from the op tables: ir/prims.def (the IR
- * primitives), tools/cli/ops.def (the `nitrix run` ops), include/nitrix-ops.h (the public entry
- * points), tools/op-matrix/facts.tsv (the hand-kept cells), golden/ (which ops have golden cases)
- * and the divergent-op registry (reproducible-mode coverage).
+/* Generates docs/op-matrix.md and docs/op-matrix.json. The ops come from the op table itself
+ * (nx_ops(): ops/ops.def rows joined with their descriptors' schemas, read at build time, so a
+ * new row appears with nothing else to edit): name, family, summary, inputs, outputs, options,
+ * differentiable, driver site and aliases; golden cases, their dtypes and the descriptor's
+ * tolerances come from golden/ through the corpus (tests/fidelity/corpus.h) and nx_op_tolerance.
+ * tools/op-matrix/facts.tsv keeps only what the table cannot know: per op a `note` row (the CUDA
+ * status as measured, the tests beyond the golden replay, notes), the `op` rows of the ops not
+ * on the table yet (legacy `nitrix run` rows), and one `entry` row per public entry point of the
+ * op headers. The IR primitives come from ir/prims.def, reproducible-mode coverage from the
+ * divergent-op registry.
  *
  *   op-matrix SRCROOT OUTDIR           writes OUTDIR/op-matrix.md and .json
  *   op-matrix SRCROOT OUTDIR --check   also fails when SRCROOT/docs/ differs (stale)
- * Either way it fails when a public entry point or a `nitrix run` op has no facts row. */
+ * Either way it fails when a public entry point has no `entry` row, a legacy op has no `op` row,
+ * or a facts row names an op that is neither a table row (or alias) nor a legacy op. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "corpus.h"
+#include "nitrix-op.h"
 #include "nitrix.h"
 
-#define MAXR 128
+#define MAXR 160
 #define CELL 512
 
 typedef struct prim {
@@ -26,14 +36,11 @@ static const prim prims[] = {
 #undef NX_PRIM
 };
 
+/* The CLI's legacy rows: `nitrix run` ops that are not rows of the op table yet. */
 typedef struct cli_op {
     const char *name, *summary;
 } cli_op;
 static const cli_op cli_ops[] = {
-/* The library's op table first (`nitrix run` consults it first), then the CLI's legacy rows. */
-#define NX_OP(name, family, inputs, outputs, diff, driver, summary) {#name, summary},
-#include "ops/ops.def"
-#undef NX_OP
 #define NX_CLI_OP(name, inputs, n_outputs, summary) {#name, summary},
 #define NX_CLI_OPT(op, name, type, def, allowed, help)
 #include "tools/cli/ops.def"
@@ -140,42 +147,92 @@ static void check_entries(const char *root)
 }
 
 /* Whether golden/<family>/<case>/manifest.txt of some case says `op = <op>`. */
-static int golden_cases(const char *root, const char *op)
+/* The facts row of an op: a `note` row (cuda, tested by, notes in f[2..4]) or an `op` row of the
+ * older nine-column layout (its cuda, tested-by and notes cells are read; the others are the
+ * table's now). A row may name the op by an alias. */
+typedef struct op_note {
+    const char *cuda, *tested, *notes;
+} op_note;
+
+static bool names_op(const fact *r, const nx_op_info *info)
 {
-    char path[1024], want[128], line[512];
-    snprintf(path, sizeof path, "%.900s/golden", root);
-    snprintf(want, sizeof want, "op = %.100s\n", op);
-    int n = 0;
-    DIR *top = opendir(path);
-    for (struct dirent *fam; top && (fam = readdir(top));) {
-        if (fam->d_name[0] == '.' || fam->d_type != DT_DIR)
-            continue;
-        char fdir[1300];
-        snprintf(fdir, sizeof fdir, "%s/%.255s", path, fam->d_name);
-        DIR *d = opendir(fdir);
-        for (struct dirent *c; d && (c = readdir(d));) {
-            char m[1600];
-            snprintf(m, sizeof m, "%s/%.255s/manifest.txt", fdir, c->d_name);
-            FILE *f = c->d_name[0] != '.' ? fopen(m, "r") : NULL;
-            while (f && fgets(line, sizeof line, f))
-                n += strcmp(line, want) == 0;
-            if (f)
-                fclose(f);
-        }
-        if (d)
-            closedir(d);
-    }
-    if (top)
-        closedir(top);
-    return n;
+    return info ? nx_op_find(r->f[1]) == info : false;
 }
 
-static const char *repro_cell(const char *op, char *buf, size_t len)
+static op_note note_of(const nx_op_info *info, const char *name)
+{
+    for (int i = 0; i < n_facts; i++) {
+        const fact *r = &facts[i];
+        bool match = info ? names_op(r, info) : !strcmp(r->f[1], name);
+        if (match && !strcmp(r->f[0], "note"))
+            return (op_note){r->f[2], r->f[3], r->f[4]};
+        if (match && !strcmp(r->f[0], "op"))
+            return (op_note){r->f[5], r->f[7], r->f[8]};
+    }
+    return (op_note){"?", "?", "?"};
+}
+
+static const char *const opt_types[NX_OPT_TYPE_COUNT] = {
+    "int", "ints", "float", "floats", "bool", "enum", "border", "dtype", "string", "semiring",
+    "tensor"};
+
+static const char *opt_type(const nx_op_opt *o)
+{
+    return (unsigned)o->type < NX_OPT_TYPE_COUNT ? opt_types[o->type] : "?";
+}
+
+/* One row of the Ops section: a table row (info) or a legacy op (fc). */
+typedef struct op_row {
+    const nx_op_info *info;
+    const fact *fc;       /* legacy: its `op` row */
+    const char *name, *math;
+    int golden, f32, f64, fd; /* cases; of them float32, float64, float64 the FD test may use */
+    op_note note;
+    char repro[160], dtypes[32], tol[160];
+} op_row;
+
+static const gc_case *cases;
+static int n_cases;
+
+static void count_cases(op_row *r)
+{
+    const nx_op_desc *d = r->info ? nx_op_desc_find(r->info->name) : NULL;
+    for (int c = 0; c < n_cases; c++) {
+        const gc_case *k = &cases[c];
+        if (k->err[0] || (d ? gc_desc(k) != d : strcmp(k->op, r->name) != 0))
+            continue;
+        r->golden++;
+        r->f32 += !strcmp(k->dtype, "float32");
+        r->f64 += !strcmp(k->dtype, "float64");
+        r->fd += !strcmp(k->dtype, "float64") && !k->no_fd[0];
+    }
+    snprintf(r->dtypes, sizeof r->dtypes, "%s%s%s", r->f32 ? "f32" : "",
+             r->f32 && r->f64 ? ", " : "", r->f64 ? "f64" : "");
+    if (!r->golden)
+        snprintf(r->dtypes, sizeof r->dtypes, "–");
+    size_t o = 0;
+    r->tol[0] = 0;
+    static const struct {
+        nx_dtype dt;
+        const char *name;
+    } dts[2] = {{NX_DTYPE_F32, "f32"}, {NX_DTYPE_F64, "f64"}};
+    for (int i = 0; d && i < 2 && o < sizeof r->tol; i++) {
+        double rt = 0, at = 0;
+        if (!(i ? r->f64 : r->f32) || !nx_op_tolerance(d, dts[i].dt, NULL, NULL, &rt, &at))
+            continue;
+        o += (size_t)snprintf(r->tol + o, sizeof r->tol - o, "%s%s %g/%g", o ? "; " : "",
+                              dts[i].name, rt, at);
+    }
+    if (!r->tol[0])
+        snprintf(r->tol, sizeof r->tol, "–");
+}
+
+static const char *repro_cell(const char *site, char *buf, size_t len)
 {
     size_t n;
     const nx_divergent_op *rows = nx_divergent_ops(&n);
-    for (size_t i = 0; i < n; i++) {
-        if (!strcmp(rows[i].op, op)) {
+    for (size_t i = 0; site && i < n; i++) {
+        if (!strcmp(rows[i].op, site)) {
             snprintf(buf, len, "driver=%s (canonical) / %s (fast)", rows[i].canonical,
                      rows[i].fast);
             return buf;
@@ -184,10 +241,70 @@ static const char *repro_cell(const char *op, char *buf, size_t len)
     return "not divergent (one variant)";
 }
 
+/* Whether a facts row names a table op, a legacy CLI op, or (an `op` row) itself. */
+static void check_fact_names(void)
+{
+    for (int i = 0; i < n_facts; i++) {
+        if (strcmp(facts[i].f[0], "note"))
+            continue;
+        if (!nx_op_find(facts[i].f[1])) {
+            fprintf(stderr, "op-matrix: facts.tsv has a note for %s, which is no row (or alias) "
+                            "of ops/ops.def\n", facts[i].f[1]);
+            errors++;
+        }
+    }
+}
+
+static int collect_ops(op_row *rows)
+{
+    size_t nt = 0;
+    const nx_op_info *const *ops = nx_ops(&nt);
+    int n = 0;
+    for (size_t i = 0; i < nt; i++) {
+        op_row *r = &rows[n++];
+        *r = (op_row){.info = ops[i], .name = ops[i]->name, .math = ops[i]->summary};
+        r->note = note_of(ops[i], NULL);
+        char buf[160];
+        snprintf(r->repro, sizeof r->repro, "%s", repro_cell(ops[i]->driver_site, buf, sizeof buf));
+        count_cases(r);
+    }
+    /* legacy: the CLI's own rows, then facts `op` rows that name no table op */
+    for (size_t i = 0; i < sizeof cli_ops / sizeof cli_ops[0]; i++) {
+        if (nx_op_find(cli_ops[i].name))
+            continue;
+        rows[n++] = (op_row){.name = cli_ops[i].name, .math = cli_ops[i].summary};
+    }
+    for (int i = 0; i < n_facts; i++) {
+        if (strcmp(facts[i].f[0], "op") || nx_op_find(facts[i].f[1]))
+            continue;
+        bool known = false;
+        for (int j = 0; j < n && !known; j++)
+            known = !rows[j].info && !strcmp(rows[j].name, facts[i].f[1]);
+        if (!known)
+            rows[n++] = (op_row){.name = facts[i].f[1], .math = "(no `nitrix run` row yet)"};
+    }
+    for (int i = 0; i < n; i++) {
+        op_row *r = &rows[i];
+        if (r->info)
+            continue;
+        r->fc = find_fact("op", r->name);
+        if (!r->fc) {
+            fprintf(stderr, "op-matrix: op %s is not on the op table and has no `op` row in "
+                            "tools/op-matrix/facts.tsv\n", r->name);
+            errors++;
+        }
+        r->note = note_of(NULL, r->name);
+        char buf[160];
+        snprintf(r->repro, sizeof r->repro, "%s", repro_cell(r->name, buf, sizeof buf));
+        count_cases(r);
+    }
+    return n;
+}
+
 static void json_str(FILE *f, const char *s)
 {
     fputc('"', f);
-    for (; *s; s++) {
+    for (; s && *s; s++) {
         if (*s == '"' || *s == '\\')
             fputc('\\', f);
         fputc(*s, f);
@@ -207,74 +324,114 @@ static const char *md_escape(const char *s, char *buf, size_t len)
     return buf;
 }
 
-typedef struct op_row {
-    const char *name, *math;
-    const fact *fc;
-    int golden;
-    char repro[128];
-} op_row;
-
-static int collect_ops(const char *root, op_row *rows)
+/* "a, b" from a list of names. */
+static const char *join(const char *const *v, int n, char *buf, size_t len)
 {
-    int n = 0;
-    for (size_t i = 0; i < sizeof cli_ops / sizeof cli_ops[0]; i++)
-        rows[n++] = (op_row){cli_ops[i].name, cli_ops[i].summary, NULL, 0, ""};
-    for (int i = 0; i < n_facts; i++) {
-        bool known = strcmp(facts[i].f[0], "op") != 0;
-        for (int j = 0; j < n && !known; j++)
-            known = !strcmp(rows[j].name, facts[i].f[1]);
-        if (!known)
-            rows[n++] = (op_row){facts[i].f[1], "(no `nitrix run` row yet)", NULL, 0, ""};
-    }
-    for (int i = 0; i < n; i++) {
-        rows[i].fc = find_fact("op", rows[i].name);
-        if (!rows[i].fc) {
-            fprintf(stderr, "op-matrix: op %s has no `op` row in tools/op-matrix/facts.tsv\n",
-                    rows[i].name);
-            errors++;
-        }
-        rows[i].golden = golden_cases(root, rows[i].name);
-        char buf[128];
-        snprintf(rows[i].repro, sizeof rows[i].repro, "%s",
-                 repro_cell(rows[i].name, buf, sizeof buf));
-    }
-    return n;
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; v && i < n && o < len; i++)
+        o += (size_t)snprintf(buf + o, len - o, "%s`%s`", i ? ", " : "", v[i]);
+    return n && v ? buf : "–";
 }
 
-static const char *cell(const op_row *r, int i)
+static const char *opts_cell(const nx_op_info *info, char *buf, size_t len)
 {
-    return r->fc ? r->fc->f[i] : "?";
+    size_t o = 0;
+    buf[0] = 0;
+    for (int i = 0; i < info->nopts && o < len; i++) {
+        const nx_op_opt *p = &info->opts[i];
+        if (p->def)
+            o += (size_t)snprintf(buf + o, len - o, "%s`%s=%s`", i ? ", " : "", p->name,
+                                  *p->def ? p->def : "\"\"");
+        else
+            o += (size_t)snprintf(buf + o, len - o, "%s`%s` (required)", i ? ", " : "", p->name);
+    }
+    return info->nopts ? buf : "–";
+}
+
+static const char *backends_cell(const op_row *r)
+{
+    const nx_op_desc *d = nx_op_desc_find(r->info->name);
+    if (d && (d->flags & NX_OP_HOST))
+        return "host (a runtime operation; golden replay through ref and cpu)";
+    return r->golden ? "ref, cpu (golden replay on both)" : "ref, cpu";
+}
+
+static void gradient_cell(const op_row *r, char *buf, size_t len)
+{
+    if (!r->info->differentiable)
+        snprintf(buf, len, "– (not differentiable)");
+    else
+        snprintf(buf, len, "yes: vjp, FD-checked on %d float64 golden case%s (`fd-gradients`)",
+                 r->fd < 2 ? r->fd : 2, r->fd == 1 ? "" : "s");
 }
 
 static void write_md(FILE *f, const op_row *ops, int n)
 {
-    char a[CELL * 2];
+    char a[CELL * 4], b[CELL * 2], c[CELL * 2], g[CELL], al[CELL];
     fputs("# Op matrix\n\n"
-          "**Generated** by `tools/op-matrix` from `ir/prims.def`, `tools/cli/ops.def`,\n"
-          "`include/nitrix-ops.h` and the family headers it includes, `tools/op-matrix/facts.tsv`,\n"
-          "`golden/` and the divergent-op registry. Do not edit by hand: edit the sources and\n"
-          "rerun\n\n"
+          "**Generated** by `tools/op-matrix` from the op table (`ops/ops.def` and each op's\n"
+          "descriptor, through `nx_ops()`), `golden/`, `ir/prims.def`, the divergent-op registry\n"
+          "and `tools/op-matrix/facts.tsv` (only what the table cannot know: CUDA status as\n"
+          "measured, tests beyond the golden replay, notes, and the entry points). Do not edit by\n"
+          "hand: edit the sources and rerun\n\n"
           "    meson compile -C <build> && <build>/tests/fidelity/op-matrix . docs\n\n"
           "The test `op-matrix-fresh` (suite `fidelity`) fails when this file is stale or when a\n"
           "public entry point of the op headers has no row in `facts.tsv`.\n\n"
-          "Legend: **yes**: runs there and is tested against an independent oracle; **–**: not\n"
-          "available (a request falls back to `ref` with a warning, or fails under\n"
-          "`NITRIX_STRICT_BACKEND=1`); **host**: a runtime operation on host tensors, not a compiled\n"
-          "kernel. *golden*: cases in `golden/` (docs/fidelity.md), replayed on every backend.\n"
-          "*reproducible*: the op's driver variants under reproducible mode.\n\n"
+          "Legend: *golden*: cases in `golden/` (docs/fidelity.md), replayed through\n"
+          "`nx_op_call` on every available backend and compared by the descriptor's *tolerance*\n"
+          "(rtol/atol per dtype); *dtypes*: the dtypes of those cases; *gradient*: the row's differentiable flag\n"
+          "and the FD test on its float64 cases; *reproducible*: the op's driver variants under\n"
+          "reproducible mode; **–**: none. Options show their defaults in the option's own\n"
+          "syntax (`nitrix run OP --help` gives types, ranges and help).\n\n"
           "## Ops\n\n"
+          "| op | family | math | inputs | outputs | options | dtypes | cpu | cuda | gradient | "
+          "golden | tolerance | reproducible | aliases | tested by | notes |\n"
+          "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+          f);
+    for (int i = 0; i < n && ops[i].info; i++) {
+        const op_row *r = &ops[i];
+        const nx_op_info *in = r->info;
+        int nal = 0;
+        while (in->aliases && in->aliases[nal])
+            nal++;
+        gradient_cell(r, g, sizeof g);
+        fprintf(f, "| `%s` | %s | %s | %s |", r->name, in->family,
+                md_escape(r->math, a, sizeof a), join(in->inputs, in->ninputs, b, sizeof b));
+        fprintf(f, " %s |", join(in->outputs, in->noutputs, b, sizeof b));
+        fprintf(f, " %s |", md_escape(opts_cell(in, c, sizeof c), a, sizeof a));
+        fprintf(f, " %s | %s | %s | %s |", r->dtypes, backends_cell(r),
+                md_escape(r->note.cuda, a, sizeof a), g);
+        if (r->golden)
+            fprintf(f, " %d cases |", r->golden);
+        else
+            fputs(" – |", f);
+        fprintf(f, " %s | %s | %s |", r->tol, r->repro, join(in->aliases, nal, al, sizeof al));
+        fprintf(f, " %s |", md_escape(r->note.tested, a, sizeof a));
+        fprintf(f, " %s |\n", md_escape(r->note.notes, a, sizeof a));
+    }
+    fputs("\n## Ops not on the op table yet\n\n"
+          "Legacy `nitrix run` rows and public functions of families still converting to\n"
+          "descriptors; their cells are `facts.tsv`'s `op` rows. Each moves to the table above\n"
+          "when its `ops/ops.def` row lands.\n\n"
           "| op | math | f32 | f64 | cpu | cuda | gradient | golden | reproducible | tested by "
           "| notes |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
           f);
     for (int i = 0; i < n; i++) {
-        fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s | ", ops[i].name,
-                md_escape(ops[i].math, a, sizeof a), cell(&ops[i], 2), cell(&ops[i], 3),
-                cell(&ops[i], 4), cell(&ops[i], 5), cell(&ops[i], 6));
-        if (ops[i].golden)
-            fprintf(f, "%d cases |", ops[i].golden);
+        const op_row *r = &ops[i];
+        if (r->info)
+            continue;
+        const char *cells[9];
+        for (int k = 0; k < 9; k++)
+            cells[k] = r->fc ? r->fc->f[k] : "?";
+        fprintf(f, "| `%s` | %s | %s | %s | %s | %s | %s | ", r->name,
+                md_escape(r->math, a, sizeof a), cells[2], cells[3], cells[4], cells[5],
+                cells[6]);
+        if (r->golden)
+            fprintf(f, "%d cases |", r->golden);
         else
             fputs("– |", f);
-        fprintf(f, " %s | %s | %s |\n", ops[i].repro, cell(&ops[i], 7), cell(&ops[i], 8));
+        fprintf(f, " %s | %s | %s |\n", r->repro, cells[7], cells[8]);
     }
     fputs("\n## Public entry points\n\nEvery `NX_API` function of the op headers "
           "(`include/nitrix-ops.h` and its family headers) and the op it computes (– for\n"
@@ -306,23 +463,101 @@ static void write_md(FILE *f, const op_row *ops, int n)
                                                         : "none");
 }
 
+static void json_list(FILE *f, const char *const *v, int n)
+{
+    fputc('[', f);
+    for (int i = 0; v && i < n; i++) {
+        if (i)
+            fputs(", ", f);
+        json_str(f, v[i]);
+    }
+    fputc(']', f);
+}
+
+static void json_table_op(FILE *f, const op_row *r)
+{
+    const nx_op_info *in = r->info;
+    const nx_op_desc *d = nx_op_desc_find(in->name);
+    int nal = 0;
+    while (in->aliases && in->aliases[nal])
+        nal++;
+    fputs("    {\"op\": ", f);
+    json_str(f, r->name);
+    fputs(", \"on_table\": true, \"family\": ", f);
+    json_str(f, in->family);
+    fputs(", \"math\": ", f);
+    json_str(f, r->math);
+    fputs(", \"inputs\": ", f);
+    json_list(f, in->inputs, in->ninputs);
+    fputs(", \"outputs\": ", f);
+    json_list(f, in->outputs, in->noutputs);
+    fputs(", \"options\": [", f);
+    for (int i = 0; i < in->nopts; i++) {
+        fputs(i ? ", {\"name\": " : "{\"name\": ", f);
+        json_str(f, in->opts[i].name);
+        fputs(", \"type\": ", f);
+        json_str(f, opt_type(&in->opts[i]));
+        fputs(", \"default\": ", f);
+        if (in->opts[i].def)
+            json_str(f, in->opts[i].def);
+        else
+            fputs("null", f);
+        fputc('}', f);
+    }
+    fprintf(f, "], \"differentiable\": %s, \"driver_site\": ",
+            in->differentiable ? "true" : "false");
+    if (in->driver_site)
+        json_str(f, in->driver_site);
+    else
+        fputs("null", f);
+    fputs(", \"aliases\": ", f);
+    json_list(f, in->aliases, nal);
+    fprintf(f, ", \"host\": %s, \"golden_cases\": %d, \"golden_float32\": %d, "
+               "\"golden_float64\": %d, \"tolerance\": {",
+            d && (d->flags & NX_OP_HOST) ? "true" : "false", r->golden, r->f32, r->f64);
+    bool first = true;
+    for (int i = 0; d && i < 2; i++) {
+        double rt = 0, at = 0;
+        nx_dtype dt = i ? NX_DTYPE_F64 : NX_DTYPE_F32;
+        if (!(i ? r->f64 : r->f32) || !nx_op_tolerance(d, dt, NULL, NULL, &rt, &at))
+            continue;
+        fprintf(f, "%s\"%s\": {\"rtol\": %g, \"atol\": %g}", first ? "" : ", ",
+                i ? "float64" : "float32", rt, at);
+        first = false;
+    }
+    fputs("}, \"reproducible\": ", f);
+    json_str(f, r->repro);
+    fputs(", \"cuda\": ", f);
+    json_str(f, r->note.cuda);
+    fputs(", \"tested_by\": ", f);
+    json_str(f, r->note.tested);
+    fputs(", \"notes\": ", f);
+    json_str(f, r->note.notes);
+    fputc('}', f);
+}
+
 static void write_json(FILE *f, const op_row *ops, int n)
 {
     static const char *keys[] = {"",     "",         "f32",       "f64",  "cpu",
                                  "cuda", "gradient", "tested_by", "notes"};
     fputs("{\n  \"ops\": [\n", f);
     for (int i = 0; i < n; i++) {
-        fputs("    {\"op\": ", f);
-        json_str(f, ops[i].name);
-        fputs(", \"math\": ", f);
-        json_str(f, ops[i].math);
-        for (int k = 2; k < 9; k++) {
-            fprintf(f, ", \"%s\": ", keys[k]);
-            json_str(f, cell(&ops[i], k));
+        if (ops[i].info) {
+            json_table_op(f, &ops[i]);
+        } else {
+            fputs("    {\"op\": ", f);
+            json_str(f, ops[i].name);
+            fputs(", \"on_table\": false, \"math\": ", f);
+            json_str(f, ops[i].math);
+            for (int k = 2; k < 9; k++) {
+                fprintf(f, ", \"%s\": ", keys[k]);
+                json_str(f, ops[i].fc ? ops[i].fc->f[k] : "?");
+            }
+            fprintf(f, ", \"golden_cases\": %d, \"reproducible\": ", ops[i].golden);
+            json_str(f, ops[i].repro);
+            fputc('}', f);
         }
-        fprintf(f, ", \"golden_cases\": %d, \"reproducible\": ", ops[i].golden);
-        json_str(f, ops[i].repro);
-        fprintf(f, "}%s\n", i + 1 < n ? "," : "");
+        fprintf(f, "%s\n", i + 1 < n ? "," : "");
     }
     fputs("  ],\n  \"entry_points\": {", f);
     bool first = true;
@@ -369,6 +604,7 @@ static bool same_file(const char *a, const char *b)
     return same;
 }
 
+
 int main(int argc, char **argv)
 {
     if (argc < 3) {
@@ -377,8 +613,16 @@ int main(int argc, char **argv)
     }
     load_facts(argv[1]);
     check_entries(argv[1]);
+    check_fact_names();
+    gc_case *all = NULL;
+    n_cases = gc_cases(&all);
+    if (n_cases < 0) {
+        fprintf(stderr, "op-matrix: cannot read the golden corpus under %s\n", gc_root());
+        return 1;
+    }
+    cases = all;
     static op_row ops[MAXR * 2];
-    int n = collect_ops(argv[1], ops);
+    int n = collect_ops(ops);
     const char *names[2] = {"op-matrix.md", "op-matrix.json"};
     for (int k = 0; k < 2; k++) {
         char out[1024], doc[1024];
@@ -386,6 +630,7 @@ int main(int argc, char **argv)
         FILE *f = fopen(out, "w");
         if (!f) {
             fprintf(stderr, "op-matrix: cannot write %s\n", out);
+            free(all);
             return 1;
         }
         (k ? write_json : write_md)(f, ops, n);
@@ -398,7 +643,10 @@ int main(int argc, char **argv)
             errors++;
         }
     }
-    printf("op-matrix: %d ops, %zu primitives, %d errors\n", n, sizeof prims / sizeof prims[0],
-           errors);
+    size_t nt = 0;
+    nx_ops(&nt);
+    printf("op-matrix: %d ops (%zu on the op table), %zu primitives, %d errors\n", n, nt,
+           sizeof prims / sizeof prims[0], errors);
+    free(all);
     return errors ? 1 : 0;
 }

@@ -162,7 +162,7 @@ GOLDEN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".
                       "sparse")
 
 
-def golden_case(case, op, dtype, inputs, out, options, generator):
+def golden_case(case, op, dtype, inputs, out, options, generator, extra=()):
     """golden/sparse/<case>/: the fidelity runner's layout (docs/fidelity.md)."""
     d = os.path.join(GOLDEN, case)
     os.makedirs(d, exist_ok=True)
@@ -174,6 +174,8 @@ def golden_case(case, op, dtype, inputs, out, options, generator):
         f.write("inputs = " + " ".join(f"{k}.npy" for k in inputs) + "\noutput = out.npy\n")
         f.write(f"options = {options}\ngenerator = {generator}\n")
         f.write(f"numpy = {np.__version__}\nscipy = {scipy.__version__}\nseed = 20261132\n")
+        for line in extra:
+            f.write(line + "\n")
 
 
 def golden_cases():
@@ -193,10 +195,13 @@ def golden_cases():
         out, _, _ = matmul_fwd_vjp(sr, v.astype(np.float64), idx, b.astype(np.float64),
                                    np.zeros(np.broadcast_shapes(vb, bb) + (m, c)))
         name = np.dtype(dt).name
-        golden_case(f"ell_matmul_batch_{sr}_{name}", "ell_matmul", name,
-                    {"values": v, "indices": idx, "b": b}, out.astype(dt), f"semiring={sr}",
+        golden_case(f"ell_matmul_batch_{sr}_{name}", "semiring_ell_matmul", name,
+                    {"values": v, "indices": idx, "b": b}, out.astype(dt),
+                    f"semiring={sr.upper()} n_cols={n}",
                     "numpy float64 brute force over each row's slots, values and b batched "
-                    "(broadcast); scipy.special.logsumexp for log")
+                    "(broadcast); scipy.special.logsumexp for log",
+                    ["fd = the pads' values are -inf: a finite difference steps by inf"]
+                    if ident == -np.inf else [])
     for fn, sr, red, dt in (("diffusion", "real", np.sum, np.float64),
                             ("gaussian", "tropical_max_plus", np.max, np.float64),
                             ("relative", "tropical_min_plus", np.min, np.float32)):
@@ -206,9 +211,9 @@ def golden_cases():
         f = EDGE_FNS[fn](h[:, :, None, :], h[:, idx], v[:, :, None])
         v, h = v.astype(dt), h.astype(dt)
         name = np.dtype(dt).name
-        golden_case(f"ell_edge_aggregate_{fn}_{name}", "ell_edge_aggregate", name,
+        golden_case(f"ell_edge_aggregate_{fn}_{name}", "semiring_ell_edge_aggregate", name,
                     {"values": v, "indices": idx, "h": h}, red(f, axis=2).astype(dt),
-                    f"semiring={sr} edge={fn}",
+                    f"semiring={sr.upper()} edge={fn}",
                     "numpy float64: the edge function over (h_i, gathered h_j, w) per slot, "
                     "folded by sum/max/min over the slots")
 
