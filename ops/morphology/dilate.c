@@ -1,4 +1,5 @@
-/* The op `dilate`: grey dilation, scipy.ndimage.grey_dilation (a max-plus window fold). Its descriptor; the schema, check and run are
+/* The op `dilate`: grey dilation, scipy.ndimage.grey_dilation (a max-plus window fold). Its
+ * descriptor; the schema, check and run are
  * morph-run.c's (shared by the grey ops), the fragment nx_morph_node / nx_median_node
  * (morph-node.c). */
 #include "morph.h"

@@ -76,7 +76,7 @@ nx_node nx_distance_node(nx_graph *g, nx_node field, nx_distance_metric metric)
 /* Exact Euclidean distance: the squared distance is separable, min over sources of
  * sum_i (s_i (x_i - z_i))^2, so one min-plus pass per axis against (s (q - p))^2 and a square
  * root give it exactly (no lower envelope needed; O(n^2) per line, the canonical driver of
- * distance_transform_edt, edt.c). */
+ * distance_transform_edt, distance_transform_edt.c). */
 nx_node nx_morph_edt_separable_node(nx_graph *g, nx_node field, const double *sampling)
 {
     int nd = nx_node_ndim(g, field);

@@ -17,9 +17,9 @@
  * source, anything else, NaN included, is not: the field's rule), so the whole plan is those
  * kernels and runs on the device. The passes read the sampling from its constant (f64[nd]) at
  * run time. Arithmetic is f64 rounded to the output at each store, as the CPU's passes, except
- * where every value is an exact integer below 2^24 (unit sampling, nx_morph_edt_window_exact_f32, decided when
- * the graph is built): then f32 gives the same values with half the FP64 work, the device's
- * scarce pipe here.
+ * where every value is an exact integer below 2^24 (unit sampling, nx_morph_edt_window_exact_f32,
+ * decided when the graph is built): then f32 gives the same values with half the FP64 work, the
+ * device's scarce pipe here.
  *
  *   first   along axis 0 (the outermost: lines are strided, so consecutive threads take adjacent
  *           lines and every step's loads and stores coalesce): one thread per line, the squared
@@ -154,9 +154,9 @@ static nx_status pass_reference(void *user, nx_ctx *ctx, int n_in, const nx_tens
     }
     memcpy(nx_tensor_data(out), nx_tensor_data(f),
            (size_t)nx_tensor_numel(f) * nx_dtype_size(nx_tensor_dtype(f)));
-    return nx_morph_edt_envelope_axis(ctx, nx_tensor_data(out), nx_tensor_dtype(f) == NX_DTYPE_F64, nd,
-                         nx_tensor_shape(f), ps->axis, s[ps->axis], ps->root,
-                         nx_morph_edt_window_exact_f32(nd, nx_tensor_shape(f), s));
+    return nx_morph_edt_envelope_axis(ctx, nx_tensor_data(out), nx_tensor_dtype(f) == NX_DTYPE_F64,
+                                      nd, nx_tensor_shape(f), ps->axis, s[ps->axis], ps->root,
+                                      nx_morph_edt_window_exact_f32(nd, nx_tensor_shape(f), s));
 }
 
 /* Shared by both kernels: the types (M the input's, T the output's, C the arithmetic's), the
@@ -204,26 +204,25 @@ static const char first_body[] =
     "    }\n"
     "}\n";
 
-static const char window_body[] =
-    "        const I q = p / INNER % N;\n"
-    "        const M *line = f + (p - q * INNER);\n"
-    "        C acc = (C)f[p];\n"
-    "        for (I k = 1;; k++) {\n"
-    "            const C c = MUL(MUL(s2, (C)k), (C)k);\n"
-    "            if (!(acc > c) || (q < k && q + k >= N))\n"
-    "                break;\n"
-    "            if (q >= k) {\n"
-    "                const C x = ADD((C)line[(q - k) * INNER], c);\n"
-    "                acc = x < acc ? x : acc;\n"
-    "            }\n"
-    "            if (q + k < N) {\n"
-    "                const C x = ADD((C)line[(q + k) * INNER], c);\n"
-    "                acc = x < acc ? x : acc;\n"
-    "            }\n"
-    "        }\n"
-    "        put(y, p, acc);\n"
-    "    }\n"
-    "}\n";
+static const char window_body[] = "        const I q = p / INNER % N;\n"
+                                  "        const M *line = f + (p - q * INNER);\n"
+                                  "        C acc = (C)f[p];\n"
+                                  "        for (I k = 1;; k++) {\n"
+                                  "            const C c = MUL(MUL(s2, (C)k), (C)k);\n"
+                                  "            if (!(acc > c) || (q < k && q + k >= N))\n"
+                                  "                break;\n"
+                                  "            if (q >= k) {\n"
+                                  "                const C x = ADD((C)line[(q - k) * INNER], c);\n"
+                                  "                acc = x < acc ? x : acc;\n"
+                                  "            }\n"
+                                  "            if (q + k < N) {\n"
+                                  "                const C x = ADD((C)line[(q + k) * INNER], c);\n"
+                                  "                acc = x < acc ? x : acc;\n"
+                                  "            }\n"
+                                  "        }\n"
+                                  "        put(y, p, acc);\n"
+                                  "    }\n"
+                                  "}\n";
 
 static const char *cuda_type(nx_dtype d)
 {
@@ -268,37 +267,56 @@ static int pass_source(void *user, int n_in, const nx_dtype *dtypes, const int *
     int head = snprintf(buf, cap, pass_prelude, cuda_type(dtypes[0]), cuda_type(od),
                         ps->exact ? "float" : "double", i32 ? "int" : "long long", (long long)n,
                         (long long)inner, ps->exact ? "__fmul_rn" : "__dmul_rn",
-                        ps->exact ? "__fadd_rn" : "__dadd_rn", store, kernel, ps->axis,
-                        ps->axis);
+                        ps->exact ? "__fadd_rn" : "__dadd_rn", store, kernel, ps->axis, ps->axis);
     if (head < 0)
         return -1;
     size_t used = (size_t)head < cap ? (size_t)head : cap;
-    int body = snprintf(buf ? buf + used : NULL, cap - used, "%s",
-                        ps->first ? first_body : window_body);
+    int body =
+        snprintf(buf ? buf + used : NULL, cap - used, "%s", ps->first ? first_body : window_body);
     return body < 0 ? -1 : head + body;
 }
 
 /* The passes by [first][root][exact][axis]. */
-#define PASS(F, R, E, A) {.axis = A, .first = F, .root = R, .exact = E}
+#define PASS(F, R, E, A)                                                                           \
+    {                                                                                              \
+        .axis = A, .first = F, .root = R, .exact = E                                               \
+    }
 #define PASS_AXES(F, R, E)                                                                         \
-    {PASS(F, R, E, 0), PASS(F, R, E, 1), PASS(F, R, E, 2), PASS(F, R, E, 3),                      \
-     PASS(F, R, E, 4), PASS(F, R, E, 5), PASS(F, R, E, 6), PASS(F, R, E, 7)}
-#define BY_EXACT(X, F, R) {X(F, R, 0), X(F, R, 1)}
-#define BY_ROOT(X, F) {BY_EXACT(X, F, 0), BY_EXACT(X, F, 1)}
+    {                                                                                              \
+        PASS(F, R, E, 0), PASS(F, R, E, 1), PASS(F, R, E, 2), PASS(F, R, E, 3), PASS(F, R, E, 4),  \
+            PASS(F, R, E, 5), PASS(F, R, E, 6), PASS(F, R, E, 7)                                   \
+    }
+#define BY_EXACT(X, F, R)                                                                          \
+    {                                                                                              \
+        X(F, R, 0), X(F, R, 1)                                                                     \
+    }
+#define BY_ROOT(X, F)                                                                              \
+    {                                                                                              \
+        BY_EXACT(X, F, 0), BY_EXACT(X, F, 1)                                                       \
+    }
 static const edt_pass pass_info[2][2][2][NX_MAX_DIMS] = {BY_ROOT(PASS_AXES, 0),
                                                          BY_ROOT(PASS_AXES, 1)};
 #define DEF(F, R, E, A)                                                                            \
-    {.name = F ? "edt_first_pass" : "edt_window_pass", .shape = pass_shape,                        \
-     .reference = pass_reference, .user = (void *)&pass_info[F][R][E][A]}
+    {                                                                                              \
+        .name = F ? "edt_first_pass" : "edt_window_pass", .shape = pass_shape,                     \
+        .reference = pass_reference, .user = (void *)&pass_info[F][R][E][A]                        \
+    }
 #define DEF_AXES(F, R, E)                                                                          \
-    {DEF(F, R, E, 0), DEF(F, R, E, 1), DEF(F, R, E, 2), DEF(F, R, E, 3),                          \
-     DEF(F, R, E, 4), DEF(F, R, E, 5), DEF(F, R, E, 6), DEF(F, R, E, 7)}
+    {                                                                                              \
+        DEF(F, R, E, 0), DEF(F, R, E, 1), DEF(F, R, E, 2), DEF(F, R, E, 3), DEF(F, R, E, 4),       \
+            DEF(F, R, E, 5), DEF(F, R, E, 6), DEF(F, R, E, 7)                                      \
+    }
 static const nx_extern_def pass_defs[2][2][2][NX_MAX_DIMS] = {BY_ROOT(DEF_AXES, 0),
                                                               BY_ROOT(DEF_AXES, 1)};
-#define DEV(F, R, E, A) {.source = pass_source, .user = (void *)&pass_info[F][R][E][A]}
+#define DEV(F, R, E, A)                                                                            \
+    {                                                                                              \
+        .source = pass_source, .user = (void *)&pass_info[F][R][E][A]                              \
+    }
 #define DEV_AXES(F, R, E)                                                                          \
-    {DEV(F, R, E, 0), DEV(F, R, E, 1), DEV(F, R, E, 2), DEV(F, R, E, 3),                          \
-     DEV(F, R, E, 4), DEV(F, R, E, 5), DEV(F, R, E, 6), DEV(F, R, E, 7)}
+    {                                                                                              \
+        DEV(F, R, E, 0), DEV(F, R, E, 1), DEV(F, R, E, 2), DEV(F, R, E, 3), DEV(F, R, E, 4),       \
+            DEV(F, R, E, 5), DEV(F, R, E, 6), DEV(F, R, E, 7)                                      \
+    }
 static const nx_extern_device_def pass_devs[2][2][2][NX_MAX_DIMS] = {BY_ROOT(DEV_AXES, 0),
                                                                      BY_ROOT(DEV_AXES, 1)};
 
@@ -323,4 +341,3 @@ nx_node nx_morph_edt_device_node(nx_graph *g, nx_node mask, const double *sampli
     }
     return y;
 }
-

@@ -155,7 +155,8 @@ static void tile_store(const envelope_job *j, int64_t base, int64_t m, const dou
 #endif
 
 /* f32 lanes, used where every sum is an exact integer (unit sampling, squared distances of the
- * whole array below 2^24, nx_morph_edt_window_exact_f32): then f32 gives the f64 results at twice the lanes. */
+ * whole array below 2^24, nx_morph_edt_window_exact_f32): then f32 gives the f64 results at twice
+ * the lanes. */
 WINDOW_CLONES static bool window_f32(const float *restrict t, float *restrict d, int64_t n)
 {
     for (int64_t q = 0; q < n; q++) {
@@ -325,8 +326,9 @@ static void envelope_chunk(void *user, int64_t begin, int64_t end, int chunk)
     }
 }
 
-nx_status nx_morph_edt_envelope_axis(nx_ctx *ctx, void *data, bool f64, int nd, const int64_t *shape,
-                               int axis, double spacing, bool root, bool lanes_f32)
+nx_status nx_morph_edt_envelope_axis(nx_ctx *ctx, void *data, bool f64, int nd,
+                                     const int64_t *shape, int axis, double spacing, bool root,
+                                     bool lanes_f32)
 {
     envelope_job j = {.data = data,
                       .f64 = f64,
@@ -445,8 +447,8 @@ bool nx_morph_edt_window_exact_f32(int nd, const int64_t *shape, const double *s
 /* ---- the extern: field (0 at sources, +inf elsewhere), sampling f64[nd] -> distance -------*/
 
 nx_status nx_morph_edt_shape(void *user, int n_in, const nx_dtype *dtypes, const int *ndims,
-                          const int64_t *const *shapes, nx_dtype *out_dtype, int *out_ndim,
-                          int64_t out_shape[NX_MAX_DIMS])
+                             const int64_t *const *shapes, nx_dtype *out_dtype, int *out_ndim,
+                             int64_t out_shape[NX_MAX_DIMS])
 {
     (void)user;
     if (n_in != 2 || (dtypes[0] != NX_DTYPE_F32 && dtypes[0] != NX_DTYPE_F64) ||
@@ -492,8 +494,8 @@ static nx_status fz_reference(void *user, nx_ctx *ctx, int n_in, const nx_tensor
     nx_rt_free(ctx, fj.scratch, bytes);
     bool lanes_f32 = nx_morph_edt_window_exact_f32(nd, nx_tensor_shape(f), s);
     for (int a = nd - 2; a >= 0 && st == NX_OK; a--)
-        st = nx_morph_edt_envelope_axis(ctx, nx_tensor_data(out), f64, nd, nx_tensor_shape(f), a, s[a], a == 0,
-                           lanes_f32);
+        st = nx_morph_edt_envelope_axis(ctx, nx_tensor_data(out), f64, nd, nx_tensor_shape(f), a,
+                                        s[a], a == 0, lanes_f32);
     return st;
 }
 
@@ -516,4 +518,3 @@ nx_node nx_morph_edt_fast_node(nx_graph *g, nx_node field, const double *samplin
     nx_node sv = nx_constant(g, NX_DTYPE_F64, 1, &n, s);
     return nx_extern(g, &felzenszwalb_def, 2, (nx_node[]){field, sv});
 }
-

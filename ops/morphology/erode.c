@@ -1,4 +1,5 @@
-/* The op `erode`: grey erosion, scipy.ndimage.grey_erosion (a min-plus window fold). Its descriptor; the schema, check and run are
+/* The op `erode`: grey erosion, scipy.ndimage.grey_erosion (a min-plus window fold). Its
+ * descriptor; the schema, check and run are
  * morph-run.c's (shared by the grey ops), the fragment nx_morph_node / nx_median_node
  * (morph-node.c). */
 #include "morph.h"

@@ -1,5 +1,5 @@
 /* Connected components by label propagation with hooking and pointer jumping, as IR programs: the
- * driver that runs on the GPU (and on any backend), where the host's union-find (label.c) cannot
+ * driver that runs on the GPU (and on any backend), where the host's union-find (label-uf.c) cannot
  * go.
  *
  * The state is one flat i32 label per voxel: a foreground voxel starts with its own linear index,

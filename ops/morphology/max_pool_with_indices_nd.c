@@ -18,7 +18,7 @@ const nx_op_opt nx_pool_schema[NX_UNPOOL_NOPTS] = {
      "the older name of output_size (kept one release)"},
 };
 
-#define FN(m, n)                                                                                 \
+#define FN(m, n)                                                                                   \
     offsetof(nx_pool_args, m), offsetof(nx_pool_args, n), sizeof(((nx_pool_args *)0)->m)
 const nx_op_field nx_pool_fields[NX_UNPOOL_NOPTS] = {
     {offsetof(nx_pool_args, nspatial), NX_OP_NO_FIELD, sizeof(int64_t)},
@@ -38,10 +38,9 @@ const nx_op_tol nx_pool_tols[] = {
 
 void nx_pool_opts_of(const nx_pool_args *a, nx_pool_opts *o)
 {
-    *o = (nx_pool_opts){.backend = a->backend,
-                        .nspatial = a->nspatial >= 0 && a->nspatial <= NX_POOL_MAX_SPATIAL
-                                        ? (int)a->nspatial
-                                        : -1};
+    *o = (nx_pool_opts){
+        .backend = a->backend,
+        .nspatial = a->nspatial >= 0 && a->nspatial <= NX_POOL_MAX_SPATIAL ? (int)a->nspatial : -1};
     memcpy(o->kernel, a->kernel, sizeof o->kernel);
     memcpy(o->stride, a->stride, sizeof o->stride);
     memcpy(o->padding, a->padding, sizeof o->padding);
@@ -67,8 +66,7 @@ nx_status nx_pool_check_counts(const nx_op_args *c, bool unpool)
 
 void nx_pool_args_of(const nx_pool_opts *o, nx_pool_args *a)
 {
-    *a = (nx_pool_args){.backend = o->backend,
-                        .nspatial = o->nspatial};
+    *a = (nx_pool_args){.backend = o->backend, .nspatial = o->nspatial};
     memcpy(a->kernel, o->kernel, sizeof a->kernel);
     memcpy(a->stride, o->stride, sizeof a->stride);
     memcpy(a->padding, o->padding, sizeof a->padding);
@@ -94,16 +92,15 @@ static nx_status check(const nx_op_args *c)
     if (st == NX_OK && c->dy)
         st = nx_pool_check_tensor(c->ctx, c->who, "dy", c->dy[0], false);
     if (st == NX_OK && c->dy && nx_tensor_dtype(c->dy[0]) != nx_tensor_dtype(x))
-        st = nx_rt_error(c->ctx, NX_ERR_DTYPE, "%s: dy is %s and x %s; expected one dtype",
-                         c->who, nx_dtype_name(nx_tensor_dtype(c->dy[0])),
+        st = nx_rt_error(c->ctx, NX_ERR_DTYPE, "%s: dy is %s and x %s; expected one dtype", c->who,
+                         nx_dtype_name(nx_tensor_dtype(c->dy[0])),
                          nx_dtype_name(nx_tensor_dtype(x)));
     return st;
 }
 
 /* Forward: values and indices. In a vjp the stage has the values alone (the indices carry no
  * cotangent), so the program differentiates only them. */
-static nx_status build(nx_graph *g, const nx_op_args *c, const void *user, int nout,
-                       nx_node *outs)
+static nx_status build(nx_graph *g, const nx_op_args *c, const void *user, int nout, nx_node *outs)
 {
     (void)user;
     const nx_tensor *xt = c->in[0];
@@ -170,8 +167,8 @@ nx_status nx_max_pool_with_indices_nd(nx_ctx *ctx, const nx_tensor *x, const nx_
     nx_pool_args a;
     nx_pool_args_of(opts, &a);
     nx_tensor *res[2] = {NULL, NULL};
-    st = nx_op_run_as(ctx, &nx_op_max_pool_with_indices_nd, who, (const nx_tensor *const[]){x},
-                      &a, res);
+    st = nx_op_run_as(ctx, &nx_op_max_pool_with_indices_nd, who, (const nx_tensor *const[]){x}, &a,
+                      res);
     *values = res[0];
     *indices = res[1];
     return st;
@@ -196,5 +193,6 @@ nx_status nx_max_pool_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *dy,
     nx_pool_args_of(opts, &a);
     /* One cotangent per output: the indices' slot is not read (they carry none). */
     return nx_op_run_vjp_as(ctx, &nx_op_max_pool_with_indices_nd, who,
-                            (const nx_tensor *const[]){x}, &a, (const nx_tensor *const[]){dy, dy}, dx);
+                            (const nx_tensor *const[]){x}, &a, (const nx_tensor *const[]){dy, dy},
+                            dx);
 }

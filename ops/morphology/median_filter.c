@@ -1,4 +1,5 @@
-/* The op `median_filter`: scipy.ndimage.median_filter (the element of rank count / 2 of each window). Its descriptor; the schema, check and run are
+/* The op `median_filter`: scipy.ndimage.median_filter (the element of rank count / 2 of each
+ * window). Its descriptor; the schema, check and run are
  * morph-run.c's (shared by the grey ops), the fragment nx_morph_node / nx_median_node
  * (morph-node.c). */
 #include "morph.h"

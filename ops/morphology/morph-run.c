@@ -17,20 +17,29 @@
 
 /* ---- the schema ----------------------------------------------------------------------------*/
 
-#define SIZE_OPT                                                                                 \
-    {"size", NX_OPT_INTS, "3", "1:", NX_MORPH_MAX_SPATIAL,                                       \
-     "flat box extents per spatial axis, or one for all (ignored with a footprint)"}
-#define FOOTPRINT_OPT                                                                            \
-    {"footprint", NX_OPT_TENSOR, "none", NULL, 1,                                                \
-     "flat footprint (.npy of the spatial dims; nonzero = in), or none"}
-#define TAIL_OPTS                                                                                \
-    {"padding", NX_OPT_ENUM, "SAME", "SAME|VALID", 1,                                            \
-     "SAME: output of x's shape; VALID: only windows inside the image"},                         \
-        {"mode", NX_OPT_BORDER, "reflect", NULL, 1,                                              \
-         "border rule: reflect, constant, nearest, mirror or wrap (scipy's mode)"},              \
-        {"cval", NX_OPT_FLOAT, "0", NULL, 1, "value outside for mode=constant"},                 \
-        {"nspatial", NX_OPT_INT, "0", "0:4", 1,                                                  \
-         "how many trailing axes are spatial (leading ones are batch); 0: all (ndim <= 4)"}
+#define SIZE_OPT                                                                                   \
+    {                                                                                              \
+        "size", NX_OPT_INTS, "3", "1:", NX_MORPH_MAX_SPATIAL,                                      \
+            "flat box extents per spatial axis, or one for all (ignored with a footprint)"         \
+    }
+#define FOOTPRINT_OPT                                                                              \
+    {                                                                                              \
+        "footprint", NX_OPT_TENSOR, "none", NULL, 1,                                               \
+            "flat footprint (.npy of the spatial dims; nonzero = in), or none"                     \
+    }
+#define TAIL_OPTS                                                                                  \
+    {                                                                                              \
+        "padding", NX_OPT_ENUM,                                                                    \
+        "SAME",    "SAME|VALID",                                                                   \
+        1,         "SAME: output of x's shape; VALID: only windows inside the image"},             \
+        {"mode",    NX_OPT_BORDER,                                                                 \
+         "reflect", NULL,                                                                          \
+         1,         "border rule: reflect, constant, nearest, mirror or wrap (scipy's mode)"},     \
+        {"cval", NX_OPT_FLOAT, "0", NULL, 1, "value outside for mode=constant"},                   \
+    {                                                                                              \
+        "nspatial", NX_OPT_INT, "0", "0:4", 1,                                                     \
+            "how many trailing axes are spatial (leading ones are batch); 0: all (ndim <= 4)"      \
+    }
 
 const nx_op_opt nx_morph_opts_schema[NX_MORPH_NOPTS] = {
     SIZE_OPT,
@@ -41,10 +50,11 @@ const nx_op_opt nx_morph_opts_schema[NX_MORPH_NOPTS] = {
     TAIL_OPTS,
 };
 
-const nx_op_opt nx_morph_median_schema[NX_MORPH_MEDIAN_NOPTS] = {SIZE_OPT, FOOTPRINT_OPT, TAIL_OPTS};
+const nx_op_opt nx_morph_median_schema[NX_MORPH_MEDIAN_NOPTS] = {SIZE_OPT, FOOTPRINT_OPT,
+                                                                 TAIL_OPTS};
 
 #define F(m) offsetof(nx_morph_args, m), NX_OP_NO_FIELD, sizeof(((nx_morph_args *)0)->m)
-#define FN(m, n)                                                                                 \
+#define FN(m, n)                                                                                   \
     offsetof(nx_morph_args, m), offsetof(nx_morph_args, n), sizeof(((nx_morph_args *)0)->m)
 const nx_op_field nx_morph_fields[] = {
     {FN(size, nsize)}, {F(structure)}, {F(footprint)}, {F(padding)},
@@ -79,15 +89,14 @@ typedef struct morph_call {
 
 static void opts_of(const nx_morph_args *a, nx_morph_opts *o)
 {
-    *o = (nx_morph_opts){.backend = a->backend,
-                         .nspatial = a->nspatial >= 0 && a->nspatial <= NX_MORPH_MAX_SPATIAL
-                                         ? (int)a->nspatial
-                                         : -1,
-                         .footprint = a->footprint,
-                         .structure = a->structure,
-                         .padding = (nx_morph_padding)a->padding,
-                         .border = (nx_border)a->mode,
-                         .cval = a->cval};
+    *o = (nx_morph_opts){
+        .backend = a->backend,
+        .nspatial = a->nspatial >= 0 && a->nspatial <= NX_MORPH_MAX_SPATIAL ? (int)a->nspatial : -1,
+        .footprint = a->footprint,
+        .structure = a->structure,
+        .padding = (nx_morph_padding)a->padding,
+        .border = (nx_border)a->mode,
+        .cval = a->cval};
     memcpy(o->size, a->size, sizeof o->size);
 }
 
@@ -111,8 +120,7 @@ static nx_node pad_box(nx_graph *g, nx_node x, bool dilate, const nx_morph_opts 
 }
 
 /* Forward of the stage; in a vjp, x is the parameter nx_op_program differentiates. */
-static nx_status build(nx_graph *g, const nx_op_args *oc, const void *user, int nout,
-                       nx_node *outs)
+static nx_status build(nx_graph *g, const nx_op_args *oc, const void *user, int nout, nx_node *outs)
 {
     (void)nout;
     const morph_call *c = user;
@@ -221,8 +229,8 @@ nx_status nx_morph_desc_run(const nx_op_args *c, int op, nx_tensor **outs)
     m.o.backend = c->backend;
     if (empty_same(m.x, &m.o)) {
         nx_dtype d = nx_tensor_dtype(m.x);
-        return nx_tensor_new(c->ctx, nx_dtype_is_float(d) ? d : NX_DTYPE_F32,
-                             nx_tensor_ndim(m.x), nx_tensor_shape(m.x), outs);
+        return nx_tensor_new(c->ctx, nx_dtype_is_float(d) ? d : NX_DTYPE_F32, nx_tensor_ndim(m.x),
+                             nx_tensor_shape(m.x), outs);
     }
     if (padded_box(c, &m))
         return run_padded_box(c, &m, outs);
@@ -278,8 +286,7 @@ static nx_status typed(nx_ctx *ctx, int op, const char *who, const nx_tensor *x,
     /* The median's schema has no structure: the builder's message refuses one. */
     const nx_tensor *const in[] = {x};
     if (dy)
-        return nx_op_run_vjp_as(ctx, desc_of(op), who, in, &a, (const nx_tensor *const[]){dy},
-                                out);
+        return nx_op_run_vjp_as(ctx, desc_of(op), who, in, &a, (const nx_tensor *const[]){dy}, out);
     return nx_op_run_as(ctx, desc_of(op), who, in, &a, out);
 }
 

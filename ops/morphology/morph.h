@@ -7,12 +7,12 @@
 #include "nitrix-ops.h"
 
 /* The squared-distance passes of the exact EDT from a field (0 at sources, +inf elsewhere) and a
- * square root: the separable min-plus driver (distance.c) and the lower-envelope extern (edt.c).
- * sampling NULL: all 1. */
+ * square root: the separable min-plus driver (distance-node.c) and the lower-envelope extern
+ * (edt-host.c). sampling NULL: all 1. */
 NX_HIDDEN nx_node nx_morph_edt_separable_node(nx_graph *g, nx_node field, const double *sampling);
 NX_HIDDEN nx_node nx_morph_edt_fast_node(nx_graph *g, nx_node field, const double *sampling);
 /* The fast driver's device chain from a mask (0 at sources): a pass along axis 0, then a window
- * pass per later axis, each an extern with CUDA code (edt.c). */
+ * pass per later axis, each an extern with CUDA code (edt-device.c). */
 NX_HIDDEN nx_node nx_morph_edt_device_node(nx_graph *g, nx_node mask, const double *sampling);
 
 /* Shared by edt-host.c and edt-device.c: the envelope over one axis of a contiguous f32/f64
@@ -66,7 +66,8 @@ NX_HIDDEN nx_status nx_morph_desc_run(const nx_op_args *c, int op, nx_tensor **o
 /* The unpool's range check of indices against x's pooled shape (pool-node.c). */
 NX_HIDDEN nx_status nx_morph_pool_check_indices(nx_ctx *ctx, const char *who, const nx_tensor *x,
                                                 const nx_tensor *indices, const nx_pool_opts *o);
-/* The option struct of max_pool_with_indices_nd and max_unpool_nd (pool.c's schema). */
+/* The option struct of max_pool_with_indices_nd and max_unpool_nd (their schema is in
+ * max_pool_with_indices_nd.c). */
 typedef struct nx_pool_args {
     nx_backend backend;
     int64_t nspatial;

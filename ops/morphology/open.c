@@ -1,4 +1,5 @@
-/* The op `open`: grey opening, dilate(erode(x)) as scipy.ndimage.grey_opening. Its descriptor; the schema, check and run are
+/* The op `open`: grey opening, dilate(erode(x)) as scipy.ndimage.grey_opening. Its descriptor; the
+ * schema, check and run are
  * morph-run.c's (shared by the grey ops), the fragment nx_morph_node / nx_median_node
  * (morph-node.c). */
 #include "morph.h"
