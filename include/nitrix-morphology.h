@@ -72,6 +72,16 @@ NX_API nx_node nx_morph_node(nx_graph *g, nx_morph_op op, nx_node x, const nx_mo
  * dtypes, backend). opts may be NULL (3^n flat box, SAME, reflect). */
 NX_API nx_status nx_morph(nx_ctx *ctx, nx_morph_op op, const nx_tensor *x,
                           const nx_morph_opts *opts, nx_tensor **out);
+/* The spec's names for the four ops (the op table's dilate, erode, open, close; nx_morph with the
+ * op is the older spelling): the same results, errors starting with the function's name. */
+NX_API nx_status nx_dilate(nx_ctx *ctx, const nx_tensor *x, const nx_morph_opts *opts,
+                           nx_tensor **out);
+NX_API nx_status nx_erode(nx_ctx *ctx, const nx_tensor *x, const nx_morph_opts *opts,
+                          nx_tensor **out);
+NX_API nx_status nx_open(nx_ctx *ctx, const nx_tensor *x, const nx_morph_opts *opts,
+                         nx_tensor **out);
+NX_API nx_status nx_close(nx_ctx *ctx, const nx_tensor *x, const nx_morph_opts *opts,
+                          nx_tensor **out);
 /* dx of <dy, morph(x)>: the cotangent of each output goes to its window's first winner. */
 NX_API nx_status nx_morph_vjp(nx_ctx *ctx, nx_morph_op op, const nx_tensor *x,
                               const nx_tensor *dy, const nx_morph_opts *opts, nx_tensor **dx);

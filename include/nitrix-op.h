@@ -15,7 +15,7 @@
  *
  * Option values are text in the option's own syntax (INTS and FLOATS: "1,1,2"; ENUM and BORDER:
  * one of the allowed names, any case; BOOL: true/false/1/0/yes/no; TENSOR: the path of a .npy
- * file, read for the call). A missing option takes its
+ * file, read for the call, or none: no tensor). A missing option takes its
  * default; a required option has default NULL. Every error is an nx_status with a message from
  * nx_ctx_last_error(ctx) naming the op, the option and what was expected.
  */

@@ -852,7 +852,13 @@ static nx_status parse_option(text_call *t, const nx_op_field *f, const char *va
     case NX_OPT_TENSOR: {
         /* Given as text, a tensor option is the path of a .npy file. */
         if (!*value)
-            return bad_value(t, value, "the path of a .npy file");
+            return bad_value(t, value, "the path of a .npy file, or none");
+        /* "none": an optional tensor option left out (its default when it has one). */
+        if (strcasecmp(value, "none") == 0) {
+            const nx_tensor *none = NULL;
+            memcpy(dst, &none, sizeof none);
+            break;
+        }
         if (t->check_only)
             break;
         nx_tensor *tt = NULL;

@@ -100,6 +100,12 @@ struct nx_op_desc {
     const nx_op_tol *tols;
     int ntols;
     unsigned flags;             /* NX_OP_* below */
+    /* Why the FD gradient test (tests/fidelity/test-gradients.c) perturbs a tie-free copy of the
+     * golden inputs: set for an op that is differentiable almost everywhere but not at ties (max,
+     * min, median, pooling), where a central difference across a tie measures neither side. The
+     * test then adds a deterministic jitter that makes every value distinct and takes h far below
+     * the smallest gap. NULL: the inputs are used as they are. */
+    const char *fd_note;
 };
 
 /* The op runs on the host through the runtime (copy, cast), not as a compiled program: the runner

@@ -32,14 +32,15 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "golden", 
 SEED = 20261129       # every case but the large volumes
 SEED_BIG = 20261130   # the tiled EDT volumes and the slab-parallel labels
 SEED_GAPS = 20261201  # the windowed EDT passes
+SEED_LCC = 20261202   # the largest component (its own stream: earlier cases stay byte-identical)
 
 # The ops' names and option keywords as the op table has them (ops/ops.def, the descriptors'
 # schemas): one place to change when the table renames one.
 OP = {"dilate": "dilate", "erode": "erode", "open": "open", "close": "close",
       "median": "median_filter", "cdt": "distance_transform", "edt": "distance_transform_edt",
       "label": "connected_components", "pool": "max_pool_with_indices_nd",
-      "unpool": "max_unpool_nd"}
-KW = {"size": "size", "footprint": "footprint", "structure": "structure", "mode": "mode",
+      "unpool": "max_unpool_nd", "largest": "largest_connected_component"}
+KW = {"size": "size", "footprint": "footprint", "structure": "structuring_element", "mode": "mode",
       "cval": "cval", "metric": "metric", "sampling": "sampling", "connectivity": "connectivity",
       "nspatial": "nspatial", "kernel": "kernel", "stride": "stride", "padding": "padding",
       "output_size": "output_size"}
@@ -149,6 +150,20 @@ def label(name, mask, conn, seed):
                [("connectivity", conn)],
                f"scipy.ndimage.label(mask, generate_binary_structure({mask.ndim}, {conn}))",
                seed, [f"count = {k}"])
+
+
+def largest(name, mask, conn, seed):
+    """The component with the most voxels (ties: the lowest label; none: all false), from
+    scipy's labels."""
+    lab, k = ndi.label(mask, ndi.generate_binary_structure(mask.ndim, conn))
+    sizes = np.bincount(lab.ravel(), minlength=k + 1)
+    sizes[0] = 0
+    best = int(np.argmax(sizes)) if k > 0 else 0  # argmax: the first (lowest) of equal sizes
+    out = (lab == best) & (best > 0)
+    write_case(name, "largest", np.bool_, [("mask", mask)], [("out", out)],
+               [("connectivity", conn)],
+               f"scipy.ndimage.label(mask, generate_binary_structure({mask.ndim}, {conn})), "
+               "then the label with the most voxels (ties: the lowest)", seed)
 
 
 def max_pool(x, k, st, pad):
@@ -315,6 +330,11 @@ def main():
                                      ("cc2_slabs_c1", (300, 77), 1, 0.6),
                                      ("cc4_slabs_c4", (12, 9, 10, 11), 4, 0.2)]:
         label(name, (big.rand(*shape) < p_one).astype(np.uint8), conn, SEED_BIG)
+    # The largest component, u8 masks; one with no foreground (all false).
+    lcc = np.random.RandomState(SEED_LCC)
+    for name, shape, conn in [("lcc2_c1", (15, 17), 1), ("lcc3_c3", (7, 8, 9), 3)]:
+        largest(name, (lcc.rand(*shape) > 0.6).astype(np.uint8), conn, SEED_LCC)
+    largest("lcc2_empty", np.zeros((4, 5), np.uint8), 2, SEED_LCC)
     print(f"golden/morphology: {count} cases")
 
 

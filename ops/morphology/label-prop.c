@@ -1,5 +1,5 @@
 /* Connected components by label propagation with hooking and pointer jumping, as IR programs: the
- * driver that runs on the GPU (and on any backend), where the host's union-find (label.c) cannot
+ * driver that runs on the GPU (and on any backend), where the host's union-find (label-uf.c) cannot
  * go.
  *
  * The state is one flat i32 label per voxel: a foreground voxel starts with its own linear index,
@@ -446,9 +446,8 @@ static nx_status check_opts(nx_ctx *ctx, const nx_tensor *mask, const nx_label_o
     return NX_OK;
 }
 
-nx_status nx_connected_components_opts(nx_ctx *ctx, const nx_tensor *mask,
-                                       const nx_label_opts *opts, nx_tensor **out,
-                                       int32_t *n_labels)
+nx_status nx_morph_label_opts(nx_ctx *ctx, const nx_tensor *mask, const nx_label_opts *opts,
+                              nx_tensor **out, int32_t *n_labels)
 {
     if (!ctx)
         return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "nx_connected_components_opts: ctx is NULL");
@@ -460,7 +459,7 @@ nx_status nx_connected_components_opts(nx_ctx *ctx, const nx_tensor *mask,
     if (st != NX_OK)
         return st;
     if (!propagation)
-        return nx_connected_components(ctx, mask, opts->connectivity, out, n_labels);
+        return nx_morph_label_union_find(ctx, mask, opts->connectivity, out, n_labels);
     nx_backend be = opts->backend;
     if (be == NX_BACKEND_AUTO &&
         (nx_tensor_device(mask) == NX_DEVICE_CUDA || nx_ctx_backend(ctx) == NX_BACKEND_CUDA))

@@ -247,7 +247,7 @@ static void make_opts(call_opts *o, const gc_case *c, const nx_op_info *info, co
             continue; /* the driver asked for replaces the manifest's */
         o->keys[o->n] = c->key[i];
         o->vals[o->n] = c->val[i];
-        if (s && s->type == NX_OPT_TENSOR) {
+        if (s && s->type == NX_OPT_TENSOR && strcasecmp(c->val[i], "none") != 0) {
             snprintf(o->paths[i], sizeof o->paths[i], "%s/%s", c->dir, c->val[i]);
             o->vals[o->n] = o->paths[i];
         }

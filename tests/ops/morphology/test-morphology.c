@@ -102,7 +102,7 @@ static nx_morph_border border_of(const char *s)
     return NX_MORPH_BORDER_COUNT;
 }
 
-/* One golden case: the manifest's op with its size or footprint/structure files, mode and cval. */
+/* One golden case: the manifest's op with its size or footprint/structuring_element files, mode and cval. */
 static int run_case(nx_ctx *ctx, const char *name, nx_backend backend)
 {
     char op[32], b1[64], b2[64], b3[64];
@@ -119,7 +119,7 @@ static int run_case(nx_ctx *ctx, const char *name, nx_backend backend)
     nx_tensor *x = load(ctx, name, "x"), *want = load(ctx, name, "out"), *fp = NULL, *se = NULL;
     if (option(name, "footprint", b1, sizeof b1, NULL))
         o.footprint = fp = load(ctx, name, "fp");
-    if (option(name, "structure", b1, sizeof b1, NULL))
+    if (option(name, "structuring_element", b1, sizeof b1, NULL))
         o.structure = se = load(ctx, name, "se");
     nx_tensor *got = NULL;
     nx_morph_op mop = op_of(op);

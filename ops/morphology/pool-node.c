@@ -14,11 +14,10 @@
 #include <math.h>
 #include <string.h>
 
-#include "cache.h"
-#include "program/program.h"
 #include "internal.h"
 #include "ir/ir.h"
 #include "nitrix-graph.h"
+#include "morph.h"
 #include "nitrix-ops.h"
 
 typedef struct pool_geo {
@@ -228,114 +227,26 @@ nx_node nx_max_unpool_node(nx_graph *g, nx_node x, nx_node indices, const nx_poo
     return nx_reshape(g, y, nd, yshape);
 }
 
-/* ---- entry points on tensors ---------------------------------------------------------------*/
-
-typedef enum pool_kind { POOL, POOL_VJP, UNPOOL, UNPOOL_VJP } pool_kind;
-
-typedef struct pool_call {
-    pool_kind kind;
-    const nx_tensor *x, *indices, *dy;
-    const nx_pool_opts *o;
-} pool_call;
-
-static nx_node input_of(nx_graph *g, const char *name, const nx_tensor *t, bool param)
-{
-    return (param ? nx_parameter : nx_input)(g, name, nx_tensor_dtype(t), nx_tensor_ndim(t),
-                                             nx_tensor_shape(t));
-}
-
-static nx_status build(nx_graph *g, const pool_call *c, int *nout, nx_node *outs)
-{
-    bool vjp = c->kind == POOL_VJP || c->kind == UNPOOL_VJP;
-    nx_node x = input_of(g, "x", c->x, vjp), y, idx = NX_NONE;
-    if (c->kind == POOL || c->kind == POOL_VJP) {
-        y = nx_max_pool_node(g, x, c->o, c->kind == POOL ? &idx : NULL);
-    } else {
-        idx = input_of(g, "indices", c->indices, false);
-        y = nx_max_unpool_node(g, x, idx, c->o);
-    }
-    *nout = 1;
-    outs[0] = y;
-    if (c->kind == POOL) {
-        outs[1] = idx;
-        *nout = 2;
-    }
-    if (!vjp || nx_graph_status(g) != NX_OK)
-        return nx_graph_status(g);
-    nx_node dy = input_of(g, "dy", c->dy, false);
-    if (nx_graph_status(g) != NX_OK)
-        return nx_graph_status(g);
-    return nx_graph_vjp(g, 1, &y, &dy, 1, &x, outs);
-}
-
-static nx_status compile(nx_ctx *ctx, const void *user, nx_program **out)
-{
-    const pool_call *c = user;
-    nx_graph *g = NULL;
-    nx_status st = nx_graph_new(ctx, &g);
-    if (st != NX_OK)
-        return st;
-    nx_node outs[2] = {0};
-    int nout = 0;
-    st = build(g, c, &nout, outs);
-    if (st == NX_OK) {
-        nx_compile_opts co = {.backend = c->o->backend, .n_outputs = nout, .outputs = outs};
-        st = nx_graph_compile(g, &co, out);
-    }
-    nx_graph_free(g);
-    return st;
-}
-
-static nx_status program(nx_ctx *ctx, const pool_call *c, nx_program **out)
-{
-    nx_rt_cache_blob b;
-    nx_rt_cache_blob_init(&b, ctx);
-    const nx_pool_opts *o = c->o;
-    int64_t geo[2 + 4 * NX_POOL_MAX_SPATIAL] = {c->kind, o->nspatial};
-    memcpy(geo + 2, o->kernel, sizeof o->kernel);
-    memcpy(geo + 2 + NX_POOL_MAX_SPATIAL, o->stride, sizeof o->stride);
-    memcpy(geo + 2 + 2 * NX_POOL_MAX_SPATIAL, o->padding, sizeof o->padding);
-    memcpy(geo + 2 + 3 * NX_POOL_MAX_SPATIAL, o->output_size, sizeof o->output_size);
-    nx_rt_cache_blob_str(&b, "op", "max_pool");
-    nx_rt_cache_blob_bytes(&b, "geo", geo, sizeof geo);
-    nx_rt_cache_blob_tensor(&b, "x", c->x);
-    nx_rt_cache_blob_tensor(&b, "indices", c->indices);
-    nx_rt_cache_blob_tensor(&b, "dy", c->dy);
-    nx_rt_cache_blob_i64(&b, "backend", o->backend);
-    return nx_program_cached(ctx, &b, "max_pool: cache key", compile, c, out);
-}
-
-static nx_status check_tensor(nx_ctx *ctx, const char *who, const char *what, const nx_tensor *t,
-                              bool integer)
-{
-    if (!t)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, what);
-    nx_dtype d = nx_tensor_dtype(t);
-    if (integer ? d != NX_DTYPE_I64 && d != NX_DTYPE_I32 : d != NX_DTYPE_F32 && d != NX_DTYPE_F64)
-        return nx_rt_error(ctx, NX_ERR_DTYPE, "%s: %s is %s; expected %s", who, what,
-                           nx_dtype_name(d), integer ? "i64 or i32" : "f32 or f64");
-    return NX_OK;
-}
-
 /* Indices outside the unpooled plane are an error on tensors (the node drops them). The check
  * reads them on the host, so device indices are refused rather than copied behind the caller's
  * back. */
-static nx_status check_indices(nx_ctx *ctx, const char *who, const pool_call *c)
+nx_status nx_morph_pool_check_indices(nx_ctx *ctx, const char *who, const nx_tensor *x,
+                                      const nx_tensor *indices, const nx_pool_opts *o)
 {
-    if (nx_tensor_device(c->indices) != NX_DEVICE_HOST)
+    if (nx_tensor_device(indices) != NX_DEVICE_HOST)
         return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
                            "%s: indices is a device tensor; the range check of the indices reads "
                            "them on the host: pass host indices",
                            who);
     pool_geo ge;
-    nx_status st = geo_of(ctx, who, c->o, nx_tensor_ndim(c->x), nx_tensor_shape(c->x), true, &ge);
+    nx_status st = geo_of(ctx, who, o, nx_tensor_ndim(x), nx_tensor_shape(x), true, &ge);
     if (st != NX_OK)
         return st;
     int64_t ns = 1;
     for (int i = 0; i < ge.nsp; i++)
         ns *= ge.in[i];
     nx_tensor *t = NULL;
-    if ((st = nx_tensor_cast(c->indices, NX_DTYPE_I64, &t)) != NX_OK)
+    if ((st = nx_tensor_cast(indices, NX_DTYPE_I64, &t)) != NX_OK)
         return st;
     const int64_t *v = nx_tensor_data(t);
     for (int64_t i = 0; i < nx_tensor_numel(t) && st == NX_OK; i++)
@@ -347,111 +258,4 @@ static nx_status check_indices(nx_ctx *ctx, const char *who, const pool_call *c)
                             who, (long long)i, (long long)v[i], (long long)(ns - 1), (long long)ns);
     nx_tensor_free(t);
     return st;
-}
-
-static nx_status check_call(nx_ctx *ctx, const char *who, const pool_call *c)
-{
-    if (!c->o)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                           "%s: opts is NULL (kernel and nspatial are "
-                           "required)",
-                           who);
-    nx_status st = check_tensor(ctx, who, "x", c->x, false);
-    if (st == NX_OK && c->dy)
-        st = check_tensor(ctx, who, "dy", c->dy, false);
-    if (st == NX_OK && (c->kind == UNPOOL || c->kind == UNPOOL_VJP))
-        st = check_tensor(ctx, who, "indices", c->indices, true);
-    if (st == NX_OK && c->dy && nx_tensor_dtype(c->dy) != nx_tensor_dtype(c->x))
-        st = nx_rt_error(ctx, NX_ERR_DTYPE, "%s: dy is %s and x %s; expected one dtype", who,
-                         nx_dtype_name(nx_tensor_dtype(c->dy)),
-                         nx_dtype_name(nx_tensor_dtype(c->x)));
-    if (st == NX_OK && (c->kind == UNPOOL || c->kind == UNPOOL_VJP) &&
-        (nx_tensor_ndim(c->x) != nx_tensor_ndim(c->indices) ||
-         memcmp(nx_tensor_shape(c->x), nx_tensor_shape(c->indices),
-                (size_t)nx_tensor_ndim(c->x) * sizeof(int64_t)) != 0))
-        st = nx_rt_error(ctx, NX_ERR_SHAPE,
-                         "%s: indices and x differ in shape; expected one shape (the pool's "
-                         "outputs)",
-                         who);
-    if (st == NX_OK && (c->kind == UNPOOL || c->kind == UNPOOL_VJP))
-        st = check_indices(ctx, who, c);
-    return st;
-}
-
-/* o1 is NULL except for the pool, which also gives the indices. */
-static nx_status run(nx_ctx *ctx, const char *who, const pool_call *c, nx_tensor **o0,
-                     nx_tensor **o1)
-{
-    if (o0)
-        *o0 = NULL;
-    if (o1)
-        *o1 = NULL;
-    if (!ctx)
-        return nx_rt_error(NULL, NX_ERR_INVALID_ARG, "%s: ctx is NULL", who);
-    if (!o0 || (c->kind == POOL && !o1))
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: an output pointer is NULL", who);
-    nx_status st = check_call(ctx, who, c);
-    nx_program *p = NULL;
-    if (st == NX_OK)
-        st = program(ctx, c, &p);
-    if (st != NX_OK)
-        return st;
-    const nx_tensor *ins[3];
-    int n = 0;
-    ins[n++] = c->x;
-    if (c->kind == UNPOOL || c->kind == UNPOOL_VJP)
-        ins[n++] = c->indices;
-    if (c->dy)
-        ins[n++] = c->dy;
-    for (int i = 0; i < n; i++)
-        if (nx_tensor_device(ins[i]) != NX_DEVICE_HOST && nx_program_backend(p) != NX_BACKEND_CUDA)
-            return nx_rt_error(ctx, NX_ERR_UNSUPPORTED,
-                               "%s: input %d is a CUDA device tensor but the op runs on the %s "
-                               "backend; expected host tensors, or the cuda backend",
-                               who, i, nx_backend_name(nx_program_backend(p)));
-    nx_tensor *res[2] = {NULL, NULL};
-    if ((st = nx_program_run(p, ins, res)) != NX_OK)
-        return st;
-    *o0 = res[0];
-    if (o1)
-        *o1 = res[1];
-    return NX_OK;
-}
-
-nx_status nx_max_pool_with_indices_nd(nx_ctx *ctx, const nx_tensor *x, const nx_pool_opts *opts,
-                                      nx_tensor **values, nx_tensor **indices)
-{
-    pool_call c = {.kind = POOL, .x = x, .o = opts};
-    return run(ctx, "nx_max_pool_with_indices_nd", &c, values, indices);
-}
-
-nx_status nx_max_pool_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *dy,
-                          const nx_pool_opts *opts, nx_tensor **dx)
-{
-    pool_call c = {.kind = POOL_VJP, .x = x, .dy = dy, .o = opts};
-    if (ctx && !dy) {
-        if (dx)
-            *dx = NULL;
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "nx_max_pool_vjp: dy is NULL");
-    }
-    return run(ctx, "nx_max_pool_vjp", &c, dx, NULL);
-}
-
-nx_status nx_max_unpool_nd(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *indices,
-                           const nx_pool_opts *opts, nx_tensor **out)
-{
-    pool_call c = {.kind = UNPOOL, .x = x, .indices = indices, .o = opts};
-    return run(ctx, "nx_max_unpool_nd", &c, out, NULL);
-}
-
-nx_status nx_max_unpool_vjp(nx_ctx *ctx, const nx_tensor *x, const nx_tensor *indices,
-                            const nx_tensor *dy, const nx_pool_opts *opts, nx_tensor **dx)
-{
-    pool_call c = {.kind = UNPOOL_VJP, .x = x, .indices = indices, .dy = dy, .o = opts};
-    if (ctx && !dy) {
-        if (dx)
-            *dx = NULL;
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "nx_max_unpool_vjp: dy is NULL");
-    }
-    return run(ctx, "nx_max_unpool_vjp", &c, dx, NULL);
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "morph.h"
 #include "nitrix-ops.h"
 #include "pool.h"
 
@@ -337,8 +338,8 @@ static nx_status check_mask(nx_ctx *ctx, const char *who, const nx_tensor *mask,
     return NX_OK;
 }
 
-nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
-                                  nx_tensor **out, int32_t *n_labels)
+nx_status nx_morph_label_union_find(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
+                                    nx_tensor **out, int32_t *n_labels)
 {
     static const char *who = "nx_connected_components";
     if (!ctx)
@@ -347,7 +348,7 @@ nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connec
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s is NULL", who, mask ? "out" : "mask");
     *out = NULL;
     if (nx_tensor_device(mask) != NX_DEVICE_HOST) /* union-find reads host memory */
-        return nx_connected_components_opts(ctx, mask,
+        return nx_morph_label_opts(ctx, mask,
                                             &(nx_label_opts){.connectivity = connectivity}, out,
                                             n_labels);
     nx_status st = check_mask(ctx, who, mask, connectivity);
@@ -389,38 +390,4 @@ nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connec
         *n_labels = count;
     *out = lab;
     return NX_OK;
-}
-
-nx_status nx_largest_connected_component(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
-                                         nx_tensor **out)
-{
-    if (out)
-        *out = NULL;
-    if (ctx && !out)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "nx_largest_connected_component: out is NULL");
-    nx_tensor *lab = NULL, *res = NULL;
-    int32_t k = 0;
-    nx_status st = nx_connected_components(ctx, mask, connectivity, &lab, &k);
-    if (st != NX_OK)
-        return st;
-    int64_t n = nx_tensor_numel(lab);
-    int64_t *size = nx_rt_calloc(ctx, (size_t)k + 1, sizeof(int64_t));
-    st = size ? nx_tensor_new(ctx, NX_DTYPE_BOOL, nx_tensor_ndim(lab), nx_tensor_shape(lab), &res)
-              : nx_rt_nomem(ctx, "largest_connected_component: sizes", ((size_t)k + 1) * 8);
-    if (st == NX_OK) {
-        const int32_t *l = nx_tensor_data(lab);
-        for (int64_t i = 0; i < n; i++)
-            size[l[i]]++;
-        int32_t best = 0; /* ties go to the lowest label; no component: all false */
-        for (int32_t j = 1; j <= k; j++)
-            if (size[j] > (best ? size[best] : 0))
-                best = j;
-        uint8_t *r = nx_tensor_data(res);
-        for (int64_t i = 0; i < n; i++)
-            r[i] = best && l[i] == best;
-        *out = res;
-    }
-    nx_rt_free(ctx, size, ((size_t)k + 1) * sizeof(int64_t));
-    nx_tensor_free(lab);
-    return st;
 }

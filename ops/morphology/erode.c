@@ -1,0 +1,31 @@
+/* The op `erode`: grey erosion, scipy.ndimage.grey_erosion (a min-plus window fold). Its
+ * descriptor; the schema, check and run are
+ * morph-run.c's (shared by the grey ops), the fragment nx_morph_node / nx_median_node
+ * (morph-node.c). */
+#include "morph.h"
+
+static nx_status check(const nx_op_args *c)
+{
+    return nx_morph_desc_check(c, NX_MORPH_ERODE);
+}
+
+static nx_status run(const nx_op_args *c, nx_tensor **outs)
+{
+    return nx_morph_desc_run(c, NX_MORPH_ERODE, outs);
+}
+
+static const char *const aliases[] = {"grey_erosion", NULL};
+
+const nx_op_desc nx_op_erode = {
+    .info = {.nopts = NX_MORPH_NOPTS, .opts = nx_morph_opts_schema, .aliases = aliases},
+    .opts_size = sizeof(nx_morph_args),
+    .fields = nx_morph_fields,
+    .backend_offset = offsetof(nx_morph_args, backend),
+    .check = check,
+    .run = run,
+    .golden = "morphology",
+    .tols = nx_morph_exact_tols,
+    .ntols = 2,
+    .fd_note = "max/min/median are not differentiable at ties (two window places holding the "
+               "winning value): the FD test jitters the golden inputs apart first",
+};
