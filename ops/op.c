@@ -850,9 +850,13 @@ static nx_status parse_option(text_call *t, const nx_op_field *f, const char *va
         break;
     }
     case NX_OPT_TENSOR: {
-        /* Given as text, a tensor option is the path of a .npy file. */
-        if (!*value)
-            return bad_value(t, value, "the path of a .npy file");
+        /* Given as text, a tensor option is the path of a .npy file; "" is no tensor (the
+         * default of an optional one: a mask, an index array). */
+        if (!*value) {
+            const nx_tensor *none = NULL;
+            memcpy(dst, &none, sizeof none);
+            break;
+        }
         if (t->check_only)
             break;
         nx_tensor *tt = NULL;
