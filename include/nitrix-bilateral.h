@@ -13,6 +13,12 @@
  * there, with q_ii = 0 and so w_ii = m_ii). A row whose weights sum to 0 (every slot masked)
  * keeps its input value. n_iters > 1 repeats the average with the same weights (a fixed-affinity
  * mean field): one gather of the values plus one weighted reduction per iteration.
+ *
+ * The ops are rows of the op table (nitrix-op.h: nx_op_call, `nitrix run`): bilateral_gaussian
+ * (alias bilateral_gaussian_knn; the index array and mask are its TENSOR options neighbourhood
+ * and mask, the k-NN form its option k), brute_force_knn, spatial_cube_neighbourhood (host),
+ * susan_emulator and metric_from_spd (host). nx_metric_block_diagonal is not a row (a list of
+ * metrics, not a fixed set of tensors). The functions below are their typed entry points.
  */
 #ifndef NITRIX_BILATERAL_H
 #define NITRIX_BILATERAL_H

@@ -15,7 +15,8 @@
  *
  * Option values are text in the option's own syntax (INTS and FLOATS: "1,1,2"; ENUM and BORDER:
  * one of the allowed names, any case; BOOL: true/false/1/0/yes/no; TENSOR: the path of a .npy
- * file, read for the call, or none: no tensor). A missing option takes its
+ * file, read for the call, or "none" (or "") for no tensor: an optional tensor option's default).
+ * A missing option takes its
  * default; a required option has default NULL. Every error is an nx_status with a message from
  * nx_ctx_last_error(ctx) naming the op, the option and what was expected.
  */
@@ -94,7 +95,7 @@ NX_API nx_status nx_op_call(nx_ctx *ctx, const char *name, int nin, const nx_ten
                             int nout, nx_tensor **out);
 
 /* Parses nopt text options of op `name` as nx_op_call does, without running anything or reading
- * any file (a TENSOR option's path is only checked to be non-empty): NX_OK, or the error
+ * any file (a TENSOR option's path is not opened): NX_OK, or the error
  * nx_op_call would give for them (NX_ERR_INVALID_ARG naming the option and what it expects). A
  * command line checks its arguments with it before any work. */
 NX_API nx_status nx_op_check_options(nx_ctx *ctx, const char *name, int nopt,

@@ -850,11 +850,9 @@ static nx_status parse_option(text_call *t, const nx_op_field *f, const char *va
         break;
     }
     case NX_OPT_TENSOR: {
-        /* Given as text, a tensor option is the path of a .npy file. */
-        if (!*value)
-            return bad_value(t, value, "the path of a .npy file, or none");
-        /* "none": an optional tensor option left out (its default when it has one). */
-        if (strcasecmp(value, "none") == 0) {
+        /* Given as text, a tensor option is the path of a .npy file; "none" or "" is no tensor
+         * (an optional tensor option left out: its default, a mask or an index array). */
+        if (!*value || strcasecmp(value, "none") == 0) {
             const nx_tensor *none = NULL;
             memcpy(dst, &none, sizeof none);
             break;

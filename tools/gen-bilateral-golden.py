@@ -6,9 +6,11 @@ computed in float64 by NumPy brute force and scipy.ndimage, never by nitrix:
                           normalised, n_iters fixed-weight rounds, empty rows keep their value;
                           and a grid case whose features are the coordinates, against
                           scipy.ndimage.correlate with a normalised truncated Gaussian
-  bilateral_gaussian_knn  the same with the k-NN neighbourhood below
+                          (the index array and mask are the neighbourhood and mask options);
+                          and with k (the spec's int neighbourhood): the k-NN below
   brute_force_knn         numpy.argsort (stable) of the squared distances, self first or excluded
-  spatial_cube_neighbourhood  numpy index arithmetic (np.ravel_multi_index of clipped offsets)
+  spatial_cube_neighbourhood  numpy index arithmetic (np.ravel_multi_index of clipped offsets);
+                          outputs the index (out.npy) and the validity (validity.npy)
   susan_emulator          a loop over voxels (cube without centre and outside places) and
                           scipy.ndimage.median_filter(mode='nearest') where the weights sum < 1e-4
   metric_from_spd         numpy.linalg.cholesky
@@ -37,18 +39,29 @@ def check_pins():
 
 
 def write_case(name, op, dtype, inputs, out, options, generator):
+    """inputs: (key, array) for the op's positional inputs, or (key, array, option) for an array
+    passed as a TENSOR option (the file is named in `options = option=key.npy`). out: the array of
+    out.npy, or a list of (key, array) for several outputs in the row's order."""
     d = os.path.join(ROOT, name)
     os.makedirs(d, exist_ok=True)
-    files = []
-    for key, arr in inputs:
+    files, tensor_opts = [], []
+    for key, arr, *opt in inputs:
         fn = f"{key}.npy"
         a = arr if arr.dtype.kind in "biu" else arr.astype(dtype)
         np.save(os.path.join(d, fn), np.ascontiguousarray(a))
-        files.append(fn)
+        if opt:
+            tensor_opts.append((opt[0], fn))
+        else:
+            files.append(fn)
     out_dtype = np.float64 if op in ("brute_force_knn", "spatial_cube_neighbourhood") else dtype
-    np.save(os.path.join(d, "out.npy"), np.ascontiguousarray(out.astype(out_dtype)))
+    outs = out if isinstance(out, list) else [("out", out)]
+    for key, arr in outs:
+        a = arr if arr.dtype.kind == "b" else arr.astype(out_dtype)
+        np.save(os.path.join(d, f"{key}.npy"), np.ascontiguousarray(a))
+    options = list(options[:1]) + tensor_opts + list(options[1:])
     lines = [f"op = {op}", f"dtype = {np.dtype(dtype).name}", f"inputs = {' '.join(files)}",
-             "output = out.npy", f"options = {' '.join(f'{k}={v}' for k, v in options)}",
+             f"output = {' '.join(f'{k}.npy' for k, _ in outs)}",
+             f"options = {' '.join(f'{k}={v}' for k, v in options)}",
              f"generator = {generator}", f"numpy = {VERSIONS['numpy']}",
              f"scipy = {VERSIONS['scipy']}", f"seed = {SEED}"]
     with open(os.path.join(d, "manifest.txt"), "w") as f:
@@ -145,22 +158,24 @@ def bilateral_cases(rng):
         mask = random_mask(rng, n, k, 0.25, empty_rows=(3, 17))
         out = bilateral(v, f, "diagonal", sigma, idx, mask, 2)
         write_case(f"bil_diag_mask_{sfx}", "bilateral_gaussian", dtype,
-                   [("values", v), ("features", f), ("metric", sigma), ("index", idx),
-                    ("mask", mask)], out, [("metric", "diagonal"), ("n_iters", 2)], gen)
+                   [("values", v), ("features", f), ("metric", sigma),
+                    ("index", idx, "neighbourhood"), ("mask", mask, "mask")], out,
+                   [("metric", "diagonal"), ("n_iters", 2)], gen)
         # a rank-2 factor of a 3-d feature space, i32 indices, one round
         lf = rounded(rng.standard_normal((df, 2)) * 0.8, dtype)
         idx32 = rng.integers(0, n, (n, k)).astype(np.int32)
         mask = random_mask(rng, n, k, 0.1)
         out = bilateral(v, f, "factor", lf, idx32, mask, 1)
         write_case(f"bil_factor_lowrank_{sfx}", "bilateral_gaussian", dtype,
-                   [("values", v), ("features", f), ("metric", lf), ("index", idx32),
-                    ("mask", mask)], out, [("metric", "factor"), ("n_iters", 1)], gen)
+                   [("values", v), ("features", f), ("metric", lf),
+                    ("index", idx32, "neighbourhood"), ("mask", mask, "mask")], out,
+                   [("metric", "factor"), ("n_iters", 1)], gen)
         # k-NN neighbourhood under a full-rank factor (Cholesky of an SPD matrix)
         a = rng.standard_normal((df, df))
         lfull = rounded(np.linalg.cholesky(a @ a.T + df * np.eye(df)) * 0.5, dtype)
         nb = knn(f, 5, "factor", lfull)
         out = bilateral(v, f, "factor", lfull, nb, np.ones(nb.shape, bool), 3)
-        write_case(f"bil_knn_factor_{sfx}", "bilateral_gaussian_knn", dtype,
+        write_case(f"bil_knn_factor_{sfx}", "bilateral_gaussian", dtype,
                    [("values", v), ("features", f), ("metric", lfull)], out,
                    [("metric", "factor"), ("k", 5), ("n_iters", 3)],
                    gen + "; k-NN by numpy.argsort (stable), self first")
@@ -181,7 +196,8 @@ def grid_case(rng):
     out = (num / den).reshape(-1, 1)
     write_case("bil_grid_gauss_f64", "bilateral_gaussian", "float64",
                [("values", x.reshape(-1, 1)), ("features", coords), ("metric", sig),
-                ("index", idx.astype(np.int64)), ("mask", inside)], out,
+                ("index", idx.astype(np.int64), "neighbourhood"),
+                ("mask", inside, "mask")], out,
                [("metric", "diagonal"), ("n_iters", 1)],
                "scipy.ndimage.correlate (constant) of a truncated Gaussian / correlate of ones")
 
@@ -211,9 +227,10 @@ def cube_cases():
     gen = "numpy index arithmetic: clipped offsets, numpy.ravel_multi_index"
     for name, shape, half in (("cube_2d_h1", (4, 5), 1), ("cube_3d_h1", (3, 4, 2), 1),
                               ("cube_1d_h2", (6,), 2)):
-        idx, _ = cube(shape, half)
+        idx, inside = cube(shape, half)
         write_case(name, "spatial_cube_neighbourhood", "float64",
-                   [("grid", np.zeros(shape))], idx, [("half", half)], gen)
+                   [("grid", np.zeros(shape))], [("out", idx), ("validity", inside)],
+                   [("half", half)], gen)
 
 
 def susan_cases(rng):
@@ -233,8 +250,17 @@ def susan_cases(rng):
     x[1, 4, 4] = 25.0
     out = susan(x, 2, 1.5, 2.0 / np.sqrt(2.0), 2, False)
     write_case("susan_2d_batch_bt_f64", "susan_emulator", "float64", [("image", x)], out,
-               [("nspatial", 2), ("sigma_space", 1.5), ("bthresh", 2.0), ("half", 2),
+               [("spatial_rank", 2), ("sigma_space", 1.5), ("bthresh", 2.0), ("half", 2),
                 ("use_median", "false")], gen)
+    # a small 2-d image with the median branch (two isolated outliers), for the FD gradient test:
+    # its own stream, so the other cases' draws stay as they were
+    r2 = np.random.default_rng(SEED + 1)
+    x = r2.normal(5.0, 1.0, (6, 7))
+    x[2, 3] = 30.0
+    x[4, 1] = -20.0
+    out = susan(x, 2, 1.3, 0.9, 1, True)
+    write_case("susan_2d_median_f64", "susan_emulator", "float64", [("image", x)], out,
+               [("sigma_space", 1.3), ("sigma_intensity", 0.9)], gen)
 
 
 def spd_cases(rng):

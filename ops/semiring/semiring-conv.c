@@ -106,7 +106,7 @@ static const nx_op_field fields[] = {
 };
 #undef F
 
-/* golden/tolerance.tsv's rows */
+/* the (retired) golden/tolerance.tsv's rows */
 static const nx_op_tol tols[] = {
     {NX_DTYPE_F64, NULL, NULL, 1e-12, 1e-12},
     {NX_DTYPE_F32, NULL, NULL, 1e-5, 1e-5},

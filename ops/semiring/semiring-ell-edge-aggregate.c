@@ -178,7 +178,7 @@ static const nx_op_opt opts[] = {
 static const nx_op_field fields[] = {F(fold), F(edge), F(formula)};
 #undef F
 
-/* golden/tolerance.tsv's ell_edge_aggregate rows */
+/* the (retired) golden/tolerance.tsv's ell_edge_aggregate rows */
 static const nx_op_tol tols[] = {
     {NX_DTYPE_F64, NULL, NULL, 1e-12, 1e-12},
     {NX_DTYPE_F32, NULL, NULL, 1e-5, 1e-5},

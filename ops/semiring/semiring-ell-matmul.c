@@ -27,7 +27,7 @@ static const nx_op_field fields[] = {
     {offsetof(nx_ell_args, n_cols), offsetof(nx_ell_args, n_cols_given), sizeof(int64_t)},
 };
 
-/* golden/tolerance.tsv's ell_matmul rows */
+/* the (retired) golden/tolerance.tsv's ell_matmul rows */
 static const nx_op_tol tols[] = {
     {NX_DTYPE_F64, NULL, NULL, 1e-12, 1e-12},
     {NX_DTYPE_F32, NULL, NULL, 1e-5, 1e-5},

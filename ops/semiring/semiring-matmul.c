@@ -68,7 +68,7 @@ static const nx_op_field fields[] = {
     {offsetof(nx_sr_matmul_args, semiring), NX_OP_NO_FIELD, sizeof(const nx_semiring *)},
 };
 
-/* golden/tolerance.tsv's rows, and the fixtures' (tests/ops/semiring: f32 2e-5 there) */
+/* the (retired) golden/tolerance.tsv's rows, and the fixtures' (tests/ops/semiring: f32 2e-5 there) */
 static const nx_op_tol tols[] = {
     {NX_DTYPE_F64, NULL, NULL, 1e-12, 1e-12},
     {NX_DTYPE_F32, NULL, NULL, 1e-5, 1e-5},

@@ -413,7 +413,7 @@ static void key(nx_rt_cache_blob *b, const nx_op_args *c)
 
 static const char *const aliases[] = {"gaussian_filter", NULL};
 
-/* Golden replay against scipy (golden/tolerance.tsv's gaussian_filter rows, test-gaussian.c);
+/* Golden replay against scipy (the (retired) golden/tolerance.tsv's gaussian_filter rows, test-gaussian.c);
  * the recursive driver against scipy's FIR by the registry row's contract (runtime/divergent.def,
  * "gaussian_filter": atol 0.07 for data in [0, 1]). */
 static const nx_op_tol tols[] = {

@@ -1,18 +1,13 @@
 /* Feature metrics of the bilateral family: M = L L^T applied as |L^T delta|^2 (or the diagonal
- * form) in the graph, so the metric's parameter is differentiated like any input; and the host
- * constructors of factors (block-diagonal, Cholesky of an SPD matrix). */
+ * form) in the graph, so the metric's parameter is differentiated like any input; the checks the
+ * family's op files share (bilateral.h); and the block-diagonal factor, a host constructor that
+ * is not a row of the op table (it takes a list of (kind, param) pairs, not a fixed set of
+ * tensors). The Cholesky factor of an SPD matrix is the op metric_from_spd (metric-from-spd.c). */
 #include <math.h>
 #include <string.h>
 
-#include "nitrix-ops.h"
+#include "bilateral.h"
 #include "ops/semiring/semiring.h"
-
-/* Shared with knn.c, bilateral.c and susan.c (which declare them too). */
-NX_HIDDEN nx_status nx_bil_check_metric(nx_ctx *ctx, const char *who, const nx_feature_metric *m,
-                                        nx_dtype dt, int64_t d_f);
-NX_HIDDEN double nx_bil_at(const nx_tensor *t, const int64_t *idx);
-NX_HIDDEN bool nx_bil_all_finite(const nx_tensor *t, int64_t *bad, double *value);
-NX_HIDDEN bool nx_bil_all_positive(const nx_tensor *t, int64_t *bad, double *value);
 
 nx_node nx_metric_sqdist_node(nx_graph *g, nx_metric_kind kind, nx_node param, nx_node delta)
 {
@@ -196,84 +191,22 @@ nx_status nx_metric_block_diagonal(nx_ctx *ctx, int n_blocks, const nx_feature_m
     return NX_OK;
 }
 
-static nx_status check_spd(nx_ctx *ctx, const nx_tensor *m, const double *a, int64_t d)
+nx_status nx_bil_check_features(nx_ctx *ctx, const char *who, const nx_tensor *f)
 {
-    static const char *who = "nx_metric_from_spd";
-    double scale = 0;
-    for (int64_t i = 0; i < d * d; i++) {
-        if (!isfinite(a[i]))
-            return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                               "%s: element (%lld, %lld) is %g; expected "
-                               "a finite symmetric positive definite matrix",
-                               who, (long long)(i / d), (long long)(i % d), a[i]);
-        scale = fmax(scale, fabs(a[i]));
-    }
-    double tol = (nx_tensor_dtype(m) == NX_DTYPE_F32 ? 1e-5 : 1e-10) * scale;
-    for (int64_t i = 0; i < d; i++)
-        for (int64_t j = 0; j < i; j++)
-            if (fabs(a[i * d + j] - a[j * d + i]) > tol)
-                return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                                   "%s: the matrix is not symmetric: (%lld, %lld) is %g but "
-                                   "(%lld, %lld) is %g",
-                                   who, (long long)i, (long long)j, a[i * d + j], (long long)j,
-                                   (long long)i, a[j * d + i]);
-    return NX_OK;
-}
-
-/* In-place lower Cholesky of the d x d matrix a (upper triangle zeroed). */
-static nx_status cholesky(nx_ctx *ctx, double *a, int64_t d)
-{
-    for (int64_t j = 0; j < d; j++) {
-        double s = a[j * d + j];
-        for (int64_t k = 0; k < j; k++)
-            s -= a[j * d + k] * a[j * d + k];
-        if (!(s > 0))
-            return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
-                               "nx_metric_from_spd: the matrix is not positive definite (pivot "
-                               "%lld is %g; expected > 0)",
-                               (long long)j, s);
-        double ljj = sqrt(s);
-        a[j * d + j] = ljj;
-        for (int64_t i = j + 1; i < d; i++) {
-            double t = a[i * d + j];
-            for (int64_t k = 0; k < j; k++)
-                t -= a[i * d + k] * a[j * d + k];
-            a[i * d + j] = t / ljj;
-        }
-        for (int64_t i = 0; i < j; i++)
-            a[i * d + j] = 0;
-    }
-    return NX_OK;
-}
-
-nx_status nx_metric_from_spd(nx_ctx *ctx, const nx_tensor *spd, nx_tensor **factor)
-{
-    static const char *who = "nx_metric_from_spd";
-    if (!ctx || !factor)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: ctx and factor must not be NULL", who);
-    *factor = NULL;
-    nx_status st = nx_sr_check_float(ctx, who, "spd", spd);
+    nx_status st = nx_sr_check_float(ctx, who, "features", f);
     if (st != NX_OK)
         return st;
-    if (nx_tensor_ndim(spd) != 2 || nx_tensor_shape(spd)[0] != nx_tensor_shape(spd)[1] ||
-        nx_tensor_shape(spd)[0] < 1)
+    if (nx_tensor_ndim(f) != 2 || nx_tensor_shape(f)[1] < 1)
         return nx_rt_error(ctx, NX_ERR_SHAPE,
-                           "%s: spd has %d dims%s; expected a square [d, d], "
-                           "d >= 1",
-                           who, nx_tensor_ndim(spd),
-                           nx_tensor_ndim(spd) == 2 ? " and is not square or empty" : "");
-    nx_tensor *a = NULL;
-    if ((st = nx_tensor_cast(spd, NX_DTYPE_F64, &a)) != NX_OK)
-        return st;
-    int64_t d = nx_tensor_shape(spd)[0];
-    double *v = nx_tensor_data(a);
-    st = check_spd(ctx, spd, v, d);
-    if (st == NX_OK)
-        st = cholesky(ctx, v, d);
-    if (st == NX_OK && nx_tensor_dtype(spd) == NX_DTYPE_F32)
-        st = nx_tensor_cast(a, NX_DTYPE_F32, factor);
-    else if (st == NX_OK)
-        *factor = a, a = NULL;
-    nx_tensor_free(a);
-    return st;
+                           "%s: features has %d dims; expected [n, d_f], d_f >= 1", who,
+                           nx_tensor_ndim(f));
+    int64_t bad = -1;
+    double v = 0;
+    if (!nx_bil_all_finite(f, &bad, &v))
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "%s: features of point %lld (component %lld) is %g; features must "
+                           "be finite",
+                           who, (long long)(bad / nx_tensor_shape(f)[1]),
+                           (long long)(bad % nx_tensor_shape(f)[1]), v);
+    return NX_OK;
 }

@@ -88,7 +88,7 @@ static const nx_op_field fields[] = {
 };
 #undef F
 
-/* golden/tolerance.tsv's row */
+/* the (retired) golden/tolerance.tsv's row */
 static const nx_op_tol tols[] = {
     {NX_DTYPE_F64, NULL, NULL, 1e-13, 1e-13},
 };

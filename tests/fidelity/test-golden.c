@@ -19,7 +19,7 @@
 #include "testutil.h"
 
 /* Folders of golden/ still converting to descriptors (ops not yet rows of ops/ops.def). */
-static const char *const pending[] = {"bilateral", NULL};
+static const char *const pending[] = {NULL};
 
 static int pending_index(const gc_case *c)
 {

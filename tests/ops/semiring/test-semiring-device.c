@@ -4,7 +4,7 @@
  * special-function exp outside reproducible mode and expf inside it; NVRTC compiles them where
  * NVRTC loads; the emitter handles every allocation failure; a device tensor request without a
  * GPU fails with NX_ERR_BACKEND. On a GPU machine: the entry points on device tensors against the
- * reference interpreter on host tensors (f32 tolerance of golden/tolerance.tsv's semiring rows:
+ * reference interpreter on host tensors (f32 tolerance of the descriptors' tolerances (once golden/tolerance.tsv)'s semiring rows:
  * 1e-5 + 1e-5 |ref|), outputs on the device when every input is, a host backend refusing device
  * tensors by name. */
 #include <math.h>

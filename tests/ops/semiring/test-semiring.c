@@ -932,7 +932,7 @@ static void expect_bits(const char *what, const nx_tensor *got, const nx_tensor 
 /* In reproducible mode the max and min algebras (TROPICAL_*, BOOLEAN, pairwise MAX/MIN) on the
  * CPU backend equal the reference interpreter bit for bit: a max or min of exactly computed a+b
  * is exact whatever the fold order, and the fold runs in ascending k anyway. REAL and LOG round
- * at every step, so they agree within the registry tolerance (golden/tolerance.tsv:
+ * at every step, so they agree within the registry tolerance (the descriptors' tolerances (once golden/tolerance.tsv):
  * semiring_matmul f32 1e-5, f64 1e-12). Shapes with k = 203 and odd extents reach the vector
  * and remainder paths. */
 static void test_reproducible(void **state)
