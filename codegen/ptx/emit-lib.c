@@ -244,7 +244,7 @@ typedef struct scan_form {
 /* Steps per register batch of the strided path (half for 8-byte dtypes): the batch's loads are
  * issued together, and the next batch's while this one recurs. 16, not 32: batches of 32 (128
  * registers a thread) were no faster on a single strided scan, and the recursive Gaussian's best
- * time was with 16 (docs/perf/cuda-scan.md, "2026-11-29 H200 measurements"). */
+ * time was with 16 (docs/perf/cuda-scan.md, its H200 measurements). */
 #define SCAN_UNROLL 16
 
 static int form_lpb(const scan_form *f)

@@ -372,7 +372,7 @@ nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_plan *p, nx_n
  * an iteration order that shared the taps of 8 rows per thread block in L1 cut the L2 bytes 3.5x
  * and not the time, and its final copy made the row slower: 0.38 ms), so this form gains little
  * over window folds (0.330 -> 0.326 ms); the emitter's rows per thread take the outer-axis passes
- * to 52 us each (on by default since 4309970: 0.199 ms at 23:00 UTC, docs/PERF.md). */
+ * to 52 us each (on by default; the row's figures are in docs/PERF.md and docs/perf/cuda-fir.md). */
 /* Whether nx_gauss_fir_device takes plan p: the FIR driver, a rank with room for the fold axis. */
 bool nx_gauss_fir_device_fits(const nx_gauss_plan *p)
 {
