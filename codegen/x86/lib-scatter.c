@@ -133,7 +133,9 @@ nx_status nx_x86_lib_scatter(const nx_x86_lib_call *c)
                       .p = g.outer, .n = g.len, .j = nx_ir_numel(ib->ndim, ib->shape),
                       .q = g.inner},
                      fn};
-    if (r.job.p == 0 || r.job.q == 0 || r.job.j == 0)
+    /* Nothing to combine: an empty output (no pointer arithmetic on its NULL data), or no updates.
+     * With n == 0 every index is out of range and dropped anyway. */
+    if (r.job.p == 0 || r.job.q == 0 || r.job.j == 0 || r.job.n == 0)
         return NX_OK;
     r.job.qtasks = (r.job.q + QBLOCK - 1) / QBLOCK;
     int64_t per = r.job.j * (r.job.q < QBLOCK ? r.job.q : QBLOCK);
