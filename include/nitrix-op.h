@@ -71,6 +71,9 @@ typedef struct nx_op_info {
     const char *summary;      /* one line of math: "y[i] = max_{k in B} x[i+k]" */
     int ninputs;
     const char *const *inputs;  /* positional tensor inputs, in the spec's argument order */
+    int nrequired;            /* inputs[0, nrequired) must be given; the rest are optional (a
+                                 trailing `?` in ops.def: "moving fixed mask?"), passed as NULL
+                                 or left out of nx_op_call's list when absent */
     int noutputs;
     const char *const *outputs;
     int nopts;

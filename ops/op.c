@@ -57,11 +57,14 @@ static const char *name_ptrs[NROWS + 1][2][NX_OP_MAX_IO + 1];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
 
 /* Splits "x structure" into words in place; at most NX_OP_MAX_IO of them (the self-check test
- * compares the count with the row's text, so a longer list is caught there). */
-static int split_names(const char *text, char *buf, const char **out)
+ * compares the count with the row's text, so a longer list is caught there). A word ending in
+ * `?` is an optional input: the mark is dropped from the name and *nrequired gets the index of
+ * the first one. Optional inputs are trailing: every input from the first `?` on is optional.
+ * nrequired may be NULL. */
+static int split_names(const char *text, char *buf, const char **out, int *nrequired)
 {
     snprintf(buf, NAMES_CAP, "%s", text ? text : "");
-    int n = 0;
+    int n = 0, req = -1;
     char *p = buf;
     while (*p && n < NX_OP_MAX_IO) {
         while (*p == ' ')
@@ -71,8 +74,15 @@ static int split_names(const char *text, char *buf, const char **out)
         out[n++] = p;
         while (*p && *p != ' ')
             p++;
+        if (p[-1] == '?') {
+            p[-1] = '\0';
+            if (req < 0)
+                req = n - 1;
+        }
     }
     out[n] = NULL;
+    if (nrequired)
+        *nrequired = req < 0 ? n : req;
     return n;
 }
 
@@ -85,9 +95,10 @@ static void table_init(void)
         info->name = r->name;
         info->family = r->family;
         info->summary = r->summary;
-        info->ninputs = split_names(r->inputs, name_text[i][0], name_ptrs[i][0]);
+        info->ninputs = split_names(r->inputs, name_text[i][0], name_ptrs[i][0],
+                                    &info->nrequired);
         info->inputs = name_ptrs[i][0];
-        info->noutputs = split_names(r->outputs, name_text[i][1], name_ptrs[i][1]);
+        info->noutputs = split_names(r->outputs, name_text[i][1], name_ptrs[i][1], NULL);
         info->outputs = name_ptrs[i][1];
         info->nopts = d->info.nopts;
         info->opts = d->info.opts;
@@ -437,22 +448,28 @@ static nx_status run_whole(const nx_op_args *c, nx_tensor **out)
     nx_status st = stage_program(c, NULL, NULL, whole_build, NULL, nout, &o);
     if (st != NX_OK)
         return st;
-    if (o->ninputs != nin)
-        return nx_rt_error(c->ctx, NX_ERR_INTERNAL,
-                           "%s: the builder declared %d inputs; the row has %d", c->who,
-                           o->ninputs, nin);
+    /* The builder declares the inputs that are present, in row order: absent optional inputs
+     * (NULL) are no program inputs, and row[k] maps the program's k-th input back. */
     const nx_tensor *args[NX_OP_MAX_IO * 2];
+    int row[NX_OP_MAX_IO], npresent = 0;
     for (int i = 0; i < nin; i++)
-        args[i] = c->in[i];
+        if (c->in[i]) {
+            row[npresent] = i;
+            args[npresent++] = c->in[i];
+        }
+    if (o->ninputs != npresent)
+        return nx_rt_error(c->ctx, NX_ERR_INTERNAL,
+                           "%s: the builder declared %d inputs; the call has %d", c->who,
+                           o->ninputs, npresent);
     for (int i = 0; c->dy && i < nout; i++)
-        args[nin + i] = c->dy[i];
+        args[npresent + i] = c->dy[i];
     if (!c->dy)
         return nx_program_run(o->p, args, out);
     nx_tensor *grads[NX_OP_MAX_IO * 2] = {0};
     if ((st = nx_program_run(o->p, args, grads)) != NX_OK)
         return st;
     for (int i = 0; i < o->nwrt; i++)
-        out[o->wrt[i]] = grads[i];
+        out[row[o->wrt[i]]] = grads[i];
     return NX_OK;
 }
 
@@ -480,7 +497,7 @@ static nx_status place(nx_op_args *c, nx_backend requested)
     int counts[2] = {c->info->ninputs, c->dy ? c->info->noutputs : 0};
     for (int l = 0; l < 2; l++)
         for (int i = 0; i < counts[l]; i++)
-            if (nx_tensor_device(lists[l][i]) != NX_DEVICE_HOST)
+            if (lists[l][i] && nx_tensor_device(lists[l][i]) != NX_DEVICE_HOST)
                 return nx_rt_error(c->ctx, NX_ERR_UNSUPPORTED,
                                    "%s: %s%s is a CUDA device tensor but the op runs on the %s "
                                    "backend; expected host tensors, or the cuda backend",
@@ -535,7 +552,12 @@ static nx_status run(nx_ctx *ctx, const run_args *a)
     if (a->dy && !info->differentiable)
         return nx_rt_error(ctx, NX_ERR_UNSUPPORTED, "%s: %s is not differentiable", who,
                            info->name);
-    nx_status st = check_tensors(ctx, who, "inputs", a->in, info->ninputs, info->inputs, "");
+    /* Optional inputs (after nrequired) may be NULL: absent. */
+    nx_status st = info->ninputs > 0 && !a->in
+                       ? nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: inputs is NULL; expected %d "
+                                     "tensors", who, info->ninputs)
+                       : check_tensors(ctx, who, "inputs", a->in, info->nrequired, info->inputs,
+                                       "");
     if (st == NX_OK && a->dy)
         st = check_tensors(ctx, who, "dy", a->dy, info->noutputs, info->outputs, "d");
     if (st != NX_OK)
@@ -989,9 +1011,19 @@ static nx_status call_text(nx_ctx *ctx, const char *name, int nin, const nx_tens
     int want_res = vjp ? info->ninputs : info->noutputs;
     for (int i = 0; i < (vjp ? want_res : nres); i++)
         res[i] = NULL;
-    if (nin != info->ninputs)
-        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %d inputs given; expected %d", info->name,
-                           nin, info->ninputs);
+    if (nin < info->nrequired || nin > info->ninputs) {
+        if (info->nrequired == info->ninputs)
+            return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %d inputs given; expected %d",
+                               info->name, nin, info->ninputs);
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %d inputs given; expected %d to %d",
+                           info->name, nin, info->nrequired, info->ninputs);
+    }
+    /* Optional inputs left out of the list are absent (NULL). */
+    const nx_tensor *padded[NX_OP_MAX_IO] = {0};
+    for (int i = 0; i < nin; i++)
+        padded[i] = in ? in[i] : NULL;
+    if (in || nin == 0)
+        in = padded;
     if (!vjp && nres != info->noutputs)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %d outputs asked for; expected %d",
                            info->name, nres, info->noutputs);

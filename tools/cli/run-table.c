@@ -84,14 +84,14 @@ void cli_table_help(const nx_op_info *op)
 {
     printf("usage: nitrix run %s [options]", op->name);
     for (int i = 0; i < op->ninputs; i++)
-        printf(" %s.npy", op->inputs[i]);
+        printf(i < op->nrequired ? " %s.npy" : " [%s.npy]", op->inputs[i]);
     if (op->noutputs == 1)
         printf(" -o OUT.npy");
     for (int i = 0; op->noutputs > 1 && i < op->noutputs; i++)
         printf(" -o %s.npy", op->outputs[i]);
     printf("\n\n%s\n\nfamily: %s\ninputs:", op->summary, op->family);
     for (int i = 0; i < op->ninputs; i++)
-        printf(" %s", op->inputs[i]);
+        printf(i < op->nrequired ? " %s" : " [%s] (optional)", op->inputs[i]);
     printf("\noutputs:");
     for (int i = 0; i < op->noutputs; i++)
         printf(" %s", op->outputs[i]);
@@ -199,13 +199,18 @@ static int parse_args(table_args *a, int argc, char **argv)
 static int check_files(const table_args *a)
 {
     const nx_op_info *op = a->op;
-    if (a->n_inputs != op->ninputs) {
+    if (a->n_inputs < op->nrequired || a->n_inputs > op->ninputs) {
         char names[256] = "";
         for (int i = 0; i < op->ninputs; i++)
-            snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", i ? " " : "",
-                     op->inputs[i]);
-        cli_error("run %s: expected %d input file%s (%s), got %d", op->name, op->ninputs,
-                  op->ninputs == 1 ? "" : "s", names, a->n_inputs);
+            snprintf(names + strlen(names), sizeof names - strlen(names),
+                     i < op->nrequired ? "%s%s" : "%s[%s]", i ? " " : "", op->inputs[i]);
+        if (op->nrequired == op->ninputs)
+            cli_error("run %s: expected %d input file%s (%s), got %d", op->name, op->ninputs,
+                      op->ninputs == 1 ? "" : "s", names, a->n_inputs);
+        else
+            cli_error("run %s: expected %d to %d input files (%s; the bracketed ones are "
+                      "optional), got %d", op->name, op->nrequired, op->ninputs, names,
+                      a->n_inputs);
         return CLI_EXIT_USAGE;
     }
     if (a->n_outputs != op->noutputs) {

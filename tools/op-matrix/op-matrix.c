@@ -325,13 +325,20 @@ static const char *md_escape(const char *s, char *buf, size_t len)
 }
 
 /* "a, b" from a list of names. */
-static const char *join(const char *const *v, int n, char *buf, size_t len)
+/* v[nreq..n) are optional inputs, written `mask?`. */
+static const char *join_opt(const char *const *v, int n, int nreq, char *buf, size_t len)
 {
     size_t o = 0;
     buf[0] = 0;
     for (int i = 0; v && i < n && o < len; i++)
-        o += (size_t)snprintf(buf + o, len - o, "%s`%s`", i ? ", " : "", v[i]);
+        o += (size_t)snprintf(buf + o, len - o, "%s`%s%s`", i ? ", " : "", v[i],
+                              i >= nreq ? "?" : "");
     return n && v ? buf : "–";
+}
+
+static const char *join(const char *const *v, int n, char *buf, size_t len)
+{
+    return join_opt(v, n, n, buf, len);
 }
 
 static const char *opts_cell(const nx_op_info *info, char *buf, size_t len)
@@ -397,7 +404,8 @@ static void write_md(FILE *f, const op_row *ops, int n)
             nal++;
         gradient_cell(r, g, sizeof g);
         fprintf(f, "| `%s` | %s | %s | %s |", r->name, in->family,
-                md_escape(r->math, a, sizeof a), join(in->inputs, in->ninputs, b, sizeof b));
+                md_escape(r->math, a, sizeof a),
+                join_opt(in->inputs, in->ninputs, in->nrequired, b, sizeof b));
         fprintf(f, " %s |", join(in->outputs, in->noutputs, b, sizeof b));
         fprintf(f, " %s |", md_escape(opts_cell(in, c, sizeof c), a, sizeof a));
         fprintf(f, " %s | %s | %s | %s |", r->dtypes, backends_cell(r),
@@ -489,6 +497,7 @@ static void json_table_op(FILE *f, const op_row *r)
     json_str(f, r->math);
     fputs(", \"inputs\": ", f);
     json_list(f, in->inputs, in->ninputs);
+    fprintf(f, ", \"required_inputs\": %d", in->nrequired);
     fputs(", \"outputs\": ", f);
     json_list(f, in->outputs, in->noutputs);
     fputs(", \"options\": [", f);
