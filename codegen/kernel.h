@@ -226,6 +226,29 @@ NX_HIDDEN void nx_kplan_print(const nx_kplan *p, FILE *f);
  * and decides where a plan with a kernel the backend cannot run goes (program/placement.c: one
  * policy, one warning), then calls prepare() once (compile or load every kernel) and run() per
  * call. A backend never runs another backend. */
+/* Backend hints: what a backend reports about the graph forms it runs fastest, so that an op picks
+ * a form by reading data instead of naming a backend (nx_program_backend_hints). Every field has a
+ * meaning on every backend (one with no preference reports the neutral value), and the hints never
+ * change results, only which of several equal graphs an op builds (the Gaussian's FIR forms give
+ * the same values). Each backend's values and the measurements behind them are in its own object
+ * (codegen/x86/emit-run.c, codegen/ptx/backend.c; the interpreter's in program/registry.c). */
+typedef struct nx_backend_hints {
+    /* Separable FIR passes with constant weights (the Gaussian's). */
+    /* Pad the image on every axis at once in a program of its own, then run every pass as a sum of
+     * shifted slices over VALID windows: when the border rule inlined into each tap's load costs
+     * more than a second program (the CPU backend: it makes each load a gather). */
+    bool fir_pad_first;
+    /* Every pass a sum of shifted slices, each pass before the last materialised as its own kernel
+     * (instead of window folds for the passes before the last). */
+    bool fir_slices_every_axis;
+    /* Cost of one window-fold tap, in units of one shifted-slice tap, for a pass wider than the
+     * slice form takes (more than NX_GAUSS_FIR_SLICE_TAPS taps): 1 when the two cost the same. */
+    double fir_fold_tap_cost;
+    /* The recursive Gaussian's cost along one axis in shifted-slice taps, whatever sigma is (its
+     * scans and their elementwise work). */
+    double recursive_axis_taps;
+} nx_backend_hints;
+
 typedef struct nx_backend_ops {
     const char *name; /* "cpu", "cuda" */
     nx_backend id;
@@ -244,6 +267,8 @@ typedef struct nx_backend_ops {
     nx_status (*run)(nx_ctx *ctx, const nx_kplan *p, void *state, const nx_tensor *const *inputs,
                      nx_tensor **outputs);
     void (*release)(nx_ctx *ctx, const nx_kplan *p, void *state);
+    /* What graph forms run fastest here (never NULL). */
+    const nx_backend_hints *hints;
 } nx_backend_ops;
 
 #endif /* NX_CODEGEN_KERNEL_H */

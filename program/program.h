@@ -34,6 +34,10 @@ NX_HIDDEN const nx_backend_ops *nx_program_backend_ops(nx_backend b);
 NX_HIDDEN nx_status nx_program_backend_available(nx_ctx *ctx, nx_backend b);
 /* NULL when backend b runs kernel k natively; otherwise why not. ref runs no kernels. */
 NX_HIDDEN const char *nx_program_why_not(nx_backend b, const nx_kernel *k);
+/* The hints backend b's object reports (codegen/kernel.h): ref's are the interpreter's (the CPU's
+ * costs, no padded form), auto and values that are no backend get the CPU's. An op reads them to
+ * pick among graphs that compute the same values; it never names a backend for that. */
+NX_HIDDEN void nx_program_backend_hints(nx_backend b, nx_backend_hints *out);
 
 /* ---- placement and fallback (placement.c) --------------------------------------------------*/
 

@@ -10,6 +10,24 @@ static const nx_backend_ops *const registry[NX_BACKEND_COUNT] = {
     [NX_BACKEND_CUDA] = &nx_ptx_backend,
 };
 
+/* The reference interpreter is the oracle, not a fast path: the CPU's costs, no padded form (its
+ * programs gain nothing from it). */
+static const nx_backend_hints ref_hints = {
+    .fir_pad_first = false,
+    .fir_slices_every_axis = false,
+    .fir_fold_tap_cost = 2.5,
+    .recursive_axis_taps = 55.0,
+};
+
+void nx_program_backend_hints(nx_backend b, nx_backend_hints *out)
+{
+    const nx_backend_ops *ops = nx_program_backend_ops(b);
+    if (b == NX_BACKEND_REF || !ops)
+        *out = b == NX_BACKEND_REF ? ref_hints : *nx_program_backend_ops(NX_BACKEND_CPU)->hints;
+    else
+        *out = *ops->hints;
+}
+
 const nx_backend_ops *nx_program_backend_ops(nx_backend b)
 {
     return (unsigned)b < NX_BACKEND_COUNT ? registry[b] : NULL;

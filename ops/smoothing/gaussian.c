@@ -4,17 +4,17 @@
  *
  * The driver is resolved once per call (the op's one driver site, nx_gauss_resolve, through the
  * registry row "gaussian_filter"); `auto` outside reproducible mode then prices both drivers with
- * the backend's hints (runtime/hints.h). The graph form is chosen from the same hints: one whole
- * program, or the padded FIR in two programs (fir_pad_first), or every pass as slices
- * (fir_slices_every_axis). Every program comes from nx_op_program, keyed by the runner (options,
+ * the hints its backend reports (nx_program_backend_hints, program/program.h). The graph form is
+ * chosen from the same hints: one whole program, or the padded FIR in two programs
+ * (fir_pad_first), or every pass as slices (fir_slices_every_axis). Every program comes from nx_op_program, keyed by the runner (options,
  * inputs, backend, reproducible mode, stage) plus what the typed vjp asks for. */
 #include <string.h>
 #include <strings.h>
 
 #include "gaussian.h"
-#include "hints.h"
 #include "nitrix-graph.h"
 #include "ops/op.h"
+#include "program/program.h"
 
 /* ---- options ------------------------------------------------------------------------------*/
 
@@ -193,7 +193,7 @@ static bool is_auto(const char *driver)
  * (lo + hi + 1), times the backend's fold tap cost where the pass is a window fold (more than
  * NX_GAUSS_FIR_SLICE_TAPS taps); the recursive driver costs the backend's constant number of taps
  * per axis whatever sigma is (an axis with sigma < 0.5 takes the FIR in it too). The numbers and
- * their measurements are in runtime/hints.c. In a caller's graph (nx_gaussian_node) the backend is
+ * their measurements are in each backend's object (codegen/x86/emit-run.c, codegen/ptx/backend.c). In a caller's graph (nx_gaussian_node) the backend is
  * not known yet and auto keeps the registry's rule (recursive outside reproducible mode). */
 static bool recursive_cheaper(const nx_gauss_plan *p, const nx_backend_hints *h)
 {
@@ -232,7 +232,7 @@ static nx_status prepare(const nx_op_args *c, gauss_call *g)
         st = nx_gauss_resolve(c->ctx, &o, g->want_dsigma, &recursive);
     if (st != NX_OK)
         return st;
-    nx_backend_hints_get(c->ctx, c->backend, &g->hints);
+    nx_program_backend_hints(c->backend, &g->hints);
     if (recursive && is_auto(o.driver))
         recursive = recursive_cheaper(&g->plan, &g->hints);
     g->o = o;
@@ -283,7 +283,7 @@ static bool padded_fir(const gauss_call *g)
 
 /* The same result as the whole program, in two: x padded on every spatial axis at once, then the
  * passes over VALID windows of it. One fused program inlines the border rule into every tap's
- * load; padded first, the passes' loads are affine (runtime/hints.c says where that pays).
+ * load; padded first, the passes' loads are affine (the CPU backend's hints say where that pays).
  * Padding commutes with filtering along another axis for every mode whose border is a copy of
  * image samples (and for a zero constant). Every pass is then a sum of shifted slices, the passes
  * before the last materialised as extra outputs of the second program (freed here). Only where the

@@ -64,7 +64,7 @@ NX_HIDDEN nx_node nx_gauss_fir_valid(nx_graph *g, nx_node xp, const nx_gauss_pla
 NX_HIDDEN nx_node nx_gauss_constant(nx_graph *g, nx_dtype dt, int64_t k, const double *w, int nd,
                                     const int64_t *shape);
 
-/* The FIR passes' form for a backend whose hints ask for fir_slices_every_axis (runtime/hints.h;
+/* The FIR passes' form for a backend whose hints ask for fir_slices_every_axis (codegen/kernel.h;
  * the CUDA backend's): every pass a sum of shifted slices with the weights as immediates, each
  * pass before the last its own kernel. fits: the FIR driver with room for the fold axis; the form
  * itself takes x float and nonempty. */
