@@ -34,14 +34,12 @@ static nx_status check(const nx_op_args *c)
     }
     /* C^2 cells must fit an index (and memory): 2^31 classes is far past any use */
     if (o->num_classes < 1 || o->num_classes > (1 << 20))
-        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
-                           "%s: num_classes is %lld; expected 1..%d", c->who,
-                           (long long)o->num_classes, 1 << 20);
+        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG, "%s: num_classes is %lld; expected 1..%d",
+                           c->who, (long long)o->num_classes, 1 << 20);
     return NX_OK;
 }
 
-static nx_status build(nx_graph *g, const nx_op_args *c, const void *user, int nout,
-                       nx_node *outs)
+static nx_status build(nx_graph *g, const nx_op_args *c, const void *user, int nout, nx_node *outs)
 {
     (void)user;
     (void)nout;

@@ -28,13 +28,12 @@ static nx_node q95(nx_graph *g, nx_node surf, nx_node d, nx_node n)
     /* off-surface voxels sort after every surface distance */
     nx_node x = nx_select(g, surf, nx_cast(g, d, F), nx_scalar(g, F, INFINITY));
     nx_node sorted = nx_sort(g, nx_reshape(g, x, 1, &N), 0, false);
-    nx_node h = nx_mul(g, nx_cast(g, nx_sub(g, n, nx_scalar(g, I, 1.0)), F),
-                       nx_scalar(g, F, 0.95));
+    nx_node h = nx_mul(g, nx_cast(g, nx_sub(g, n, nx_scalar(g, I, 1.0)), F), nx_scalar(g, F, 0.95));
     nx_node lo = nx_floor(g, h);
     nx_node gamma = nx_sub(g, h, lo);
     nx_node i0 = nx_cast(g, lo, I);
-    nx_node i1 = nx_minimum(g, nx_add(g, i0, nx_scalar(g, I, 1.0)),
-                            nx_sub(g, n, nx_scalar(g, I, 1.0)));
+    nx_node i1 =
+        nx_minimum(g, nx_add(g, i0, nx_scalar(g, I, 1.0)), nx_sub(g, n, nx_scalar(g, I, 1.0)));
     nx_node a = nx_gather(g, sorted, nx_reshape(g, i0, 1, &one), 0);
     nx_node b = nx_gather(g, sorted, nx_reshape(g, i1, 1, &one), 0);
     a = nx_reshape(g, a, 0, &one);

@@ -34,8 +34,8 @@ static nx_status overlap_axes(const nx_op_args *c, int *axes, int *naxes)
     int nd = nx_tensor_ndim(c->in[0]);
     bool seen[NX_MAX_DIMS] = {false};
     if (o->naxis < 0 || o->naxis > NX_MAX_DIMS)
-        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG, "%s: %d axes given; expected 0..%d",
-                           c->who, o->naxis, nd);
+        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG, "%s: %d axes given; expected 0..%d", c->who,
+                           o->naxis, nd);
     for (int i = 0; i < o->naxis; i++) {
         int64_t a = o->axis[i];
         if (a < -nd || a >= nd)
@@ -70,8 +70,8 @@ nx_status nx_overlap_check(const nx_op_args *c)
                            "%s: smooth is %g; expected a finite value >= 0", c->who, o->smooth);
     if ((unsigned)o->reduction > NX_METRIC_MEAN)
         return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
-                           "%s: reduction %d is out of range; expected none, sum or mean",
-                           c->who, o->reduction);
+                           "%s: reduction %d is out of range; expected none, sum or mean", c->who,
+                           o->reduction);
     return NX_OK;
 }
 

@@ -64,10 +64,10 @@ NX_HIDDEN nx_dtype nx_surface_dtype(const nx_tensor *mask);
  * (from the device if need be); a label out of range frees the results and fails with a message
  * naming the array, the value and the range. */
 typedef struct nx_metric_labels {
-    int n;                  /* label arrays checked (at most 2) */
-    const char *names[2];   /* their input names, for messages */
+    int n;                /* label arrays checked (at most 2) */
+    const char *names[2]; /* their input names, for messages */
     int64_t nclasses;
-    const char *what;       /* where nclasses comes from: "num_classes", "logits' last axis" */
+    const char *what; /* where nclasses comes from: "num_classes", "logits' last axis" */
 } nx_metric_labels;
 
 /* outs[0] = min(labels), outs[1] = max(labels), as i64 0-d nodes. */

@@ -44,13 +44,12 @@ static nx_status check(const nx_op_args *c)
     const nx_tensor *s = c->in[0], *y = c->in[1];
     nx_dtype dt = nx_tensor_dtype(s), ly = nx_tensor_dtype(y);
     if (dt != NX_DTYPE_F32 && dt != NX_DTYPE_F64)
-        return nx_rt_error(c->ctx, NX_ERR_DTYPE, "%s: scores is %s; expected f32 or f64",
-                           c->who, nx_dtype_name(dt));
-    if (ly != NX_DTYPE_BOOL && !nx_dtype_is_int(ly) && ly != NX_DTYPE_F32 &&
-        ly != NX_DTYPE_F64)
+        return nx_rt_error(c->ctx, NX_ERR_DTYPE, "%s: scores is %s; expected f32 or f64", c->who,
+                           nx_dtype_name(dt));
+    if (ly != NX_DTYPE_BOOL && !nx_dtype_is_int(ly) && ly != NX_DTYPE_F32 && ly != NX_DTYPE_F64)
         return nx_rt_error(c->ctx, NX_ERR_DTYPE,
-                           "%s: labels is %s; expected bool, an integer dtype, f32 or f64",
-                           c->who, nx_dtype_name(ly));
+                           "%s: labels is %s; expected bool, an integer dtype, f32 or f64", c->who,
+                           nx_dtype_name(ly));
     int nd = nx_tensor_ndim(s), ny = nx_tensor_ndim(y);
     const int64_t *ss = nx_tensor_shape(s), *ys = nx_tensor_shape(y);
     bool ok = (nd == 1 && ny == 1 && ys[0] == ss[0]) ||
@@ -105,10 +104,10 @@ static void auc_rows(nx_graph *g, nx_node s, nx_node pos, int64_t R, int64_t m, 
     nx_node starts = nx_or(g, nx_eq(g, i, nx_scalar(g, I, 0.0)), nx_ne(g, v, prev));
     nx_node ends = nx_or(g, nx_eq(g, i, nx_scalar(g, I, (double)(m - 1))), nx_ne(g, v, next));
     /* first[i]: the last group start at or before i; last[i]: the first group end at or after */
-    nx_node first = nx_scan(g, nx_select(g, starts, i, nx_scalar(g, I, -1.0)), 1, NX_MONOID_MAX,
-                            false);
-    nx_node last = nx_scan(g, nx_select(g, ends, i, nx_scalar(g, I, (double)m)), 1,
-                           NX_MONOID_MIN, true);
+    nx_node first =
+        nx_scan(g, nx_select(g, starts, i, nx_scalar(g, I, -1.0)), 1, NX_MONOID_MAX, false);
+    nx_node last =
+        nx_scan(g, nx_select(g, ends, i, nx_scalar(g, I, (double)m)), 1, NX_MONOID_MIN, true);
     nx_node rank2 = nx_add(g, nx_add(g, first, last), nx_scalar(g, I, 2.0));
     nx_node r2 = nx_reduce(g, nx_mul(g, rank2, p), 1, &one, NX_MONOID_SUM, false);
     nx_node np_ = nx_reduce(g, pos, 1, &one, NX_MONOID_SUM, false);
@@ -117,14 +116,13 @@ static void auc_rows(nx_graph *g, nx_node s, nx_node pos, int64_t R, int64_t m, 
     nx_node den = nx_mul(g, nx_mul(g, np_, nn), nx_scalar(g, I, 2.0));
     nx_node bad = nx_or(g, nx_eq(g, den, nx_scalar(g, I, 0.0)),
                         nx_reduce(g, nx_isnan(g, s), 1, &one, NX_MONOID_MAX, false));
-    nx_node q = nx_div(g, nx_cast(g, u2, F),
-                       nx_cast(g, nx_select(g, bad, nx_scalar(g, I, 1.0), den), F));
+    nx_node q =
+        nx_div(g, nx_cast(g, u2, F), nx_cast(g, nx_select(g, bad, nx_scalar(g, I, 1.0), den), F));
     *auc = nx_select(g, bad, nx_scalar(g, F, NAN), q);
     *npos = np_;
 }
 
-static nx_status build(nx_graph *g, const nx_op_args *c, const void *user, int nout,
-                       nx_node *outs)
+static nx_status build(nx_graph *g, const nx_op_args *c, const void *user, int nout, nx_node *outs)
 {
     (void)user;
     (void)nout;
@@ -137,8 +135,7 @@ static nx_status build(nx_graph *g, const nx_op_args *c, const void *user, int n
     const int64_t *ss = nx_tensor_shape(st);
     int64_t n = ss[0], C = nd == 2 ? ss[1] : 1, nc[2] = {n, C};
     nx_node s = nx_input(g, "scores", dt, nd, ss);
-    nx_node y = nx_input(g, "labels", nx_tensor_dtype(yt), nx_tensor_ndim(yt),
-                         nx_tensor_shape(yt));
+    nx_node y = nx_input(g, "labels", nx_tensor_dtype(yt), nx_tensor_ndim(yt), nx_tensor_shape(yt));
     nx_node pos;
     if (lay == AUC_MULTICLASS) {
         int64_t n1[2] = {n, 1};
@@ -156,8 +153,8 @@ static nx_status build(nx_graph *g, const nx_op_args *c, const void *user, int n
     int64_t scalar_shape[1] = {1};
     if (lay == AUC_BINARY || o->average == AUC_MICRO) {
         int64_t one_row[2] = {1, n * C};
-        auc_rows(g, nx_reshape(g, sf, 2, one_row), nx_reshape(g, pos, 2, one_row), 1, n * C,
-                 &auc, &npos);
+        auc_rows(g, nx_reshape(g, sf, 2, one_row), nx_reshape(g, pos, 2, one_row), 1, n * C, &auc,
+                 &npos);
         auc = nx_reshape(g, auc, 0, scalar_shape);
     } else {
         int perm[2] = {1, 0};
@@ -185,9 +182,8 @@ static nx_status run(const nx_op_args *c, nx_tensor **outs)
 {
     nx_metric_labels l = {.n = layout_of(c) == AUC_MULTICLASS ? 1 : 0,
                           .names = {"labels"},
-                          .nclasses = nx_tensor_ndim(c->in[0]) == 2
-                                          ? nx_tensor_shape(c->in[0])[1]
-                                          : 1,
+                          .nclasses =
+                              nx_tensor_ndim(c->in[0]) == 2 ? nx_tensor_shape(c->in[0])[1] : 1,
                           .what = "the class count C, scores' last extent"};
     return nx_metric_run_labels(c, build, NULL, 1, &l, outs);
 }

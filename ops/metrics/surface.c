@@ -24,8 +24,7 @@ nx_dtype nx_surface_dtype(const nx_tensor *mask)
 
 static bool mask_dtype_ok(nx_dtype dt)
 {
-    return dt == NX_DTYPE_BOOL || nx_dtype_is_int(dt) || dt == NX_DTYPE_F32 ||
-           dt == NX_DTYPE_F64;
+    return dt == NX_DTYPE_BOOL || nx_dtype_is_int(dt) || dt == NX_DTYPE_F32 || dt == NX_DTYPE_F64;
 }
 
 nx_status nx_surface_check(const nx_op_args *c, bool tolerance)
@@ -39,8 +38,8 @@ nx_status nx_surface_check(const nx_op_args *c, bool tolerance)
                            nx_dtype_name(dp));
     if (dtt != dp)
         return nx_rt_error(c->ctx, NX_ERR_DTYPE,
-                           "%s: pred is %s but target is %s; expected masks of one dtype",
-                           c->who, nx_dtype_name(dp), nx_dtype_name(dtt));
+                           "%s: pred is %s but target is %s; expected masks of one dtype", c->who,
+                           nx_dtype_name(dp), nx_dtype_name(dtt));
     int nd = nx_tensor_ndim(p);
     if (nd != nx_tensor_ndim(t) ||
         memcmp(nx_tensor_shape(p), nx_tensor_shape(t), (size_t)nd * sizeof(int64_t)) != 0) {
@@ -51,8 +50,8 @@ nx_status nx_surface_check(const nx_op_args *c, bool tolerance)
                            nx_shape_str(y, sizeof y, nx_tensor_ndim(t), nx_tensor_shape(t)));
     }
     if (nd < 1 || nd + 1 > NX_MAX_DIMS)
-        return nx_rt_error(c->ctx, NX_ERR_SHAPE, "%s: pred has %d dims; expected 1..%d",
-                           c->who, nd, NX_MAX_DIMS - 1);
+        return nx_rt_error(c->ctx, NX_ERR_SHAPE, "%s: pred has %d dims; expected 1..%d", c->who, nd,
+                           NX_MAX_DIMS - 1);
     if (nx_tensor_numel(p) == 0)
         return nx_rt_error(c->ctx, NX_ERR_SHAPE,
                            "%s: pred has no voxels; expected a nonempty (*spatial) mask", c->who);
@@ -149,8 +148,7 @@ nx_status nx_surface_run(const nx_op_args *c, nx_surface_reduce_fn reduce, nx_te
     if (st == NX_OK)
         st = nx_op_program(c, "reduce", NULL, reduce_stage, &reduce, 1, &p);
     if (st == NX_OK)
-        st = nx_program_run(p, (const nx_tensor *const[]){off[0], off[1], dist[0], dist[1]},
-                            outs);
+        st = nx_program_run(p, (const nx_tensor *const[]){off[0], off[1], dist[0], dist[1]}, outs);
     for (int k = 0; k < 2; k++) {
         nx_tensor_free(off[k]);
         nx_tensor_free(dist[k]);

@@ -20,8 +20,8 @@ static nx_status check(const nx_op_args *c)
     int64_t k = o->k ? o->k : 1; /* a zeroed struct: the default */
     nx_dtype dt = nx_tensor_dtype(x);
     if (dt != NX_DTYPE_F32 && dt != NX_DTYPE_F64)
-        return nx_rt_error(c->ctx, NX_ERR_DTYPE, "%s: logits is %s; expected f32 or f64",
-                           c->who, nx_dtype_name(dt));
+        return nx_rt_error(c->ctx, NX_ERR_DTYPE, "%s: logits is %s; expected f32 or f64", c->who,
+                           nx_dtype_name(dt));
     nx_status st = nx_metric_check_int_labels(c, 1);
     if (st != NX_OK)
         return st;
@@ -44,13 +44,12 @@ static nx_status check(const nx_op_args *c)
                            c->who, (long long)k, (long long)xs[nd - 1]);
     if ((unsigned)o->reduction > NX_METRIC_MEAN)
         return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
-                           "%s: reduction %d is out of range; expected none, sum or mean",
-                           c->who, o->reduction);
+                           "%s: reduction %d is out of range; expected none, sum or mean", c->who,
+                           o->reduction);
     return NX_OK;
 }
 
-static nx_status build(nx_graph *g, const nx_op_args *c, const void *user, int nout,
-                       nx_node *outs)
+static nx_status build(nx_graph *g, const nx_op_args *c, const void *user, int nout, nx_node *outs)
 {
     (void)user;
     (void)nout;
@@ -69,8 +68,7 @@ static nx_status build(nx_graph *g, const nx_op_args *c, const void *user, int n
     /* labels as [*batch, 1] against the k indices [*batch, k] */
     nx_node lab = nx_reshape(g, nx_cast(g, yi, NX_DTYPE_I64), nd, ls);
     int last = nd - 1;
-    nx_node hit = nx_reduce(g, nx_cast(g, nx_eq(g, idx, lab), dt), 1, &last, NX_MONOID_MAX,
-                            false);
+    nx_node hit = nx_reduce(g, nx_cast(g, nx_eq(g, idx, lab), dt), 1, &last, NX_MONOID_MAX, false);
     outs[0] = nx_metric_reduce(g, hit, NX_NONE, (nx_metric_reduction)o->reduction);
     nx_metric_label_bounds(g, yi, outs + 1);
     return nx_graph_status(g);
