@@ -32,10 +32,10 @@ static nx_status check(const nx_op_args *c)
                            c->who, nx_shape_str(a, sizeof a, nd, nx_tensor_shape(p)),
                            nx_shape_str(b, sizeof b, nx_tensor_ndim(t), nx_tensor_shape(t)));
     }
-    /* C^2 cells must fit an index (and memory): 2^31 classes is far past any use */
-    if (o->num_classes < 1 || o->num_classes > (1 << 20))
+    /* C^2 i64 cells: 65536 classes is 32 GiB already */
+    if (o->num_classes < 1 || o->num_classes > (1 << 16))
         return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG, "%s: num_classes is %lld; expected 1..%d",
-                           c->who, (long long)o->num_classes, 1 << 20);
+                           c->who, (long long)o->num_classes, 1 << 16);
     return NX_OK;
 }
 
