@@ -7,8 +7,9 @@
  * lands, each backend's entry reports its own hints and nx_backend_hints_get asks it. Every field
  * has a meaning on every backend (a backend that has no preference reports the neutral value), and
  * the hints never change results, only which of several equal graphs an op builds (the Gaussian's
- * FIR forms give the same values; its `auto` driver choice is a cost decision between two drivers
- * whose difference the divergent-op registry bounds). Not installed. */
+ * FIR forms give the same values). A hint never picks a driver: a driver whose results
+ * differ is the divergent-op registry's choice, and `auto` there is the canonical one unless the
+ * fast one is within NX_DIVERGENT_AUTO_TOL of it. Not installed. */
 #ifndef NX_RUNTIME_HINTS_H
 #define NX_RUNTIME_HINTS_H
 
@@ -25,12 +26,6 @@ typedef struct nx_backend_hints {
     /* Every pass a sum of shifted slices, each pass before the last materialised as its own kernel
      * (instead of window folds for the passes before the last). */
     bool fir_slices_every_axis;
-    /* Cost of one window-fold tap, in units of one shifted-slice tap, for a pass wider than the
-     * slice form takes (more than NX_GAUSS_FIR_SLICE_TAPS taps): 1 when the two cost the same. */
-    double fir_fold_tap_cost;
-    /* The recursive Gaussian's cost along one axis in shifted-slice taps, whatever sigma is (its
-     * scans and their elementwise work). */
-    double recursive_axis_taps;
 } nx_backend_hints;
 
 /* The hints of backend b (cpu, cuda or ref; auto and out-of-range values get the CPU's, which are
