@@ -159,8 +159,17 @@ typedef enum nx_log_level {
     NX_LOG_ERROR,
 } nx_log_level;
 
-/* Log sink. msg is one line without a trailing newline, valid only during the call. */
+/* Log sink. msg is one line without a trailing newline, valid only during the call.
+ *
+ * Progress: an op call (nx_op_call, an op's entry point) that runs longer than 2 seconds sends
+ * lines at NX_LOG_INFO starting with NX_PROGRESS_PREFIX, at most two a second ("progress:
+ * susan_emulator: running, 12.0 s elapsed"; with done/total counts where the op knows them, a
+ * percentage and the time left), and a last "progress: <op>: done in <t>" when it ends. A sink
+ * that shows them on a terminal may rewrite one line. They may come from a library thread while
+ * the call runs (one keeps time for every long call), so a sink must accept calls from any thread
+ * and must not free the context. */
 typedef void (*nx_log_fn)(void *user, nx_log_level level, const char *msg);
+#define NX_PROGRESS_PREFIX "progress: "
 
 typedef enum nx_backend {
     NX_BACKEND_AUTO, /* CUDA when a GPU of compute capability >= 8.0 answers, else CPU */
