@@ -563,7 +563,7 @@ static nx_status run(nx_ctx *ctx, const run_args *a)
                     .who = who,
                     .info = info};
     /* The outermost op call of this thread keeps the progress record; an op called from an op's
-     * run reports through it. */
+     * run opens none (c.progress NULL): the outer record's lines cover its time. */
     nx_rt_progress progress;
     bool outermost = !nx_rt_progress_current();
     if (outermost) {

@@ -238,6 +238,8 @@ static void test_fast_op_real_clock(void **state)
     nx_rt_progress_set_clock(NULL);
     nx_rt_progress_set_monitor(true);
     nx_ctx *ctx = ctx_new();
+    assert_int_equal(call_copy(ctx), NX_OK); /* compiles: may be slow under sanitizers */
+    reset();
     for (int i = 0; i < 3; i++)
         assert_int_equal(call_copy(ctx), NX_OK);
     assert_int_equal(captured(), 0);
