@@ -241,12 +241,6 @@ typedef struct nx_backend_hints {
     /* Every pass a sum of shifted slices, each pass before the last materialised as its own kernel
      * (instead of window folds for the passes before the last). */
     bool fir_slices_every_axis;
-    /* Cost of one window-fold tap, in units of one shifted-slice tap, for a pass wider than the
-     * slice form takes (more than NX_GAUSS_FIR_SLICE_TAPS taps): 1 when the two cost the same. */
-    double fir_fold_tap_cost;
-    /* The recursive Gaussian's cost along one axis in shifted-slice taps, whatever sigma is (its
-     * scans and their elementwise work). */
-    double recursive_axis_taps;
 } nx_backend_hints;
 
 typedef struct nx_backend_ops {

@@ -25,8 +25,8 @@ extern "C" {
  *                with respect to x and sigma
  *   "recursive"  fast: Young and van Vliet's third-order recursive Gaussian (1995), cost O(N) per
  *                line whatever sigma is (sigma >= 0.5); differs from "fir" by the approximation
- *                error of the recursive filter (the registry row says how much); gradient with
- *                respect to x only
+ *                error of the recursive filter (the registry row says how much: 0.07 of the
+ *                data's range); gradient with respect to x only; never picked by "auto"
  * f32 input is filtered in f32 (scipy accumulates each pass in double, then rounds to f32).
  * ===============================================================================================*/
 
@@ -59,9 +59,8 @@ typedef struct nx_gaussian_opts {
     int64_t kernel_size[NX_GAUSSIAN_MAX_SPATIAL]; /* 0: from truncate */
     nx_gaussian_mode mode;
     double cval;         /* NX_GAUSSIAN_CONSTANT only; finite */
-    /* NULL or "auto": in reproducible mode or with a sigma gradient fir, else the driver the
-     * backend's cost model says is cheaper (on the CPU fir up to sigma 6 at truncate 4,
-     * recursive from sigma 7); "fir"; "recursive" */
+    /* NULL or "auto": "fir" for every sigma (the recursive driver's difference is beyond what
+     * auto may trade, NX_DIVERGENT_AUTO_TOL); "fir"; "recursive" (only when named) */
     const char *driver;
 } nx_gaussian_opts;
 

@@ -159,8 +159,17 @@ typedef enum nx_log_level {
     NX_LOG_ERROR,
 } nx_log_level;
 
-/* Log sink. msg is one line without a trailing newline, valid only during the call. */
+/* Log sink. msg is one line without a trailing newline, valid only during the call.
+ *
+ * Progress: an op call (nx_op_call, an op's entry point) that runs longer than 2 seconds sends
+ * lines at NX_LOG_INFO starting with NX_PROGRESS_PREFIX, at most two a second ("progress:
+ * susan_emulator: running, 12.0 s elapsed"; with done/total counts where the op knows them, a
+ * percentage and the time left), and a last "progress: <op>: done in <t>" when it ends. A sink
+ * that shows them on a terminal may rewrite one line. They may come from a library thread while
+ * the call runs (one keeps time for every long call), so a sink must accept calls from any thread
+ * and must not free the context. */
 typedef void (*nx_log_fn)(void *user, nx_log_level level, const char *msg);
+#define NX_PROGRESS_PREFIX "progress: "
 
 typedef enum nx_backend {
     NX_BACKEND_AUTO, /* CUDA when a GPU of compute capability >= 8.0 answers, else CPU */
@@ -268,8 +277,13 @@ NX_API nx_status nx_ctx_reproducible_pop(nx_ctx *ctx);
 /* The divergent-op registry (docs/fidelity.md): ops with more than one variant whose results
  * differ (a canonical one, bit-stable across backends and runs, and a fast one). Each registered op
  * takes a driver= value; nx_driver_resolve picks the variant: an explicit driver wins, else the
- * canonical one under reproducible mode, else the fast one. The table is static: complete as soon
- * as the library is loaded. */
+ * canonical one under reproducible mode, else the fast one where its contract keeps it within
+ * NX_DIVERGENT_AUTO_TOL of the canonical one (rtol and atol, the atol stated for data in [0, 1],
+ * that is relative to the data's range), else the canonical one. So "auto" never trades more than
+ * a millionth of the data's range for speed: a fast variant further off (the recursive Gaussian)
+ * runs only when asked for by name. The table is static: complete as soon as the library is
+ * loaded. */
+#define NX_DIVERGENT_AUTO_TOL 1e-6
 typedef struct nx_divergent_op {
     const char *op;        /* the public entry point without nx_ (the `nitrix run` spelling) */
     const char *canonical; /* driver value of the canonical variant */
@@ -281,9 +295,13 @@ typedef struct nx_divergent_op {
 
 /* The registry's rows; *count gets their number (count may be NULL). Never NULL. */
 NX_API const nx_divergent_op *nx_divergent_ops(size_t *count);
+/* Whether "auto" may pick row's fast variant (outside reproducible mode): its rtol and atol are
+ * both within NX_DIVERGENT_AUTO_TOL. */
+NX_API bool nx_divergent_auto_fast(const nx_divergent_op *row);
 
 /* Resolves a driver= value for a registered op. driver NULL, "" or "auto": the canonical driver
- * under nx_ctx_reproducible(ctx), else the fast one; any other value must be one of the op's
+ * under nx_ctx_reproducible(ctx) or where nx_divergent_auto_fast(row) is false, else the fast one;
+ * any other value must be one of the op's
  * drivers. *out is the registry's string for the canonical and fast drivers, else driver itself.
  * An unregistered op or an unknown driver is NX_ERR_INVALID_ARG with a message listing what is
  * accepted. */

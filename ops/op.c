@@ -401,7 +401,9 @@ static nx_status stage_program(const nx_op_args *c, const char *stage,
         else {
             o->ctx = c->ctx;
             stage_call s = {.c = c, .build = build, .user = user, .nout = nout};
+            nx_rt_progress_stage(c->progress, "compiling");
             st = compile_stage(&s, o);
+            nx_rt_progress_stage(c->progress, "running");
             void *winner = NULL;
             if (st == NX_OK)
                 st = nx_rt_cache_insert(cache, &k, o, op_prog_destroy, NULL, &winner);
@@ -582,11 +584,20 @@ static nx_status run(nx_ctx *ctx, const run_args *a)
                     .dy = a->dy,
                     .who = who,
                     .info = info};
+    /* The outermost op call of this thread keeps the progress record; an op called from an op's
+     * run opens none (c.progress NULL): the outer record's lines cover its time. */
+    nx_rt_progress progress;
+    bool outermost = !nx_rt_progress_current();
+    if (outermost) {
+        nx_rt_progress_begin(&progress, ctx, info->name);
+        c.progress = &progress;
+    }
     if (d->check)
         st = d->check(&c);
     if (st == NX_OK)
         st = place(&c, requested);
     if (st == NX_OK) {
+        nx_rt_progress_stage(c.progress, "running");
         nx_tensor *res[NX_OP_MAX_IO] = {0};
         if (d->run)
             st = d->run(&c, res);
@@ -602,9 +613,17 @@ static nx_status run(nx_ctx *ctx, const run_args *a)
                 nx_tensor_free(res[i]);
         }
     }
+    if (outermost)
+        nx_rt_progress_end(&progress);
     if (zeroed)
         nx_rt_free(ctx, zeroed, d->opts_size ? d->opts_size : 1);
     return st;
+}
+
+void nx_op_progress(const nx_op_args *c, int64_t done, int64_t total)
+{
+    if (c)
+        nx_rt_progress_step(c->progress, done, total);
 }
 
 nx_status nx_op_run_as(nx_ctx *ctx, const nx_op_desc *d, const char *who,

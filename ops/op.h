@@ -36,6 +36,7 @@
 
 #include "cache.h"
 #include "internal.h"
+#include "progress.h"
 #include "nitrix-graph.h"
 #include "nitrix-op.h"
 
@@ -74,6 +75,7 @@ typedef struct nx_op_args {
     const nx_tensor *const *dy; /* nx_op_vjp: one cotangent per output; else NULL */
     const char *who;            /* the name errors start with ("nx_dilate", "dilate") */
     const nx_op_info *info;     /* the op's public row: the ops.def fields and the schema */
+    nx_rt_progress *progress;   /* the call's progress record (NULL in a nested op call) */
 } nx_op_args;
 
 /* The descriptor's info needs only nopts, opts and aliases: the name, family, summary, inputs,
@@ -141,6 +143,12 @@ NX_HIDDEN nx_status nx_op_program(const nx_op_args *c, const char *stage,
                                   void (*key)(nx_rt_cache_blob *b, const void *user),
                                   nx_op_stage_fn build, const void *user, int nout,
                                   nx_program **out);
+
+/* Progress of an op's own loop (a run's row blocks, rounds to a fixed point): done of total steps
+ * (total 0: unknown). The runner opens the record and names the stage (compiling, running); a
+ * line goes to the log sink only after 2 s, at most two a second, with the elapsed and remaining
+ * time (runtime/progress.h). Cheap: call it once per step. */
+NX_HIDDEN void nx_op_progress(const nx_op_args *c, int64_t done, int64_t total);
 
 /* The table: the descriptors in ops.def order. */
 NX_HIDDEN const nx_op_desc *const *nx_op_descs(size_t *count);

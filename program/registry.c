@@ -15,8 +15,6 @@ static const nx_backend_ops *const registry[NX_BACKEND_COUNT] = {
 static const nx_backend_hints ref_hints = {
     .fir_pad_first = false,
     .fir_slices_every_axis = false,
-    .fir_fold_tap_cost = 2.5,
-    .recursive_axis_taps = 55.0,
 };
 
 void nx_program_backend_hints(nx_backend b, nx_backend_hints *out)

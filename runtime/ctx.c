@@ -801,3 +801,10 @@ const char *nx_shape_str(char *buf, size_t len, int ndim, const int64_t *shape)
         snprintf(buf + off, len - off, "]");
     return buf;
 }
+
+nx_status nx_rt_size_error(nx_ctx *ctx, const char *who, const char *option, const char *expected)
+{
+    return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                       "%s: %s is too large: a size computed from it overflows int64; expected %s",
+                       who, option, expected);
+}

@@ -22,6 +22,11 @@ const nx_divergent_op *nx_divergent_ops(size_t *count)
     return registry;
 }
 
+bool nx_divergent_auto_fast(const nx_divergent_op *row)
+{
+    return row && row->rtol <= NX_DIVERGENT_AUTO_TOL && row->atol <= NX_DIVERGENT_AUTO_TOL;
+}
+
 /* Whether word is one of the '|'-separated values of list. */
 static bool list_has(const char *list, const char *word)
 {
@@ -54,7 +59,8 @@ nx_status nx_rt_driver_resolve_row(nx_ctx *ctx, const nx_divergent_op *row, cons
                                    const char **out)
 {
     if (!driver || !*driver || strcmp(driver, "auto") == 0) {
-        *out = nx_ctx_reproducible(ctx) ? row->canonical : row->fast;
+        *out = nx_ctx_reproducible(ctx) || !nx_divergent_auto_fast(row) ? row->canonical
+                                                                         : row->fast;
         return NX_OK;
     }
     if (!list_has(row->drivers, driver))

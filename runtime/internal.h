@@ -75,6 +75,62 @@ static inline bool nx_add_i64(int64_t a, int64_t b, int64_t *out)
 {
     return !__builtin_add_overflow(a, b, out);
 }
+/* Size arithmetic on values a caller gave (options, shapes, and sizes computed from them): the
+ * one place where such sums and products are checked. Each step is checked with
+ * __builtin_*_overflow; the first overflow is kept in the nx_rt_size and every later step gives 0,
+ * so an expression is written once and tested once:
+ *
+ *     nx_rt_size z = {0};
+ *     int64_t eff = nx_rt_size_add(&z, nx_rt_size_mul(&z, w - 1, dil), 1);
+ *     if (z.overflow)
+ *         return nx_rt_size_error(ctx, who, "dilation", "a dilated kernel extent below 2^63");
+ *
+ * nx_rt_size_of_double converts a size computed in floating point (a window radius from sigma):
+ * NaN, infinities and values beyond int64 overflow instead of being undefined. */
+typedef struct nx_rt_size {
+    bool overflow;
+} nx_rt_size;
+static inline int64_t nx_rt_size_add(nx_rt_size *z, int64_t a, int64_t b)
+{
+    int64_t r = 0;
+    if (z->overflow || __builtin_add_overflow(a, b, &r)) {
+        z->overflow = true;
+        return 0;
+    }
+    return r;
+}
+static inline int64_t nx_rt_size_sub(nx_rt_size *z, int64_t a, int64_t b)
+{
+    int64_t r = 0;
+    if (z->overflow || __builtin_sub_overflow(a, b, &r)) {
+        z->overflow = true;
+        return 0;
+    }
+    return r;
+}
+static inline int64_t nx_rt_size_mul(nx_rt_size *z, int64_t a, int64_t b)
+{
+    int64_t r = 0;
+    if (z->overflow || __builtin_mul_overflow(a, b, &r)) {
+        z->overflow = true;
+        return 0;
+    }
+    return r;
+}
+static inline int64_t nx_rt_size_of_double(nx_rt_size *z, double v)
+{
+    /* 2^63 is exact in a double; every double below it converts. */
+    if (z->overflow || !(v > -9223372036854775808.0 && v < 9223372036854775808.0)) {
+        z->overflow = true;
+        return 0;
+    }
+    return (int64_t)v;
+}
+/* NX_ERR_INVALID_ARG with "who: option is too large: a size computed from it overflows int64;
+ * expected <expected>". Returns the status. */
+NX_HIDDEN nx_status nx_rt_size_error(nx_ctx *ctx, const char *who, const char *option,
+                                     const char *expected);
+
 /* Product of ndim extents (each must be >= 0), checked; false on a negative extent or overflow. */
 NX_HIDDEN bool nx_shape_numel(int ndim, const int64_t *shape, int64_t *numel);
 /* "[2,3,4]" into buf (always terminated). Returns buf. */

@@ -45,17 +45,13 @@ static void ptx_release(nx_ctx *ctx, const nx_kplan *p, void *state)
         nx_ptx_plan_free(ctx, state);
 }
 
-/* Measured on the H200 with the emitter's rows per thread: FIR 17 taps 0.199 ms, the recursive
- * Gaussian on scan_iir (sigma 8) 0.614 ms (docs/PERF.md): ~52 taps per axis, assuming the FIR's
- * time grows with its taps (measured at 17 taps only); window folds and slices cost the same per
- * tap. Every pass as slices with the weights as immediates, the passes before the last
- * materialised (docs/perf/cuda-fir.md): the passes are bound by load instructions and L1
- * wavefronts, and this form saves the weight loads and the weight-cast kernel. */
+/* Every FIR pass as slices with the weights as immediates, the passes before the last
+ * materialised (docs/perf/cuda-fir.md; FIR 17 taps 0.199 ms at 256^3 on the H200): the passes are
+ * bound by load instructions and L1 wavefronts, and this form saves the weight loads and the
+ * weight-cast kernel. */
 static const nx_backend_hints ptx_hints = {
     .fir_pad_first = false,
     .fir_slices_every_axis = true,
-    .fir_fold_tap_cost = 1.0,
-    .recursive_axis_taps = 52.0,
 };
 
 const nx_backend_ops nx_ptx_backend = {

@@ -305,18 +305,12 @@ static void cpu_release(nx_ctx *ctx, const nx_kplan *p, void *state)
     nx_rt_free(ctx, cs, sizeof *cs);
 }
 
-/* Measured at 256^3 f32: FIR as sums of shifted slices (up to NX_GAUSS_FIR_SLICE_TAPS = 65 taps)
- * 2.0-2.6 ms per tap and axis (sigma 4 0.18-0.21 s CPU, sigma 8 0.50-0.52 s, load 11); beyond,
- * window folds 5.8-7.0 ms per tap and axis (sigma 12: 1.70 s, sigma 16: 2.72 s), so a fold tap
- * costs 2.5 slice taps; the recursive Gaussian on scan_iir 0.34-0.36 s (sigma 8) to 0.42 s (sigma
- * 4) for three axes, ~55 slice taps per axis. The padded form: one fused program inlines the border
- * rule into every tap's load, an i64 mod and a select per tap and lane along the contiguous axis;
- * padded first, the loads are affine and vectorise. */
+/* The padded FIR form (measured at 256^3 f32: sums of shifted slices cost 2.0-2.6 ms per tap and
+ * axis): one fused program inlines the border rule into every tap's load, an i64 mod and a select
+ * per tap and lane along the contiguous axis; padded first, the loads are affine and vectorise. */
 static const nx_backend_hints cpu_hints = {
     .fir_pad_first = true,
     .fir_slices_every_axis = false,
-    .fir_fold_tap_cost = 2.5,
-    .recursive_axis_taps = 55.0,
 };
 
 const nx_backend_ops nx_x86_backend = {

@@ -348,6 +348,8 @@ static nx_status iterate(nx_ctx *ctx, prop_call *c, const nx_tensor *mask, nx_te
             st = run_once(p, runs == 0 ? mask : lab, num, &status, &next);
         nx_tensor_free(lab);
         lab = next;
+        /* rounds until the fixed point: their count is not known in advance */
+        nx_rt_progress_step(nx_rt_progress_current(), runs + 1, 0);
     }
     nx_tensor_free(lab);
     if (st != NX_OK) {

@@ -70,6 +70,7 @@ static nx_status elem_shape(nx_ctx *ctx, const char *who, const nx_morph_opts *o
                                who);
     }
     e->count = 1;
+    nx_rt_size z = {0};
     for (int i = 0; i < nsp; i++) {
         if (shape_of)
             e->w[i] = i < nx_tensor_ndim(shape_of) ? nx_tensor_shape(shape_of)[i] : 0;
@@ -79,7 +80,11 @@ static nx_status elem_shape(nx_ctx *ctx, const char *who, const nx_morph_opts *o
             return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
                                "%s: element extent %lld on spatial dim %d; expected >= 1", who,
                                (long long)e->w[i], i);
-        e->count *= e->w[i];
+        e->count = nx_rt_size_mul(&z, e->count, e->w[i]);
+        if (z.overflow)
+            return nx_rt_size_error(ctx, who, shape_of ? "the element's shape" : "size",
+                                    "a window whose places (the product of its extents) stay "
+                                    "below 2^63");
     }
     return NX_OK;
 }

@@ -24,7 +24,17 @@ typedef struct pool_geo {
     int nd, nsp, lead; /* x's dims, spatial dims, first spatial axis */
     int64_t k[NX_POOL_MAX_SPATIAL], st[NX_POOL_MAX_SPATIAL], p[NX_POOL_MAX_SPATIAL];
     int64_t in[NX_POOL_MAX_SPATIAL], out[NX_POOL_MAX_SPATIAL];
+    int64_t kk, ns; /* places of a window, of the unpooled spatial dims (products checked) */
 } pool_geo;
+
+static nx_status geo_overflow(nx_ctx *ctx, const char *who, const char *option, int i)
+{
+    char what[96];
+    snprintf(what, sizeof what, "%s on spatial dim %d", option, i);
+    return nx_rt_size_error(ctx, who, what,
+                            "kernel, stride, padding and output_size whose sizes and products "
+                            "stay below 2^63");
+}
 
 /* Checks opts against x's (pool) or the pooled x's (unpool) shape and fills the geometry. The
  * message goes to the context; the caller records it where it reports. */
@@ -44,7 +54,9 @@ static nx_status geo_of(nx_ctx *ctx, const char *who, const nx_pool_opts *o, int
             "%s: x has %d dims; expected at least %d (%d spatial and a channel axis, "
             "channels last)",
             who, nd, g->nsp + 1, g->nsp);
+    g->kk = g->ns = 1;
     for (int i = 0; i < g->nsp; i++) {
+        nx_rt_size z = {0};
         int64_t k = o->kernel[i], st = o->stride[i] ? o->stride[i] : k, p = o->padding[i];
         if (k < 1 || st < 1)
             return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
@@ -60,7 +72,10 @@ static nx_status geo_of(nx_ctx *ctx, const char *who, const nx_pool_opts *o, int
         int64_t s = shape[g->lead + i];
         if (unpool) {
             g->out[i] = s;
-            int64_t want = (s - 1) * st - 2 * p + k;
+            int64_t want = nx_rt_size_add(
+                &z, nx_rt_size_sub(&z, nx_rt_size_mul(&z, s - 1, st), 2 * p), k);
+            if (z.overflow && !o->output_size[i])
+                return geo_overflow(ctx, who, "kernel or stride", i);
             g->in[i] = o->output_size[i] ? o->output_size[i] : want;
             if (g->in[i] < 1)
                 return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
@@ -68,13 +83,23 @@ static nx_status geo_of(nx_ctx *ctx, const char *who, const nx_pool_opts *o, int
                                    (long long)g->in[i], i);
         } else {
             g->in[i] = s;
-            if (s + 2 * p < k)
+            int64_t padded = nx_rt_size_add(&z, s, 2 * p); /* 2 p <= k fits */
+            if (z.overflow)
+                return geo_overflow(ctx, who, "padding", i);
+            if (padded < k)
                 return nx_rt_error(ctx, NX_ERR_SHAPE,
                                    "%s: spatial dim %d is %lld (padded %lld) but the kernel is "
                                    "%lld; expected a kernel no larger than the padded input",
-                                   who, i, (long long)s, (long long)(s + 2 * p), (long long)k);
-            g->out[i] = (s + 2 * p - k) / st + 1;
+                                   who, i, (long long)s, (long long)padded, (long long)k);
+            g->out[i] = (padded - k) / st + 1;
         }
+        z.overflow = false;
+        g->kk = nx_rt_size_mul(&z, g->kk, k);
+        if (z.overflow)
+            return geo_overflow(ctx, who, "kernel", i);
+        g->ns = nx_rt_size_mul(&z, g->ns, g->in[i]);
+        if (z.overflow)
+            return geo_overflow(ctx, who, unpool ? "output_size" : "the input", i);
     }
     return NX_OK;
 }
@@ -143,13 +168,12 @@ nx_node nx_max_pool_node(nx_graph *g, nx_node x, const nx_pool_opts *opts, nx_no
         win[i] = stride[i] = 1;
         oshape[i] = xs[i];
     }
-    int64_t kk = 1;
+    int64_t kk = ge.kk;
     for (int i = 0; i < ge.nsp; i++) {
         lo[ge.lead + i] = ge.p[i];
         win[ge.lead + i] = ge.k[i];
         stride[ge.lead + i] = ge.st[i];
         oshape[ge.lead + i] = ge.out[i];
-        kk *= ge.k[i];
     }
     if (empty_batch(&ge, xs)) { /* no window to view: empty results of the pooled shape */
         if (indices)
@@ -199,17 +223,23 @@ nx_node nx_max_unpool_node(nx_graph *g, nx_node x, nx_node indices, const nx_poo
     nx_status st = geo_of(nx_graph_ctx(g), who, opts, nd, xs, true, &ge);
     if (st != NX_OK)
         return fail_from_ctx(g, st);
-    int64_t nb = 1, no = 1, nc = xs[nd - 1], ns = 1, yshape[NX_MAX_DIMS];
+    /* nb, no and nc are x's (a product of its extents fits); ny is the output's, checked */
+    int64_t nb = 1, no = 1, nc = xs[nd - 1], ns = ge.ns, yshape[NX_MAX_DIMS];
     for (int i = 0; i < nd; i++)
         yshape[i] = xs[i];
     for (int i = 0; i < ge.lead; i++)
         nb *= xs[i];
     for (int i = 0; i < ge.nsp; i++) {
         no *= ge.out[i];
-        ns *= ge.in[i];
         yshape[ge.lead + i] = ge.in[i];
     }
-    int64_t n = nb * no * nc, ny = nb * ns * nc;
+    nx_rt_size z = {0};
+    int64_t n = nb * no * nc, ny = nx_rt_size_mul(&z, nx_rt_size_mul(&z, nb, ns), nc);
+    if (z.overflow) {
+        nx_rt_size_error(nx_graph_ctx(g), who, "output_size",
+                         "an output whose element count stays below 2^63");
+        return fail_from_ctx(g, NX_ERR_INVALID_ARG);
+    }
     if (n == 0 || ny == 0)
         return nx_broadcast(g, nx_scalar(g, dt, 0), nd, yshape);
     int64_t bsc[3] = {nb, no, nc};
@@ -242,9 +272,7 @@ nx_status nx_morph_pool_check_indices(nx_ctx *ctx, const char *who, const nx_ten
     nx_status st = geo_of(ctx, who, o, nx_tensor_ndim(x), nx_tensor_shape(x), true, &ge);
     if (st != NX_OK)
         return st;
-    int64_t ns = 1;
-    for (int i = 0; i < ge.nsp; i++)
-        ns *= ge.in[i];
+    int64_t ns = ge.ns;
     nx_tensor *t = NULL;
     if ((st = nx_tensor_cast(indices, NX_DTYPE_I64, &t)) != NX_OK)
         return st;

@@ -35,6 +35,17 @@ static nx_status conv_fail(nx_graph *g, nx_status st, const char *fmt, ...)
     return st;
 }
 
+/* An option whose size overflows, through the one helper's message (nx_rt_size_error). */
+static nx_status conv_size_fail(nx_graph *g, const char *option, int dim)
+{
+    char what[96];
+    snprintf(what, sizeof what, "%s of spatial dim %d", option, dim);
+    nx_status st = nx_rt_size_error(nx_graph_ctx(g), "nx_semiring_conv", what,
+                                    "a padded extent and a dilated kernel span below 2^63");
+    nx_ir_graph_fail(g, st, nx_ctx_last_error(nx_graph_ctx(g)));
+    return st;
+}
+
 static nx_status conv_geometry(nx_graph *g, nx_node x, nx_node k, const nx_semiring_conv_opts *o,
                                conv_geom *cg)
 {
@@ -85,11 +96,20 @@ static nx_status conv_geometry(nx_graph *g, nx_node x, nx_node k, const nx_semir
                              "nx_semiring_conv: spatial dim %d has stride %lld and dilation "
                              "%lld; expected >= 1 (0 means 1)",
                              i, (long long)cg->st[i], (long long)cg->dil[i]);
-        int64_t eff = (cg->w[i] - 1) * cg->dil[i] + 1;
+        /* Sizes from the options are checked (nx_rt_size): a huge stride, dilation or padding
+         * is an error naming it, never a wrapped extent. */
+        nx_rt_size z = {0};
+        int64_t eff = nx_rt_size_add(&z, nx_rt_size_mul(&z, cg->w[i] - 1, cg->dil[i]), 1);
+        if (z.overflow)
+            return conv_size_fail(g, "dilation", i);
         nx_conv_padding pm = o ? o->padding : NX_CONV_SAME;
         if (pm == NX_CONV_SAME) {
-            int64_t out = (cg->s[i] + cg->st[i] - 1) / cg->st[i];
-            int64_t total = (out - 1) * cg->st[i] + eff - cg->s[i];
+            /* ceil(s / st) without s + st - 1, which overflows for a huge stride */
+            int64_t out = cg->s[i] / cg->st[i] + (cg->s[i] % cg->st[i] != 0);
+            int64_t total = nx_rt_size_sub(
+                &z, nx_rt_size_add(&z, nx_rt_size_mul(&z, out - 1, cg->st[i]), eff), cg->s[i]);
+            if (z.overflow)
+                return conv_size_fail(g, "stride or dilation", i);
             total = total > 0 ? total : 0;
             cg->lo[i] = total / 2;
             cg->hi[i] = total - cg->lo[i];
@@ -107,7 +127,9 @@ static nx_status conv_geometry(nx_graph *g, nx_node x, nx_node k, const nx_semir
                              "EXPLICIT",
                              (int)pm);
         }
-        int64_t padded = cg->s[i] + cg->lo[i] + cg->hi[i];
+        int64_t padded = nx_rt_size_add(&z, nx_rt_size_add(&z, cg->s[i], cg->lo[i]), cg->hi[i]);
+        if (z.overflow)
+            return conv_size_fail(g, "pad_lo or pad_hi", i);
         if (padded < eff)
             return conv_fail(g, NX_ERR_SHAPE,
                              "nx_semiring_conv: spatial dim %d is %lld after padding but the "

@@ -146,6 +146,7 @@ static nx_status run(const nx_op_args *c, nx_tensor **outs)
     for (int64_t r0 = 0; r0 < n && st == NX_OK; r0 += rows) {
         kc.rows = n - r0 < rows ? n - r0 : rows;
         st = knn_block(c, &kc, r0, res);
+        nx_op_progress(c, r0 + kc.rows, n);
     }
     if (st != NX_OK) {
         nx_tensor_free(res);

@@ -52,11 +52,14 @@ static nx_status axis_window(nx_ctx *ctx, const char *who, const nx_gaussian_opt
 {
     double truncate = o->truncate > 0 ? o->truncate : 4.0;
     double r = truncate * p->sigma[i] + 0.5;
+    nx_rt_size z = {0};
+    p->radius[i] = nx_rt_size_of_double(&z, r);
+    if (z.overflow)
+        return nx_rt_size_error(ctx, who, "truncate * sigma", "a window radius below 2^63");
     if (r > 1e9)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
                            "%s: truncate * sigma[%d] is %g; expected at most 1e9 taps", who, i,
                            r);
-    p->radius[i] = (int64_t)r;
     int64_t k = o->kernel_size[i];
     if (k < 0)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG,

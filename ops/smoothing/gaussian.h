@@ -82,8 +82,7 @@ NX_HIDDEN bool nx_gauss_yvv_poles(double sigma, double p_re[3], double p_im[3], 
                                   double a_im[3]);
 
 /* Up to this many taps, constant weights along an axis fold as a sum of shifted slices
- * (gaussian.c); wider windows keep the window fold, whose kernel does not grow with the taps. The
- * entry point's `auto` cost model prices the two paths by the backend's hints (fir_fold_tap_cost).
+ * (gaussian.c); wider windows keep the window fold, whose kernel does not grow with the taps.
  * The same on every backend: a form of the graph, not a backend's cost. */
 #define NX_GAUSS_FIR_SLICE_TAPS 65
 

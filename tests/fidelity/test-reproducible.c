@@ -200,6 +200,26 @@ static void test_resolve(void **state)
         assert_int_equal(nx_rt_driver_resolve_row(ctx, &row, bad[i], &v), NX_ERR_INVALID_ARG);
         assert_non_null(strstr(nx_ctx_last_error(ctx), "auto|exact|fast|blocked"));
     }
+    /* auto picks a fast variant only within NX_DIVERGENT_AUTO_TOL of the canonical one (rtol and
+     * atol): a wider contract leaves auto canonical, an explicit driver still wins */
+    const nx_divergent_op wide_atol = {"toy", "exact", "fast", "exact|fast", 0.0, 2e-6, "toy"};
+    const nx_divergent_op wide_rtol = {"toy", "exact", "fast", "exact|fast", 0.07, 0.0, "toy"};
+    const nx_divergent_op edge = {"toy", "exact", "fast", "exact|fast", 1e-6, 1e-6, "toy"};
+    assert_true(nx_divergent_auto_fast(&row));
+    assert_true(nx_divergent_auto_fast(&edge));
+    assert_false(nx_divergent_auto_fast(&wide_atol));
+    assert_false(nx_divergent_auto_fast(&wide_rtol));
+    assert_int_equal(nx_rt_driver_resolve_row(ctx, &edge, NULL, &v), NX_OK);
+    assert_string_equal(v, "fast");
+    const nx_divergent_op *wide[] = {&wide_atol, &wide_rtol};
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(nx_rt_driver_resolve_row(ctx, wide[i], NULL, &v), NX_OK);
+        assert_string_equal(v, "exact");
+        assert_int_equal(nx_rt_driver_resolve_row(ctx, wide[i], "auto", &v), NX_OK);
+        assert_string_equal(v, "exact");
+        assert_int_equal(nx_rt_driver_resolve_row(ctx, wide[i], "fast", &v), NX_OK);
+        assert_string_equal(v, "fast");
+    }
     assert_int_equal(nx_driver_resolve(ctx, "no_such_op", NULL, &v), NX_ERR_INVALID_ARG);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "not in the divergent-op registry"));
     nx_ctx_free(ctx);

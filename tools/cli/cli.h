@@ -34,6 +34,10 @@ typedef struct cli_log {
 nx_status cli_ctx_new_logged(cli_log *log, nx_ctx **out);
 void cli_log_begin(cli_log *log);
 void cli_log_end(cli_log *log);
+/* The context of `nitrix run`: lines as the default sink prints them, except progress lines of a
+ * long op (NX_PROGRESS_PREFIX), shown as one line rewritten in place when stderr is a terminal
+ * and dropped when it is not. */
+nx_status cli_ctx_new_run(nx_ctx **out);
 
 /* ------------------------------------------------------------------------------------------------
  * Typed options

@@ -1,6 +1,11 @@
-/* A log sink that can hold messages back: the demo and `nitrix info` ask each backend in turn and
- * report a fallback warning as that backend's status line instead of as a stray stderr line. */
+/* Log sinks of the command line. One that can hold messages back: the demo and `nitrix info` ask
+ * each backend in turn and report a fallback warning as that backend's status line instead of as a
+ * stray stderr line. One for `nitrix run`: progress lines of a long op (NX_PROGRESS_PREFIX) as one
+ * line rewritten in place when stderr is a terminal, and dropped when it is not. */
+#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -45,4 +50,39 @@ void cli_log_begin(cli_log *log)
 void cli_log_end(cli_log *log)
 {
     log->capture = false;
+}
+
+/* `nitrix run`'s sink. Progress lines may come from the library's monitor thread while the call
+ * runs, hence the lock. */
+static pthread_mutex_t run_lock = PTHREAD_MUTEX_INITIALIZER;
+static bool run_line_open; /* a progress line is on the terminal, without its newline */
+
+static void run_sink(void *user, nx_log_level level, const char *msg)
+{
+    (void)user;
+    bool progress = level == NX_LOG_INFO &&
+                    strncmp(msg, NX_PROGRESS_PREFIX, strlen(NX_PROGRESS_PREFIX)) == 0;
+    pthread_mutex_lock(&run_lock);
+    if (progress) {
+        if (isatty(STDERR_FILENO)) {
+            bool done = strstr(msg, ": done in ") != NULL;
+            /* \r and erase-line: one line rewritten in place; the last one ends it */
+            fprintf(stderr, "\r\033[Knitrix: %s%s", msg + strlen(NX_PROGRESS_PREFIX),
+                    done ? "\n" : "");
+            fflush(stderr);
+            run_line_open = !done;
+        }
+    } else {
+        if (run_line_open)
+            fputs("\r\033[K", stderr);
+        run_line_open = false;
+        fprintf(stderr, "nitrix: %s: %s\n", level_name(level), msg);
+    }
+    pthread_mutex_unlock(&run_lock);
+}
+
+nx_status cli_ctx_new_run(nx_ctx **out)
+{
+    nx_ctx_opts opts = {.log = run_sink};
+    return nx_ctx_new(&opts, out);
 }

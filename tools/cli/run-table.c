@@ -290,7 +290,7 @@ int cli_table_run(const nx_op_info *op, int argc, char **argv)
         cli_table_help(op);
     } else if (rc == CLI_EXIT_OK) {
         nx_ctx *ctx = NULL;
-        if (nx_ctx_new(NULL, &ctx) != NX_OK) {
+        if (cli_ctx_new_run(&ctx) != NX_OK) {
             error_line(op->name, nx_ctx_last_error(NULL));
             rc = CLI_EXIT_USAGE;
         } else {

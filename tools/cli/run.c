@@ -433,7 +433,7 @@ int cli_cmd_run(int argc, char **argv)
     } else if (rc == CLI_EXIT_OK && (rc = fill_defaults(a)) == CLI_EXIT_OK &&
                (rc = check_files(a)) == CLI_EXIT_OK) {
         nx_ctx *ctx = NULL;
-        if (nx_ctx_new(NULL, &ctx) != NX_OK) {
+        if (cli_ctx_new_run(&ctx) != NX_OK) {
             cli_error("run %s: %s", a->op->name, nx_ctx_last_error(NULL));
             rc = CLI_EXIT_USAGE;
         } else {
