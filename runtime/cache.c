@@ -519,7 +519,9 @@ static void not_private_why(const struct stat *st, char *buf, size_t len)
     }
     bool grp = st->st_mode & S_IWGRP, oth = st->st_mode & S_IWOTH;
     snprintf(buf, len, "writable by %s (mode %04o)",
-             grp && oth ? "its group and others" : grp ? "its group" : "others",
+             grp && oth ? "its group and others"
+             : grp      ? "its group"
+                        : "others",
              (unsigned)(st->st_mode & 07777));
 }
 

@@ -446,7 +446,8 @@ static bool refuse(lower_check *lc, LLVMValueRef f, const char *fmt, const char 
 /* The integer width of t or of its elements; 0 for other types. */
 static unsigned int_bits(LLVMTypeRef t)
 {
-    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind || LLVMGetTypeKind(t) == LLVMScalableVectorTypeKind)
+    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind ||
+        LLVMGetTypeKind(t) == LLVMScalableVectorTypeKind)
         t = LLVMGetElementType(t);
     return LLVMGetTypeKind(t) == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(t) : 0;
 }
@@ -490,9 +491,9 @@ static bool starts_with(const char *s, size_t len, const char *prefix)
 static const char *bad_intrinsic(const char *name, size_t len, unsigned max_bits)
 {
     static const char *const foreign[] = {
-        "llvm.aarch64.", "llvm.amdgcn.", "llvm.arm.",     "llvm.bpf.",   "llvm.dx.",
-        "llvm.hexagon.", "llvm.loongarch.", "llvm.mips.", "llvm.nvvm.",  "llvm.ppc.",
-        "llvm.r600.",    "llvm.riscv.",  "llvm.s390.",    "llvm.spv.",   "llvm.ve.",
+        "llvm.aarch64.", "llvm.amdgcn.",    "llvm.arm.",  "llvm.bpf.",  "llvm.dx.",
+        "llvm.hexagon.", "llvm.loongarch.", "llvm.mips.", "llvm.nvvm.", "llvm.ppc.",
+        "llvm.r600.",    "llvm.riscv.",     "llvm.s390.", "llvm.spv.",  "llvm.ve.",
         "llvm.wasm.",    "llvm.xcore.",
     };
     for (size_t i = 0; i < sizeof foreign / sizeof *foreign; i++)
@@ -503,7 +504,8 @@ static const char *bad_intrinsic(const char *name, size_t len, unsigned max_bits
         return "an x86 intrinsic beyond SSE2 (it depends on CPU features)";
     if (starts_with(name, len, "llvm.matrix."))
         return "a matrix intrinsic (its lowering pass does not run)";
-    if ((starts_with(name, len, "llvm.fptosi.sat.") || starts_with(name, len, "llvm.fptoui.sat.")) &&
+    if ((starts_with(name, len, "llvm.fptosi.sat.") ||
+         starts_with(name, len, "llvm.fptoui.sat.")) &&
         max_bits > WIDE_BITS)
         return "a saturating float-to-integer conversion wider than 128 bits";
     if ((starts_with(name, len, "llvm.sdiv.fix") || starts_with(name, len, "llvm.udiv.fix")) &&
