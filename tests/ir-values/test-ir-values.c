@@ -1263,7 +1263,7 @@ int main(int argc, char **argv)
         size_t k = (n + (size_t)budget - 1) / (size_t)budget, kept = 0;
         for (size_t i = 0; i < n; i += k)
             tests[kept++] = tests[i];
-        printf("test-ir-values: NX_TEST_CASE_BUDGET=%ld: %zu of %zu cases (every %zu-th; the "
+        printf("test-ir-values: NX_TEST_CASE_BUDGET=%ld: %zu of %zu cases (one in %zu; the "
                "'nightly' suite runs them all)\n",
                budget, kept, n, k);
         n = kept;
