@@ -69,7 +69,7 @@ static nx_status workload_prepare(workload *w)
     double t0 = nx_bench_now();
     nx_status st = nx_pass_pipeline(w->ctx, &w->g->s, 1, &w->out, &w->plan);
     if (st == NX_OK)
-        st = nx_x86_backend.prepare(w->ctx, w->plan, &w->state);
+        st = nx_x86_backend.prepare(w->ctx, w->plan, NULL, &w->state);
     w->compile_s = nx_bench_now() - t0;
     return st;
 }

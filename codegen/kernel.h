@@ -243,6 +243,9 @@ typedef struct nx_backend_hints {
     bool fir_slices_every_axis;
 } nx_backend_hints;
 
+/* The placement policy's answer to a kernel a backend refused at compile time (why: the reason). */
+typedef nx_status (*nx_kernel_refused_fn)(nx_ctx *ctx, const nx_kernel *k, const char *why);
+
 typedef struct nx_backend_ops {
     const char *name; /* "cpu", "cuda" */
     nx_backend id;
@@ -254,8 +257,14 @@ typedef struct nx_backend_ops {
     /* why_not(k) == NULL, as a predicate (what prologue fusion asks of a fused kernel). */
     bool (*supports)(const nx_kernel *k);
     /* Compiles or loads every kernel it runs natively; the others were accepted by the placement
-     * policy (the CPU backend runs them on its kernel interpreter, quietly). */
-    nx_status (*prepare)(nx_ctx *ctx, const nx_kplan *p, void **state);
+     * policy (the CPU backend runs them on its kernel interpreter, quietly). A kernel that
+     * why_not accepted but whose compile is refused after all (the CPU JIT: IR that fails
+     * verification, or that LLVM could not lower) goes to refused, the placement policy's
+     * fallback (program/placement.c): NX_OK runs it as why_not's kernels run, an error fails the
+     * prepare. refused NULL: such a refusal is the prepare's error. Running out of memory is
+     * never a refusal. */
+    nx_status (*prepare)(nx_ctx *ctx, const nx_kplan *p, nx_kernel_refused_fn refused,
+                         void **state);
     /* inputs: one contiguous tensor per program argument, on the host (the CUDA backend takes
      * device tensors too); outputs: new C-contiguous tensors (none left allocated on failure). */
     nx_status (*run)(nx_ctx *ctx, const nx_kplan *p, void *state, const nx_tensor *const *inputs,

@@ -377,6 +377,39 @@ static nx_node build_custom_reduce(nx_graph *g, const nx_semiring *sr, nx_node x
     return nx_reduce_custom(g, x, naxes, axes, &m, false);
 }
 
+/* The numpy broadcast shape of a and b in shape (NX_MAX_DIMS entries); its rank, or -1 when they
+ * do not broadcast (the expression over them has then failed the graph already). */
+static int broadcast_shape(nx_graph *g, nx_node a, nx_node b, int64_t *shape)
+{
+    int64_t sa[NX_MAX_DIMS], sb[NX_MAX_DIMS];
+    int na = nx_node_ndim(g, a), nb = nx_node_ndim(g, b);
+    if (na < 0 || nb < 0 || na > NX_MAX_DIMS || nb > NX_MAX_DIMS || !nx_node_shape(g, a, sa) ||
+        !nx_node_shape(g, b, sb))
+        return -1;
+    int nd = na > nb ? na : nb;
+    for (int i = 0; i < nd; i++) {
+        int64_t da = i < nd - na ? 1 : sa[i - (nd - na)];
+        int64_t db = i < nd - nb ? 1 : sb[i - (nd - nb)];
+        if (da != db && da != 1 && db != 1)
+            return -1;
+        shape[i] = da == 1 ? db : da;
+    }
+    return nd;
+}
+
+/* t broadcast to shape when an expression gave fewer dims or unit extents (a constant, or one
+ * operand of two); t itself when it already has that shape. */
+static nx_node fit_shape(nx_graph *g, nx_node t, int nd, const int64_t *shape)
+{
+    int64_t st[NX_MAX_DIMS];
+    int nt = t ? nx_node_ndim(g, t) : -1;
+    if (nt < 0 || nt > nd || !nx_node_shape(g, t, st))
+        return t;
+    if (nt == nd && memcmp(st, shape, (size_t)nd * sizeof *shape) == 0)
+        return t;
+    return nx_broadcast(g, t, nd, shape);
+}
+
 nx_node nx_semiring_reduce(nx_graph *g, const nx_semiring *sr, nx_node x, int naxes,
                            const int *axes)
 {
@@ -394,7 +427,12 @@ nx_node nx_semiring_reduce(nx_graph *g, const nx_semiring *sr, nx_node x, int na
         return y;
     nx_node vars[NX_SR_NVARS] = {0};
     vars[NX_SR_VA] = y;
-    return nx_sr_build(g, &sr->e, sr->finalize, dt, vars);
+    int64_t shape[NX_MAX_DIMS];
+    int nd = nx_node_ndim(g, y);
+    if (nd < 0 || nd > NX_MAX_DIMS || !nx_node_shape(g, y, shape))
+        return NX_NONE;
+    /* finalize = 1 (a constant) still gives one value per output */
+    return fit_shape(g, nx_sr_build(g, &sr->e, sr->finalize, dt, vars), nd, shape);
 }
 
 nx_node nx_semiring_times(nx_graph *g, const nx_semiring *sr, nx_node a, nx_node b)
@@ -408,7 +446,13 @@ nx_node nx_semiring_times(nx_graph *g, const nx_semiring *sr, nx_node a, nx_node
     nx_node vars[NX_SR_NVARS] = {0};
     vars[NX_SR_VA] = a;
     vars[NX_SR_VB] = b;
-    return nx_sr_build(g, &sr->e, sr->times, nx_node_dtype(g, a), vars);
+    nx_node t = nx_sr_build(g, &sr->e, sr->times, nx_node_dtype(g, a), vars);
+    /* a (x) b has the broadcast shape of a and b whatever the expression reads: a times that is
+     * a constant (times = 0) or reads one operand (times = a) is a degenerate semiring, not an
+     * error, and the reduction after it needs the contracted axes */
+    int64_t shape[NX_MAX_DIMS];
+    int nd = broadcast_shape(g, a, b, shape);
+    return nd < 0 ? t : fit_shape(g, t, nd, shape);
 }
 
 static nx_node expand_at(nx_graph *g, nx_node x, int at)

@@ -221,7 +221,7 @@ static nx_status prepare_backend(nx_program *p)
         p->backend = NX_BACKEND_REF;
         return NX_OK;
     }
-    st = p->place.ops->prepare(p->ctx, p->place.plan, &p->state);
+    st = p->place.ops->prepare(p->ctx, p->place.plan, nx_program_kernel_refused, &p->state);
     if (st != NX_OK)
         p->place.ops = NULL; /* nothing to release */
     return st;

@@ -7,7 +7,9 @@
  *   3. a CUDA plan with a kernel CUDA cannot run (why_not) runs whole on the CPU backend: one
  *      plan on one device keeps every intermediate there (splitting a plan is future work);
  *   4. a CPU loop kernel the JIT cannot compile runs on the CPU backend's kernel interpreter,
- *      and a library kernel without a CPU host routine (reduce_custom) on its reference routine.
+ *      and a library kernel without a CPU host routine (reduce_custom) on its reference routine;
+ *      so does a loop kernel whose compile the JIT refuses only when it tries (IR that fails
+ *      verification, or that LLVM's code generator could not lower: nx_program_kernel_refused).
  * Steps 2 to 4 are fallbacks: an error under NITRIX_STRICT_BACKEND, otherwise one warning per
  * identity per process unless NITRIX_SILENCE_FALLBACK. Backends never decide this themselves.
  *
@@ -197,6 +199,13 @@ static nx_status to_kernel_interpreter(nx_ctx *ctx, const nx_kernel *k, const ch
     uint64_t h = nx_kernel_hash(k);
     id = fnv(id, &h, sizeof h);
     return nx_program_fallback(ctx, id, strict, warn);
+}
+
+nx_status nx_program_kernel_refused(nx_ctx *ctx, const nx_kernel *k, const char *why)
+{
+    if (k->kind != NX_KERNEL_LOOP) /* only loop kernels have an interpreter to go to */
+        return nx_rt_error(ctx, NX_ERR_BACKEND, "%s", why);
+    return to_kernel_interpreter(ctx, k, why);
 }
 
 /* ---- placing a plan ------------------------------------------------------------------------*/

@@ -56,6 +56,11 @@ NX_HIDDEN nx_status nx_program_resolve_backend(nx_ctx *ctx, nx_backend requested
 NX_HIDDEN nx_status nx_program_fallback(nx_ctx *ctx, uint64_t identity, const char *strict_msg,
                                         const char *warn_msg);
 
+/* The fallback for a kernel the backend's prepare refused after why_not accepted it (the CPU
+ * JIT refusing IR that fails verification or that LLVM could not lower): step 4, the kernel
+ * interpreter, with the same warn-once and strict mode. */
+NX_HIDDEN nx_status nx_program_kernel_refused(nx_ctx *ctx, const nx_kernel *k, const char *why);
+
 /* Where a program's plan runs, as the placement policy decided. */
 typedef struct nx_placement {
     const nx_backend_ops *ops; /* the backend object that runs the plan; NULL: the interpreter */

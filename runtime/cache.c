@@ -233,7 +233,7 @@ struct nx_rt_cache {
     _Atomic bool damage_warned;
     _Atomic uint64_t seq;
     _Atomic int64_t finds, find_hits, inserts, insert_races;
-    _Atomic int64_t loads, load_hits, damaged, stores, store_failures;
+    _Atomic int64_t loads, load_hits, damaged, untrusted, stores, store_failures;
 };
 
 #define INITIAL_CAP 64
@@ -341,6 +341,7 @@ void nx_rt_cache_get_stats(nx_rt_cache *c, nx_rt_cache_stats *out)
     out->loads = atomic_load(&c->loads);
     out->load_hits = atomic_load(&c->load_hits);
     out->damaged = atomic_load(&c->damaged);
+    out->untrusted = atomic_load(&c->untrusted);
     out->stores = atomic_load(&c->stores);
     out->store_failures = atomic_load(&c->store_failures);
 }
@@ -455,11 +456,18 @@ static bool write_full(int fd, const void *buf, size_t len)
     return true;
 }
 
-static void entry_path(const nx_rt_cache *c, const nx_rt_cache_key *key, char *buf)
+static void entry_name(const nx_rt_cache_key *key, char *buf)
 {
     char hex[33];
     nx_rt_cache_key_hex(key, hex);
-    snprintf(buf, PATH_CAP, "%s/%s%s", c->dir, hex, NX_CACHE_FILE_EXT);
+    snprintf(buf, NAME_CAP, "%s%s", hex, NX_CACHE_FILE_EXT);
+}
+
+static void entry_path(const nx_rt_cache *c, const nx_rt_cache_key *key, char *buf)
+{
+    char name[NAME_CAP];
+    entry_name(key, name);
+    snprintf(buf, PATH_CAP, "%s/%s", c->dir, name);
 }
 
 static bool is_hex32(const char *s)
@@ -493,14 +501,123 @@ static bool is_temp_name(const char *name)
     return dashes == 1 && is_hex32(name + len - 32);
 }
 
+/* ---- trust ---------------------------------------------------------------------------------*/
+
+/* Owned by the effective user and writable by nobody else: then what the cache reads was written
+ * by this user (or by root). The checksum cannot tell: its key is public. */
+static bool is_private(const struct stat *st)
+{
+    return st->st_uid == geteuid() && (st->st_mode & (S_IWGRP | S_IWOTH)) == 0;
+}
+
+static void not_private_why(const struct stat *st, char *buf, size_t len)
+{
+    if (st->st_uid != geteuid()) {
+        snprintf(buf, len, "owned by uid %ld, not by this user (uid %ld)", (long)st->st_uid,
+                 (long)geteuid());
+        return;
+    }
+    bool grp = st->st_mode & S_IWGRP, oth = st->st_mode & S_IWOTH;
+    snprintf(buf, len, "writable by %s (mode %04o)",
+             grp && oth ? "its group and others"
+             : grp      ? "its group"
+                        : "others",
+             (unsigned)(st->st_mode & 07777));
+}
+
+/* One warning per process for each (kind, directory): a fixed table of 64-bit identities, as
+ * the placement policy keeps for fallbacks. When the table is full the warning is repeated. */
+#define TRUST_SLOTS 256
+static pthread_mutex_t trust_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t trust_seen[TRUST_SLOTS];
+
+static uint64_t fnv_str(uint64_t h, const char *s)
+{
+    for (const unsigned char *p = (const unsigned char *)s;; p++) {
+        h = (h ^ *p) * 0x100000001b3ull;
+        if (!*p)
+            return h;
+    }
+}
+
+static bool first_trust_warning(const char *kind, const char *dir)
+{
+    uint64_t id = fnv_str(fnv_str(0xcbf29ce484222325ull, kind), dir) | 1; /* 0: empty slot */
+    bool first = true;
+    pthread_mutex_lock(&trust_lock);
+    for (size_t i = 0; i < TRUST_SLOTS; i++) {
+        uint64_t *s = &trust_seen[(id + i) % TRUST_SLOTS];
+        if (*s == id) {
+            first = false;
+            break;
+        }
+        if (*s == 0) {
+            *s = id;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&trust_lock);
+    return first;
+}
+
+/* The directory (entry NULL) or an entry in it is not private: ignored, with one warning per
+ * process per directory and kind, and debug lines after. */
+static void log_untrusted(nx_rt_cache *c, const char *entry, const struct stat *st)
+{
+    bump(&c->untrusted);
+    char why[96];
+    not_private_why(st, why, sizeof why);
+    bool first = first_trust_warning(entry ? "entry" : "directory", c->dir);
+    nx_ctx_log(c->ctx, first ? NX_LOG_WARN : NX_LOG_DEBUG,
+               "kernel cache: %s %s is %s, so it is not used%s. A kernel cache must be private "
+               "to its user (owned by you, not writable by group or others: chmod go-w); a "
+               "shared machine needs a private directory per user (NITRIX_CACHE_DIR)",
+               entry ? "the entry" : "the directory", entry ? entry : c->dir, why,
+               entry ? " (it will be recompiled and replaced)"
+                     : "; compiled kernels are kept in memory only");
+}
+
+typedef enum dir_state { D_OK, D_MISSING, D_UNTRUSTED, D_ERROR } dir_state;
+
+/* Opens the cache directory and checks that it is private. On D_OK *fd is its descriptor:
+ * entries are opened relative to it, so the directory checked is the one used. On D_ERROR and
+ * D_MISSING *err is the errno value. */
+static dir_state open_dir(nx_rt_cache *c, int *fd, int *err)
+{
+    *err = 0;
+    *fd = open(c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (*fd < 0) {
+        *err = errno;
+        return errno == ENOENT ? D_MISSING : D_ERROR;
+    }
+    struct stat st;
+    dir_state ds = D_OK;
+    if (fstat(*fd, &st) != 0) {
+        *err = errno;
+        ds = D_ERROR;
+    } else if (!is_private(&st)) {
+        log_untrusted(c, NULL, &st);
+        ds = D_UNTRUSTED;
+    }
+    if (ds != D_OK) {
+        close(*fd);
+        *fd = -1;
+    }
+    return ds;
+}
+
 /* ---- loading ---------------------------------------------------------------------------------*/
 
-typedef enum verdict { V_HIT, V_DAMAGED, V_VERSION, V_NOMEM } verdict;
+/* V_MISS: nothing there, or a file that could not be examined (logged at DEBUG when why is set);
+ * V_VERSION: another format version (DEBUG); V_DAMAGED: WARN once per cache, then DEBUG;
+ * V_UNTRUSTED: not private (log_untrusted). */
+typedef enum verdict { V_HIT, V_MISS, V_DAMAGED, V_VERSION, V_UNTRUSTED, V_NOMEM } verdict;
 
 typedef struct reader {
     nx_rt_cache *cache;
     const nx_rt_cache_key *key;
     int fd;
+    struct stat st; /* the open file's */
     char why[160];
     void *payload;
     size_t len;
@@ -514,6 +631,21 @@ static verdict damaged(reader *r, const char *fmt, ...)
     vsnprintf(r->why, sizeof r->why, fmt, ap);
     va_end(ap);
     return V_DAMAGED;
+}
+
+static const char *file_kind(mode_t mode)
+{
+    if (S_ISDIR(mode))
+        return "a directory";
+    if (S_ISFIFO(mode))
+        return "a FIFO";
+    if (S_ISLNK(mode))
+        return "a symbolic link";
+    if (S_ISCHR(mode) || S_ISBLK(mode))
+        return "a device";
+    if (S_ISSOCK(mode))
+        return "a socket";
+    return "not a regular file";
 }
 
 static verdict check_header(reader *r, const uint8_t *h, int64_t file_size, uint64_t *pay_len)
@@ -563,18 +695,54 @@ static verdict check_blob(reader *r, nx_rt_cache_hash_state *sum)
     return V_HIT;
 }
 
+/* Opens the entry name in the directory dfd without following a symbolic link and without
+ * blocking (a FIFO in place of an entry would otherwise block the open until a writer came),
+ * and accepts it only as a private regular file: nothing is read from anything else. */
+static verdict open_entry(reader *r, int dfd, const char *name)
+{
+    r->fd = -1;
+    struct stat pre;
+    if (fstatat(dfd, name, &pre, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (errno != ENOENT)
+            snprintf(r->why, sizeof r->why, "cannot be examined (%s)", strerror(errno));
+        return V_MISS;
+    }
+    if (!S_ISREG(pre.st_mode))
+        return damaged(r, "is %s, not a regular file", file_kind(pre.st_mode));
+    r->fd = openat(dfd, name, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+    if (r->fd < 0) {
+        int err = errno;
+        if (err == ENOENT)
+            return V_MISS;
+        if (err == ELOOP)
+            return damaged(r, "is a symbolic link, not a regular file");
+        if (err == ENXIO)
+            return damaged(r, "is not a regular file");
+        snprintf(r->why, sizeof r->why, "cannot be opened (%s)", strerror(err));
+        return V_MISS;
+    }
+    /* the file opened is checked again: it may have been replaced since fstatat */
+    if (fstat(r->fd, &r->st) != 0)
+        return damaged(r, "cannot be examined (%s)", strerror(errno));
+    if (!S_ISREG(r->st.st_mode))
+        return damaged(r, "is %s, not a regular file", file_kind(r->st.st_mode));
+    if (!is_private(&r->st))
+        return V_UNTRUSTED;
+    int flags = fcntl(r->fd, F_GETFL);
+    if (flags >= 0)
+        fcntl(r->fd, F_SETFL, flags & ~O_NONBLOCK);
+    return V_HIT;
+}
+
 static verdict read_entry(reader *r)
 {
-    struct stat st;
-    if (fstat(r->fd, &st) != 0 || !S_ISREG(st.st_mode))
-        return damaged(r, "is not a regular file");
     uint8_t h[NX_CACHE_HEADER_SIZE];
     ssize_t got = read_full(r->fd, h, sizeof h);
     if (got != (ssize_t)sizeof h)
         return damaged(r, "is truncated (%lld bytes, shorter than the %d-byte header)",
-                       (long long)st.st_size, NX_CACHE_HEADER_SIZE);
+                       (long long)r->st.st_size, NX_CACHE_HEADER_SIZE);
     uint64_t pay_len = 0;
-    verdict v = check_header(r, h, (int64_t)st.st_size, &pay_len);
+    verdict v = check_header(r, h, (int64_t)r->st.st_size, &pay_len);
     if (v != V_HIT)
         return v;
     nx_rt_cache_hash_state sum;
@@ -625,24 +793,33 @@ nx_status nx_rt_cache_load(nx_rt_cache *c, const nx_rt_cache_key *key, void **pa
     bump(&c->loads);
     if (!c->dir)
         return NX_OK;
-    char path[PATH_CAP];
-    entry_path(c, key, path);
-    reader r = {.cache = c, .key = key};
-    r.fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (r.fd < 0) {
-        if (errno == ELOOP)
-            log_miss(c, V_DAMAGED, path, "is a symbolic link");
-        else if (errno != ENOENT)
-            nx_ctx_log(c->ctx, NX_LOG_DEBUG, "kernel cache: cannot open %s (%s)", path,
-                       strerror(errno));
-        return NX_OK;
+    int dfd = -1, err = 0;
+    dir_state ds = open_dir(c, &dfd, &err);
+    if (ds != D_OK) {
+        if (ds == D_ERROR)
+            nx_ctx_log(c->ctx, NX_LOG_DEBUG, "kernel cache: cannot open the directory %s (%s)",
+                       c->dir, strerror(err));
+        return NX_OK; /* missing: nothing stored yet; untrusted: logged by open_dir */
     }
-    verdict v = read_entry(&r);
-    close(r.fd);
+    char name[NAME_CAP], path[PATH_CAP];
+    entry_name(key, name);
+    entry_path(c, key, path);
+    reader r = {.cache = c, .key = key, .fd = -1};
+    verdict v = open_entry(&r, dfd, name);
+    close(dfd);
+    if (v == V_HIT)
+        v = read_entry(&r);
+    if (r.fd >= 0)
+        close(r.fd);
     if (v == V_NOMEM)
         return NX_ERR_NOMEM;
+    if (v == V_UNTRUSTED) {
+        log_untrusted(c, path, &r.st);
+        return NX_OK;
+    }
     if (v != V_HIT) {
-        log_miss(c, v, path, r.why);
+        if (r.why[0])
+            log_miss(c, v, path, r.why);
         return NX_OK;
     }
     bump(&c->load_hits);
@@ -726,36 +903,55 @@ static bool ensure_dir(nx_rt_cache *c)
     return true;
 }
 
-/* Creates the temporary file; if the directory went away since it was made (someone removed the
- * cache by hand), makes it again once. */
-static int open_temp(nx_rt_cache *c, const char *tmp)
+/* Opens the directory (creating it first if needed) and creates the temporary file tmp in it.
+ * If the directory went away since it was made (someone removed the cache by hand), makes it
+ * again once. Returns the file's descriptor and sets *dfd, or returns -1 (-2: nothing to report,
+ * the directory is not private and has been reported, or ensure_dir reported). */
+static int open_temp(nx_rt_cache *c, const char *tmp, int *dfd)
 {
-    int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW;
-    int fd = open(tmp, flags, 0600);
-    if (fd < 0 && errno == ENOENT) {
-        atomic_store(&c->dir_ready, false);
+    const int flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW;
+    for (int attempt = 0; attempt < 2; attempt++) {
         if (!ensure_dir(c))
             return -2;
-        fd = open(tmp, flags, 0600);
+        int err = 0;
+        dir_state ds = open_dir(c, dfd, &err);
+        if (ds == D_UNTRUSTED)
+            return -2;
+        if (ds == D_OK) {
+            int fd = openat(*dfd, tmp, flags, 0600);
+            if (fd >= 0)
+                return fd;
+            err = errno;
+            close(*dfd);
+            *dfd = -1;
+            ds = err == ENOENT ? D_MISSING : D_ERROR; /* removed after it was opened */
+        }
+        if (ds == D_ERROR) {
+            errno = err;
+            return -1;
+        }
+        atomic_store(&c->dir_ready, false);
     }
-    return fd;
+    errno = ENOENT;
+    return -1;
 }
 
 void nx_rt_cache_store(nx_rt_cache *c, const nx_rt_cache_key *key, const void *payload, size_t len)
 {
     bump(&c->stores);
-    if (!c->dir || atomic_load(&c->disk_off) || !ensure_dir(c))
+    if (!c->dir || atomic_load(&c->disk_off))
         return;
     uint8_t h[NX_CACHE_HEADER_SIZE];
     make_header(key, payload, len, h);
-    char hex[33], tmp[PATH_CAP], path[PATH_CAP];
+    char hex[33], tmp[NAME_CAP], name[NAME_CAP];
     nx_rt_cache_key_hex(key, hex);
     unsigned long long seq = atomic_fetch_add(&c->seq, 1);
-    snprintf(tmp, sizeof tmp, "%s/tmp-%ld-%llu-%s", c->dir, (long)getpid(), seq, hex);
-    entry_path(c, key, path);
-    int fd = open_temp(c, tmp);
+    snprintf(tmp, sizeof tmp, "tmp-%ld-%llu-%s", (long)getpid(), seq, hex);
+    entry_name(key, name);
+    int dfd = -1;
+    int fd = open_temp(c, tmp, &dfd);
     if (fd < 0) {
-        if (fd == -1) /* -2: ensure_dir has reported it */
+        if (fd == -1)
             disable_disk(c, "creating a temporary file", errno);
         return;
     }
@@ -766,14 +962,15 @@ void nx_rt_cache_store(nx_rt_cache *c, const nx_rt_cache_key *key, const void *p
         ok = false;
         err = errno;
     }
-    if (ok && rename(tmp, path) != 0) {
+    if (ok && renameat(dfd, tmp, dfd, name) != 0) {
         ok = false;
         err = errno;
     }
     if (!ok) {
-        unlink(tmp);
+        unlinkat(dfd, tmp, 0);
         disable_disk(c, "writing an entry", err);
     }
+    close(dfd);
 }
 
 /* ---- the directory ---------------------------------------------------------------------------*/

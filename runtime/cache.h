@@ -49,20 +49,37 @@
  *     48     16   checksum: SipHash-2-4-128 under NX_CACHE_SUM_KEY of bytes [0, 48) ++ blob ++
  * payload 64          the key blob, then the payload
  *
- * A file is trusted only if every field checks out: magic, version, header size, the key hash and
- * the whole blob equal the caller's, the file size equals 64 + blob + payload, and the checksum
- * matches. Anything else is a miss (and the next store replaces the file). Entries are written to a
- * temporary file in the same directory (tmp-<pid>-<seq>-<hex>) and renamed over the final name, so
- * readers see a whole old file or a whole new one and concurrent writers of one key are harmless.
- * Several processes may share the directory.
+ * Trust. The disk is read only where this user alone can write: the directory must be owned by
+ * the effective user and not writable by group or others, and so must each entry, which is opened
+ * relative to the checked directory (openat), without following a symbolic link and without
+ * blocking (O_NONBLOCK: a FIFO must not hang the open), and read only once fstat says it is a
+ * regular file. A directory that is not private is not used at all (loads miss, stores are
+ * skipped: the cache runs in memory); an entry that is not private is a miss and the next store
+ * replaces it. Each is reported with one NX_LOG_WARN per process and directory (then
+ * NX_LOG_DEBUG), naming the owner or mode and the remedy (chmod go-w, or NITRIX_CACHE_DIR set to
+ * a directory of one's own). A shared cache directory therefore does not work as a shared
+ * cache, by design: whoever can write a cache entry chooses the code the next run executes.
+ * Directories the cache creates are mode 0700 and entries 0600.
+ *
+ * A private regular file is trusted only if every field checks out: magic, version, header size,
+ * the key hash and the whole blob equal the caller's, the file size equals 64 + blob + payload,
+ * and the checksum matches. Anything else is a miss (and the next store replaces the file). The
+ * checksum is an integrity check against truncation, crashes and stray writes, not a security
+ * boundary: its key NX_CACHE_SUM_KEY is a public constant, so anyone who can write an entry can
+ * also compute its checksum; the ownership and mode checks above are what keep other users'
+ * code out. Entries are written to a temporary file in the same directory
+ * (tmp-<pid>-<seq>-<hex>) and renamed over the final name, so readers see a whole old file or a
+ * whole new one and concurrent writers of one key are harmless. Several processes of one user
+ * may share the directory.
  *
  * Failures. A directory that cannot be created or written turns the disk off for this cache (one
  * NX_LOG_WARN) and the cache carries on in memory; loads keep reading whatever is there. A damaged
- * or foreign entry is logged once per cache at NX_LOG_WARN (it means something outside nitrix
- * changed the directory, or the machine crashed mid-write, and the user may want to know) and at
- * NX_LOG_DEBUG afterwards; an entry of another format version is expected after an upgrade and is
- * logged at NX_LOG_DEBUG only. None of these is an error for the caller; only running out of memory
- * is. */
+ * or foreign entry, or something other than a regular file in an entry's place (a FIFO, a
+ * directory, a device, a socket, a symbolic link), is logged once per cache at NX_LOG_WARN (it
+ * means something outside nitrix changed the directory, or the machine crashed mid-write, and the
+ * user may want to know) and at NX_LOG_DEBUG afterwards; an entry of another format version is
+ * expected after an upgrade and is logged at NX_LOG_DEBUG only. None of these is an error for the
+ * caller; only running out of memory is. */
 #ifndef NX_RUNTIME_CACHE_H
 #define NX_RUNTIME_CACHE_H
 
@@ -170,6 +187,7 @@ NX_HIDDEN void nx_rt_cache_store(nx_rt_cache *cache, const nx_rt_cache_key *key,
 typedef struct nx_rt_cache_stats {
     int64_t finds, find_hits, inserts, insert_races;
     int64_t loads, load_hits, damaged, stores, store_failures;
+    int64_t untrusted; /* directory or entry checks that found something not private */
 } nx_rt_cache_stats;
 NX_HIDDEN void nx_rt_cache_get_stats(nx_rt_cache *cache, nx_rt_cache_stats *out);
 

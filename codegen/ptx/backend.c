@@ -22,8 +22,10 @@ static bool ptx_supports(const nx_kernel *k)
     return nx_ptx_kernel_unsupported(k) == NULL;
 }
 
-static nx_status ptx_prepare(nx_ctx *ctx, const nx_kplan *p, void **state)
+static nx_status ptx_prepare(nx_ctx *ctx, const nx_kplan *p, nx_kernel_refused_fn refused,
+                             void **state)
 {
+    (void)refused; /* NVRTC's errors are the prepare's (a device plan has no host fallback here) */
     nx_ptx_plan *cp = NULL;
     *state = NULL;
     nx_status st = nx_ptx_plan_compile(ctx, p, &cp);

@@ -73,6 +73,26 @@ static nx_status link_object(nx_x86_jit *jit, const void *obj, size_t len, const
     return NX_OK;
 }
 
+const char *volatile nx_x86_test_ir_suffix;
+
+/* text (tlen bytes allocated) with nx_x86_test_ir_suffix appended, in place of text. */
+static nx_status add_test_suffix(nx_ctx *ctx, char **text, size_t *tlen)
+{
+    const char *suffix = nx_x86_test_ir_suffix;
+    if (!suffix)
+        return NX_OK;
+    size_t n = strlen(*text), m = strlen(suffix);
+    char *t = nx_rt_alloc(ctx, n + m + 1);
+    if (!t)
+        return nx_rt_nomem(ctx, "x86 jit: kernel text", n + m + 1);
+    memcpy(t, *text, n);
+    memcpy(t + n, suffix, m + 1);
+    nx_rt_free(ctx, *text, *tlen);
+    *text = t;
+    *tlen = n + m + 1;
+    return NX_OK;
+}
+
 static nx_status compile(nx_x86_jit *jit, const nx_kernel *k, bool reassoc, const char *name,
                          void **obj, size_t *objlen, nx_x86_loop_fn *fn)
 {
@@ -80,8 +100,12 @@ static nx_status compile(nx_x86_jit *jit, const nx_kernel *k, bool reassoc, cons
     char *text = NULL;
     size_t tlen = 0;
     nx_status st = nx_x86_emit_text(k, name, reassoc, &text, &tlen);
-    if (st != NX_OK)
+    if (st == NX_OK)
+        st = add_test_suffix(ctx, &text, &tlen);
+    if (st != NX_OK) {
+        nx_rt_free(ctx, text, tlen);
         return st;
+    }
     if (nx_rt_dump_requested(ctx, "llvm"))
         fprintf(stderr, "nitrix: dump llvm: %s\n%s\n", k->name, text);
     nx_x86_module *m = NULL;
@@ -217,6 +241,12 @@ static bool may_reassociate(nx_ctx *ctx)
 
 nx_status nx_x86_plan_compile(nx_ctx *ctx, const nx_kplan *p, nx_x86_loop_fn *fns)
 {
+    return nx_x86_plan_compile_ex(ctx, p, NULL, fns);
+}
+
+nx_status nx_x86_plan_compile_ex(nx_ctx *ctx, const nx_kplan *p, nx_kernel_refused_fn refused,
+                                 nx_x86_loop_fn *fns)
+{
     for (int i = 0; i < p->nkernels; i++) {
         const nx_kernel *k = p->kernels[i];
         fns[i] = NULL;
@@ -230,6 +260,12 @@ nx_status nx_x86_plan_compile(nx_ctx *ctx, const nx_kplan *p, nx_x86_loop_fn *fn
         if (!nx_x86_supports(k))
             continue; /* the kernel interpreter runs it (the placement policy has warned) */
         nx_status st = nx_x86_kernel_get(ctx, k, may_reassociate(ctx), &fns[i], NULL);
+        if (st != NX_OK && st != NX_ERR_NOMEM && refused) {
+            char why[NX_IR_MSG];
+            snprintf(why, sizeof why, "%s", nx_ctx_last_error(ctx));
+            fns[i] = NULL;
+            st = refused(ctx, k, why);
+        }
         if (st != NX_OK)
             return st;
     }

@@ -269,7 +269,8 @@ typedef struct cpu_state {
     nx_x86_loop_fn *fns;
 } cpu_state;
 
-static nx_status cpu_prepare(nx_ctx *ctx, const nx_kplan *p, void **state)
+static nx_status cpu_prepare(nx_ctx *ctx, const nx_kplan *p, nx_kernel_refused_fn refused,
+                             void **state)
 {
     cpu_state *cs = nx_rt_calloc(ctx, 1, sizeof *cs);
     if (!cs)
@@ -277,7 +278,7 @@ static nx_status cpu_prepare(nx_ctx *ctx, const nx_kplan *p, void **state)
     cs->n = p->nkernels;
     cs->reassoc = !nx_ctx_reproducible(ctx); /* as nx_x86_plan_compile decides */
     cs->fns = nx_rt_calloc(ctx, (size_t)p->nkernels + 1, sizeof *cs->fns);
-    nx_status st = cs->fns ? nx_x86_plan_compile(ctx, p, cs->fns)
+    nx_status st = cs->fns ? nx_x86_plan_compile_ex(ctx, p, refused, cs->fns)
                            : nx_rt_nomem(ctx, "nx_graph_compile", (size_t)p->nkernels * 8);
     if (st != NX_OK) {
         nx_rt_free(ctx, cs->fns, ((size_t)cs->n + 1) * sizeof *cs->fns);

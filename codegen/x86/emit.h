@@ -97,6 +97,15 @@ NX_HIDDEN nx_status nx_x86_kernel_key(nx_ctx *ctx, const nx_kernel *k, bool reas
  * the JIT does not support (those run interpreted; the placement policy, program/placement.c,
  * has warned about them or refused them under strict mode). */
 NX_HIDDEN nx_status nx_x86_plan_compile(nx_ctx *ctx, const nx_kplan *p, nx_x86_loop_fn *fns);
+/* The same, with refused (may be NULL) called for a loop kernel whose compile fails other than
+ * by running out of memory: when it returns NX_OK the kernel's entry stays NULL (the kernel
+ * interpreter runs it) and the plan goes on. */
+NX_HIDDEN nx_status nx_x86_plan_compile_ex(nx_ctx *ctx, const nx_kplan *p,
+                                           nx_kernel_refused_fn refused, nx_x86_loop_fn *fns);
+/* Test builds: text appended to every kernel module's IR before it is parsed (NULL: none), so a
+ * test can make the JIT meet IR that fails verification or cannot be lowered. Hidden, and set by
+ * nothing in the library. */
+NX_HIDDEN extern const char *volatile nx_x86_test_ir_suffix;
 
 /* The CPU backend object (emit-run.c). */
 NX_HIDDEN extern const nx_backend_ops nx_x86_backend;

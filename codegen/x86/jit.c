@@ -415,6 +415,193 @@ static const char *module_name(const nx_x86_module *m)
     return name ? name : "?";
 }
 
+/* ---- what LLVM's x86 code generator would end the process on ----------------------------------
+ *
+ * Valid IR is not always IR LLVM can compile: where instruction selection or type legalisation has
+ * no way to lower something, LLVM calls report_fatal_error, which ends the process (a handler may
+ * log, but cannot return). Each rule below is a construct found to end the process in LLVM 14's
+ * x86 back end (a probe compiled each in a child process; the ones that compiled are not listed,
+ * e.g. i256 mul, shifts, i128 division, fp128 arithmetic, x86 SSE intrinsics). The checks are
+ * conservative for later LLVMs, which lower some of them. The emitter produces none of them; the
+ * check keeps a bug there (or IR from elsewhere) an error instead of the end of the caller's
+ * process. */
+
+#define WIDE_BITS 128 /* division, remainder, int <-> float conversion and atomics stop here */
+
+typedef struct lower_check {
+    char what[224];
+} lower_check;
+
+static bool refuse(lower_check *lc, LLVMValueRef f, const char *fmt, const char *detail)
+{
+    size_t len = 0;
+    const char *fn = LLVMGetValueName2(f, &len);
+    char d[96];
+    snprintf(d, sizeof d, fmt, detail);
+    snprintf(lc->what, sizeof lc->what, "%s in function '%.*s'", d, (int)(len > 64 ? 64 : len),
+             fn ? fn : "?");
+    return false;
+}
+
+/* The integer width of t or of its elements; 0 for other types. */
+static unsigned int_bits(LLVMTypeRef t)
+{
+    if (LLVMGetTypeKind(t) == LLVMVectorTypeKind ||
+        LLVMGetTypeKind(t) == LLVMScalableVectorTypeKind)
+        t = LLVMGetElementType(t);
+    return LLVMGetTypeKind(t) == LLVMIntegerTypeKind ? LLVMGetIntTypeWidth(t) : 0;
+}
+
+/* A type LLVM 14's x86 back end has no lowering for at all, or NULL. */
+static const char *bad_type(LLVMTypeRef t)
+{
+    switch (LLVMGetTypeKind(t)) {
+    case LLVMBFloatTypeKind:
+        return "the bfloat type";
+    case LLVMScalableVectorTypeKind:
+        return "a scalable vector type";
+    case LLVMX86_AMXTypeKind:
+        return "the x86_amx type";
+    case LLVMVectorTypeKind:
+    case LLVMArrayTypeKind:
+        return bad_type(LLVMGetElementType(t));
+    case LLVMStructTypeKind: {
+        unsigned n = LLVMCountStructElementTypes(t);
+        for (unsigned i = 0; i < n; i++) {
+            const char *w = bad_type(LLVMStructGetTypeAtIndex(t, i));
+            if (w)
+                return w;
+        }
+        return NULL;
+    }
+    default:
+        return NULL;
+    }
+}
+
+static bool starts_with(const char *s, size_t len, const char *prefix)
+{
+    size_t n = strlen(prefix);
+    return len >= n && memcmp(s, prefix, n) == 0;
+}
+
+/* Target-specific intrinsics of other targets have no x86 lowering; x86 ones depend on CPU
+ * features (an AVX-512 intrinsic ends the process on a CPU without it), so only baseline x86-64
+ * (SSE, SSE2) is allowed. Some generic families need passes the pipelines do not run. */
+static const char *bad_intrinsic(const char *name, size_t len, unsigned max_bits)
+{
+    static const char *const foreign[] = {
+        "llvm.aarch64.", "llvm.amdgcn.",    "llvm.arm.",  "llvm.bpf.",  "llvm.dx.",
+        "llvm.hexagon.", "llvm.loongarch.", "llvm.mips.", "llvm.nvvm.", "llvm.ppc.",
+        "llvm.r600.",    "llvm.riscv.",     "llvm.s390.", "llvm.spv.",  "llvm.ve.",
+        "llvm.wasm.",    "llvm.xcore.",
+    };
+    for (size_t i = 0; i < sizeof foreign / sizeof *foreign; i++)
+        if (starts_with(name, len, foreign[i]))
+            return "an intrinsic of another target";
+    if (starts_with(name, len, "llvm.x86.") && !starts_with(name, len, "llvm.x86.sse.") &&
+        !starts_with(name, len, "llvm.x86.sse2."))
+        return "an x86 intrinsic beyond SSE2 (it depends on CPU features)";
+    if (starts_with(name, len, "llvm.matrix."))
+        return "a matrix intrinsic (its lowering pass does not run)";
+    if ((starts_with(name, len, "llvm.fptosi.sat.") ||
+         starts_with(name, len, "llvm.fptoui.sat.")) &&
+        max_bits > WIDE_BITS)
+        return "a saturating float-to-integer conversion wider than 128 bits";
+    if ((starts_with(name, len, "llvm.sdiv.fix") || starts_with(name, len, "llvm.udiv.fix")) &&
+        max_bits > 64)
+        return "a fixed-point division wider than 64 bits";
+    if ((starts_with(name, len, "llvm.smul.fix") || starts_with(name, len, "llvm.umul.fix")) &&
+        max_bits > WIDE_BITS)
+        return "a fixed-point multiplication wider than 128 bits";
+    return NULL;
+}
+
+static bool check_instruction(lower_check *lc, LLVMValueRef f, LLVMValueRef in)
+{
+    LLVMOpcode op = LLVMGetInstructionOpcode(in);
+    unsigned bits = int_bits(LLVMTypeOf(in));
+    int nops = LLVMGetNumOperands(in);
+    unsigned max_bits = bits;
+    const char *t = bad_type(LLVMTypeOf(in));
+    for (int i = 0; i < nops && !t; i++) {
+        LLVMTypeRef ot = LLVMTypeOf(LLVMGetOperand(in, (unsigned)i));
+        unsigned ob = int_bits(ot);
+        max_bits = ob > max_bits ? ob : max_bits;
+        t = bad_type(ot);
+    }
+    if (t)
+        return refuse(lc, f, "%s", t);
+    switch (op) {
+    case LLVMSDiv:
+    case LLVMUDiv:
+    case LLVMSRem:
+    case LLVMURem:
+        if (bits > WIDE_BITS)
+            return refuse(lc, f, "%s", "an integer division or remainder wider than 128 bits");
+        break;
+    case LLVMFPToSI:
+    case LLVMFPToUI:
+    case LLVMSIToFP:
+    case LLVMUIToFP:
+        if (max_bits > WIDE_BITS)
+            return refuse(lc, f, "%s",
+                          "a conversion between float and an integer wider than 128 bits");
+        break;
+    case LLVMAtomicRMW:
+    case LLVMAtomicCmpXchg:
+        if (max_bits > WIDE_BITS)
+            return refuse(lc, f, "%s", "an atomic operation wider than 128 bits");
+        break;
+    case LLVMLoad:
+    case LLVMStore:
+        if (LLVMGetOrdering(in) != LLVMAtomicOrderingNotAtomic && max_bits > WIDE_BITS)
+            return refuse(lc, f, "%s", "an atomic load or store wider than 128 bits");
+        break;
+    case LLVMCall: {
+        LLVMValueRef callee = LLVMGetCalledValue(in);
+        size_t len = 0;
+        const char *name = callee ? LLVMGetValueName2(callee, &len) : NULL;
+        const char *why = name ? bad_intrinsic(name, len, max_bits) : NULL;
+        if (why)
+            return refuse(lc, f, "%s", why);
+        break;
+    }
+    default:
+        break;
+    }
+    return true;
+}
+
+static bool check_function(lower_check *lc, LLVMValueRef f)
+{
+    const char *gc = LLVMGetGC(f);
+    if (gc && *gc)
+        return refuse(lc, f, "the garbage collector strategy '%s'", gc);
+    const char *t = bad_type(LLVMGetReturnType(LLVMGlobalGetValueType(f)));
+    for (unsigned i = 0; !t && i < LLVMCountParams(f); i++)
+        t = bad_type(LLVMTypeOf(LLVMGetParam(f, i)));
+    if (t)
+        return refuse(lc, f, "%s", t);
+    for (LLVMBasicBlockRef b = LLVMGetFirstBasicBlock(f); b; b = LLVMGetNextBasicBlock(b))
+        for (LLVMValueRef in = LLVMGetFirstInstruction(b); in; in = LLVMGetNextInstruction(in))
+            if (!check_instruction(lc, f, in))
+                return false;
+    return true;
+}
+
+nx_status nx_x86_module_check_lowerable(nx_x86_module *m)
+{
+    lower_check lc = {{0}};
+    for (LLVMValueRef f = LLVMGetFirstFunction(m->mod); f; f = LLVMGetNextFunction(f))
+        if (!check_function(&lc, f))
+            return nx_rt_error(m->jit->ctx, NX_ERR_BACKEND,
+                               "x86 jit: module '%s' is refused: it holds %s, which LLVM's x86 "
+                               "code generator cannot lower and would end the process on",
+                               module_name(m), lc.what);
+    return NX_OK;
+}
+
 nx_status nx_x86_module_verify(nx_x86_module *m)
 {
     char *msg = NULL;
@@ -426,7 +613,7 @@ nx_status nx_x86_module_verify(nx_x86_module *m)
                          "it): %s",
                          module_name(m), msg && *msg ? msg : "(no message)");
     LLVMDisposeMessage(msg);
-    return st;
+    return st != NX_OK ? st : nx_x86_module_check_lowerable(m);
 }
 
 static nx_status diag_status(nx_x86_module *m, const char *stage)

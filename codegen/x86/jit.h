@@ -87,8 +87,16 @@ NX_HIDDEN LLVMContextRef nx_x86_module_context(const nx_x86_module *m);
  * on the vector width. */
 NX_HIDDEN void nx_x86_loop_allow_reorder(LLVMValueRef latch);
 
-/* LLVMVerifyModule: NX_ERR_INTERNAL with the verifier's message when the IR is invalid. */
+/* LLVMVerifyModule: NX_ERR_INTERNAL with the verifier's message when the IR is invalid; then
+ * nx_x86_module_check_lowerable. Every path to LLVM's optimiser and code generator (parse,
+ * optimize, emit, compile) runs it first. */
 NX_HIDDEN nx_status nx_x86_module_verify(nx_x86_module *m);
+/* NX_ERR_BACKEND, naming the construct and the function, when valid IR holds something LLVM's x86
+ * code generator has no lowering for and would end the process on (report_fatal_error): integer
+ * division, remainder, float conversion or atomics wider than 128 bits, bfloat, scalable vectors,
+ * x86_amx, intrinsics of other targets or beyond SSE2, matrix intrinsics, a GC strategy (jit.c
+ * lists the rules and how they were found). */
+NX_HIDDEN nx_status nx_x86_module_check_lowerable(nx_x86_module *m);
 
 typedef enum nx_x86_opt {
     NX_X86_OPT_NONE,    /* no IR passes: codegen only (scalar code, for tests and timing) */

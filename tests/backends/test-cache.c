@@ -296,6 +296,195 @@ static void test_two_processes(void **state)
     assert_int_equal(ta.live, 0);
 }
 
+/* ---- a planted entry -----------------------------------------------------------------------*/
+
+typedef struct warn_log {
+    int warn;
+    char last[768];
+} warn_log;
+
+static void log_warn(void *user, nx_log_level level, const char *msg)
+{
+    warn_log *l = user;
+    if (level == NX_LOG_WARN) {
+        l->warn++;
+        snprintf(l->last, sizeof l->last, "%s", msg);
+    }
+}
+
+static nx_ctx *ctx_logged(nx_test_alloc *ta, const char *d, warn_log *l)
+{
+    nx_allocator a = nx_test_allocator(ta);
+    nx_ctx_opts o = {.allocator = &a, .ignore_env = true, .cache_dir = d, .log = log_warn,
+                     .log_user = l};
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(&o, &ctx), NX_OK);
+    return ctx;
+}
+
+/* y = x * x + c on f32[n], one loop kernel. */
+static nx_kplan *plan_plus(nx_ctx *ctx, nx_graph **g, int64_t n, double c)
+{
+    assert_int_equal(nx_graph_new(ctx, g), NX_OK);
+    nx_node x = nx_input(*g, "x", NX_DTYPE_F32, 1, &n);
+    nx_node y = nx_add(*g, nx_mul(*g, x, x), nx_scalar(*g, NX_DTYPE_F32, c));
+    nx_kplan *p = NULL;
+    assert_int_equal(nx_pass_pipeline(ctx, &(*g)->s, 1, &y, &p), NX_OK);
+    assert_int_equal(p->nkernels, 1);
+    return p;
+}
+
+/* What a user who can write the cache directory does: the object of kernel b, compiled under
+ * kernel a's symbol, stored as a's entry through the library's own format and checksum. */
+static void plant(nx_ctx *ctx, const char *d, const nx_kernel *a, const nx_kernel *b)
+{
+    nx_x86_jit *jit = NULL;
+    assert_int_equal(nx_x86_jit_get(ctx, &jit), NX_OK);
+    nx_rt_cache_blob blob;
+    nx_rt_cache_key key;
+    assert_int_equal(nx_x86_kernel_key(ctx, a, true, nx_x86_jit_target(jit), &blob, &key), NX_OK);
+    char hex[33], name[40];
+    nx_rt_cache_key_hex(&key, hex);
+    snprintf(name, sizeof name, "nxk_%s", hex);
+    char *text = NULL;
+    size_t tlen = 0;
+    assert_int_equal(nx_x86_emit_text(b, name, true, &text, &tlen), NX_OK);
+    nx_x86_module *m = NULL;
+    assert_int_equal(nx_x86_module_parse(jit, name, text, strlen(text), &m), NX_OK);
+    nx_rt_free(ctx, text, tlen);
+    assert_int_equal(nx_x86_module_optimize(m, NX_X86_OPT_KERNEL), NX_OK);
+    void *obj = NULL;
+    size_t len = 0;
+    assert_int_equal(nx_x86_module_emit_object(m, &obj, &len), NX_OK);
+    nx_x86_module_free(m);
+    nx_rt_cache *c = NULL;
+    assert_int_equal(nx_rt_cache_open(ctx, d, &c), NX_OK);
+    nx_rt_cache_store(c, &key, obj, len);
+    assert_true(nx_rt_cache_disk_writable(c));
+    nx_rt_cache_close(c);
+    nx_rt_free(ctx, obj, len);
+    nx_rt_cache_blob_free(&blob);
+}
+
+/* Plants b's code as a's entry in d (a fresh context does it, as another process would). */
+static void plant_in(const char *d, int64_t n)
+{
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = ctx_in(&ta, d);
+    nx_graph *ga = NULL, *gb = NULL;
+    nx_kplan *pa = plan_plus(ctx, &ga, n, 1), *pb = plan_plus(ctx, &gb, n, 2);
+    plant(ctx, d, pa->kernels[0], pb->kernels[0]);
+    nx_kplan_free(pa);
+    nx_kplan_free(pb);
+    nx_graph_free(ga);
+    nx_graph_free(gb);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+/* Fetches y = x * x + 1 from a fresh context over d and runs it on x = 0..n-1: returns whether it
+ * came from the disk and stores y[i] - x[i]^2 (1 for the true kernel, 2 for the planted one). */
+static bool run_plus_one(const char *d, int64_t n, warn_log *l, float *diff)
+{
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = ctx_logged(&ta, d, l);
+    nx_graph *g = NULL;
+    nx_kplan *p = plan_plus(ctx, &g, n, 1);
+    nx_x86_loop_fn fn = NULL;
+    nx_x86_get_info info = get(ctx, p->kernels[0], &fn);
+    float x[64], y[64];
+    for (int i = 0; i < n; i++)
+        x[i] = (float)i, y[i] = -1;
+    void *bufs[2] = {y, x};
+    fn(bufs, 0, n);
+    *diff = y[0];
+    for (int i = 1; i < n; i++)
+        if (y[i] - (float)(i * i) != *diff)
+            *diff = -1;
+    nx_kplan_free(p);
+    nx_graph_free(g);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+    return info.disk_hit;
+}
+
+/* An entry planted in the cache runs where this user alone could have planted it (which shows
+ * the plant is real), and is ignored, recompiled and correct where another user could have:
+ * a directory writable by group or others, an entry writable by them, an entry or a directory
+ * owned by someone else (root only). */
+static void test_planted_entry(void **state)
+{
+    (void)state;
+    const int64_t n = 23;
+    char d[512];
+    float diff = 0;
+
+    snprintf(d, sizeof d, "%s/private", dir);
+    assert_int_equal(mkdir(d, 0700), 0);
+    plant_in(d, n);
+    warn_log l = {0};
+    assert_true(run_plus_one(d, n, &l, &diff));
+    assert_true(diff == 2); /* this user's own cache is trusted, planted code and all */
+    assert_int_equal(l.warn, 0);
+
+    enum { DIR_GROUP, DIR_OTHERS, ENTRY_GROUP, ENTRY_OTHERS, ENTRY_FOREIGN, DIR_FOREIGN, CASES };
+    static const char *const names[] = {"dir-group", "dir-others", "entry-group",
+                                        "entry-others", "entry-foreign", "dir-foreign"};
+    for (int k = 0; k < CASES; k++) {
+        if ((k == ENTRY_FOREIGN || k == DIR_FOREIGN) && geteuid() != 0) {
+            printf("# test_planted_entry: %s skipped (chown needs root)\n", names[k]);
+            continue;
+        }
+        snprintf(d, sizeof d, "%s/%s", dir, names[k]);
+        assert_int_equal(mkdir(d, 0700), 0);
+        plant_in(d, n);
+        char entry[768];
+        first_entry(d, entry, sizeof entry);
+        assert_true(entry[0] != 0);
+        switch (k) {
+        case DIR_GROUP:
+            assert_int_equal(chmod(d, 0770), 0);
+            break;
+        case DIR_OTHERS:
+            assert_int_equal(chmod(d, 0703), 0);
+            break;
+        case ENTRY_GROUP:
+            assert_int_equal(chmod(entry, 0660), 0);
+            break;
+        case ENTRY_OTHERS:
+            assert_int_equal(chmod(entry, 0646), 0);
+            break;
+        case ENTRY_FOREIGN:
+            assert_int_equal(chown(entry, 65534, (gid_t)-1), 0);
+            break;
+        case DIR_FOREIGN:
+            assert_int_equal(chown(d, 65534, (gid_t)-1), 0);
+            break;
+        }
+        warn_log lk = {0};
+        assert_false(run_plus_one(d, n, &lk, &diff));
+        if (diff != 1)
+            fail_msg("%s: the planted kernel ran (y - x^2 = %g)", names[k], (double)diff);
+        assert_int_equal(lk.warn, 1);
+        assert_non_null(strstr(lk.last, "not used"));
+        /* restore what teardown needs to remove the directory */
+        if (k == DIR_FOREIGN)
+            assert_int_equal(chown(d, 0, (gid_t)-1), 0);
+        assert_int_equal(chmod(d, 0700), 0);
+        nx_test_alloc ta = {0};
+        nx_ctx *ctx = ctx_in(&ta, d);
+        nx_rt_cache_disk_clear(ctx, d, NULL);
+        nx_ctx_free(ctx);
+        assert_int_equal(rmdir(d), 0);
+    }
+    snprintf(d, sizeof d, "%s/private", dir);
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = ctx_in(&ta, d);
+    nx_rt_cache_disk_clear(ctx, d, NULL);
+    nx_ctx_free(ctx);
+    assert_int_equal(rmdir(d), 0);
+}
+
 /* The body of the allocation sweep below: y = x * x + 1 lowered and fetched from the cache. */
 static nx_status get_body(nx_ctx *ctx, void *user)
 {
@@ -347,12 +536,14 @@ static void test_disk_hit_nomem(void **state)
 
 int main(void)
 {
+    umask(022); /* entries the tests write are private whatever the caller's umask */
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_hit_miss, setup, teardown),
         cmocka_unit_test_setup_teardown(test_key_changes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_damaged_files, setup, teardown),
         cmocka_unit_test_setup_teardown(test_two_processes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disk_hit_nomem, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_planted_entry, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,8 +9,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -841,6 +846,281 @@ static void test_processes(void **state)
     nx_ctx_free(ctx);
 }
 
+/* ---- trust: private directories and entries, regular files only ----------------------------*/
+
+/* Loads key from c and checks the outcome: a hit with exactly payload, or a miss. */
+static void expect_load(nx_rt_cache *c, nx_ctx *ctx, const nx_rt_cache_key *key,
+                        const uint8_t *payload, size_t len, bool hit, const char *what)
+{
+    void *got = NULL;
+    size_t got_len = 0;
+    bool found = !hit;
+    assert_int_equal(nx_rt_cache_load(c, key, &got, &got_len, &found), NX_OK);
+    if (found != hit)
+        fail_msg("%s: expected a %s", what, hit ? "hit" : "miss");
+    if (hit) {
+        assert_int_equal(got_len, len);
+        assert_memory_equal(got, payload, len);
+        nx_rt_free(ctx, got, got_len);
+    } else {
+        assert_null(got);
+    }
+}
+
+static mode_t mode_of(const char *path)
+{
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    return st.st_mode & 07777;
+}
+
+/* A directory of its own with one good entry of the KAT key; *c and *ctx log into lc. */
+static void private_cache(const char *name, char *dir, size_t dir_len, char *path, size_t path_len,
+                          log_count *lc, nx_ctx **ctx, nx_rt_cache **c, const uint8_t *payload)
+{
+    fresh_dir(dir, dir_len, name);
+    snprintf(path, path_len, "%s/%s", dir, kat_entry_name);
+    *ctx = ctx_dir(dir, lc);
+    assert_int_equal(nx_rt_cache_open(*ctx, dir, c), NX_OK);
+    nx_rt_cache_key key;
+    nx_rt_cache_key_init(&key, kat_blob(), strlen(kat_blob()));
+    nx_rt_cache_store(*c, &key, payload, 300);
+}
+
+/* The directory and each entry must be owned by this user and writable by nobody else; what is
+ * not is ignored with one warning per process and directory, and a private cache still hits. */
+static void test_not_private(void **state)
+{
+    (void)state;
+    char dir[512], path[900];
+    uint8_t *payload = pattern(300), *other = pattern(300);
+    other[0] ^= 0xff;
+    nx_rt_cache_key key;
+    nx_rt_cache_key_init(&key, kat_blob(), strlen(kat_blob()));
+    nx_ctx *ctx = NULL;
+    nx_rt_cache *c = NULL;
+
+    /* private: created 0700 / 0600, and hits */
+    log_count lc = {0};
+    private_cache("private", dir, sizeof dir, path, sizeof path, &lc, &ctx, &c, payload);
+    assert_int_equal(mode_of(dir), 0700);
+    assert_int_equal(mode_of(path), 0600);
+    expect_load(c, ctx, &key, payload, 300, true, "a private cache");
+    assert_int_equal(lc.warn, 0);
+    nx_rt_cache_close(c);
+    nx_ctx_free(ctx);
+
+    /* a directory others can write: not read, not written, one warning per process */
+    static const mode_t dir_modes[] = {0770, 0707, 0777, 0730};
+    for (size_t i = 0; i < sizeof dir_modes / sizeof *dir_modes; i++) {
+        log_count l0 = {0}, l1 = {0}, l2 = {0};
+        private_cache("sharedir", dir, sizeof dir, path, sizeof path, &l0, &ctx, &c, payload);
+        nx_rt_cache_close(c);
+        nx_ctx_free(ctx);
+        assert_int_equal(chmod(dir, dir_modes[i]), 0);
+        ctx = ctx_dir(dir, &l1);
+        assert_int_equal(nx_rt_cache_open(ctx, dir, &c), NX_OK);
+        expect_load(c, ctx, &key, payload, 300, false, "a directory writable by others");
+        assert_int_equal(l1.warn, 1);
+        assert_non_null(strstr(l1.last_warn, dir));
+        assert_non_null(strstr(l1.last_warn, "writable by"));
+        assert_non_null(strstr(l1.last_warn, "NITRIX_CACHE_DIR"));
+        nx_rt_cache_store(c, &key, other, 300); /* skipped */
+        nx_rt_cache_stats st;
+        nx_rt_cache_get_stats(c, &st);
+        assert_true(st.untrusted >= 2);
+        assert_int_equal(st.load_hits, 0);
+        nx_rt_cache_close(c);
+        nx_ctx_free(ctx);
+        /* a second cache of this process over the same directory: no second warning */
+        ctx = ctx_dir(dir, &l2);
+        assert_int_equal(nx_rt_cache_open(ctx, dir, &c), NX_OK);
+        expect_load(c, ctx, &key, payload, 300, false, "the same directory again");
+        assert_int_equal(l2.warn, 0);
+        assert_true(l2.debug >= 1);
+        /* made private again, it is used, and it still holds the old entry: nothing was written
+         * while it was not private */
+        assert_int_equal(chmod(dir, 0700), 0);
+        expect_load(c, ctx, &key, payload, 300, true, "the directory made private");
+        assert_int_equal(l2.warn, 0);
+        nx_rt_cache_close(c);
+        nx_ctx_free(ctx);
+    }
+
+    /* an entry others can write, in a private directory: a miss; the next store replaces it */
+    static const mode_t entry_modes[] = {0620, 0602, 0666, 0622};
+    for (size_t i = 0; i < sizeof entry_modes / sizeof *entry_modes; i++) {
+        log_count l = {0};
+        private_cache("shareentry", dir, sizeof dir, path, sizeof path, &l, &ctx, &c, payload);
+        assert_int_equal(chmod(path, entry_modes[i]), 0);
+        expect_load(c, ctx, &key, payload, 300, false, "an entry writable by others");
+        assert_int_equal(l.warn, 1);
+        assert_non_null(strstr(l.last_warn, "the entry"));
+        assert_non_null(strstr(l.last_warn, kat_entry_name));
+        expect_load(c, ctx, &key, payload, 300, false, "the entry again");
+        assert_int_equal(l.warn, 1); /* once per process */
+        nx_rt_cache_store(c, &key, payload, 300);
+        assert_int_equal(mode_of(path), 0600);
+        expect_load(c, ctx, &key, payload, 300, true, "the replaced entry");
+        nx_rt_cache_close(c);
+        nx_ctx_free(ctx);
+    }
+
+    /* owned by another user (only root can give a file away) */
+    if (geteuid() == 0) {
+        const uid_t nobody = 65534;
+        log_count l = {0};
+        private_cache("foreignentry", dir, sizeof dir, path, sizeof path, &l, &ctx, &c, payload);
+        assert_int_equal(chown(path, nobody, (gid_t)-1), 0);
+        assert_int_equal(chmod(path, 0600), 0);
+        expect_load(c, ctx, &key, payload, 300, false, "an entry of another user");
+        assert_int_equal(l.warn, 1);
+        assert_non_null(strstr(l.last_warn, "owned by uid 65534"));
+        nx_rt_cache_close(c);
+        nx_ctx_free(ctx);
+
+        log_count l0 = {0}, l1 = {0};
+        private_cache("foreigndir", dir, sizeof dir, path, sizeof path, &l0, &ctx, &c, payload);
+        nx_rt_cache_close(c);
+        nx_ctx_free(ctx);
+        assert_int_equal(chown(dir, nobody, (gid_t)-1), 0);
+        ctx = ctx_dir(dir, &l1);
+        assert_int_equal(nx_rt_cache_open(ctx, dir, &c), NX_OK);
+        expect_load(c, ctx, &key, payload, 300, false, "a directory of another user");
+        assert_int_equal(l1.warn, 1);
+        assert_non_null(strstr(l1.last_warn, "owned by uid 65534"));
+        nx_rt_cache_close(c);
+        nx_ctx_free(ctx);
+        assert_int_equal(chown(dir, 0, (gid_t)-1), 0);
+    } else {
+        printf("# test_not_private: entries of another user skipped (chown needs root)\n");
+    }
+    free(payload);
+    free(other);
+}
+
+/* Loads the KAT key in a child process, which must finish (a blocked open would never return):
+ * the parent waits up to 60 s and then kills it. Returns the child's exit status: 0 a miss,
+ * 1 a hit, 2 an error. */
+static int load_in_child(const char *dir, const char *what)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        nx_ctx *ctx = NULL;
+        log_count quiet = {0};
+        nx_ctx_opts opts = {.ignore_env = true, .log = count_log, .log_user = &quiet};
+        nx_rt_cache *c = NULL;
+        if (nx_ctx_new(&opts, &ctx) != NX_OK || nx_rt_cache_open(ctx, dir, &c) != NX_OK)
+            _exit(2);
+        nx_rt_cache_key key;
+        nx_rt_cache_key_init(&key, kat_blob(), strlen(kat_blob()));
+        void *got = NULL;
+        size_t len = 0;
+        bool found = false;
+        if (nx_rt_cache_load(c, &key, &got, &len, &found) != NX_OK)
+            _exit(2);
+        _exit(found ? 1 : 0);
+    }
+    int status = 0;
+    for (int waited_ms = 0; waited_ms < 60000; waited_ms += 10) {
+        pid_t r = waitpid(pid, &status, WNOHANG);
+        assert_true(r >= 0);
+        if (r == pid) {
+            assert_true(WIFEXITED(status));
+            return WEXITSTATUS(status);
+        }
+        nanosleep(&(struct timespec){0, 10 * 1000 * 1000}, NULL);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &status, 0);
+    fail_msg("loading an entry that is %s did not return in 60 s", what);
+    return -1;
+}
+
+/* Something other than a regular file in an entry's place is a miss: never opened for blocking,
+ * never read; the next store replaces it where that is possible. */
+static void test_not_regular(void **state)
+{
+    (void)state;
+    char dir[512], path[900], elsewhere[900];
+    uint8_t *payload = pattern(300);
+    nx_rt_cache_key key;
+    nx_rt_cache_key_init(&key, kat_blob(), strlen(kat_blob()));
+    log_count lc = {0};
+    nx_ctx *ctx = NULL;
+    nx_rt_cache *c = NULL;
+    private_cache("notregular", dir, sizeof dir, path, sizeof path, &lc, &ctx, &c, payload);
+    snprintf(elsewhere, sizeof elsewhere, "%s-fifo", dir);
+    assert_int_equal(mkfifo(elsewhere, 0600), 0);
+    enum { FIFO, DIRECTORY, SOCKET, DEVICE, LINK_TO_FIFO, KINDS };
+    static const char *const names[] = {"a FIFO", "a directory", "a socket", "a device",
+                                        "a symbolic link to a FIFO"};
+    int64_t damaged = 0;
+    for (int kind = 0; kind < KINDS; kind++) {
+        assert_int_equal(unlink(path), 0);
+        int sock = -1;
+        switch (kind) {
+        case FIFO:
+            assert_int_equal(mkfifo(path, 0600), 0);
+            break;
+        case DIRECTORY:
+            assert_int_equal(mkdir(path, 0700), 0);
+            break;
+        case SOCKET: {
+            struct sockaddr_un addr = {.sun_family = AF_UNIX};
+            if (strlen(path) >= sizeof addr.sun_path) {
+                printf("# test_not_regular: socket skipped (path too long for AF_UNIX)\n");
+                nx_rt_cache_store(c, &key, payload, 300);
+                continue;
+            }
+            memcpy(addr.sun_path, path, strlen(path) + 1);
+            sock = socket(AF_UNIX, SOCK_STREAM, 0);
+            assert_true(sock >= 0);
+            assert_int_equal(bind(sock, (struct sockaddr *)&addr, sizeof addr), 0);
+            assert_int_equal(listen(sock, 1), 0);
+            break;
+        }
+        case DEVICE: /* /dev/null's numbers; making a device node needs root */
+            if (mknod(path, S_IFCHR | 0600, makedev(1, 3)) != 0) {
+                printf("# test_not_regular: device skipped (mknod: %s)\n", strerror(errno));
+                nx_rt_cache_store(c, &key, payload, 300);
+                continue;
+            }
+            break;
+        case LINK_TO_FIFO:
+            assert_int_equal(symlink(elsewhere, path), 0);
+            break;
+        }
+        int got = load_in_child(dir, names[kind]);
+        if (got != 0)
+            fail_msg("an entry that is %s gave %s", names[kind], got == 1 ? "a hit" : "an error");
+        expect_load(c, ctx, &key, payload, 300, false, names[kind]);
+        damaged++;
+        if (sock >= 0)
+            close(sock);
+        if (kind == DIRECTORY) {
+            assert_int_equal(rmdir(path), 0);
+        } else if (kind == SOCKET || kind == DEVICE) {
+            assert_int_equal(unlink(path), 0);
+        }
+        /* a FIFO or a link is replaced by the next store; the others were removed above */
+        nx_rt_cache_store(c, &key, payload, 300);
+        assert_true(nx_rt_cache_disk_writable(c));
+        expect_load(c, ctx, &key, payload, 300, true, "the entry stored again");
+    }
+    nx_rt_cache_stats st;
+    nx_rt_cache_get_stats(c, &st);
+    assert_int_equal(st.damaged, damaged);
+    assert_int_equal(lc.warn, 1); /* damage: once per cache, then debug lines */
+    assert_non_null(strstr(lc.last_warn, "not a regular file"));
+    assert_int_equal(unlink(elsewhere), 0);
+    nx_rt_cache_close(c);
+    nx_ctx_free(ctx);
+    free(payload);
+}
+
 /* ---- allocation failure ----------------------------------------------------------------------*/
 
 static nx_status sweep_memory(nx_ctx *ctx, void *user)
@@ -936,6 +1216,9 @@ int main(void)
         perror("mkdtemp");
         return 1;
     }
+    /* files the tests write are private whatever the caller's umask (0002 would make them
+     * group-writable, and such entries are ignored) */
+    umask(022);
     /* contexts made with ignore_env still read XDG_CACHE_HOME: keep them out of the user's home */
     setenv("XDG_CACHE_HOME", tmp_root, 1);
     const struct CMUnitTest tests[] = {
@@ -949,6 +1232,8 @@ int main(void)
         cmocka_unit_test(test_disk_format_and_round_trip),
         cmocka_unit_test(test_disk_damage),
         cmocka_unit_test(test_unwritable),
+        cmocka_unit_test(test_not_private),
+        cmocka_unit_test(test_not_regular),
         cmocka_unit_test(test_usage_and_clear),
         cmocka_unit_test(test_processes),
         cmocka_unit_test(test_alloc_sweeps),

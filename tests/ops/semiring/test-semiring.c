@@ -281,6 +281,198 @@ static void test_formula_custom_plus(void **state)
     nx_ctx_free(ctx);
 }
 
+/* ---- degenerate (x): a constant, or one operand ----------------------------------------------*/
+
+static nx_tensor *tensor_of(nx_ctx *ctx, int nd, const int64_t *shape, const double *v)
+{
+    nx_tensor *t = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, nd, shape, &t), NX_OK);
+    memcpy(nx_tensor_data(t), v, (size_t)nx_tensor_numel(t) * sizeof(double));
+    return t;
+}
+
+/* got has shape want_shape and element i equals want[i] (exactly: small integers and exact
+ * binary fractions, whose sums and extremes are exact in f64). */
+static void expect_exact(const char *what, const char *backend, const nx_tensor *got, int nd,
+                         const int64_t *want_shape, const double *want)
+{
+    if (!got)
+        fail_msg("%s on %s: no result", what, backend);
+    assert_int_equal(nx_tensor_ndim(got), nd);
+    for (int i = 0; i < nd; i++)
+        assert_int_equal(nx_tensor_shape(got)[i], want_shape[i]);
+    for (int64_t i = 0; i < nx_tensor_numel(got); i++)
+        if (at(got, i) != want[i])
+            fail_msg("%s on %s: element %lld is %.17g, expected %.17g", what, backend,
+                     (long long)i, at(got, i), want[i]);
+}
+
+static nx_semiring *parse_ok(nx_ctx *ctx, const char *formula)
+{
+    nx_semiring *sr = NULL;
+    if (nx_semiring_parse(ctx, NULL, formula, &sr) != NX_OK)
+        fail_msg("'%s': %s", formula, nx_ctx_last_error(ctx));
+    return sr;
+}
+
+/* A (x) that is a constant (times = 0, times = 1) or reads one operand (times = a, times = b) is a
+ * degenerate semiring, and every contraction with it works: its (x) is broadcast over the pairs.
+ * Expected values are closed forms computed here: sum_k 1 = K, max_k 0 = 0, sum_k A_ik, min_k
+ * B_kj, the number of taps of a convolution, the ELL width, sums of gathered rows. Gradients of a
+ * constant (x) are zero; of times = a under sum, dA_ik = sum_j dC_ij. */
+static void test_degenerate_times(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = ctx_new();
+    const double av[6] = {0.5, -0.25, 1.0, 2.0, 0.0, -1.5};
+    const double bv[12] = {1.0, 0.5, -2.0, 0.25, 3.0, 1.0, 0.75, -1.0, 4.0, -0.5, 2.5, 0.125};
+    const int64_t as[2] = {2, 3}, bs[2] = {3, 4}, cs[2] = {2, 4}, ab[3] = {2, 2, 3};
+    const double avb[12] = {0.5, -0.25, 1.0, 2.0, 0.0, -1.5, 1.5, 1.0, -1.0, 0.25, 0.5, 4.0};
+    nx_tensor *a = tensor_of(ctx, 2, as, av), *b = tensor_of(ctx, 2, bs, bv);
+    nx_tensor *abat = tensor_of(ctx, 3, ab, avb);
+    nx_semiring *one = parse_ok(ctx, "plus = a + b; times = 1; zero = 0");
+    nx_semiring *zero = parse_ok(ctx, "plus = max(a, b); times = 0; zero = -inf");
+    nx_semiring *left = parse_ok(ctx, "plus = a + b; times = a; zero = 0");
+    nx_semiring *right = parse_ok(ctx, "plus = min(a, b); times = b; zero = inf");
+    nx_semiring *fin = parse_ok(ctx, "plus = a + b; times = a * b; zero = 0; finalize = 1");
+    nx_semiring *custom = parse_ok(ctx, "plus = a + b + a * b; times = 1; zero = 0");
+    double w_one[8], w_zero[8], w_left[8], w_right[8], w_fin[8], w_custom[8], w_bat[16];
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            double sa = 0, mb = INFINITY;
+            for (int k = 0; k < 3; k++) {
+                sa += av[i * 3 + k];
+                mb = fmin(mb, bv[k * 4 + j]);
+            }
+            w_one[i * 4 + j] = 3;
+            w_zero[i * 4 + j] = 0;
+            w_left[i * 4 + j] = sa;
+            w_right[i * 4 + j] = mb;
+            w_fin[i * 4 + j] = 1;
+            w_custom[i * 4 + j] = 7; /* (1 + 1)^3 - 1: a (+) b = (1 + a)(1 + b) - 1 */
+        }
+    for (int i = 0; i < 16; i++)
+        w_bat[i] = 3;
+    static const nx_backend backends[] = {NX_BACKEND_REF, NX_BACKEND_CPU};
+    for (int bi = 0; bi < 2; bi++) {
+        nx_semiring_opts o = {.backend = backends[bi]};
+        const char *bn = bi ? "cpu" : "ref";
+        struct {
+            const char *what;
+            const nx_semiring *sr;
+            const nx_tensor *a;
+            const double *want;
+            int nd;
+            const int64_t *shape;
+        } mm[] = {
+            {"matmul, times = 1", one, a, w_one, 2, cs},
+            {"matmul, times = 0", zero, a, w_zero, 2, cs},
+            {"matmul, times = a", left, a, w_left, 2, cs},
+            {"matmul, times = b", right, a, w_right, 2, cs},
+            {"matmul, finalize = 1", fin, a, w_fin, 2, cs},
+            {"matmul, custom plus, times = 1", custom, a, w_custom, 2, cs},
+            {"batched matmul, times = 1", one, abat, w_bat, 3, (const int64_t[]){2, 2, 4}},
+        };
+        for (size_t t = 0; t < sizeof mm / sizeof *mm; t++) {
+            nx_tensor *got = NULL;
+            nx_status st = nx_semiring_matmul(ctx, mm[t].sr, mm[t].a, b, &o, &got);
+            if (st != NX_OK)
+                fail_msg("%s on %s: %s", mm[t].what, bn, nx_ctx_last_error(ctx));
+            expect_exact(mm[t].what, bn, got, mm[t].nd, mm[t].shape, mm[t].want);
+            nx_tensor_free(got);
+        }
+
+        /* conv: x [5, 2], k [3, 2, 4], valid: 3 outputs, each a fold over 3 x 2 taps */
+        double xv[10], kv[24], w_conv[12];
+        for (int i = 0; i < 10; i++)
+            xv[i] = 0.25 * i - 1;
+        for (int i = 0; i < 24; i++)
+            kv[i] = 0.5 * (i % 5) - 1;
+        nx_tensor *x = tensor_of(ctx, 2, (const int64_t[]){5, 2}, xv);
+        nx_tensor *k = tensor_of(ctx, 3, (const int64_t[]){3, 2, 4}, kv);
+        nx_semiring_conv_opts co = {.backend = backends[bi], .padding = NX_CONV_VALID};
+        for (int i = 0; i < 12; i++)
+            w_conv[i] = 6;
+        nx_tensor *got = NULL;
+        if (nx_semiring_conv(ctx, one, x, k, &co, &got) != NX_OK)
+            fail_msg("conv, times = 1 on %s: %s", bn, nx_ctx_last_error(ctx));
+        expect_exact("conv, times = 1", bn, got, 2, (const int64_t[]){3, 4}, w_conv);
+        nx_tensor_free(got);
+        /* times = b: y[o, co] = sum_{t, ci} k[t, ci, co] */
+        for (int o2 = 0; o2 < 3; o2++)
+            for (int c = 0; c < 4; c++) {
+                double sum = 0;
+                for (int t = 0; t < 6; t++)
+                    sum += kv[t * 4 + c];
+                w_conv[o2 * 4 + c] = sum;
+            }
+        nx_semiring *kb = parse_ok(ctx, "plus = a + b; times = b; zero = 0");
+        got = NULL;
+        if (nx_semiring_conv(ctx, kb, x, k, &co, &got) != NX_OK)
+            fail_msg("conv, times = b on %s: %s", bn, nx_ctx_last_error(ctx));
+        expect_exact("conv, times = b", bn, got, 2, (const int64_t[]){3, 4}, w_conv);
+        nx_tensor_free(got);
+        nx_semiring_free(kb);
+        nx_tensor_free(x), nx_tensor_free(k);
+
+        /* ELL: values [3, 2], indices [3, 2] into B [4, 3] */
+        const int64_t idx[6] = {0, 3, 2, 2, 1, 0};
+        const double vals[6] = {2.0, -1.0, 0.5, 0.5, 3.0, -4.0};
+        double bb[12], w_ell1[9], w_ellb[9];
+        for (int i = 0; i < 12; i++)
+            bb[i] = 0.125 * i - 0.5;
+        nx_ell e = {.n_cols = 4};
+        e.values = tensor_of(ctx, 2, (const int64_t[]){3, 2}, vals);
+        assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_I64, 2, (const int64_t[]){3, 2}, &e.indices),
+                         NX_OK);
+        memcpy(nx_tensor_data(e.indices), idx, sizeof idx);
+        nx_tensor *eb = tensor_of(ctx, 2, (const int64_t[]){4, 3}, bb);
+        for (int i = 0; i < 3; i++)
+            for (int c = 0; c < 3; c++) {
+                w_ell1[i * 3 + c] = 2;
+                w_ellb[i * 3 + c] = bb[idx[i * 2] * 3 + c] + bb[idx[i * 2 + 1] * 3 + c];
+            }
+        nx_semiring *eright = parse_ok(ctx, "plus = a + b; times = b; zero = 0");
+        got = NULL;
+        if (nx_semiring_ell_matmul(ctx, one, &e, eb, &o, &got) != NX_OK)
+            fail_msg("ELL, times = 1 on %s: %s", bn, nx_ctx_last_error(ctx));
+        expect_exact("ELL, times = 1", bn, got, 2, (const int64_t[]){3, 3}, w_ell1);
+        nx_tensor_free(got);
+        got = NULL;
+        if (nx_semiring_ell_matmul(ctx, eright, &e, eb, &o, &got) != NX_OK)
+            fail_msg("ELL, times = b on %s: %s", bn, nx_ctx_last_error(ctx));
+        expect_exact("ELL, times = b", bn, got, 2, (const int64_t[]){3, 3}, w_ellb);
+        nx_tensor_free(got);
+        nx_semiring_free(eright);
+        nx_tensor_free(eb);
+        nx_ell_free(&e);
+
+        /* gradients: a constant (x) has none; times = a under sum gives dA_ik = sum_j dC_ij */
+        double dcv[8], w_da[6], zeros[12] = {0};
+        for (int i = 0; i < 8; i++)
+            dcv[i] = 0.5 * i - 1.5;
+        for (int i = 0; i < 2; i++)
+            for (int k2 = 0; k2 < 3; k2++)
+                w_da[i * 3 + k2] = dcv[i * 4] + dcv[i * 4 + 1] + dcv[i * 4 + 2] + dcv[i * 4 + 3];
+        nx_tensor *dc = tensor_of(ctx, 2, cs, dcv), *da = NULL, *db = NULL;
+        if (nx_semiring_matmul_vjp(ctx, one, a, b, dc, &o, &da, &db) != NX_OK)
+            fail_msg("vjp, times = 1 on %s: %s", bn, nx_ctx_last_error(ctx));
+        expect_exact("dA, times = 1", bn, da, 2, as, zeros);
+        expect_exact("dB, times = 1", bn, db, 2, bs, zeros);
+        nx_tensor_free(da), nx_tensor_free(db);
+        da = db = NULL;
+        if (nx_semiring_matmul_vjp(ctx, left, a, b, dc, &o, &da, &db) != NX_OK)
+            fail_msg("vjp, times = a on %s: %s", bn, nx_ctx_last_error(ctx));
+        expect_exact("dA, times = a", bn, da, 2, as, w_da);
+        expect_exact("dB, times = a", bn, db, 2, bs, zeros);
+        nx_tensor_free(da), nx_tensor_free(db), nx_tensor_free(dc);
+    }
+    nx_semiring_free(one), nx_semiring_free(zero), nx_semiring_free(left);
+    nx_semiring_free(right), nx_semiring_free(fin), nx_semiring_free(custom);
+    nx_tensor_free(a), nx_tensor_free(b), nx_tensor_free(abat);
+    nx_ctx_free(ctx);
+}
+
 /* From C: times = max(a, b) * 2 under min; C_ij = min_k 2 max(A_ik, B_kj), computed by hand. */
 static void test_define_from_ir(void **state)
 {
@@ -1137,6 +1329,7 @@ int main(void)
         cmocka_unit_test(test_conv_direct_loop),
         cmocka_unit_test(test_reproducible),
         cmocka_unit_test(test_bad_input_pairwise),
+        cmocka_unit_test(test_degenerate_times),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
