@@ -405,9 +405,23 @@ NX_API nx_status nx_system_info_get(nx_ctx *ctx, nx_system_info *out);
  * is NX_ERR_PARSE with a message saying what is wrong; the reader never reads out of bounds. */
 NX_API nx_status nx_npy_read(nx_ctx *ctx, const char *path, nx_tensor **out);
 NX_API nx_status nx_npy_read_mem(nx_ctx *ctx, const void *buf, size_t len, nx_tensor **out);
-/* Writes version 1.0 (2.0 when the header needs it), C order, little-endian. The file is written
- * to a temporary name and renamed, so readers never see a partial array. */
+/* Writes version 1.0 (2.0 when the header needs it), C order, little-endian. What is at path
+ * decides how (docs/user-guide.md, ".npy files"): a new or regular file is written to a temporary
+ * file beside it, synced and renamed onto it, so readers never see a partial array, and an
+ * existing file keeps its permission bits; a symbolic link is followed and the file it names is
+ * written so; a character device (/dev/null, /dev/stdout), a FIFO with a reader, and a regular
+ * file with several hard links are written in place; a directory, a socket, a block device and
+ * a FIFO without a reader are refused (NX_ERR_INVALID_ARG, NX_ERR_IO for the FIFO) before any
+ * byte is written. A failed write (/dev/full, a full disk) is NX_ERR_IO and leaves no file. */
 NX_API nx_status nx_npy_write(nx_ctx *ctx, const char *path, const nx_tensor *t);
+/* Writes ts[i] to paths[i] for i < n (1..NX_NPY_WRITE_MAX), all or nothing: every target is
+ * checked and every temporary file written before any target changes; then the in-place targets
+ * are written and the temporary files renamed. A failure before that commit leaves every path as
+ * it was; only a failing in-place target (or a rename, which needs the directory to vanish) can
+ * stop a commit part way, after the targets before it. */
+#define NX_NPY_WRITE_MAX 64
+NX_API nx_status nx_npy_write_many(nx_ctx *ctx, int n, const char *const *paths,
+                                   const nx_tensor *const *ts);
 /* Writes into a buffer from the context allocator; free it with nx_ctx_buffer_free(ctx, buf, len). */
 NX_API nx_status nx_npy_write_mem(nx_ctx *ctx, const nx_tensor *t, void **buf, size_t *len);
 NX_API void nx_ctx_buffer_free(nx_ctx *ctx, void *buf, size_t len);
