@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -217,6 +218,17 @@ static int check_files(const table_args *a)
         /* not opened here: opening a FIFO twice would lose its writer's data */
         if (access(a->inputs[i], R_OK) != 0) {
             cli_error("run %s: cannot open input '%s': %s", op->name, a->inputs[i],
+                      strerror(errno));
+            return CLI_EXIT_USAGE;
+        }
+    }
+    for (int k = 0; k < a->nopt; k++) {
+        const nx_op_opt *o = find_opt(op, a->keys[k]);
+        const char *v = a->values[k];
+        if (!o || o->type != NX_OPT_TENSOR || !*v || strcasecmp(v, "none") == 0)
+            continue;
+        if (access(v, R_OK) != 0) { /* a missing file is bad input, as for the inputs */
+            cli_error("run %s: cannot open --%s file '%s': %s", op->name, o->name, v,
                       strerror(errno));
             return CLI_EXIT_USAGE;
         }
