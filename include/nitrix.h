@@ -109,8 +109,13 @@ typedef enum nx_dtype {
 NX_API size_t nx_dtype_size(nx_dtype dtype);
 /* "f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "bool"; NULL if not a dtype. */
 NX_API const char *nx_dtype_name(nx_dtype dtype);
-/* Parses a name above (NumPy spellings "float32", "int64", "uint8", "bool_", ... are accepted too).
- * Returns false when the name is unknown. */
+/* Parses a dtype name: nitrix's names above in any case ("bfloat16" too), or any spelling NumPy's
+ * np.dtype() accepts for a supported dtype, case-sensitive as NumPy is: "float32", "f4", "<f4",
+ * "=f4", "|f4", "float", "double", "half", "int", "long", "intc", "b1", "?", "d", "B", ...
+ * (tests/unit/dtype-spellings.h lists them, generated with NumPy). Where NumPy gives one of
+ * nitrix's names another meaning nitrix's wins: "i8" is int8 (NumPy's int64; "<i8" is int64),
+ * "u8" uint8, "f16" float16, "U8" uint8. Big-endian spellings of multi-byte types (">f4") are
+ * refused. Returns false when the name is unknown or refused. */
 NX_API bool nx_dtype_from_name(const char *name, nx_dtype *out);
 NX_API bool nx_dtype_is_float(nx_dtype dtype);
 NX_API bool nx_dtype_is_int(nx_dtype dtype); /* signed or unsigned integers; not bool */

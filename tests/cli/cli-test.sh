@@ -151,6 +151,29 @@ test_run() {
     cast_case u8 f32 want-u8-to-f32.npy
     cast_case bool i32 want-bool-to-i32.npy
     cast_case f64 f64 x-f64.npy
+    # NumPy's spellings (tests/unit/dtype-spellings.h has them all)
+    cast_case f64 f8 x-f64.npy
+    cast_case f64 double x-f64.npy
+    cast_case f64 d x-f64.npy
+    cast_case f64 float x-f64.npy
+    cast_case f64 '<f4' want-f64-to-f32.npy
+    cast_case f64 '=f4' want-f64-to-f32.npy
+    cast_case f64 f want-f64-to-f32.npy
+    cast_case f64 half want-f64-to-f16.npy
+    cast_case f64 e want-f64-to-f16.npy
+    cast_case f64 i4 want-f64-to-i32.npy
+    cast_case f64 intc want-f64-to-i32.npy
+    cast_case f64 '<i8' want-f64-to-i64.npy
+    cast_case f64 int want-f64-to-i64.npy
+    cast_case f64 b1 want-f64-to-bool.npy
+    cast_case f64 '?' want-f64-to-bool.npy
+    cast_case i32 B want-i32-to-u8.npy
+    cast_case i32 h want-i32-to-i16.npy
+    expect_error 2 "cast --dtype='>f4' (big-endian) is refused" \
+        "$exe" run cast '--dtype=>f4' "$data/x-f64.npy" -o "$tmp/be.npy"
+    grep -q "big-endian" "$tmp/err" && ok "the refusal says big-endian" || bad "'>f4': $(cat "$tmp/err")"
+    expect_error 2 "cast --dtype=c8 (complex) is refused" \
+        "$exe" run cast --dtype=c8 "$data/x-f64.npy" -o "$tmp/c8.npy"
 
     # Values the cast cannot represent are bad input: exit 2 with the library's message.
     expect_error 2 "cast NaN to i32 is refused as bad input" \
