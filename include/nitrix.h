@@ -219,6 +219,10 @@ typedef struct nx_ctx_opts {
     const char *cache_dir; /* non-NULL: overrides NITRIX_CACHE_DIR and the default */
     /* non-NULL: its fields that are not 0 override the NITRIX_PTX_* variables; copied */
     const nx_cuda_codegen_opts *cuda_codegen;
+    /* non-NULL: overrides NITRIX_LOG: the lowest level passed to the log sink, "debug", "info",
+     * "warning" ("warn"), "error" or "off", any case. When neither sets it, the default stderr
+     * sink shows info and above, and a log function of the caller receives every level. */
+    const char *log_level;
 } nx_ctx_opts;
 
 /* Settings, read from the environment at creation (unless opts.ignore_env):
@@ -228,6 +232,8 @@ typedef struct nx_ctx_opts {
  *   NITRIX_REPRODUCIBLE      0|1|false|true|no|yes|off|on               (default 0)
  *   NITRIX_STRICT_BACKEND    same boolean spellings                     (default 0)
  *   NITRIX_SILENCE_FALLBACK  same boolean spellings                     (default 0)
+ *   NITRIX_LOG               debug | info | warning | error | off: the lowest level logged
+ *                            (default: info on stderr; every level to a caller's log function)
  *   NITRIX_DUMP              comma-separated graph, fuse, kernel, llvm: what compilation prints
  *                            to stderr (default none)
  *   NITRIX_PTX_SPLIT, _NARROW, _MINMAX, _ROWS, _STENCIL, _ILP, _STENCIL_SHELL

@@ -359,19 +359,41 @@ static nx_status io_error(nx_ctx *ctx, const char *where, const char *what, int 
 
 /* ---- preamble --------------------------------------------------------------------------------*/
 
+/* What a file that is not .npy probably is, for the two a neuroimaging user most often passes:
+ * a NIfTI-1/2 image (sizeof_hdr 348 or 540, either byte order) or a gzip file (.nii.gz). */
+static const char *foreign_hint(const uint8_t *p, size_t n, char *buf, size_t cap)
+{
+    static const char convert[] =
+        "; convert it with nibabel: python -c \"import nibabel as nib, numpy as np; "
+        "np.save('x.npy', np.asarray(nib.load('IN.nii.gz').dataobj))\"";
+    uint32_t le = n >= 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                               (uint32_t)p[3] << 24
+                         : 0;
+    uint32_t be = n >= 4 ? __builtin_bswap32(le) : 0;
+    const char *what = NULL;
+    if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b)
+        what = "it is gzip-compressed (a .nii.gz NIfTI image?)";
+    else if (le == 348 || be == 348 || le == 540 || be == 540)
+        what = "it looks like a NIfTI image (.nii)";
+    if (!what)
+        return "";
+    snprintf(buf, cap, "; %s%s", what, convert);
+    return buf;
+}
+
 static nx_status check_magic(nx_ctx *ctx, const char *where, const uint8_t *p, size_t have,
                              uint64_t total)
 {
     size_t n = have < sizeof npy_magic ? have : sizeof npy_magic;
     if (n > 0 && memcmp(p, npy_magic, n) != 0) {
-        char hex[6 * 3 + 1] = "";
+        char hex[6 * 3 + 1] = "", hint[320];
         for (size_t i = 0; i < n; i++)
             snprintf(hex + 3 * i, 4, "%02x ", p[i]);
         hex[3 * n - 1] = '\0';
         return nx_rt_error(ctx, NX_ERR_PARSE,
                            "%s: bad magic: not a .npy file (starts with bytes %s); expected "
-                           "93 4e 55 4d 50 59 (\"\\x93NUMPY\")",
-                           where, hex);
+                           "93 4e 55 4d 50 59 (\"\\x93NUMPY\")%s",
+                           where, hex, foreign_hint(p, n, hint, sizeof hint));
     }
     if (total < sizeof npy_magic)
         return nx_rt_error(ctx, NX_ERR_PARSE,

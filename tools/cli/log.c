@@ -1,6 +1,7 @@
 /* A log sink that can hold messages back: the demo and `nitrix info` ask each backend in turn and
  * report a fallback warning as that backend's status line instead of as a stray stderr line. */
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "cli.h"
 
@@ -32,7 +33,9 @@ nx_status cli_ctx_new_logged(cli_log *log, nx_ctx **out)
 {
     log->capture = false;
     log->last[0] = '\0';
-    nx_ctx_opts opts = {.log = sink, .log_user = log};
+    /* like the default sink: debug lines only when NITRIX_LOG asks for them */
+    const char *env = getenv("NITRIX_LOG");
+    nx_ctx_opts opts = {.log = sink, .log_user = log, .log_level = env && *env ? NULL : "info"};
     return nx_ctx_new(&opts, out);
 }
 

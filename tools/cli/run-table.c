@@ -209,9 +209,15 @@ static int check_files(const table_args *a)
                   op->ninputs == 1 ? "" : "s", names, a->n_inputs);
         return CLI_EXIT_USAGE;
     }
-    if (a->n_outputs != op->noutputs) {
-        cli_error("run %s: expected %d output file%s (-o FILE), got %d", op->name, op->noutputs,
-                  op->noutputs == 1 ? "" : "s", a->n_outputs);
+    /* trailing outputs may be left out: they are not written (a 0-d one is printed) */
+    if (a->n_outputs < 1 || a->n_outputs > op->noutputs) {
+        if (op->noutputs == 1)
+            cli_error("run %s: expected 1 output file (-o FILE), got %d", op->name,
+                      a->n_outputs);
+        else
+            cli_error("run %s: expected 1 to %d output files (-o FILE each, in the order %s ...), "
+                      "got %d",
+                      op->name, op->noutputs, op->outputs[0], a->n_outputs);
         return CLI_EXIT_USAGE;
     }
     for (int i = 0; i < a->n_inputs; i++) {
@@ -248,10 +254,11 @@ static int check_files(const table_args *a)
 }
 
 /* A 0-d output (connected_components' num_labels) is also printed on stdout, "name: value",
- * once every output is written. A device tensor is not printed (the CLI's are on the host). */
+ * once the outputs named by -o are written, whether or not it was one of them. A device tensor
+ * is not printed (the CLI's are on the host). */
 static int report_outputs(const table_args *a, nx_tensor *const *out)
 {
-    for (int i = 0; i < a->n_outputs; i++) {
+    for (int i = 0; i < a->op->noutputs; i++) {
         const nx_tensor *t = out[i];
         const void *p = nx_tensor_ndim(t) == 0 ? nx_tensor_data(t) : NULL;
         if (!p || nx_tensor_device(t) != NX_DEVICE_HOST)
@@ -286,7 +293,7 @@ static int execute(nx_ctx *ctx, const table_args *a)
     }
     if (rc == CLI_EXIT_OK) {
         nx_status st = nx_op_call(ctx, name, a->n_inputs, (const nx_tensor *const *)in, a->nopt,
-                                  a->keys, a->values, a->n_outputs, out);
+                                  a->keys, a->values, a->op->noutputs, out);
         if (st != NX_OK) {
             error_line(name, nx_ctx_last_error(ctx));
             rc = cli_exit_code(st);
