@@ -1543,7 +1543,7 @@ static nx_status write_many(nx_ctx *ctx, int n, const char *const *paths,
     }
     for (int i = 0; i < n && st == NX_OK; i++) {
         st = prepare(ctx, tg[i].where, ts[i], &o[i]);
-        if (o[i].chunk_bytes > *chunk_bytes)
+        if (st == NX_OK && o[i].chunk_bytes > *chunk_bytes)
             *chunk_bytes = o[i].chunk_bytes;
     }
     for (int i = 0; i < n && st == NX_OK; i++) {

@@ -234,6 +234,20 @@ test_run() {
     expect_rc 0 "run CAST --DType=F32 --backend=REF (any case)" "$exe" run CAST --DType=F32 --backend=REF \
         "$data/x-f64.npy" -o "$tmp/upper.npy"
     same "values in any case" "$tmp/upper.npy" "$data/want-f64-to-f32.npy"
+    # connected_components returns scipy's count too: written as a 0-d i64 and printed
+    cc="$data/../../../golden/morphology/cc3_c1"
+    want=$(sed -n 's/^count = //p' "$cc/manifest.txt")
+    expect_rc 0 "connected_components with two outputs" "$exe" run connected_components \
+        --connectivity=1 "$cc/mask.npy" -o "$tmp/lab.npy" -o "$tmp/k.npy"
+    expect_out "connected_components prints scipy's count ($want)" "^num_labels: $want\$"
+    same "the labels equal scipy's" "$tmp/lab.npy" "$cc/out.npy"
+    same "num_labels equals NumPy's file of scipy's count" "$tmp/k.npy" "$cc/num_labels.npy"
+    head -c 128 "$tmp/k.npy" | grep -q "'descr': '<i8'.*'shape': ()" && ok "num_labels is a 0-d i64" ||
+        bad "num_labels header: $(head -c 128 "$tmp/k.npy")"
+    expect_rc 0 "connected_components with the labels only" "$exe" run connected_components \
+        --connectivity=1 "$cc/mask.npy" -o "$tmp/lab2.npy"
+    expect_out "the count is printed without its -o" "^num_labels: $want\$"
+    same "the labels alone" "$tmp/lab2.npy" "$cc/out.npy"
     expect_rc 0 "run copy x.npy --help with other arguments" "$exe" run copy x.npy --help
     expect_out "run copy --help" "^usage: nitrix run copy"
 }
@@ -264,6 +278,46 @@ test_errors() {
     expect_error 2 "output into a missing directory" "$exe" run copy "$x" -o "$tmp/no/dir/o.npy"
     expect_error 2 "an input that is not .npy" "$exe" run copy "$data/bad-magic.npy" -o "$o"
     expect_error 2 "an input that is a directory" "$exe" run copy "$data" -o "$o"
+    # an unknown op suggests the nearest names
+    expect_error 2 "a mistyped op" "$exe" run dilat "$x" -o "$o"
+    grep -q "did you mean dilate" "$tmp/err" && ok "dilat: suggests dilate" || bad "dilat: $(cat "$tmp/err")"
+    expect_error 2 "a mistyped op (transposed letters)" "$exe" run conencted_components "$x" -o "$o"
+    grep -q "did you mean connected_components" "$tmp/err" && ok "suggests connected_components" ||
+        bad "conencted_components: $(cat "$tmp/err")"
+    expect_error 2 "an unrelated name" "$exe" run frobnicate "$x" -o "$o"
+    grep -q "did you mean" "$tmp/err" && bad "frobnicate: suggested $(cat "$tmp/err")" || ok "nothing close to frobnicate"
+    # a NIfTI or gzip input gets a hint to convert it with nibabel
+    printf '\134\001\000\000nifti-1 header of 348 bytes, here cut short' >"$tmp/brain.nii"
+    expect_error 2 "a NIfTI input" "$exe" run copy "$tmp/brain.nii" -o "$o"
+    grep -q "NIfTI.*nibabel" "$tmp/err" && ok "NIfTI: a nibabel hint" || bad "NIfTI: $(cat "$tmp/err")"
+    printf '\037\213\010\000\000\000\000\000' >"$tmp/brain.nii.gz"
+    expect_error 2 "a gzip input" "$exe" run copy "$tmp/brain.nii.gz" -o "$o"
+    grep -q "gzip.*nibabel" "$tmp/err" && ok "gzip: a nibabel hint" || bad "gzip: $(cat "$tmp/err")"
+    # NITRIX_BACKEND is named as the source of a backend request, never "the caller"
+    for op in dilate morph; do
+        run env NITRIX_BACKEND=cuda "$exe" run $op "$data/x-u8.npy" -o "$tmp/b.npy"
+        if [ "$rc" -eq 0 ]; then
+            ok "NITRIX_BACKEND=cuda $op: ran (a GPU answered)"
+        elif grep -q "caller" "$tmp/err" || ! grep -q "NITRIX_BACKEND" "$tmp/err"; then
+            bad "NITRIX_BACKEND=cuda $op: $(cat "$tmp/err")"
+        else
+            ok "NITRIX_BACKEND=cuda $op: the message names NITRIX_BACKEND"
+        fi
+    done
+    # log levels: no debug lines unless asked for; an unusable cache gives at most one warning
+    : >"$tmp/not-a-dir"
+    run env NITRIX_CACHE_DIR="$tmp/not-a-dir/cache" "$exe" run dilate "$data/x-u8.npy" -o "$tmp/l.npy"
+    [ "$rc" -eq 0 ] && ok "an unusable cache directory: the run works" || bad "unusable cache: exit $rc"
+    if grep -q "debug:" "$tmp/err"; then
+        bad "debug lines without NITRIX_LOG=debug: $(cat "$tmp/err")"
+    else
+        ok "no debug lines by default"
+    fi
+    n=$(grep -c "warning:" "$tmp/err")
+    [ "$n" -le 1 ] && ok "an unusable cache: $n warning(s)" || bad "an unusable cache: $n warnings: $(cat "$tmp/err")"
+    run env NITRIX_LOG=debug NITRIX_CACHE_DIR="$tmp/not-a-dir/cache" "$exe" run dilate --size=5 "$data/x-u8.npy" -o "$tmp/l.npy"
+    grep -q "debug:" "$tmp/err" && ok "NITRIX_LOG=debug shows debug lines" || bad "NITRIX_LOG=debug: $(cat "$tmp/err")"
+    expect_error 2 "a bad NITRIX_LOG" env NITRIX_LOG=loud "$exe" run copy "$x" -o "$o"
     nl='
 '
     expect_error 2 "a newline in a value stays one line" "$exe" run cast "--dtype=f3${nl}2" "$x" -o "$o"

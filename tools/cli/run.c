@@ -116,11 +116,14 @@ static void print_run_help(void)
          "       nitrix run OP --help\n"
          "\n"
          "Runs one op on .npy arrays. Inputs are positional, in the op's argument order; options\n"
-         "are --name=value; each output is one -o FILE, in order. Outputs are written to a\n"
-         "temporary name and renamed, so a reader never sees a partial file.\n"
+         "are --name=value; each output is one -o FILE, in order (trailing ones may be left\n"
+         "out; a 0-d output is also printed). Outputs are written all or none: a regular file\n"
+         "through a temporary name and a rename (its mode kept), a symbolic link to the file it\n"
+         "names, /dev/null, /dev/stdout or a FIFO with a reader in place; a directory is refused.\n"
          "\n"
-         "exit status: 0 done; 1 the library failed at run time; 2 bad command line, or an input\n"
-         "file that is missing or not a valid .npy array.");
+         "exit status: 0 done; 2 bad command line or bad input (an option, dtype, shape or value\n"
+         "out of its domain, an input missing or not a valid .npy, a directory as output);\n"
+         "1 a failure at run time (out of memory, an output that cannot be written, a backend).");
 }
 
 static void print_list(void)
