@@ -79,7 +79,9 @@ def write_case(name, op, dtype, inputs, outputs, options, generator, seed, extra
     d = os.path.join(ROOT, name)
     os.makedirs(d, exist_ok=True)
     for key, arr in list(inputs) + list(outputs) + list(tensors):
-        np.save(os.path.join(d, f"{key}.npy"), np.ascontiguousarray(arr))
+        # (ascontiguousarray would make a 0-d array 1-d)
+        np.save(os.path.join(d, f"{key}.npy"),
+                arr if np.ndim(arr) == 0 else np.ascontiguousarray(arr))
     lines = [f"op = {OP[op]}", f"dtype = {np.dtype(dtype).name}",
              f"inputs = {' '.join(k + '.npy' for k, _ in inputs)}",
              f"output = {' '.join(k + '.npy' for k, _ in outputs)}",

@@ -236,17 +236,17 @@ test_run() {
     same "values in any case" "$tmp/upper.npy" "$data/want-f64-to-f32.npy"
     # connected_components returns scipy's count too: written as a 0-d i64 and printed
     cc="$data/../../../golden/morphology/cc3_c1"
-    want=$(sed -n 's/^count = //p' "$cc/manifest.txt")
+    k_want=$(sed -n 's/^count = //p' "$cc/manifest.txt")
     expect_rc 0 "connected_components with two outputs" "$exe" run connected_components \
         --connectivity=1 "$cc/mask.npy" -o "$tmp/lab.npy" -o "$tmp/k.npy"
-    expect_out "connected_components prints scipy's count ($want)" "^num_labels: $want\$"
+    expect_out "connected_components prints scipy's count ($k_want)" "^num_labels: $k_want\$"
     same "the labels equal scipy's" "$tmp/lab.npy" "$cc/out.npy"
     same "num_labels equals NumPy's file of scipy's count" "$tmp/k.npy" "$cc/num_labels.npy"
     head -c 128 "$tmp/k.npy" | grep -q "'descr': '<i8'.*'shape': ()" && ok "num_labels is a 0-d i64" ||
         bad "num_labels header: $(head -c 128 "$tmp/k.npy")"
     expect_rc 0 "connected_components with the labels only" "$exe" run connected_components \
         --connectivity=1 "$cc/mask.npy" -o "$tmp/lab2.npy"
-    expect_out "the count is printed without its -o" "^num_labels: $want\$"
+    expect_out "the count is printed without its -o" "^num_labels: $k_want\$"
     same "the labels alone" "$tmp/lab2.npy" "$cc/out.npy"
     expect_rc 0 "run copy x.npy --help with other arguments" "$exe" run copy x.npy --help
     expect_out "run copy --help" "^usage: nitrix run copy"
