@@ -106,13 +106,14 @@ bool nx_dtype_from_name(const char *name, nx_dtype *out)
         *out = NX_DTYPE_BF16;
         return true;
     }
-    /* NumPy's spellings, case-sensitive as np.dtype() is ('B' is uint8, 'b' int8) */
+    /* NumPy's type names, also in any case (NumPy gives "FLOAT32" no other meaning) */
     for (size_t i = 0; i < sizeof numpy_names / sizeof *numpy_names; i++) {
-        if (strcmp(name, numpy_names[i].name) == 0) {
+        if (strcasecmp(name, numpy_names[i].name) == 0) {
             *out = numpy_names[i].dtype;
             return true;
         }
     }
+    /* codes and typestrings, case-sensitive as np.dtype() is ('B' is uint8, 'b' int8) */
     char order = name[0];
     const char *rest = strchr("<>=|", order) && order ? name + 1 : name;
     nx_dtype d;

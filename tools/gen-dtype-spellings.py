@@ -10,6 +10,8 @@ answer (or its error) and the dtype nitrix must give, or -1 where nitrix must re
   - NumPy accepts it (with or without a DeprecationWarning) as a supported dtype in native or no
     byte order: that dtype;
   - NumPy accepts it as big-endian (">f4"): refused (nitrix computes little-endian);
+  - NumPy refuses it but accepts it in lower case, a type name ("FLOAT32", "Double"): that
+    dtype, as nitrix reads type names in any case;
   - NumPy accepts it as another dtype (complex, uint16, str, ...) or refuses it: refused;
   - except nitrix's own names (f32 f64 f16 bf16 i8 i16 i32 i64 u8 bool, bfloat16), which nitrix
     reads in any case and which win where NumPy gives the same spelling another meaning: i8
@@ -65,6 +67,16 @@ def numpy_says(s):
     return d, note
 
 
+def long_name_in_other_case(s):
+    """A NumPy type name of a supported dtype (not a one-letter code or a typestring), written in
+    another case: nitrix accepts those too, as NumPy gives them no other meaning."""
+    low = s.lower()
+    if len(s) < 3 or low == s or not low[0].isalpha() or low not in np.sctypeDict:
+        return False
+    d, _ = numpy_says(low)
+    return d is not None and d.name in SUPPORTED and numpy_says(s)[0] is None
+
+
 def c_string(s):
     out = []
     for ch in s:
@@ -86,6 +98,9 @@ def main():
             want = NITRIX[s.lower()]
             why = "nitrix name" + ("" if d is None or SUPPORTED.get(d.name) == want
                                    else "; NumPy: " + np_text)
+        elif d is None and long_name_in_other_case(s):
+            d2 = np.dtype(s.lower())
+            want, why = SUPPORTED[d2.name], "NumPy's " + s.lower() + " in another case"
         elif d is None:
             want, why = "-1", "NumPy refuses it"
         elif d.name in SUPPORTED and d.byteorder in "=|<":
