@@ -111,7 +111,8 @@ NX_API size_t nx_dtype_size(nx_dtype dtype);
 NX_API const char *nx_dtype_name(nx_dtype dtype);
 /* Parses a dtype name: nitrix's names above in any case ("bfloat16" too), or any spelling NumPy's
  * np.dtype() accepts for a supported dtype (type names in any case; one-letter codes and
- * typestrings case-sensitive, as NumPy's: 'B' is uint8, 'b' int8): "float32", "f4", "<f4", "=f4", "|f4", "float", "double", "half", "int", "long", "intc", "b1", "?", "d", "B", ...
+ * typestrings case-sensitive, as NumPy's: 'B' is uint8, 'b' int8): "float32", "f4", "<f4", "=f4",
+ * "|f4", "float", "double", "half", "int", "long", "intc", "b1", "?", "d", "B", ...
  * (tests/unit/dtype-spellings.h lists them, generated with NumPy). Where NumPy gives one of
  * nitrix's names another meaning nitrix's wins: "i8" is int8 (NumPy's int64; "<i8" is int64),
  * "u8" uint8, "f16" float16, "U8" uint8. Big-endian spellings of multi-byte types (">f4") are
