@@ -137,8 +137,9 @@ NX_API nx_status nx_median_filter(nx_ctx *ctx, const nx_tensor *x, const nx_morp
 
 /* scipy.ndimage.label: i32 labels 1..K numbered by first voxel in C order (0: background;
  * nonzero and NaN are foreground), neighbours at most `connectivity` (1..ndim) axes apart.
- * n_labels (may be NULL) receives K. Not differentiable. A host mask is labelled by union-find
- * over runs on the CPU; a CUDA device mask by label propagation on the GPU (labels on the
+ * n_labels (may be NULL) receives K (the op table's connected_components, nx_op_call and
+ * `nitrix run`, has K as a second output, num_labels, a 0-d i64). Not differentiable. A host
+ * mask is labelled by union-find over runs on the CPU; a CUDA device mask by label propagation on the GPU (labels on the
  * device), as nx_connected_components_opts with the "auto" driver. */
 NX_API nx_status nx_connected_components(nx_ctx *ctx, const nx_tensor *mask, int connectivity,
                                          nx_tensor **out, int32_t *n_labels);

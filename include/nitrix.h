@@ -109,8 +109,14 @@ typedef enum nx_dtype {
 NX_API size_t nx_dtype_size(nx_dtype dtype);
 /* "f32", "f64", "f16", "bf16", "i8", "i16", "i32", "i64", "u8", "bool"; NULL if not a dtype. */
 NX_API const char *nx_dtype_name(nx_dtype dtype);
-/* Parses a name above (NumPy spellings "float32", "int64", "uint8", "bool_", ... are accepted too).
- * Returns false when the name is unknown. */
+/* Parses a dtype name: nitrix's names above in any case ("bfloat16" too), or any spelling NumPy's
+ * np.dtype() accepts for a supported dtype (type names in any case; one-letter codes and
+ * typestrings case-sensitive, as NumPy's: 'B' is uint8, 'b' int8): "float32", "f4", "<f4", "=f4",
+ * "|f4", "float", "double", "half", "int", "long", "intc", "b1", "?", "d", "B", ...
+ * (tests/unit/dtype-spellings.h lists them, generated with NumPy). Where NumPy gives one of
+ * nitrix's names another meaning nitrix's wins: "i8" is int8 (NumPy's int64; "<i8" is int64),
+ * "u8" uint8, "f16" float16, "U8" uint8. Big-endian spellings of multi-byte types (">f4") are
+ * refused. Returns false when the name is unknown or refused. */
 NX_API bool nx_dtype_from_name(const char *name, nx_dtype *out);
 NX_API bool nx_dtype_is_float(nx_dtype dtype);
 NX_API bool nx_dtype_is_int(nx_dtype dtype); /* signed or unsigned integers; not bool */
@@ -223,6 +229,10 @@ typedef struct nx_ctx_opts {
     const char *cache_dir; /* non-NULL: overrides NITRIX_CACHE_DIR and the default */
     /* non-NULL: its fields that are not 0 override the NITRIX_PTX_* variables; copied */
     const nx_cuda_codegen_opts *cuda_codegen;
+    /* non-NULL: overrides NITRIX_LOG: the lowest level passed to the log sink, "debug", "info",
+     * "warning" ("warn"), "error" or "off", any case. When neither sets it, the default stderr
+     * sink shows info and above, and a log function of the caller receives every level. */
+    const char *log_level;
 } nx_ctx_opts;
 
 /* Settings, read from the environment at creation (unless opts.ignore_env):
@@ -232,6 +242,8 @@ typedef struct nx_ctx_opts {
  *   NITRIX_REPRODUCIBLE      0|1|false|true|no|yes|off|on               (default 0)
  *   NITRIX_STRICT_BACKEND    same boolean spellings                     (default 0)
  *   NITRIX_SILENCE_FALLBACK  same boolean spellings                     (default 0)
+ *   NITRIX_LOG               debug | info | warning | error | off: the lowest level logged
+ *                            (default: info on stderr; every level to a caller's log function)
  *   NITRIX_DUMP              comma-separated graph, fuse, kernel, llvm: what compilation prints
  *                            to stderr (default none)
  *   NITRIX_PTX_SPLIT, _NARROW, _MINMAX, _ROWS, _STENCIL, _ILP, _STENCIL_SHELL
@@ -423,9 +435,23 @@ NX_API nx_status nx_system_info_get(nx_ctx *ctx, nx_system_info *out);
  * is NX_ERR_PARSE with a message saying what is wrong; the reader never reads out of bounds. */
 NX_API nx_status nx_npy_read(nx_ctx *ctx, const char *path, nx_tensor **out);
 NX_API nx_status nx_npy_read_mem(nx_ctx *ctx, const void *buf, size_t len, nx_tensor **out);
-/* Writes version 1.0 (2.0 when the header needs it), C order, little-endian. The file is written
- * to a temporary name and renamed, so readers never see a partial array. */
+/* Writes version 1.0 (2.0 when the header needs it), C order, little-endian. What is at path
+ * decides how (docs/user-guide.md, ".npy files"): a new or regular file is written to a temporary
+ * file beside it, synced and renamed onto it, so readers never see a partial array, and an
+ * existing file keeps its permission bits; a symbolic link is followed and the file it names is
+ * written so; a character device (/dev/null, /dev/stdout), a FIFO with a reader, and a regular
+ * file with several hard links are written in place; a directory, a socket, a block device and
+ * a FIFO without a reader are refused (NX_ERR_INVALID_ARG, NX_ERR_IO for the FIFO) before any
+ * byte is written. A failed write (/dev/full, a full disk) is NX_ERR_IO and leaves no file. */
 NX_API nx_status nx_npy_write(nx_ctx *ctx, const char *path, const nx_tensor *t);
+/* Writes ts[i] to paths[i] for i < n (1..NX_NPY_WRITE_MAX), all or nothing: every target is
+ * checked and every temporary file written before any target changes; then the in-place targets
+ * are written and the temporary files renamed. A failure before that commit leaves every path as
+ * it was; only a failing in-place target (or a rename, which needs the directory to vanish) can
+ * stop a commit part way, after the targets before it. */
+#define NX_NPY_WRITE_MAX 64
+NX_API nx_status nx_npy_write_many(nx_ctx *ctx, int n, const char *const *paths,
+                                   const nx_tensor *const *ts);
 /* Writes into a buffer from the context allocator; free it with nx_ctx_buffer_free(ctx, buf, len). */
 NX_API nx_status nx_npy_write_mem(nx_ctx *ctx, const nx_tensor *t, void **buf, size_t *len);
 NX_API void nx_ctx_buffer_free(nx_ctx *ctx, void *buf, size_t len);

@@ -869,14 +869,16 @@ static nx_status parse_option(text_call *t, const nx_op_field *f, const char *va
         break;
     }
     case NX_OPT_DTYPE: {
-        char low[32];
-        size_t n = strlen(value);
         nx_dtype dt;
-        for (size_t i = 0; i < n && i + 1 < sizeof low; i++)
-            low[i] = (char)tolower((unsigned char)value[i]);
-        low[n < sizeof low ? n : sizeof low - 1] = '\0';
-        if (n >= sizeof low || !nx_dtype_from_name(low, &dt))
-            return bad_value(t, value, "a dtype (f32, f64, i32, ..., or numpy's float32, ...)");
+        if (value[0] == '>' && !nx_dtype_from_name(value, &dt))
+            return bad_value(t, value,
+                             "a native or little-endian dtype: nitrix computes in little-endian "
+                             "order, so big-endian '>' types are refused (write '<f4' or 'f4')");
+        if (!nx_dtype_from_name(value, &dt))
+            return bad_value(t, value,
+                             "a dtype: nitrix's f32 f64 f16 bf16 i8 i16 i32 i64 u8 bool (any "
+                             "case), or a NumPy spelling of one (float32, f4, '<f4', 'd', float, "
+                             "double, half, int, b1, '?', ...)");
         iv = (int)dt;
         memcpy(dst, &iv, sizeof iv);
         break;

@@ -41,6 +41,7 @@ struct nx_ctx {
     nx_allocator alloc;
     nx_log_fn log;
     void *log_user;
+    int log_min; /* lines below this nx_log_level are dropped (NITRIX_LOG, opts.log_level) */
 
     nx_backend backend;
     int num_threads;
@@ -309,13 +310,45 @@ void nx_ctx_log(nx_ctx *ctx, nx_log_level level, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    if (ctx)
+    if (ctx && (int)level >= ctx->log_min)
         ctx->log(ctx->log_user, level, buf);
-    else
+    else if (!ctx && level > NX_LOG_DEBUG)
         default_log(NULL, level, buf);
 }
 
 /* ---- settings --------------------------------------------------------------------------------*/
+
+#define LOG_OFF (NX_LOG_ERROR + 1)
+
+/* "debug", "info", "warning"/"warn", "error", "off" (any case) into a minimum level. */
+static bool parse_log_level(const char *v, int *out)
+{
+    static const struct {
+        const char *name;
+        int level;
+    } names[] = {{"debug", NX_LOG_DEBUG}, {"info", NX_LOG_INFO},   {"warning", NX_LOG_WARN},
+                 {"warn", NX_LOG_WARN},   {"error", NX_LOG_ERROR}, {"off", LOG_OFF}};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        if (strcasecmp(v, names[i].name) == 0) {
+            *out = names[i].level;
+            return true;
+        }
+    }
+    return false;
+}
+
+static nx_status parse_log_env(int *out)
+{
+    const char *v = getenv("NITRIX_LOG");
+    if (!v || !*v)
+        return NX_OK;
+    if (!parse_log_level(v, out))
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG,
+                           "NITRIX_LOG='%.64s' is not a log level; expected debug, info, warning, "
+                           "error or off",
+                           v);
+    return NX_OK;
+}
 
 static const char BOOL_VALUES[] = "0, 1, false, true, no, yes, off or on";
 
@@ -586,6 +619,8 @@ static nx_status read_env(nx_ctx *c)
         return st;
     if ((st = parse_cuda_env(&c->cuda_codegen)) != NX_OK)
         return st;
+    if ((st = parse_log_env(&c->log_min)) != NX_OK)
+        return st;
     return parse_bool_env("NITRIX_SILENCE_FALLBACK", &c->silence_fallback);
 }
 
@@ -608,6 +643,11 @@ static nx_status apply_opts(nx_ctx *c, const nx_ctx_opts *opts)
                                n, sizeof c->cache_dir);
         memcpy(c->cache_dir, opts->cache_dir, n + 1);
     }
+    if (opts->log_level && !parse_log_level(opts->log_level, &c->log_min))
+        return nx_rt_error(NULL, NX_ERR_INVALID_ARG,
+                           "nx_ctx_new: log_level '%.64s' is not a log level; expected debug, "
+                           "info, warning, error or off",
+                           opts->log_level);
     if (opts->cuda_codegen)
         return apply_cuda_opts(&c->cuda_codegen, opts->cuda_codegen);
     return NX_OK;
@@ -633,6 +673,8 @@ nx_status nx_ctx_new(const nx_ctx_opts *opts, nx_ctx **out)
     c->log = opts && opts->log ? opts->log : default_log;
     c->log_user = opts && opts->log ? opts->log_user : NULL;
     c->backend = NX_BACKEND_AUTO;
+    /* the default stderr sink hides debug lines; a caller's own sink gets every level */
+    c->log_min = opts && opts->log ? NX_LOG_DEBUG : NX_LOG_INFO;
 
     nx_status st = NX_OK;
     if (opts && opts->ignore_env)

@@ -29,7 +29,10 @@
  *   exactly the bytes the shape needs, and only then allocates the tensor and reads the data
  *   straight into it (through one scratch buffer when the file is in Fortran order, which is
  *   transposed into C order). A small file claiming a huge shape fails before any allocation.
- *   Pipes and other non-regular files are read whole into memory first.
+ *   Pipes and character devices are read with the same bound: the preamble, the header it
+ *   declares (at most 1 MiB), then exactly the data bytes the header declares, into a buffer
+ *   that grows only as bytes arrive; one byte more is "trailing data". Reading /dev/zero fails at
+ *   the magic, an endless FIFO right after the data, and neither grows memory.
  *
  * The writer produces NumPy 1.24's bytes for the same C-contiguous array: sorted keys, repr()
  * values, spare spaces letting the first extent grow to 21 digits in place, padding to 64 bytes.
@@ -44,6 +47,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -59,6 +64,7 @@
 #define NPY_CHUNK (64 * 1024) /* the file writer converts and writes this many bytes at a time */
 #define NPY_SLAB_MAX (1 << 20) /* ... or one index of the first axis at a time, up to this size */
 #define NPY_TILE 32            /* tile edge for transposing copies: 32 x 32 x 8 bytes fit in L1 */
+#define NPY_STREAM_HEADER_MAX (1 << 20) /* longest header read from a pipe or device */
 
 static const uint8_t npy_magic[6] = {0x93, 'N', 'U', 'M', 'P', 'Y'};
 
@@ -353,19 +359,41 @@ static nx_status io_error(nx_ctx *ctx, const char *where, const char *what, int 
 
 /* ---- preamble --------------------------------------------------------------------------------*/
 
+/* What a file that is not .npy probably is, for the two a neuroimaging user most often passes:
+ * a NIfTI-1/2 image (sizeof_hdr 348 or 540, either byte order) or a gzip file (.nii.gz). */
+static const char *foreign_hint(const uint8_t *p, size_t n, char *buf, size_t cap)
+{
+    static const char convert[] =
+        "; convert it with nibabel: python -c \"import nibabel as nib, numpy as np; "
+        "np.save('x.npy', np.asarray(nib.load('IN.nii.gz').dataobj))\"";
+    uint32_t le = n >= 4 ? (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                               (uint32_t)p[3] << 24
+                         : 0;
+    uint32_t be = n >= 4 ? __builtin_bswap32(le) : 0;
+    const char *what = NULL;
+    if (n >= 2 && p[0] == 0x1f && p[1] == 0x8b)
+        what = "it is gzip-compressed (a .nii.gz NIfTI image?)";
+    else if (le == 348 || be == 348 || le == 540 || be == 540)
+        what = "it looks like a NIfTI image (.nii)";
+    if (!what)
+        return "";
+    snprintf(buf, cap, "; %s%s", what, convert);
+    return buf;
+}
+
 static nx_status check_magic(nx_ctx *ctx, const char *where, const uint8_t *p, size_t have,
                              uint64_t total)
 {
     size_t n = have < sizeof npy_magic ? have : sizeof npy_magic;
     if (n > 0 && memcmp(p, npy_magic, n) != 0) {
-        char hex[6 * 3 + 1] = "";
+        char hex[6 * 3 + 1] = "", hint[320];
         for (size_t i = 0; i < n; i++)
             snprintf(hex + 3 * i, 4, "%02x ", p[i]);
         hex[3 * n - 1] = '\0';
         return nx_rt_error(ctx, NX_ERR_PARSE,
                            "%s: bad magic: not a .npy file (starts with bytes %s); expected "
-                           "93 4e 55 4d 50 59 (\"\\x93NUMPY\")",
-                           where, hex);
+                           "93 4e 55 4d 50 59 (\"\\x93NUMPY\")%s",
+                           where, hex, foreign_hint(p, n, hint, sizeof hint));
     }
     if (total < sizeof npy_magic)
         return nx_rt_error(ctx, NX_ERR_PARSE,
@@ -692,17 +720,28 @@ static nx_status parse_header(nx_ctx *ctx, const char *where, const char *text, 
 /* ---- reading ---------------------------------------------------------------------------------*/
 
 /* The data must be exactly what the shape needs: checked before anything is allocated. */
-static nx_status check_data(nx_ctx *ctx, const char *where, npy_info *h, uint64_t avail)
+static nx_status data_size(nx_ctx *ctx, const char *where, npy_info *h)
 {
     char sh[192];
     int64_t elsize = (int64_t)nx_dtype_size(h->dtype);
     int64_t numel;
-    nx_shape_str(sh, sizeof sh, h->ndim, h->shape);
     if (!nx_shape_numel(h->ndim, h->shape, &numel) ||
-        !nx_mul_i64(numel, elsize, &h->data_bytes))
+        !nx_mul_i64(numel, elsize, &h->data_bytes)) {
+        nx_shape_str(sh, sizeof sh, h->ndim, h->shape);
         return nx_rt_error(ctx, NX_ERR_PARSE,
                            "%s: shape %s of %s overflows: its byte size does not fit in 64 bits",
                            where, sh, nx_dtype_name(h->dtype));
+    }
+    return NX_OK;
+}
+
+static nx_status check_data(nx_ctx *ctx, const char *where, npy_info *h, uint64_t avail)
+{
+    char sh[192];
+    nx_status st = data_size(ctx, where, h);
+    if (st != NX_OK)
+        return st;
+    nx_shape_str(sh, sizeof sh, h->ndim, h->shape);
     if ((uint64_t)h->data_bytes > avail)
         return nx_rt_error(ctx, NX_ERR_PARSE,
                            "%s: data is truncated: shape %s of %s needs %lld bytes but only %llu "
@@ -868,30 +907,129 @@ static nx_status read_regular(nx_ctx *ctx, const char *where, int fd, uint64_t s
     return NX_OK;
 }
 
-/* Pipes and character devices have no size up front: read them whole, then parse. */
-static nx_status read_stream(nx_ctx *ctx, const char *where, int fd, nx_tensor **out)
+/* Reads up to n bytes at the stream's position; *got < n only where the input ended. */
+static nx_status read_upto(nx_ctx *ctx, const char *where, int fd, void *buf, size_t n,
+                           size_t *got)
 {
-    uint8_t *buf = NULL;
-    size_t cap = 0, len = 0;
-    nx_status st = NX_OK;
-    for (;;) {
-        if (len == cap && !nx_rt_grow(ctx, (void **)&buf, &cap, cap + 1, 1)) {
-            st = nx_rt_nomem(ctx, where, cap * 2);
-            break;
-        }
-        ssize_t r = read(fd, buf + len, cap - len);
+    *got = 0;
+    while (*got < n) {
+        ssize_t r = read(fd, (uint8_t *)buf + *got, n - *got);
         if (r < 0 && errno == EINTR)
             continue;
-        if (r < 0) {
-            st = io_error(ctx, where, "read failed", errno);
-            break;
-        }
+        if (r < 0)
+            return io_error(ctx, where, "read failed", errno);
         if (r == 0)
             break;
-        len += (size_t)r;
+        *got += (size_t)r;
     }
+    return NX_OK;
+}
+
+/* Preamble and header of a stream, read with a bound: at most NPY_PREFIX_MAX bytes, then the
+ * header length it declares (itself at most NPY_STREAM_HEADER_MAX). */
+static nx_status read_stream_header(nx_ctx *ctx, const char *where, int fd, npy_info *h)
+{
+    uint8_t pre[NPY_PREFIX_MAX];
+    size_t got;
+    nx_status st = read_upto(ctx, where, fd, pre, sizeof pre, &got);
+    if (st != NX_OK)
+        return st;
+    /* every valid file is longer than the preamble: a short read is the whole input */
+    uint64_t total = got < sizeof pre ? got : UINT64_MAX;
+    if ((st = parse_preamble(ctx, where, pre, got, total, h)) != NX_OK)
+        return st;
+    if (h->hlen > NPY_STREAM_HEADER_MAX)
+        return nx_rt_error(ctx, NX_ERR_PARSE,
+                           "%s: header length %llu is larger than a stream's limit of %d bytes; "
+                           "expected a header NumPy writes (under 1 KiB for 8 axes)",
+                           where, (unsigned long long)h->hlen, NPY_STREAM_HEADER_MAX);
+    size_t early = sizeof pre - h->hstart; /* header bytes read with the preamble */
+    if (early > h->hlen)
+        early = (size_t)h->hlen;
+    char *text = nx_rt_alloc(ctx, (size_t)h->hlen + 1);
+    if (!text)
+        return nx_rt_nomem(ctx, where, (size_t)h->hlen + 1);
+    memcpy(text, pre + h->hstart, early);
+    st = read_upto(ctx, where, fd, text + early, (size_t)h->hlen - early, &got);
+    if (st == NX_OK && early + got < h->hlen)
+        st = nx_rt_error(ctx, NX_ERR_PARSE,
+                         "%s: truncated header: the input ended %zu bytes into a header of %llu "
+                         "bytes",
+                         where, early + got, (unsigned long long)h->hlen);
     if (st == NX_OK)
-        st = read_buffer(ctx, where, buf, len, out);
+        st = parse_header(ctx, where, text, (size_t)h->hlen, h);
+    nx_rt_free(ctx, text, (size_t)h->hlen + 1);
+    return st;
+}
+
+/* The data of a stream: exactly the bytes the header declares, in a buffer that grows only as
+ * they arrive (a stream declaring a huge shape and ending early costs what it sent), then a
+ * check that nothing follows. /dev/zero fails at the magic; an endless FIFO after the data. */
+static nx_status read_stream_data(nx_ctx *ctx, const char *where, int fd, const npy_info *h,
+                                  uint8_t **out, size_t *out_cap)
+{
+    size_t want = (size_t)h->data_bytes, len = 0, cap = 0;
+    uint8_t *buf = NULL;
+    nx_status st = NX_OK;
+    char sh[192];
+    nx_shape_str(sh, sizeof sh, h->ndim, h->shape);
+    while (st == NX_OK && len < want) {
+        if (len == cap) {
+            size_t need = want - len < NPY_CHUNK ? want : len + NPY_CHUNK;
+            if (!nx_rt_grow(ctx, (void **)&buf, &cap, need, 1)) {
+                st = nx_rt_nomem(ctx, where, need);
+                break;
+            }
+        }
+        size_t room = (cap < want ? cap : want) - len, got;
+        if ((st = read_upto(ctx, where, fd, buf + len, room, &got)) != NX_OK)
+            break;
+        len += got;
+        if (got < room)
+            st = nx_rt_error(ctx, NX_ERR_PARSE,
+                             "%s: data is truncated: shape %s of %s needs %zu bytes but the input "
+                             "ended after %zu",
+                             where, sh, nx_dtype_name(h->dtype), want, len);
+    }
+    uint8_t extra;
+    size_t got = 0;
+    if (st == NX_OK)
+        st = read_upto(ctx, where, fd, &extra, 1, &got);
+    if (st == NX_OK && got > 0)
+        st = nx_rt_error(ctx, NX_ERR_PARSE,
+                         "%s: trailing data after the array: shape %s of %s needs %zu bytes but "
+                         "more follow; expected the input to end with the data",
+                         where, sh, nx_dtype_name(h->dtype), want);
+    if (st != NX_OK) {
+        nx_rt_free(ctx, buf, cap);
+        return st;
+    }
+    *out = buf;
+    *out_cap = cap;
+    return NX_OK;
+}
+
+/* Pipes and character devices have no size up front: the header first, then exactly the data
+ * it declares. */
+static nx_status read_stream(nx_ctx *ctx, const char *where, int fd, nx_tensor **out)
+{
+    npy_info h;
+    nx_status st = read_stream_header(ctx, where, fd, &h);
+    if (st == NX_OK)
+        st = data_size(ctx, where, &h);
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    if (st == NX_OK)
+        st = read_stream_data(ctx, where, fd, &h, &buf, &cap);
+    if (st != NX_OK)
+        return st;
+    nx_tensor *t = NULL;
+    st = nx_rt_tensor_new_uninit(ctx, h.dtype, h.ndim, h.shape, &t); /* fill() writes every byte */
+    if (st == NX_OK) {
+        if (h.data_bytes > 0)
+            fill(&h, buf, t);
+        *out = t;
+    }
     nx_rt_free(ctx, buf, cap);
     return st;
 }
@@ -1116,35 +1254,353 @@ static nx_status write_body(nx_ctx *ctx, const char *where, int fd, const npy_ou
     return st;
 }
 
-/* Creates path.<pid>.<n>.tmp beside path: O_EXCL so two writers never share one. */
-static int open_temp(const char *path, char *tmp, size_t cap)
+/* ---- where an output goes ------------------------------------------------------------------*/
+
+/* How an output path is written, decided from what is there (after following symbolic links):
+ *   nothing        a new file, written as a temporary file beside it and renamed onto it;
+ *   regular file   the same, the temporary file taking the old file's permission bits (and
+ *                  owner and group where allowed), so an 0600 file stays 0600;
+ *   regular file with more than one hard link, or reached through /proc (/dev/stdout)
+ *                  written in place (truncated to the new length), so every link sees the new
+ *                  array; this write is not atomic (see below);
+ *   character device or FIFO
+ *                  written in place, without fsync: /dev/null is a sink, /dev/full fails with
+ *                  ENOSPC; a FIFO without a reader is refused rather than waited for;
+ *   directory, socket, block device
+ *                  refused (NX_ERR_INVALID_ARG) before anything is written.
+ * A symbolic link is followed link by link (at most NPY_MAX_LINKS), and the file it names is the
+ * one written, in that file's directory; a dangling link creates the file it names. Nothing is
+ * ever written beside or over a name other than the target and its temporary file. */
+typedef enum target_kind { TARGET_RENAME, TARGET_IN_PLACE } target_kind;
+
+typedef struct npy_target {
+    const char *path; /* as the caller named it, for messages */
+    char where[NPY_WHERE];
+    char *real; /* RENAME: the file the path resolves to (the rename's target) */
+    size_t real_cap;
+    char *tmp; /* RENAME: the temporary file beside real, once created */
+    size_t tmp_cap;
+    target_kind kind;
+    bool exists;       /* RENAME: real exists (keep its mode, owner and group) */
+    struct stat old;   /* what was at real or path */
+    int fd;            /* IN_PLACE: the target, open; -1 otherwise */
+} npy_target;
+
+#define NPY_MAX_LINKS 40 /* symbolic links followed before giving up (Linux's own limit) */
+#define NPY_PATH_MAX 4096
+
+static nx_status target_error(nx_ctx *ctx, npy_target *tg, const char *what, const char *expected)
+{
+    return nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: %s; expected %s", tg->where, what, expected);
+}
+
+/* real = the directory part of real (with its '/') followed by link, or link if absolute. */
+static bool join_link(char *real, size_t cap, const char *link)
+{
+    char *slash = strrchr(real, '/');
+    size_t keep = link[0] == '/' || !slash ? 0 : (size_t)(slash - real) + 1;
+    size_t n = strlen(link);
+    if (keep + n + 1 > cap)
+        return false;
+    memmove(real + keep, link, n + 1);
+    return true;
+}
+
+/* Follows tg->path's symbolic links into tg->real; fills tg->old and tg->exists. Sets *proc when
+ * a link points into /proc (/dev/stdout): such magic links name open files, not paths. */
+static nx_status resolve_links(nx_ctx *ctx, npy_target *tg, bool *proc)
+{
+    char *link = nx_rt_alloc(ctx, NPY_PATH_MAX);
+    if (!link)
+        return nx_rt_nomem(ctx, tg->where, NPY_PATH_MAX);
+    nx_status st = NX_OK;
+    *proc = false;
+    snprintf(tg->real, tg->real_cap, "%s", tg->path);
+    for (int hops = 0;; hops++) {
+        if (lstat(tg->real, &tg->old) != 0) {
+            if (errno == ENOENT) {
+                tg->exists = false;
+                break;
+            }
+            st = io_error(ctx, tg->where, "cannot inspect the path", errno);
+            break;
+        }
+        tg->exists = true;
+        if (!S_ISLNK(tg->old.st_mode))
+            break;
+        ssize_t n = hops < NPY_MAX_LINKS ? readlink(tg->real, link, NPY_PATH_MAX) : -1;
+        if (n < 0 || n >= NPY_PATH_MAX) {
+            st = hops >= NPY_MAX_LINKS ? io_error(ctx, tg->where, "too many symbolic links", ELOOP)
+                 : n < 0 ? io_error(ctx, tg->where, "cannot read a symbolic link", errno)
+                         : io_error(ctx, tg->where, "a symbolic link", ENAMETOOLONG);
+            break;
+        }
+        link[n] = '\0';
+        if (strncmp(link, "/proc/", 6) == 0 || strcmp(link, "/proc") == 0)
+            *proc = true;
+        if (!join_link(tg->real, tg->real_cap, link)) {
+            st = io_error(ctx, tg->where, "following its symbolic links", ENAMETOOLONG);
+            break;
+        }
+    }
+    nx_rt_free(ctx, link, NPY_PATH_MAX);
+    return st;
+}
+
+/* Opens a target that is written in place. A FIFO is opened without blocking, so one with no
+ * reader is refused at once (ENXIO), then switched back to blocking writes. */
+static nx_status open_in_place(nx_ctx *ctx, npy_target *tg)
+{
+    tg->kind = TARGET_IN_PLACE;
+    tg->fd = open(tg->path, O_WRONLY | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
+    if (tg->fd < 0 && errno == ENXIO)
+        return nx_rt_error(ctx, NX_ERR_IO,
+                           "%s: is a FIFO with no reader; expected a reader to be attached "
+                           "first (nitrix does not wait for one), or a regular file",
+                           tg->where);
+    if (tg->fd < 0)
+        return io_error(ctx, tg->where, "cannot open it for writing", errno);
+    int flags = fcntl(tg->fd, F_GETFL);
+    struct stat now;
+    if (flags < 0 || fcntl(tg->fd, F_SETFL, flags & ~O_NONBLOCK) != 0 || fstat(tg->fd, &now) != 0)
+        return io_error(ctx, tg->where, "cannot set it up for writing", errno);
+    if (S_ISDIR(now.st_mode) || S_ISSOCK(now.st_mode) || S_ISBLK(now.st_mode))
+        return target_error(ctx, tg, "changed into a directory, socket or block device",
+                            "a file");
+    tg->old = now;
+    return NX_OK;
+}
+
+/* Decides how tg->path is written (see npy_target); opens in-place targets. */
+static nx_status plan_target(nx_ctx *ctx, npy_target *tg)
+{
+    struct stat st;
+    if (stat(tg->path, &st) == 0) { /* what the path names, links followed by the kernel */
+        if (S_ISDIR(st.st_mode))
+            return target_error(ctx, tg, "is a directory", "a file name (a new or regular file, "
+                                                           "a character device or a FIFO)");
+        if (S_ISSOCK(st.st_mode))
+            return target_error(ctx, tg, "is a socket",
+                                "a regular file, a character device or a FIFO");
+        if (S_ISBLK(st.st_mode))
+            return target_error(ctx, tg, "is a block device, which nitrix refuses to overwrite",
+                                "a regular file, a character device or a FIFO");
+        if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode))
+            return open_in_place(ctx, tg);
+    }
+    bool proc = false;
+    nx_status s = resolve_links(ctx, tg, &proc);
+    if (s != NX_OK)
+        return s;
+    if (tg->exists && (proc || tg->old.st_nlink > 1))
+        return open_in_place(ctx, tg);
+    if (tg->exists && !S_ISREG(tg->old.st_mode))
+        return target_error(ctx, tg, "is neither a regular file nor a device",
+                            "a regular file, a character device or a FIFO");
+    tg->kind = TARGET_RENAME;
+    return NX_OK;
+}
+
+/* Creates <real>.<pid>.<n>.tmp beside the target: O_EXCL so two writers never share one. */
+static int open_temp(npy_target *tg)
 {
     static unsigned counter;
     for (int attempt = 0; attempt < 100; attempt++) {
         unsigned n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-        snprintf(tmp, cap, "%s.%ld.%u.tmp", path, (long)getpid(), n);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        snprintf(tg->tmp, tg->tmp_cap, "%s.%ld.%u.tmp", tg->real, (long)getpid(), n);
+        int fd = open(tg->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0666);
         if (fd >= 0 || errno != EEXIST)
             return fd;
     }
     return -1;
 }
 
-static nx_status write_temp(nx_ctx *ctx, const char *where, const char *path, char *tmp,
-                            size_t cap, const npy_out *o, uint8_t *chunk)
+/* The temporary file of a RENAME target, written whole and synced; removed on failure. */
+static nx_status stage_temp(nx_ctx *ctx, npy_target *tg, const npy_out *o, uint8_t *chunk)
 {
-    int fd = open_temp(path, tmp, cap);
-    if (fd < 0)
-        return io_error(ctx, where, "cannot create the temporary file beside it", errno);
-    nx_status st = write_body(ctx, where, fd, o, chunk);
+    int fd = open_temp(tg);
+    if (fd < 0) {
+        tg->tmp[0] = '\0';
+        return io_error(ctx, tg->where, "cannot create the temporary file beside it", errno);
+    }
+    nx_status st = NX_OK;
+    if (tg->exists) {
+        /* keep the replaced file's permissions; its owner and group where we may (a file we
+         * can replace but not chown keeps our ownership, as any editor's save does) */
+        if (fchmod(fd, tg->old.st_mode & 0777) != 0)
+            st = io_error(ctx, tg->where, "cannot give the new file the old one's mode", errno);
+        if (st == NX_OK && fchown(fd, tg->old.st_uid, tg->old.st_gid) != 0) {
+            /* not permitted: keep ours */
+        }
+    }
+    if (st == NX_OK)
+        st = write_body(ctx, tg->where, fd, o, chunk);
     if (st == NX_OK && fsync(fd) != 0)
-        st = io_error(ctx, where, "fsync failed", errno);
+        st = io_error(ctx, tg->where, "fsync failed", errno);
     if (close(fd) != 0 && st == NX_OK)
-        st = io_error(ctx, where, "close failed", errno);
-    if (st == NX_OK && rename(tmp, path) != 0)
-        st = io_error(ctx, where, "cannot rename the temporary file onto it", errno);
-    if (st != NX_OK)
-        unlink(tmp);
+        st = io_error(ctx, tg->where, "close failed", errno);
+    if (st != NX_OK) {
+        unlink(tg->tmp);
+        tg->tmp[0] = '\0';
+    }
+    return st;
+}
+
+/* Writes to an in-place target. SIGPIPE (a FIFO whose reader left) is held back and consumed,
+ * so the write fails with EPIPE instead of ending the process. */
+static nx_status write_in_place(nx_ctx *ctx, npy_target *tg, const npy_out *o, uint8_t *chunk)
+{
+    sigset_t pipe_set, old_mask, pending;
+    sigemptyset(&pipe_set);
+    sigaddset(&pipe_set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe_set, &old_mask);
+    bool was_pending = sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE);
+    nx_status st = NX_OK;
+    if (S_ISREG(tg->old.st_mode) && lseek(tg->fd, 0, SEEK_SET) != 0)
+        st = io_error(ctx, tg->where, "cannot seek to its start", errno);
+    if (st == NX_OK)
+        st = write_body(ctx, tg->where, tg->fd, o, chunk);
+    if (st == NX_OK && S_ISREG(tg->old.st_mode)) {
+        if (ftruncate(tg->fd, (off_t)(o->pre_len + o->data_bytes)) != 0)
+            st = io_error(ctx, tg->where, "cannot truncate it to the new length", errno);
+        else if (fsync(tg->fd) != 0)
+            st = io_error(ctx, tg->where, "fsync failed", errno);
+    }
+    if (!was_pending && sigpending(&pending) == 0 && sigismember(&pending, SIGPIPE)) {
+        struct timespec zero = {0, 0};
+        sigtimedwait(&pipe_set, NULL, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+    if (close(tg->fd) != 0 && st == NX_OK)
+        st = io_error(ctx, tg->where, "close failed", errno);
+    tg->fd = -1;
+    return st;
+}
+
+static void target_release(nx_ctx *ctx, npy_target *tg)
+{
+    if (tg->fd >= 0)
+        close(tg->fd);
+    if (tg->tmp && tg->tmp[0])
+        unlink(tg->tmp);
+    nx_rt_free(ctx, tg->tmp, tg->tmp_cap);
+    nx_rt_free(ctx, tg->real, tg->real_cap);
+}
+
+/* Two outputs naming one file would leave only the last: refused. Devices may repeat. */
+static nx_status check_distinct(nx_ctx *ctx, npy_target *tg, int n)
+{
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < i; j++) {
+            bool same;
+            if (tg[i].kind == TARGET_RENAME && tg[j].kind == TARGET_RENAME)
+                same = strcmp(tg[i].real, tg[j].real) == 0 ||
+                       (tg[i].exists && tg[j].exists && tg[i].old.st_dev == tg[j].old.st_dev &&
+                        tg[i].old.st_ino == tg[j].old.st_ino);
+            else
+                same = tg[i].kind == tg[j].kind && S_ISREG(tg[i].old.st_mode) &&
+                       tg[i].old.st_dev == tg[j].old.st_dev &&
+                       tg[i].old.st_ino == tg[j].old.st_ino;
+            if (same)
+                return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                                   "%s: names the same file as output %d ('%s'); expected "
+                                   "distinct files",
+                                   tg[i].where, j, tg[j].path);
+        }
+    }
+    return NX_OK;
+}
+
+/* The commit: in-place targets first (they can fail: /dev/full), then the renames. */
+static nx_status commit(nx_ctx *ctx, npy_target *tg, int n, const npy_out *o, uint8_t *chunk)
+{
+    for (int i = 0; i < n; i++) {
+        if (tg[i].kind != TARGET_IN_PLACE)
+            continue;
+        nx_status st = write_in_place(ctx, &tg[i], &o[i], chunk);
+        if (st != NX_OK)
+            return st;
+    }
+    for (int i = 0; i < n; i++) {
+        if (tg[i].kind != TARGET_RENAME)
+            continue;
+        if (rename(tg[i].tmp, tg[i].real) != 0)
+            return io_error(ctx, tg[i].where, "cannot rename the temporary file onto it", errno);
+        tg[i].tmp[0] = '\0';
+    }
+    return NX_OK;
+}
+
+static nx_status write_many(nx_ctx *ctx, int n, const char *const *paths,
+                            const nx_tensor *const *ts, npy_target *tg, npy_out *o,
+                            uint8_t **chunk, size_t *chunk_bytes)
+{
+    nx_status st = NX_OK;
+    for (int i = 0; i < n; i++) {
+        tg[i].path = paths[i];
+        tg[i].fd = -1;
+        where_path(tg[i].where, "nx_npy_write", paths[i]);
+    }
+    for (int i = 0; i < n && st == NX_OK; i++) {
+        st = prepare(ctx, tg[i].where, ts[i], &o[i]);
+        if (st == NX_OK && o[i].chunk_bytes > *chunk_bytes)
+            *chunk_bytes = o[i].chunk_bytes;
+    }
+    for (int i = 0; i < n && st == NX_OK; i++) {
+        tg[i].real_cap = tg[i].tmp_cap = NPY_PATH_MAX + 48;
+        tg[i].real = nx_rt_alloc(ctx, tg[i].real_cap);
+        tg[i].tmp = nx_rt_alloc(ctx, tg[i].tmp_cap);
+        if (!tg[i].real || !tg[i].tmp)
+            st = nx_rt_nomem(ctx, tg[i].where, tg[i].real_cap);
+        else
+            tg[i].tmp[0] = '\0';
+        if (st == NX_OK && strlen(paths[i]) >= NPY_PATH_MAX)
+            st = io_error(ctx, tg[i].where, "the path", ENAMETOOLONG);
+        if (st == NX_OK)
+            st = plan_target(ctx, &tg[i]);
+    }
+    if (st == NX_OK)
+        st = check_distinct(ctx, tg, n);
+    if (st == NX_OK && *chunk_bytes > 0 && !(*chunk = nx_rt_alloc(ctx, *chunk_bytes)))
+        st = nx_rt_nomem(ctx, "nx_npy_write", *chunk_bytes);
+    for (int i = 0; i < n && st == NX_OK; i++) {
+        if (tg[i].kind == TARGET_RENAME)
+            st = stage_temp(ctx, &tg[i], &o[i], *chunk);
+    }
+    if (st == NX_OK)
+        st = commit(ctx, tg, n, o, *chunk);
+    return st;
+}
+
+nx_status nx_npy_write_many(nx_ctx *ctx, int n, const char *const *paths,
+                            const nx_tensor *const *ts)
+{
+    if (!ctx || n < 1 || n > NX_NPY_WRITE_MAX || !paths || !ts)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "nx_npy_write_many: ctx, paths and ts must be non-NULL and n in "
+                           "1..%d (got %d)",
+                           NX_NPY_WRITE_MAX, n);
+    for (int i = 0; i < n; i++) {
+        if (!paths[i] || !ts[i])
+            return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                               "nx_npy_write: path and tensor %d must be non-NULL", i);
+    }
+    npy_target *tg = nx_rt_alloc(ctx, (size_t)n * sizeof *tg);
+    npy_out *o = nx_rt_alloc(ctx, (size_t)n * sizeof *o);
+    if (!tg || !o) {
+        nx_rt_free(ctx, tg, (size_t)n * sizeof *tg);
+        nx_rt_free(ctx, o, (size_t)n * sizeof *o);
+        return nx_rt_nomem(ctx, "nx_npy_write", (size_t)n * (sizeof *tg + sizeof *o));
+    }
+    memset(tg, 0, (size_t)n * sizeof *tg);
+    uint8_t *chunk = NULL;
+    size_t chunk_bytes = 0;
+    nx_status st = write_many(ctx, n, paths, ts, tg, o, &chunk, &chunk_bytes);
+    for (int i = 0; i < n; i++)
+        target_release(ctx, &tg[i]);
+    nx_rt_free(ctx, chunk, chunk_bytes);
+    nx_rt_free(ctx, o, (size_t)n * sizeof *o);
+    nx_rt_free(ctx, tg, (size_t)n * sizeof *tg);
     return st;
 }
 
@@ -1153,21 +1609,5 @@ nx_status nx_npy_write(nx_ctx *ctx, const char *path, const nx_tensor *t)
     if (!ctx || !path || !t)
         return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
                            "nx_npy_write: ctx, path and t must be non-NULL");
-    char where[NPY_WHERE];
-    where_path(where, "nx_npy_write", path);
-    npy_out o;
-    nx_status st = prepare(ctx, where, t, &o);
-    if (st != NX_OK)
-        return st;
-    size_t chunk_bytes = o.chunk_bytes;
-    size_t cap = strlen(path) + 48;
-    uint8_t *chunk = nx_rt_alloc(ctx, chunk_bytes);
-    char *tmp = nx_rt_alloc(ctx, cap);
-    if (!chunk || !tmp)
-        st = nx_rt_nomem(ctx, where, chunk ? cap : chunk_bytes);
-    else
-        st = write_temp(ctx, where, path, tmp, cap, &o, chunk);
-    nx_rt_free(ctx, tmp, cap);
-    nx_rt_free(ctx, chunk, chunk_bytes);
-    return st;
+    return nx_npy_write_many(ctx, 1, &path, &t);
 }

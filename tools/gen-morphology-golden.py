@@ -9,7 +9,8 @@ docs/fidelity.md), computed with scipy.ndimage and NumPy only, never with nitrix
     0/1 input with mode=constant, cval=0;
   - chamfer (distance_transform_cdt) and exact Euclidean (distance_transform_edt) distance
     transforms; scipy's -1 for "no zero anywhere" is stored as +inf, nitrix's answer;
-  - scipy.ndimage.label (the labels and, as `count`, their number);
+  - scipy.ndimage.label (the labels and their number, as the output num_labels, a 0-d int64,
+    and as `count`);
   - max pooling with indices and max unpooling by a NumPy float64 brute force of PyTorch's rules.
 
 The environment is pinned (numpy 1.24, scipy 1.10; the tool refuses others) and every manifest
@@ -78,7 +79,9 @@ def write_case(name, op, dtype, inputs, outputs, options, generator, seed, extra
     d = os.path.join(ROOT, name)
     os.makedirs(d, exist_ok=True)
     for key, arr in list(inputs) + list(outputs) + list(tensors):
-        np.save(os.path.join(d, f"{key}.npy"), np.ascontiguousarray(arr))
+        # (ascontiguousarray would make a 0-d array 1-d)
+        np.save(os.path.join(d, f"{key}.npy"),
+                arr if np.ndim(arr) == 0 else np.ascontiguousarray(arr))
     lines = [f"op = {OP[op]}", f"dtype = {np.dtype(dtype).name}",
              f"inputs = {' '.join(k + '.npy' for k, _ in inputs)}",
              f"output = {' '.join(k + '.npy' for k, _ in outputs)}",
@@ -146,7 +149,8 @@ def edt(name, mask, sampling, seed):
 
 def label(name, mask, conn, seed):
     out, k = ndi.label(mask, ndi.generate_binary_structure(mask.ndim, conn))
-    write_case(name, "label", np.int32, [("mask", mask)], [("out", out.astype(np.int32))],
+    write_case(name, "label", np.int32, [("mask", mask)],
+               [("out", out.astype(np.int32)), ("num_labels", np.array(k, dtype=np.int64))],
                [("connectivity", conn)],
                f"scipy.ndimage.label(mask, generate_binary_structure({mask.ndim}, {conn}))",
                seed, [f"count = {k}"])

@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "testutil.h"
@@ -589,16 +591,17 @@ static void test_io_errors(void **state)
     assert_int_equal(nx_npy_write(ctx, "/nonexistent-dir-nx/x.npy", t), NX_ERR_IO);
     assert_non_null(strstr(nx_ctx_last_error(ctx), "temporary file"));
 
-    /* rename onto a directory fails after the data is written: the temporary file goes */
+    /* a directory is refused before anything is written */
     char sub[256];
     snprintf(sub, sizeof sub, "%s", tmp_path("subdir"));
     assert_int_equal(mkdir(sub, 0700), 0);
     char target[300];
     snprintf(target, sizeof target, "%s/target", sub);
     assert_int_equal(mkdir(target, 0700), 0);
-    assert_int_equal(nx_npy_write(ctx, target, t), NX_ERR_IO);
-    assert_non_null(strstr(nx_ctx_last_error(ctx), "rename"));
+    assert_int_equal(nx_npy_write(ctx, target, t), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "is a directory"));
     assert_int_equal(count_entries(sub), 1);
+    assert_int_equal(count_entries(target), 0);
     assert_int_equal(rmdir(target), 0);
 
     /* an existing file is replaced whole, nothing else is left beside it */
@@ -730,6 +733,379 @@ static void test_long_path_message(void **state)
     nx_ctx_free(ctx);
 }
 
+
+/* ---- output targets --------------------------------------------------------------------------*/
+
+/* The bytes nx_npy_write must put at a target for t (the buffer writer's, checked against NumPy's
+ * files above). */
+static uint8_t *expected_bytes(nx_ctx *ctx, const nx_tensor *t, size_t *len)
+{
+    void *buf = NULL;
+    assert_int_equal(nx_npy_write_mem(ctx, t, &buf, len), NX_OK);
+    uint8_t *copy = malloc(*len);
+    assert_non_null(copy);
+    memcpy(copy, buf, *len);
+    nx_ctx_buffer_free(ctx, buf, *len);
+    return copy;
+}
+
+static bool file_is(const char *path, const uint8_t *want, size_t len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return false;
+    uint8_t *got = malloc(len + 1);
+    size_t n = fread(got, 1, len + 1, f);
+    fclose(f);
+    bool same = n == len && memcmp(got, want, len) == 0;
+    free(got);
+    return same;
+}
+
+static nx_tensor *small_tensor(nx_ctx *ctx, double base)
+{
+    int64_t shape[2] = {3, 4};
+    nx_tensor *t = NULL;
+    assert_int_equal(nx_tensor_new(ctx, NX_DTYPE_F64, 2, shape, &t), NX_OK);
+    double *p = nx_tensor_data(t);
+    for (int i = 0; i < 12; i++)
+        p[i] = base + i;
+    return t;
+}
+
+static char target_dir[300];
+
+static const char *in_targets(const char *name)
+{
+    static char buf[2][600];
+    static int k;
+    k ^= 1;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", target_dir, name);
+    return buf[k];
+}
+
+static int count_tmp(const char *dir)
+{
+    DIR *d = opendir(dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        size_t l = strlen(e->d_name);
+        n += l > 4 && strcmp(e->d_name + l - 4, ".tmp") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* A new file, an existing file's mode, symbolic links (one, a chain, dangling, a loop), hard
+ * links, a directory, a socket, a FIFO with and without a reader, /dev/null, /dev/full, and a
+ * /proc/self/fd magic link (what /dev/stdout is). */
+static void test_write_targets(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    snprintf(target_dir, sizeof target_dir, "%s", tmp_path("targets"));
+    assert_int_equal(mkdir(target_dir, 0700), 0);
+    nx_tensor *t = small_tensor(ctx, 1);
+    size_t len;
+    uint8_t *want = expected_bytes(ctx, t, &len);
+    struct stat sb;
+
+    /* new: 0666 less the umask */
+    mode_t mask = umask(022);
+    assert_int_equal(nx_npy_write(ctx, in_targets("new.npy"), t), NX_OK);
+    umask(mask);
+    assert_true(file_is(in_targets("new.npy"), want, len));
+    assert_int_equal(stat(in_targets("new.npy"), &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0644);
+
+    /* existing files keep their permission bits */
+    static const mode_t modes[] = {0600, 0640, 0444, 0700};
+    for (size_t i = 0; i < sizeof modes / sizeof *modes; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "mode%o.npy", (unsigned)modes[i]);
+        spit(in_targets(name), "old", 3);
+        assert_int_equal(chmod(in_targets(name), modes[i]), 0);
+        assert_int_equal(nx_npy_write(ctx, in_targets(name), t), NX_OK);
+        assert_true(file_is(in_targets(name), want, len));
+        assert_int_equal(stat(in_targets(name), &sb), 0);
+        if ((sb.st_mode & 0777) != modes[i])
+            fail_msg("%s: mode %o became %o", name, (unsigned)modes[i],
+                     (unsigned)(sb.st_mode & 0777));
+    }
+
+    /* a symbolic link: the file it names is written, the link stays */
+    spit(in_targets("real.npy"), "old", 3);
+    assert_int_equal(chmod(in_targets("real.npy"), 0600), 0);
+    assert_int_equal(symlink("real.npy", in_targets("link.npy")), 0);
+    assert_int_equal(nx_npy_write(ctx, in_targets("link.npy"), t), NX_OK);
+    assert_int_equal(lstat(in_targets("link.npy"), &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    assert_true(file_is(in_targets("real.npy"), want, len));
+    assert_int_equal(stat(in_targets("real.npy"), &sb), 0);
+    assert_int_equal(sb.st_mode & 0777, 0600);
+
+    /* a chain of links, relative and absolute, ending nowhere: the last name is created, in the
+     * directory of the link that names it */
+    char sub[600], abs_target[700];
+    snprintf(sub, sizeof sub, "%s", in_targets("sub"));
+    assert_int_equal(mkdir(sub, 0700), 0);
+    snprintf(abs_target, sizeof abs_target, "%s/deep.npy", sub);
+    assert_int_equal(symlink(abs_target, in_targets("sub/l2.npy")), 0);
+    assert_int_equal(symlink("sub/l2.npy", in_targets("l1.npy")), 0);
+    assert_int_equal(nx_npy_write(ctx, in_targets("l1.npy"), t), NX_OK);
+    assert_true(file_is(abs_target, want, len));
+    assert_int_equal(lstat(in_targets("sub/l2.npy"), &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    assert_int_equal(count_entries(sub), 2);
+
+    /* a loop of links */
+    assert_int_equal(symlink("loop-b", in_targets("loop-a")), 0);
+    assert_int_equal(symlink("loop-a", in_targets("loop-b")), 0);
+    assert_int_equal(nx_npy_write(ctx, in_targets("loop-a"), t), NX_ERR_IO);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "symbolic links"));
+
+    /* hard links: written in place, both names see the array, the link count stays 2 */
+    spit(in_targets("h1.npy"), "a longer old content than the array, to be truncated", 54);
+    assert_int_equal(link(in_targets("h1.npy"), in_targets("h2.npy")), 0);
+    assert_int_equal(stat(in_targets("h1.npy"), &sb), 0);
+    ino_t ino = sb.st_ino;
+    assert_int_equal(nx_npy_write(ctx, in_targets("h1.npy"), t), NX_OK);
+    assert_true(file_is(in_targets("h1.npy"), want, len));
+    assert_true(file_is(in_targets("h2.npy"), want, len));
+    assert_int_equal(stat(in_targets("h2.npy"), &sb), 0);
+    assert_int_equal(sb.st_ino, ino);
+    assert_int_equal(sb.st_nlink, 2);
+
+    /* a directory and a socket are refused; nothing changes */
+    assert_int_equal(nx_npy_write(ctx, sub, t), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "is a directory"));
+    assert_int_equal(count_entries(sub), 2);
+    int sock = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    snprintf(addr.sun_path, sizeof addr.sun_path, "%s", in_targets("sock"));
+    if (sock >= 0 && strlen(in_targets("sock")) < sizeof addr.sun_path &&
+        bind(sock, (struct sockaddr *)&addr, sizeof addr) == 0) {
+        assert_int_equal(nx_npy_write(ctx, in_targets("sock"), t), NX_ERR_INVALID_ARG);
+        assert_non_null(strstr(nx_ctx_last_error(ctx), "is a socket"));
+        assert_int_equal(lstat(in_targets("sock"), &sb), 0);
+        assert_true(S_ISSOCK(sb.st_mode));
+    }
+    if (sock >= 0)
+        close(sock);
+
+    /* a FIFO: refused at once without a reader; written whole with one */
+    assert_int_equal(mkfifo(in_targets("fifo"), 0600), 0);
+    assert_int_equal(nx_npy_write(ctx, in_targets("fifo"), t), NX_ERR_IO);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "no reader"));
+    int rfd = open(in_targets("fifo"), O_RDONLY | O_NONBLOCK);
+    assert_true(rfd >= 0);
+    assert_int_equal(nx_npy_write(ctx, in_targets("fifo"), t), NX_OK); /* fits the pipe buffer */
+    uint8_t *got = malloc(len + 1);
+    assert_int_equal(read(rfd, got, len + 1), (ssize_t)len);
+    assert_memory_equal(got, want, len);
+    /* the reader gone: EPIPE, reported, and SIGPIPE does not end the process */
+    int wfd = open(in_targets("fifo"), O_WRONLY | O_NONBLOCK); /* keeps the FIFO openable */
+    close(rfd);
+    if (wfd >= 0)
+        close(wfd);
+    assert_int_equal(lstat(in_targets("fifo"), &sb), 0);
+    assert_true(S_ISFIFO(sb.st_mode));
+
+    /* a magic link of /proc (what /dev/stdout is): the open file is written in place */
+    int ofd = open(in_targets("fd-target.npy"), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    assert_true(ofd >= 0);
+    char fdpath[64];
+    snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", ofd);
+    if (access(fdpath, F_OK) == 0) {
+        assert_int_equal(nx_npy_write(ctx, fdpath, t), NX_OK);
+        assert_true(file_is(in_targets("fd-target.npy"), want, len));
+    }
+    close(ofd);
+
+    /* /dev/null is a sink; /dev/full fails with ENOSPC; both stay devices */
+    assert_int_equal(nx_npy_write(ctx, "/dev/null", t), NX_OK);
+    assert_int_equal(stat("/dev/null", &sb), 0);
+    assert_true(S_ISCHR(sb.st_mode));
+    if (access("/dev/full", W_OK) == 0) {
+        assert_int_equal(nx_npy_write(ctx, "/dev/full", t), NX_ERR_IO);
+        assert_non_null(strstr(nx_ctx_last_error(ctx), "No space left"));
+        assert_int_equal(stat("/dev/full", &sb), 0);
+        assert_true(S_ISCHR(sb.st_mode));
+    }
+
+    assert_int_equal(count_tmp(target_dir), 0);
+    assert_int_equal(count_tmp(sub), 0);
+    free(got);
+    free(want);
+    nx_tensor_free(t);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+/* nx_npy_write_many: all or nothing. */
+static void test_write_many(void **state)
+{
+    (void)state;
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    char dir[300];
+    snprintf(dir, sizeof dir, "%s", tmp_path("many"));
+    assert_int_equal(mkdir(dir, 0700), 0);
+    char a[400], b[400], c[400], d[400], sub[400];
+    snprintf(a, sizeof a, "%s/a.npy", dir);
+    snprintf(b, sizeof b, "%s/b.npy", dir);
+    snprintf(c, sizeof c, "%s/c.npy", dir);
+    snprintf(d, sizeof d, "%s/d-link.npy", dir);
+    snprintf(sub, sizeof sub, "%s/sub", dir);
+    assert_int_equal(mkdir(sub, 0700), 0);
+    nx_tensor *t1 = small_tensor(ctx, 1), *t2 = small_tensor(ctx, 100);
+    size_t len1, len2;
+    uint8_t *w1 = expected_bytes(ctx, t1, &len1), *w2 = expected_bytes(ctx, t2, &len2);
+    const nx_tensor *ts[3] = {t1, t2, t1};
+
+    /* the second is a directory: the first, an existing good file, is untouched */
+    spit(a, "good", 4);
+    const char *p1[2] = {a, sub};
+    assert_int_equal(nx_npy_write_many(ctx, 2, p1, ts), NX_ERR_INVALID_ARG);
+    assert_true(file_is(a, (const uint8_t *)"good", 4));
+    /* ... and a new first output is not created */
+    const char *p2[2] = {b, sub};
+    assert_int_equal(nx_npy_write_many(ctx, 2, p2, ts), NX_ERR_INVALID_ARG);
+    assert_int_equal(access(b, F_OK), -1);
+    /* the second fails while written (/dev/full): nothing renamed */
+    if (access("/dev/full", W_OK) == 0) {
+        const char *p3[2] = {a, "/dev/full"};
+        assert_int_equal(nx_npy_write_many(ctx, 2, p3, ts), NX_ERR_IO);
+        assert_true(file_is(a, (const uint8_t *)"good", 4));
+        const char *p4[2] = {b, "/dev/full"};
+        assert_int_equal(nx_npy_write_many(ctx, 2, p4, ts), NX_ERR_IO);
+        assert_int_equal(access(b, F_OK), -1);
+    }
+    /* the second's directory is missing: its temporary file cannot be made */
+    char missing[450];
+    snprintf(missing, sizeof missing, "%s/no/such.npy", dir);
+    const char *p5[2] = {a, missing};
+    assert_int_equal(nx_npy_write_many(ctx, 2, p5, ts), NX_ERR_IO);
+    assert_true(file_is(a, (const uint8_t *)"good", 4));
+    /* two names of one file (a link to it) are refused */
+    assert_int_equal(symlink("a.npy", d), 0);
+    const char *p6[2] = {a, d};
+    assert_int_equal(nx_npy_write_many(ctx, 2, p6, ts), NX_ERR_INVALID_ARG);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "same file"));
+    assert_true(file_is(a, (const uint8_t *)"good", 4));
+    /* all three written */
+    const char *p7[3] = {a, b, c};
+    assert_int_equal(nx_npy_write_many(ctx, 3, p7, ts), NX_OK);
+    assert_true(file_is(a, w1, len1));
+    assert_true(file_is(b, w2, len2));
+    assert_true(file_is(c, w1, len1));
+    assert_int_equal(count_tmp(dir), 0);
+    /* bad arguments */
+    assert_int_equal(nx_npy_write_many(ctx, 0, p7, ts), NX_ERR_INVALID_ARG);
+    assert_int_equal(nx_npy_write_many(ctx, NX_NPY_WRITE_MAX + 1, p7, ts), NX_ERR_INVALID_ARG);
+    const char *p8[2] = {a, NULL};
+    assert_int_equal(nx_npy_write_many(ctx, 2, p8, ts), NX_ERR_INVALID_ARG);
+    free(w1);
+    free(w2);
+    nx_tensor_free(t1);
+    nx_tensor_free(t2);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+/* Streams are read with a bound: /dev/zero fails at the magic; a pipe with more bytes than the
+ * header declares fails after the data; one declaring 8 TB that ends early fails having
+ * allocated only what arrived. */
+typedef struct peak_alloc {
+    size_t largest;
+} peak_alloc;
+
+static void *peak_fn(void *user, size_t size, size_t align)
+{
+    peak_alloc *pa = user;
+    if (size > pa->largest)
+        pa->largest = size;
+    void *p = NULL;
+    if (posix_memalign(&p, align < sizeof(void *) ? sizeof(void *) : align, size) != 0)
+        return NULL;
+    return p;
+}
+
+static void peak_free(void *user, void *p, size_t size)
+{
+    (void)user;
+    (void)size;
+    free(p);
+}
+
+static void feed_pipe(int fds[2], const char *header_dict, size_t extra)
+{
+    char full[129];
+    memcpy(full, "\x93NUMPY\x01\x00\x76\x00", 10); /* version 1.0, header of 118 bytes */
+    snprintf(full + 10, 118, "%-117s", header_dict);
+    full[127] = '\n';
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], full, 128), 128);
+    static const uint8_t zeros[4096];
+    while (extra > 0) {
+        size_t n = extra < sizeof zeros ? extra : sizeof zeros;
+        assert_int_equal(write(fds[1], zeros, n), (ssize_t)n);
+        extra -= n;
+    }
+    close(fds[1]);
+}
+
+static void test_read_bounded(void **state)
+{
+    (void)state;
+    peak_alloc pa = {0};
+    nx_allocator al = {peak_fn, peak_free, &pa};
+    nx_ctx_opts opts = {.allocator = &al, .ignore_env = true};
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(&opts, &ctx), NX_OK);
+    nx_tensor *t = NULL;
+    assert_int_equal(nx_npy_read(ctx, "/dev/zero", &t), NX_ERR_PARSE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "bad magic"));
+    assert_null(t);
+
+    int fds[2];
+    char path[64];
+    /* 4 f8 declared, 4 KiB sent: trailing data (the pipe holds it all) */
+    feed_pipe(fds, "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }", 4096);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+    assert_int_equal(nx_npy_read(ctx, path, &t), NX_ERR_PARSE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "trailing data"));
+    close(fds[0]);
+    /* exactly the data: read */
+    feed_pipe(fds, "{'descr': '<f8', 'fortran_order': False, 'shape': (4,), }", 32);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+    assert_int_equal(nx_npy_read(ctx, path, &t), NX_OK);
+    assert_int_equal(nx_tensor_numel(t), 4);
+    nx_tensor_free(t);
+    t = NULL;
+    close(fds[0]);
+    /* 8 TB declared, 1000 bytes sent: truncated, and no allocation near 8 TB was asked for */
+    pa.largest = 0;
+    feed_pipe(fds, "{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000000,), }", 1000);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+    assert_int_equal(nx_npy_read(ctx, path, &t), NX_ERR_PARSE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "truncated"));
+    if (pa.largest > (1u << 20))
+        fail_msg("a stream that sent 1000 bytes made an allocation of %zu bytes", pa.largest);
+    close(fds[0]);
+    /* a truncated header */
+    assert_int_equal(pipe(fds), 0);
+    assert_int_equal(write(fds[1], "\x93NUMPY\x01\x00\x76\x00{'descr'", 18), 18);
+    close(fds[1]);
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fds[0]);
+    assert_int_equal(nx_npy_read(ctx, path, &t), NX_ERR_PARSE);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "truncated header"));
+    close(fds[0]);
+    nx_ctx_free(ctx);
+}
+
 /* ---- allocation failures ---------------------------------------------------------------------*/
 
 static nx_status sweep_read_file(nx_ctx *ctx, void *user)
@@ -855,6 +1231,9 @@ int main(void)
         cmocka_unit_test(test_read_pipe),
         cmocka_unit_test(test_write_fails_midway),
         cmocka_unit_test(test_long_path_message),
+        cmocka_unit_test(test_write_targets),
+        cmocka_unit_test(test_write_many),
+        cmocka_unit_test(test_read_bounded),
         cmocka_unit_test(test_alloc_sweeps),
     };
     return cmocka_run_group_tests(tests, NULL, cleanup);

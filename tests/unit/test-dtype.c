@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "testutil.h"
+#include "dtype-spellings.h"
 
 static void test_sizes_names(void **state)
 {
@@ -39,8 +40,32 @@ static void test_sizes_names(void **state)
     assert_false(nx_dtype_is_int(NX_DTYPE_BOOL));
 }
 
+/* Every spelling in the list generated with NumPy (tools/gen-dtype-spellings.py): accepted as
+ * the dtype NumPy gives it (nitrix's own names where they collide), refused otherwise. */
+static void test_numpy_spellings(void **state)
+{
+    (void)state;
+    size_t n = sizeof dtype_spellings / sizeof *dtype_spellings, accepted = 0, failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        nx_dtype d = NX_DTYPE_COUNT;
+        bool ok = nx_dtype_from_name(dtype_spellings[i].text, &d);
+        int got = ok ? (int)d : -1;
+        if (got != dtype_spellings[i].dtype) {
+            print_error("'%s': parsed as %d, expected %d (%s)\n", dtype_spellings[i].text, got,
+                        dtype_spellings[i].dtype, dtype_spellings[i].why);
+            failed++;
+        }
+        accepted += ok;
+    }
+    print_message("%zu spellings from NumPy %s, %zu accepted\n", n, DTYPE_SPELLINGS_NUMPY,
+                  accepted);
+    assert_int_equal(failed, 0);
+    assert_true(accepted >= 100); /* the list is not empty or truncated */
+}
+
 int main(void)
 {
-    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sizes_names)};
+    const struct CMUnitTest tests[] = {cmocka_unit_test(test_sizes_names),
+                                       cmocka_unit_test(test_numpy_spellings)};
     return cmocka_run_group_tests_name("dtype", tests, NULL, NULL);
 }

@@ -1,8 +1,10 @@
 /* The `nitrix` command line: shared types of the subcommands and the op table of `nitrix run`.
  *
- * Exit codes: 0 success; 1 the library failed at run time (the message is nx_ctx_last_error);
- * 2 the command line was wrong (unknown command or option, bad value, missing or unreadable
- * file). Every error is one line on stderr starting with "nitrix".
+ * Exit codes: 0 success; 2 a bad command line or bad input (unknown command or option, an option
+ * value out of its domain, a list of the wrong length, an input that is missing, unreadable, not
+ * a valid .npy, or of a dtype or shape the op refuses, a directory as output); 1 a failure at run
+ * time (out of memory, I/O while writing, a backend or JIT failure). cli_exit_code maps a
+ * library status. Every error is one line on stderr starting with "nitrix".
  *
  * The CLI uses only the public API: it is the first consumer of <nitrix.h>. */
 #ifndef NX_CLI_H
@@ -24,6 +26,17 @@ enum { CLI_EXIT_OK = 0, CLI_EXIT_FAIL = 1, CLI_EXIT_USAGE = 2 };
 
 /* Prints "nitrix: <message>\n" on stderr. The message must be one line. */
 void cli_error(const char *fmt, ...) CLI_PRINTF(1, 2);
+
+/* The exit code of a library status (files.c): 2 for a bad request (NX_ERR_INVALID_ARG, _SHAPE,
+ * _DTYPE, _PARSE: an option or input out of its domain, a wrong dtype or shape, a file that is
+ * not a valid .npy, a directory as output); 1 for everything else, out of memory included. */
+int cli_exit_code(nx_status st);
+/* Checks an output path before any work (exit 2 with a message: a directory, a directory that
+ * does not exist or cannot be written); returns CLI_EXIT_OK or CLI_EXIT_USAGE. */
+int cli_check_output(const char *op, const char *path);
+/* Up to three op names (either table, aliases included) close to a mistyped name, as
+ * "dilate, erode"; "" when none is close. */
+void cli_suggest_ops(const char *name, char *buf, size_t len);
 
 /* A context log sink that holds back the first warning between cli_log_begin and cli_log_end (in
  * last) so it can be reported in place; everything else goes to stderr as the default sink does. */
@@ -122,7 +135,7 @@ typedef enum cli_opt_id {
 
 /* One `nitrix run` invocation, as the op's run function sees it. */
 typedef struct cli_call {
-    nx_backend backend;       /* --backend, else the context's (NITRIX_BACKEND) */
+    nx_backend backend;       /* --backend, else NX_BACKEND_AUTO: the context's (NITRIX_BACKEND) */
     int n_inputs;             /* as many as the op declares */
     nx_tensor *const *inputs; /* read from the positional .npy files, borrowed */
     const cli_value *values;  /* indexed by cli_opt_id; the op's own options are set */

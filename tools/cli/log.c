@@ -4,6 +4,7 @@
  * line rewritten in place when stderr is a terminal, and dropped when it is not. */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -37,7 +38,9 @@ nx_status cli_ctx_new_logged(cli_log *log, nx_ctx **out)
 {
     log->capture = false;
     log->last[0] = '\0';
-    nx_ctx_opts opts = {.log = sink, .log_user = log};
+    /* like the default sink: debug lines only when NITRIX_LOG asks for them */
+    const char *env = getenv("NITRIX_LOG");
+    nx_ctx_opts opts = {.log = sink, .log_user = log, .log_level = env && *env ? NULL : "info"};
     return nx_ctx_new(&opts, out);
 }
 
@@ -83,6 +86,8 @@ static void run_sink(void *user, nx_log_level level, const char *msg)
 
 nx_status cli_ctx_new_run(nx_ctx **out)
 {
-    nx_ctx_opts opts = {.log = run_sink};
+    /* like the default sink: debug lines only when NITRIX_LOG asks for them */
+    const char *env = getenv("NITRIX_LOG");
+    nx_ctx_opts opts = {.log = run_sink, .log_level = env && *env ? NULL : "info"};
     return nx_ctx_new(&opts, out);
 }

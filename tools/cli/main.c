@@ -14,8 +14,8 @@ static void print_usage(FILE *f)
           "  demo    synthesise a 3-D phantom and run a small pipeline on each backend\n"
           "  bench   the CPU backend's benchmark rows (nitrix bench --help)\n"
           "\n"
-          "nitrix COMMAND --help describes a command. Exit status: 0 done; 1 the library failed\n"
-          "at run time; 2 bad command line or input file.\n",
+          "nitrix COMMAND --help describes a command. Exit status: 0 done; 2 bad command line\n"
+          "or bad input; 1 a failure at run time (out of memory included).\n",
           f);
 }
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -213,19 +214,35 @@ static int check_files(const table_args *a)
                       a->n_inputs);
         return CLI_EXIT_USAGE;
     }
-    if (a->n_outputs != op->noutputs) {
-        cli_error("run %s: expected %d output file%s (-o FILE), got %d", op->name, op->noutputs,
-                  op->noutputs == 1 ? "" : "s", a->n_outputs);
+    /* trailing outputs may be left out: they are not written (a 0-d one is printed) */
+    if (a->n_outputs < 1 || a->n_outputs > op->noutputs) {
+        if (op->noutputs == 1)
+            cli_error("run %s: expected 1 output file (-o FILE), got %d", op->name,
+                      a->n_outputs);
+        else
+            cli_error("run %s: expected 1 to %d output files (-o FILE each, in the order %s ...), "
+                      "got %d",
+                      op->name, op->noutputs, op->outputs[0], a->n_outputs);
         return CLI_EXIT_USAGE;
     }
     for (int i = 0; i < a->n_inputs; i++) {
-        FILE *f = fopen(a->inputs[i], "rb");
-        if (!f) {
+        /* not opened here: opening a FIFO twice would lose its writer's data */
+        if (access(a->inputs[i], R_OK) != 0) {
             cli_error("run %s: cannot open input '%s': %s", op->name, a->inputs[i],
                       strerror(errno));
             return CLI_EXIT_USAGE;
         }
-        fclose(f);
+    }
+    for (int k = 0; k < a->nopt; k++) {
+        const nx_op_opt *o = find_opt(op, a->keys[k]);
+        const char *v = a->values[k];
+        if (!o || o->type != NX_OPT_TENSOR || !*v || strcasecmp(v, "none") == 0)
+            continue;
+        if (access(v, R_OK) != 0) { /* a missing file is bad input, as for the inputs */
+            cli_error("run %s: cannot open --%s file '%s': %s", op->name, o->name, v,
+                      strerror(errno));
+            return CLI_EXIT_USAGE;
+        }
     }
     for (int i = 0; i < a->n_outputs; i++) {
         for (int j = 0; j < i; j++) {
@@ -234,17 +251,37 @@ static int check_files(const table_args *a)
                 return CLI_EXIT_USAGE;
             }
         }
-        char dir[4096];
-        const char *slash = strrchr(a->outputs[i], '/');
-        int n = slash ? (int)(slash - a->outputs[i]) : 1;
-        snprintf(dir, sizeof dir, "%.*s", n == 0 ? 1 : n, slash ? a->outputs[i] : ".");
-        if (access(dir, W_OK | X_OK) != 0) {
-            cli_error("run %s: cannot write output '%s': directory '%s': %s", op->name,
-                      a->outputs[i], dir, strerror(errno));
-            return CLI_EXIT_USAGE;
-        }
+        int rc = cli_check_output(op->name, a->outputs[i]);
+        if (rc != CLI_EXIT_OK)
+            return rc;
     }
     return CLI_EXIT_OK;
+}
+
+/* A 0-d output (connected_components' num_labels) is also printed on stdout, "name: value",
+ * once the outputs named by -o are written, whether or not it was one of them. A device tensor
+ * is not printed (the CLI's are on the host). */
+static int report_outputs(const table_args *a, nx_tensor *const *out)
+{
+    for (int i = 0; i < a->op->noutputs; i++) {
+        const nx_tensor *t = out[i];
+        const void *p = nx_tensor_ndim(t) == 0 ? nx_tensor_data(t) : NULL;
+        if (!p || nx_tensor_device(t) != NX_DEVICE_HOST)
+            continue;
+        nx_tensor *f = NULL;
+        if (nx_dtype_is_float(nx_tensor_dtype(t))) {
+            if (nx_tensor_cast(t, NX_DTYPE_F64, &f) != NX_OK)
+                return CLI_EXIT_FAIL;
+            printf("%s: %.17g\n", a->op->outputs[i], *(const double *)nx_tensor_data(f));
+        } else {
+            if (nx_tensor_cast(t, NX_DTYPE_I64, &f) != NX_OK)
+                return CLI_EXIT_FAIL;
+            printf("%s: %lld\n", a->op->outputs[i],
+                   (long long)*(const int64_t *)nx_tensor_data(f));
+        }
+        nx_tensor_free(f);
+    }
+    return fflush(stdout) == 0 ? CLI_EXIT_OK : CLI_EXIT_FAIL;
 }
 
 static int execute(nx_ctx *ctx, const table_args *a)
@@ -253,22 +290,30 @@ static int execute(nx_ctx *ctx, const table_args *a)
     nx_tensor *in[MAX_FILES] = {0}, *out[MAX_FILES] = {0};
     int rc = CLI_EXIT_OK;
     for (int i = 0; i < a->n_inputs && rc == CLI_EXIT_OK; i++) {
-        if (nx_npy_read(ctx, a->inputs[i], &in[i]) != NX_OK) {
+        nx_status st = nx_npy_read(ctx, a->inputs[i], &in[i]);
+        if (st != NX_OK) {
             cli_error("run %s: %s: %s", name, a->inputs[i], nx_ctx_last_error(ctx));
-            rc = CLI_EXIT_USAGE;
+            rc = st == NX_ERR_IO ? CLI_EXIT_USAGE : cli_exit_code(st); /* unreadable: bad input */
         }
     }
-    if (rc == CLI_EXIT_OK &&
-        nx_op_call(ctx, name, a->n_inputs, (const nx_tensor *const *)in, a->nopt, a->keys,
-                   a->values, a->n_outputs, out) != NX_OK) {
-        error_line(name, nx_ctx_last_error(ctx));
-        rc = CLI_EXIT_FAIL;
-    }
-    for (int i = 0; i < a->n_outputs && rc == CLI_EXIT_OK; i++) {
-        if (nx_npy_write(ctx, a->outputs[i], out[i]) != NX_OK) {
-            cli_error("run %s: %s: %s", name, a->outputs[i], nx_ctx_last_error(ctx));
-            rc = CLI_EXIT_FAIL;
+    if (rc == CLI_EXIT_OK) {
+        nx_status st = nx_op_call(ctx, name, a->n_inputs, (const nx_tensor *const *)in, a->nopt,
+                                  a->keys, a->values, a->op->noutputs, out);
+        if (st != NX_OK) {
+            error_line(name, nx_ctx_last_error(ctx));
+            rc = cli_exit_code(st);
         }
+    }
+    if (rc == CLI_EXIT_OK) {
+        /* all outputs or none: a failing one leaves the others' paths as they were */
+        nx_status st = nx_npy_write_many(ctx, a->n_outputs, a->outputs,
+                                         (const nx_tensor *const *)out);
+        if (st != NX_OK) {
+            error_line(name, nx_ctx_last_error(ctx));
+            rc = cli_exit_code(st);
+        }
+        if (rc == CLI_EXIT_OK)
+            rc = report_outputs(a, out);
     }
     for (int i = 0; i < MAX_FILES; i++) {
         nx_tensor_free(in[i]);
@@ -290,9 +335,10 @@ int cli_table_run(const nx_op_info *op, int argc, char **argv)
         cli_table_help(op);
     } else if (rc == CLI_EXIT_OK) {
         nx_ctx *ctx = NULL;
-        if (cli_ctx_new_run(&ctx) != NX_OK) {
+        nx_status cst = cli_ctx_new_run(&ctx);
+        if (cst != NX_OK) { /* a bad NITRIX_* setting: 2 */
             error_line(op->name, nx_ctx_last_error(NULL));
-            rc = CLI_EXIT_USAGE;
+            rc = cli_exit_code(cst);
         } else {
             /* A bad option is the command line's fault (exit 2), found before any file is read;
              * what the op refuses at run time is the library's (exit 1). */

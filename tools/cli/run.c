@@ -116,11 +116,14 @@ static void print_run_help(void)
          "       nitrix run OP --help\n"
          "\n"
          "Runs one op on .npy arrays. Inputs are positional, in the op's argument order; options\n"
-         "are --name=value; each output is one -o FILE, in order. Outputs are written to a\n"
-         "temporary name and renamed, so a reader never sees a partial file.\n"
+         "are --name=value; each output is one -o FILE, in order (trailing ones may be left\n"
+         "out; a 0-d output is also printed). Outputs are written all or none: a regular file\n"
+         "through a temporary name and a rename (its mode kept), a symbolic link to the file it\n"
+         "names, /dev/null, /dev/stdout or a FIFO with a reader in place; a directory is refused.\n"
          "\n"
-         "exit status: 0 done; 1 the library failed at run time; 2 bad command line, or an input\n"
-         "file that is missing or not a valid .npy array.");
+         "exit status: 0 done; 2 bad command line or bad input (an option, dtype, shape or value\n"
+         "out of its domain, an input missing or not a valid .npy, a directory as output);\n"
+         "1 a failure at run time (out of memory, an output that cannot be written, a backend).");
 }
 
 static void print_list(void)
@@ -320,12 +323,12 @@ static int check_files(const run_args *a)
         return CLI_EXIT_USAGE;
     }
     for (int i = 0; i < a->n_inputs; i++) {
-        FILE *f = fopen(a->inputs[i], "rb");
-        if (!f) {
-            cli_error("run %s: cannot open input '%s': %s", op, a->inputs[i], strerror(errno));
+        /* not opened here: opening a FIFO twice would lose its writer's data */
+        if (access(a->inputs[i], R_OK) != 0) {
+            cli_error("run %s: cannot open input '%s': %s", op, a->inputs[i],
+                      strerror(errno));
             return CLI_EXIT_USAGE;
         }
-        fclose(f);
     }
     for (int i = 0; i < a->n_outputs; i++) {
         for (int j = 0; j < i; j++) {
@@ -334,15 +337,9 @@ static int check_files(const run_args *a)
                 return CLI_EXIT_USAGE;
             }
         }
-        char dir[4096];
-        const char *slash = strrchr(a->outputs[i], '/');
-        int n = slash ? (int)(slash - a->outputs[i]) : 1;
-        snprintf(dir, sizeof dir, "%.*s", n == 0 ? 1 : n, slash ? a->outputs[i] : ".");
-        if (access(dir, W_OK | X_OK) != 0) {
-            cli_error("run %s: cannot write output '%s': directory '%s': %s", op, a->outputs[i],
-                      dir, strerror(errno));
-            return CLI_EXIT_USAGE;
-        }
+        int rc = cli_check_output(op, a->outputs[i]);
+        if (rc != CLI_EXIT_OK)
+            return rc;
     }
     return CLI_EXIT_OK;
 }
@@ -357,27 +354,33 @@ static int execute(nx_ctx *ctx, const run_args *a)
     char err[512] = "";
     int rc = CLI_EXIT_OK;
     for (int i = 0; i < a->n_inputs && rc == CLI_EXIT_OK; i++) {
-        if (nx_npy_read(ctx, a->inputs[i], &in[i]) != NX_OK) {
+        nx_status st = nx_npy_read(ctx, a->inputs[i], &in[i]);
+        if (st != NX_OK) {
             cli_error("run %s: %s: %s", a->op->name, a->inputs[i], nx_ctx_last_error(ctx));
-            rc = CLI_EXIT_USAGE;
+            rc = st == NX_ERR_IO ? CLI_EXIT_USAGE : cli_exit_code(st); /* unreadable: bad input */
         }
     }
     if (rc == CLI_EXIT_OK) {
-        cli_call call = {.backend = a->backend_set ? a->backend : nx_ctx_backend(ctx),
+        /* NX_BACKEND_AUTO when --backend is not given: the context's (NITRIX_BACKEND) applies
+         * and messages say it came from there, not from the caller */
+        cli_call call = {.backend = a->backend_set ? a->backend : NX_BACKEND_AUTO,
                          .n_inputs = a->n_inputs,
                          .inputs = in,
                          .values = a->values,
                          .err = err,
                          .errlen = sizeof err};
-        if (a->op->run(ctx, &call, out) != NX_OK) {
+        nx_status st = a->op->run(ctx, &call, out);
+        if (st != NX_OK) {
             cli_error("run %s: %s", a->op->name, err[0] ? err : nx_ctx_last_error(ctx));
-            rc = CLI_EXIT_FAIL;
+            rc = cli_exit_code(st);
         }
     }
-    for (int i = 0; i < a->n_outputs && rc == CLI_EXIT_OK; i++) {
-        if (nx_npy_write(ctx, a->outputs[i], out[i]) != NX_OK) {
-            cli_error("run %s: %s: %s", a->op->name, a->outputs[i], nx_ctx_last_error(ctx));
-            rc = CLI_EXIT_FAIL;
+    if (rc == CLI_EXIT_OK) {
+        nx_status st = nx_npy_write_many(ctx, a->n_outputs, a->outputs,
+                                         (const nx_tensor *const *)out);
+        if (st != NX_OK) {
+            cli_error("run %s: %s", a->op->name, nx_ctx_last_error(ctx));
+            rc = cli_exit_code(st);
         }
     }
     for (int i = 0; i < MAX_FILES; i++) {
@@ -417,7 +420,13 @@ int cli_cmd_run(int argc, char **argv)
         return cli_table_run(table_op, argc - 1, argv + 1);
     int id = find_op(argv[1]);
     if (id < 0) {
-        cli_error("run: unknown op '%s' (see nitrix run --list)", argv[1]);
+        char near[256];
+        cli_suggest_ops(argv[1], near, sizeof near);
+        if (near[0])
+            cli_error("run: unknown op '%s'; did you mean %s? (see nitrix run --list)", argv[1],
+                      near);
+        else
+            cli_error("run: unknown op '%s' (see nitrix run --list)", argv[1]);
         return CLI_EXIT_USAGE;
     }
     run_args *a = calloc(1, sizeof *a);
@@ -433,9 +442,10 @@ int cli_cmd_run(int argc, char **argv)
     } else if (rc == CLI_EXIT_OK && (rc = fill_defaults(a)) == CLI_EXIT_OK &&
                (rc = check_files(a)) == CLI_EXIT_OK) {
         nx_ctx *ctx = NULL;
-        if (cli_ctx_new_run(&ctx) != NX_OK) {
+        nx_status cst = cli_ctx_new_run(&ctx);
+        if (cst != NX_OK) { /* a bad NITRIX_* setting: 2 */
             cli_error("run %s: %s", a->op->name, nx_ctx_last_error(NULL));
-            rc = CLI_EXIT_USAGE;
+            rc = cli_exit_code(cst);
         } else {
             rc = execute(ctx, a);
             nx_ctx_free(ctx);

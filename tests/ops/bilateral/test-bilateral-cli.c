@@ -124,20 +124,20 @@ static void test_bad_options(void **state)
     assert_int_equal(run("brute_force_knn", "knn_diag_ties_f64", "features", "--k=2", 1), 2);
     assert_int_equal(run("susan_emulator", "susan_3d_f64", "image", "--sigma_space=1 --half=0", 1),
                      2);
-    /* refused by the library: exit 1 (a diagonal metric given an L; k > n; no intensity sigma;
-     * an asymmetric "spd") */
+    /* refused by the library as bad input: exit 2 (a diagonal metric given an L; k > n; no
+     * intensity sigma; an asymmetric "spd") */
     assert_int_equal(
         run("bilateral_gaussian_knn", "bil_knn_factor_f64", "values features metric", "--k=5", 1),
-        1);
-    /* the k form without k: one row takes the index array or k, so neither is a library refusal
-     * (it was a missing required option of the separate knn row: exit 2) */
+        2);
+    /* the k form without k: one row takes the index array or k, so neither is required by the
+     * schema; the op refuses the call, which is a bad command line too (exit 2) */
     assert_int_equal(run("bilateral_gaussian_knn", "bil_knn_factor_f64", "values features metric",
                          "--metric=factor", 1),
-                     1);
+                     2);
     assert_int_equal(run("brute_force_knn", "knn_diag_ties_f64", "features metric", "--k=31", 1),
-                     1);
-    assert_int_equal(run("susan_emulator", "susan_3d_f64", "image", "--sigma_space=1", 1), 1);
-    assert_int_equal(run("metric_from_spd", "bil_factor_lowrank_f64", "metric", "", 1), 1);
+                     2);
+    assert_int_equal(run("susan_emulator", "susan_3d_f64", "image", "--sigma_space=1", 1), 2);
+    assert_int_equal(run("metric_from_spd", "bil_factor_lowrank_f64", "metric", "", 1), 2);
 }
 
 static int setup(void **state)

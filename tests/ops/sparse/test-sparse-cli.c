@@ -86,8 +86,8 @@ static void test_edge_rows(void **state)
         run("ell_edge_aggregate", "edgecli_message", "values indices h", "--edge=attention"), 2);
     assert_int_equal(
         run("ell_edge_aggregate", "edgecli_message", "values indices h", "--semiring=log"), 2);
-    /* Integer features: the library refuses them (exit 1). */
-    assert_int_equal(run("ell_edge_aggregate", "edgecli_message", "values indices indices", ""), 1);
+    /* Integer features: the library refuses them, bad input (exit 2). */
+    assert_int_equal(run("ell_edge_aggregate", "edgecli_message", "values indices indices", ""), 2);
 }
 
 static void test_bad_options(void **state)
@@ -96,10 +96,10 @@ static void test_bad_options(void **state)
     assert_int_equal(run("ell_matmul", "mm_real_float64", "values indices b", "--semiring=ring"),
                      2);
     assert_int_equal(run("ell_rmatvec", "rmv_0_float64", "values indices x", ""), 2);
-    /* n_cols below an index: the library refuses the data. */
-    assert_int_equal(run("ell_rmatvec", "rmv_0_float64", "values indices x", "--n_cols=2"), 1);
+    /* n_cols below an index: the library refuses the data, bad input (exit 2). */
+    assert_int_equal(run("ell_rmatvec", "rmv_0_float64", "values indices x", "--n_cols=2"), 2);
     assert_int_equal(run("grid_laplacian", "lap_1d_wrap", "x", "--mode=mirror"), 2);
-    assert_int_equal(run("grid_laplacian", "lap_1d_wrap", "x", "--spacing=0"), 1);
+    assert_int_equal(run("grid_laplacian", "lap_1d_wrap", "x", "--spacing=0"), 2);
 }
 
 static int setup(void **state)
