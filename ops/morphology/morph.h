@@ -32,6 +32,13 @@ NX_HIDDEN nx_status nx_morph_edt_shape(void *user, int n_in, const nx_dtype *dty
 #define NX_MORPH_NET_MAX 64
 NX_HIDDEN nx_node nx_morph_select_rank(nx_graph *g, int count, const nx_node *values, int rank);
 
+/* The median of windows of any size (median-select.c): an extern picks, at each output place of
+ * the VALID windows of xp (window extents w over its nsp trailing axes; in, the footprint in C
+ * order, NULL: every place), the flat index of the element of rank count / 2, and xp is gathered
+ * there. Compile cost does not depend on the window; run time is linear in it. */
+NX_HIDDEN nx_node nx_morph_median_select(nx_graph *g, nx_node xp, int lead, int nsp,
+                                         const int64_t *w, const uint8_t *in);
+
 /* ---- the op-table side (morph-run.c, the descriptor files dilate.c ... median_filter.c) ----*/
 
 #include "ops/op.h"
