@@ -68,10 +68,12 @@ const nx_op_field nx_morph_median_fields[] = {
 #undef FN
 
 /* Max and min select one input exactly, and the median one of its window: exact in every dtype
- * (tests/ops/morphology assert equality with scipy). */
-const nx_op_tol nx_morph_exact_tols[] = {
-    {NX_DTYPE_F32, NULL, NULL, 0, 0},
-    {NX_DTYPE_F64, NULL, NULL, 0, 0},
+ * (tests/ops/morphology assert equality with scipy; integer and bool results keep x's dtype). */
+const nx_op_tol nx_morph_exact_tols[NX_MORPH_NTOLS] = {
+    {NX_DTYPE_F32, NULL, NULL, 0, 0}, {NX_DTYPE_F64, NULL, NULL, 0, 0},
+    {NX_DTYPE_U8, NULL, NULL, 0, 0},  {NX_DTYPE_BOOL, NULL, NULL, 0, 0},
+    {NX_DTYPE_I8, NULL, NULL, 0, 0},  {NX_DTYPE_I16, NULL, NULL, 0, 0},
+    {NX_DTYPE_I32, NULL, NULL, 0, 0}, {NX_DTYPE_I64, NULL, NULL, 0, 0},
 };
 
 /* ---- one call ------------------------------------------------------------------------------*/

@@ -65,7 +65,8 @@ NX_HIDDEN extern const nx_op_opt nx_morph_opts_schema[NX_MORPH_NOPTS];
 NX_HIDDEN extern const nx_op_field nx_morph_fields[];
 NX_HIDDEN extern const nx_op_opt nx_morph_median_schema[NX_MORPH_MEDIAN_NOPTS];
 NX_HIDDEN extern const nx_op_field nx_morph_median_fields[];
-NX_HIDDEN extern const nx_op_tol nx_morph_exact_tols[];
+#define NX_MORPH_NTOLS 8
+NX_HIDDEN extern const nx_op_tol nx_morph_exact_tols[NX_MORPH_NTOLS];
 /* op is an nx_morph_op, or NX_MORPH_OP_COUNT for the median. */
 NX_HIDDEN nx_status nx_morph_desc_check(const nx_op_args *c, int op);
 NX_HIDDEN nx_status nx_morph_desc_run(const nx_op_args *c, int op, nx_tensor **outs);
