@@ -380,6 +380,67 @@ static void test_huge_window(void **state)
     nx_ctx_free(ctx);
 }
 
+static int budget_lines;
+static void budget_log(void *user, nx_log_level level, const char *msg)
+{
+    (void)user, (void)level;
+    if (strstr(msg, "compile budget"))
+        budget_lines++;
+}
+
+/* The CPU backend's compile budget (issue 27): a loop kernel above NX_X86_MAX_INST instructions
+ * (here 12000 fused sines summed) is not handed to LLVM; it runs on the kernel interpreter after one
+ * loud fallback line, and its values are the reference interpreter's. */
+static void test_compile_budget(void **state)
+{
+    (void)state;
+    nx_allocator a = nx_test_allocator(&g_ta);
+    memset(&g_ta, 0, sizeof g_ta);
+    nx_ctx_opts co = {.allocator = &a, .ignore_env = true, .log = budget_log,
+                      .cache_dir = getenv("NITRIX_CACHE_DIR")};
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(&co, &ctx), NX_OK);
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    int64_t n = 8;
+    nx_node x = nx_input(g, "x", NX_DTYPE_F64, 1, &n);
+    /* A wide graph, summed as a balanced tree (a deep chain would only test recursion depth). */
+    enum { TERMS = 12000 };
+    static nx_node t[TERMS];
+    for (int i = 0; i < TERMS; i++)
+        t[i] = nx_sin(g, nx_add(g, x, nx_scalar(g, NX_DTYPE_F64, 1e-3 * i)));
+    for (int m = TERMS; m > 1;) {
+        int h = m / 2;
+        for (int i = 0; i < h; i++)
+            t[i] = nx_add(g, t[2 * i], t[2 * i + 1]);
+        if (m % 2)
+            t[h] = t[m - 1];
+        m = h + m % 2;
+    }
+    nx_node y = t[0];
+    double v[8] = {0.1, 0.5, 1, 1.5, 2, -1, -0.3, 3};
+    nx_tensor *xt = make(ctx, NX_DTYPE_F64, 1, &n, v), *got = NULL, *want = NULL;
+    nx_program *pc = NULL, *pr = NULL;
+    budget_lines = 0;
+    nx_compile_opts cc = {.backend = NX_BACKEND_CPU, .n_outputs = 1, .outputs = &y};
+    assert_int_equal(nx_graph_compile(g, &cc, &pc), NX_OK);
+    assert_int_equal(budget_lines, 1);
+    nx_compile_opts cr = {.backend = NX_BACKEND_REF, .n_outputs = 1, .outputs = &y};
+    assert_int_equal(nx_graph_compile(g, &cr, &pr), NX_OK);
+    assert_int_equal(nx_program_run(pc, (const nx_tensor *const[]){xt}, &got), NX_OK);
+    assert_int_equal(nx_program_run(pr, (const nx_tensor *const[]){xt}, &want), NX_OK);
+    for (int i = 0; i < 8; i++)
+        assert_true(nx_test_close(at(got, i), at(want, i), 1e-12, 1e-12));
+    nx_tensor_free(got);
+    nx_tensor_free(want);
+    nx_tensor_free(xt);
+    nx_program_free(pc);
+    nx_program_free(pr);
+    nx_graph_free(g);
+    nx_ctx_free(ctx);
+    assert_int_equal(g_ta.live, 0);
+}
+
 /* Leading axes are batch axes when nspatial is set: each slice is dilated on its own. */
 static void test_batch_and_dtypes(void **state)
 {
@@ -1063,6 +1124,7 @@ int main(void)
         cmocka_unit_test(test_grad_fd),
         cmocka_unit_test(test_grad_fd_large),
         cmocka_unit_test(test_huge_window),
+        cmocka_unit_test(test_compile_budget),
         cmocka_unit_test(test_batch_and_dtypes),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_alloc_sweep),
