@@ -328,14 +328,15 @@ static nx_node line_pass(nx_graph *g, nx_node x, int axis, int64_t w, bool dilat
 }
 
 /* How the passes of a flat box run. Unrolled passes (box_pass) fuse into their reader, which then
- * holds the product of their extents in loads: fine for a 3^3 box (27, one vectorised loop), an
- * explosion for larger ones or for open/close (the second op reads the first's fused passes at each
- * of its places: 5^3 * 5^3 loads for a 5^3 close, which LLVM does not finish compiling). So the
+ * holds the product of their extents in loads: fine up to a 5^3 box (125 loads, one vectorised
+ * loop on the CPU, the stencil tiles on CUDA), an explosion for larger ones or for open/close (the
+ * second op reads the first's fused passes at each of its places: 5^3 * 5^3 loads for a 5^3
+ * close, which LLVM does not finish compiling). So the
  * passes are unrolled only while the product over the whole chain (both ops of open/close) stays
  * within NX_MORPH_UNROLL_MAX; otherwise each pass is a kernel of its own: a window fold for
  * extents below NX_MORPH_LINE_MIN, van Herk from there on (measured crossovers: docs/morphology.md,
  * "Window size"). No kernel the compiler sees then grows with the element. */
-#define NX_MORPH_UNROLL_MAX 27
+#define NX_MORPH_UNROLL_MAX 125
 #define NX_MORPH_LINE_MIN 32
 
 static int64_t box_product(const morph_elem *e)
