@@ -131,7 +131,7 @@ static void select_chunk(void *user, int64_t begin, int64_t end, int chunk)
 }
 
 static nx_status select_reference(void *user, nx_ctx *ctx, int n_in, const nx_tensor *const *ins,
-                                   nx_tensor *out)
+                                  nx_tensor *out)
 {
     (void)user, (void)n_in;
     const nx_tensor *x = ins[0], *fp = ins[1];

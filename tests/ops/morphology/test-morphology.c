@@ -390,8 +390,8 @@ static void budget_log(void *user, nx_log_level level, const char *msg)
 }
 
 /* The CPU backend's compile budget (issue 27): a loop kernel above NX_X86_MAX_INST instructions
- * (here 12000 fused sines summed) is not handed to LLVM; it runs on the kernel interpreter after one
- * loud fallback line, and its values are the reference interpreter's. */
+ * (here 12000 fused sines summed) is not handed to LLVM; it runs on the kernel interpreter after
+ * one loud fallback line, and its values are the reference interpreter's. */
 static void test_compile_budget(void **state)
 {
     (void)state;
