@@ -127,6 +127,15 @@ def main():
         ("median_filter_3x3x3", "[128,128,128]", lambda: ndi.median_filter(u128, size=3)),
         ("connected_components", "[128,128,128]", lambda: ndi.label(m128)),
     ]
+    # The window-size rows (issue 27): grey_dilation and median_filter of cubic boxes on the
+    # uniform 128^3 volume. scipy's median is linear in the window per voxel: w21 and w41 take
+    # minutes a call (pass --runs 1 and --rows to pick them).
+    for w in (3, 9, 21, 41):
+        rows.append((f"dilate_w{w}", "[128,128,128]",
+                     lambda w=w: ndi.grey_dilation(u128, size=(w, w, w))))
+    for w in (3, 9, 21, 41):
+        rows.append((f"median_filter_w{w}", "[128,128,128]",
+                     lambda w=w: ndi.median_filter(u128, size=w)))
     want = [r for r in args.rows.split(",") if r]
     for name, shape, fn in rows:
         if want and not any(w in name for w in want):

@@ -67,8 +67,8 @@ typedef struct nx_morph_opts {
  * become graph constants. NX_NONE with the graph's error on failure. */
 NX_API nx_node nx_morph_node(nx_graph *g, nx_morph_op op, nx_node x, const nx_morph_opts *opts);
 
-/* On tensors: x f32 or f64 (integers and bool are converted to f32 first, as the spec has it);
- * the result has x's float dtype. The program is cached per (op, options, element, shapes,
+/* On tensors: x f32, f64, an integer or bool; the result has x's dtype, as scipy's does (integers
+ * and bool are computed in a float dtype that holds their values: docs/morphology.md). The program is cached per (op, options, element, shapes,
  * dtypes, backend). opts may be NULL (3^n flat box, SAME, reflect). */
 NX_API nx_status nx_morph(nx_ctx *ctx, nx_morph_op op, const nx_tensor *x,
                           const nx_morph_opts *opts, nx_tensor **out);
@@ -129,8 +129,9 @@ NX_API nx_status nx_distance_transform_edt(nx_ctx *ctx, const nx_tensor *mask,
                                            const nx_edt_opts *opts, nx_tensor **out);
 
 /* scipy.ndimage.median_filter with size or footprint (opts->structure must be NULL), scipy's
- * border modes (reflect by default) and origin: the element of rank count / 2 of each window,
- * by the IR's sort along the flattened window axis. NaN sorts last (numpy's order). */
+ * border modes (reflect by default) and origin: the element of rank count / 2 of each window, by a
+ * selection network (at most 64 places) or a selection per voxel (docs/morphology.md). NaN sorts
+ * last (numpy's order). */
 NX_API nx_node nx_median_node(nx_graph *g, nx_node x, const nx_morph_opts *opts);
 NX_API nx_status nx_median_filter(nx_ctx *ctx, const nx_tensor *x, const nx_morph_opts *opts,
                                   nx_tensor **out);

@@ -34,6 +34,7 @@ SEED = 20261129       # every case but the large volumes
 SEED_BIG = 20261130   # the tiled EDT volumes and the slab-parallel labels
 SEED_GAPS = 20261201  # the windowed EDT passes
 SEED_LCC = 20261202   # the largest component (its own stream: earlier cases stay byte-identical)
+SEED_WIN = 20261203   # large windows (per-axis folds, van Herk, the selection median) and dtypes
 
 # The ops' names and option keywords as the op table has them (ops/ops.def, the descriptors'
 # schemas): one place to change when the table renames one.
@@ -94,8 +95,10 @@ def write_case(name, op, dtype, inputs, outputs, options, generator, seed, extra
 
 
 def grey(rng, name, op, shape, dtype, *, size=None, footprint=None, structure=None,
-         mode="reflect", cval=0.0):
-    x = rng.randint(-4, 5, size=shape).astype(dtype) + (rng.rand(*shape) > 0.7).astype(dtype) / 4
+         mode="reflect", cval=0.0, seed=SEED, x=None):
+    if x is None:
+        x = (rng.randint(-4, 5, size=shape).astype(dtype) +
+             (rng.rand(*shape) > 0.7).astype(dtype) / 4)
     kw = {"mode": mode, "cval": cval}
     tensors, opts = [], []
     if size is not None:
@@ -115,7 +118,17 @@ def grey(rng, name, op, shape, dtype, *, size=None, footprint=None, structure=No
     args = ", ".join(f"{k}={'<' + k + '>' if k in ('footprint', 'structure') else repr(v)}"
                      for k, v in kw.items())
     write_case(name, op, dtype, [("x", x)], [("out", out)], opts,
-               f"scipy.ndimage.{GREY[op].__name__}(x, {args})", SEED, tensors=tensors)
+               f"scipy.ndimage.{GREY[op].__name__}(x, {args})", seed, tensors=tensors)
+
+
+def int_input(rng, shape, dtype):
+    """Values over most of an integer dtype's range (bool: half true), many ties."""
+    if dtype == np.bool_:
+        return rng.rand(*shape) > 0.5
+    info = np.iinfo(dtype)
+    lo, hi = max(int(info.min), -2**40), min(int(info.max), 2**40)
+    return rng.randint(lo // 7 * 7, hi // 7 * 7 + 1, size=shape, dtype=np.int64) \
+        .astype(dtype) // 7 * 7
 
 
 def binary(rng, name, op, shape, footprint):
@@ -339,6 +352,50 @@ def main():
     for name, shape, conn in [("lcc2_c1", (15, 17), 1), ("lcc3_c3", (7, 8, 9), 3)]:
         largest(name, (lcc.rand(*shape) > 0.6).astype(np.uint8), conn, SEED_LCC)
     largest("lcc2_empty", np.zeros((4, 5), np.uint8), 2, SEED_LCC)
+    # Large windows: boxes beyond the unrolled passes' budget (per-axis window folds below extent
+    # 32, van Herk scans from there), open/close whose fused passes exploded the compiler, medians
+    # of more than 64 places (the selection extern); non-cubic sizes, every border rule.
+    win = np.random.RandomState(SEED_WIN)
+    W = dict(seed=SEED_WIN)
+    grey(win, "d3_box9", "dilate", (11, 12, 10), f32, size=(9, 9, 9), **W)
+    grey(win, "e3_box9", "erode", (11, 12, 10), f64, size=(9, 9, 9), **W)
+    grey(win, "d3_box21", "dilate", (13, 9, 11), f32, size=(21, 21, 21), **W)
+    grey(win, "e3_box21_nearest", "erode", (13, 9, 11), f32, size=(21, 21, 21), mode="nearest",
+         **W)
+    grey(win, "d3_box_mixed", "dilate", (14, 12, 9), f64, size=(5, 33, 2), **W)
+    grey(win, "e3_box_mixed", "erode", (14, 12, 9), f32, size=(34, 7, 3), mode="mirror", **W)
+    grey(win, "d1_box40", "dilate", (70,), f64, size=(40,), **W)
+    grey(win, "e1_box33_wrap", "erode", (50,), f32, size=(33,), mode="wrap", **W)
+    grey(win, "d2_box35_constant", "dilate", (41, 37), f32, size=(35, 32), mode="constant",
+         cval=2.5, **W)
+    grey(win, "e2_box41_wide", "erode", (9, 12), f64, size=(41, 40), **W)
+    grey(win, "o3_box5", "open", (32, 32, 32), f32, size=(5, 5, 5), **W)
+    grey(win, "c3_box5", "close", (32, 32, 32), f32, size=(5, 5, 5), **W)
+    grey(win, "c3_box357", "close", (20, 18, 16), f32, size=(3, 5, 7), **W)
+    grey(win, "o3_box3", "open", (12, 11, 10), f64, size=(3, 3, 3), **W)
+    grey(win, "o3_box21", "open", (13, 14, 12), f32, size=(21, 9, 33), mode="wrap", **W)
+    ball = ndi.iterate_structure(ndi.generate_binary_structure(3, 1), 4)
+    grey(win, "d3_ball9", "dilate", (12, 11, 10), f32, footprint=ball, **W)
+    grey(win, "m3_box9", "median", (12, 11, 10), f32, size=(9, 9, 9), **W)
+    grey(win, "m3_box21", "median", (9, 8, 7), f64, size=(21, 21, 21), **W)
+    grey(win, "m3_box_mixed", "median", (14, 12, 9), f32, size=(5, 9, 4), mode="mirror", **W)
+    grey(win, "m3_ball9", "median", (12, 11, 10), f64, footprint=ball, mode="nearest", **W)
+    grey(win, "m2_box10_wrap", "median", (15, 13), f32, size=(10, 10), mode="wrap", **W)
+    grey(win, "m2_box9_constant", "median", (15, 13), f64, size=(9, 9), mode="constant",
+         cval=1.25, **W)
+    # Integer and bool inputs keep their dtype (scipy's results do), small and large windows.
+    for dt, tag in [(np.uint8, "u8"), (np.bool_, "bool"), (np.int8, "i8"), (np.int16, "i16"),
+                    (np.int32, "i32"), (np.int64, "i64")]:
+        for op, size in [("dilate", (3, 3, 3)), ("erode", (3, 3, 3)), ("open", (3, 3, 3)),
+                         ("close", (5, 5, 5)), ("median", (3, 3, 3)), ("dilate", (9, 33, 4)),
+                         ("median", (5, 5, 5))]:
+            name = f"{op[0]}3_{tag}_{'x'.join(str(v) for v in size)}"
+            grey(win, name, op, (10, 36, 9), dt, size=size, x=int_input(win, (10, 36, 9), dt),
+                 **W)
+    grey(win, "d2_u8_cross", "dilate", (9, 8), np.uint8, footprint=cross,
+         x=int_input(win, (9, 8), np.uint8), **W)
+    grey(win, "m2_bool_asym", "median", (9, 8), np.bool_, footprint=asym,
+         x=int_input(win, (9, 8), np.bool_), **W)
     print(f"golden/morphology: {count} cases")
 
 

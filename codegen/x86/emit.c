@@ -654,6 +654,17 @@ const char *nx_x86_kernel_unsupported(const nx_kernel *k)
                    ? "cpu: a library kernel with a prologue or an epilogue (fused for another "
                      "backend)"
                    : NULL;
+    /* The compile budget: LLVM's optimisation time grows faster than a kernel's size (a 15625-load
+     * fused kernel sat in IndVarSimplify for minutes), so a kernel this large is never handed to
+     * it; the kernel interpreter runs it, with the placement's loud fallback. Builders keep their
+     * kernels far below (docs/morphology.md, "Window size"). */
+    if (k->ninst > NX_X86_MAX_INST) {
+        snprintf(why, sizeof why,
+                 "cpu: %d instructions, above the JIT's compile budget of %d (compile time grows "
+                 "faster than the kernel)",
+                 k->ninst, NX_X86_MAX_INST);
+        return why;
+    }
     for (int b = 0; b < k->nbufs; b++)
         if (!rty(k->bufs[b].dtype)) {
             snprintf(why, sizeof why, "cpu: buffer %d is %s (f16/bf16 values are not emitted)", b,

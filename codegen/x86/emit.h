@@ -34,6 +34,8 @@ NX_HIDDEN nx_status nx_x86_plan_run_ex(nx_ctx *ctx, const nx_kplan *p, const nx_
  * is refused here, never emitted by a default. The reason is in a per-thread buffer, valid until
  * the thread's next call. */
 NX_HIDDEN const char *nx_x86_kernel_unsupported(const nx_kernel *k);
+/* Loop kernels with more instructions than this are not compiled (the compile budget). */
+#define NX_X86_MAX_INST 32768
 /* nx_x86_kernel_unsupported(k) == NULL (the backend's supports). */
 NX_HIDDEN bool nx_x86_supports(const nx_kernel *k);
 

@@ -25,7 +25,7 @@ const nx_op_desc nx_op_close = {
     .run = run,
     .golden = "morphology",
     .tols = nx_morph_exact_tols,
-    .ntols = 2,
+    .ntols = NX_MORPH_NTOLS,
     .fd_note = "max/min/median are not differentiable at ties (two window places holding the "
                "winning value): the FD test jitters the golden inputs apart first",
 };

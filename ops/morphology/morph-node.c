@@ -105,6 +105,10 @@ static int64_t mirrored(const morph_elem *e, int64_t k)
 static nx_status elem_fill(nx_ctx *ctx, const char *who, bool dilate, const double *fp,
                            const double *sv, morph_elem *e)
 {
+    if (!fp && !sv) { /* a flat box: nothing per place (its places may be too many to list) */
+        e->flat_box = true;
+        return NX_OK;
+    }
     e->in = nx_rt_alloc(ctx, (size_t)e->count);
     e->values = nx_rt_calloc(ctx, (size_t)e->count, sizeof(double));
     if (!e->in || !e->values) {
@@ -235,31 +239,148 @@ static nx_node box_pass(nx_graph *g, nx_node x, int axis, int64_t w, bool dilate
     return y;
 }
 
+/* One 1-D pass of a flat box along axis as a window fold: the padded axis viewed as windows of
+ * extent w and folded by MAX (MIN), a reduction loop whose kernel does not grow with w. The fold
+ * is a kernel of its own (its consumer is the next pass's pad or slice), so the passes before it
+ * are computed once, not once per window place. Ties keep the first winner (the fold's adjoint). */
+static nx_node fold_pass(nx_graph *g, nx_node x, int axis, int64_t w, bool dilate,
+                         const nx_morph_opts *o)
+{
+    int nd = nx_node_ndim(g, x);
+    int64_t lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0}, win[NX_MAX_DIMS], shape[NX_MAX_DIMS];
+    if (o->padding == NX_MORPH_SAME) {
+        int64_t half = w / 2, rest = w - 1 - half;
+        lo[axis] = dilate ? rest : half;
+        hi[axis] = dilate ? half : rest;
+        x = nx_pad(g, x, lo, hi, border_pad[o->border], o->cval);
+    }
+    if (!x || !nx_node_shape(g, x, shape))
+        return NX_NONE;
+    if (shape[axis] < w)
+        return nx_ir_graph_failf(
+            g, NX_ERR_SHAPE,
+            "nx_morph_node: VALID with an element of extent %lld on an axis of "
+            "%lld; expected an element no larger than the image",
+            (long long)w, (long long)shape[axis]);
+    int axes[NX_MAX_DIMS];
+    for (int i = 0; i < nd; i++) {
+        win[i] = i == axis ? w : 1;
+        axes[i] = nd + i;
+    }
+    nx_node v = nx_window(g, x, win, NULL, NULL);
+    return nx_reduce(g, v, nd, axes, dilate ? NX_MONOID_MAX : NX_MONOID_MIN, false);
+}
+
+/* One 1-D pass of a flat box along axis by van Herk / Gil-Werman: O(1) per place whatever w. The
+ * padded axis (length L) is padded again with the fold's identity to a multiple of w and cut
+ * into blocks of w; P is the running max (min) from each block's start, S from each block's end
+ * (two scans). The window [i, i + w - 1] spans at most two blocks, so it is S[i] (its part in the
+ * first) combined with P[i + w - 1] (its part in the second; the whole window when i starts a
+ * block). Scans are library kernels: P and S are computed once, and the kernels around them do
+ * not grow with w. Ties: the scans' adjoints send a tie within S to its last winner, within P
+ * to its first, and a tie between S and P to S's (the earlier places). */
+static nx_node line_pass(nx_graph *g, nx_node x, int axis, int64_t w, bool dilate,
+                         const nx_morph_opts *o)
+{
+    int nd = nx_node_ndim(g, x);
+    int64_t lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0}, shape[NX_MAX_DIMS];
+    if (o->padding == NX_MORPH_SAME) {
+        int64_t half = w / 2, rest = w - 1 - half;
+        lo[axis] = dilate ? rest : half;
+        hi[axis] = dilate ? half : rest;
+        x = nx_pad(g, x, lo, hi, border_pad[o->border], o->cval);
+    }
+    if (!x || !nx_node_shape(g, x, shape))
+        return NX_NONE;
+    int64_t len = shape[axis], n = len - w + 1;
+    if (n < 1)
+        return nx_ir_graph_failf(
+            g, NX_ERR_SHAPE,
+            "nx_morph_node: VALID with an element of extent %lld on an axis of "
+            "%lld; expected an element no larger than the image",
+            (long long)w, (long long)len);
+    int64_t nb = (len + w - 1) / w, extra = nb * w - len;
+    if (extra > 0) {
+        int64_t zero[NX_MAX_DIMS] = {0}, tail[NX_MAX_DIMS] = {0};
+        tail[axis] = extra;
+        x = nx_pad(g, x, zero, tail, NX_PAD_CONSTANT, dilate ? -INFINITY : INFINITY);
+    }
+    int64_t blocks[NX_MAX_DIMS + 1], full[NX_MAX_DIMS];
+    for (int i = 0, j = 0; i < nd; i++) {
+        full[i] = i == axis ? nb * w : shape[i];
+        if (i == axis) {
+            blocks[j++] = nb;
+            blocks[j++] = w;
+        } else {
+            blocks[j++] = shape[i];
+        }
+    }
+    nx_monoid m = dilate ? NX_MONOID_MAX : NX_MONOID_MIN;
+    nx_node b = nx_reshape(g, x, nd + 1, blocks);
+    nx_node p = nx_reshape(g, nx_scan(g, b, axis + 1, m, false), nd, full);
+    nx_node s = nx_reshape(g, nx_scan(g, b, axis + 1, m, true), nd, full);
+    int64_t start[NX_MAX_DIMS] = {0}, stop[NX_MAX_DIMS];
+    memcpy(stop, shape, (size_t)nd * sizeof(int64_t));
+    stop[axis] = n;
+    nx_node ss = nx_slice(g, s, start, stop, NULL);
+    start[axis] = w - 1;
+    stop[axis] = w - 1 + n;
+    nx_node pp = nx_slice(g, p, start, stop, NULL);
+    return dilate ? nx_maximum(g, ss, pp) : nx_minimum(g, ss, pp);
+}
+
+/* How the passes of a flat box run. Unrolled passes (box_pass) fuse into their reader, which then
+ * holds the product of their extents in loads: fine up to a 5^3 box (125 loads, one vectorised
+ * loop on the CPU, the stencil tiles on CUDA), an explosion for larger ones or for open/close (the
+ * second op reads the first's fused passes at each of its places: 5^3 * 5^3 loads for a 5^3
+ * close, which LLVM does not finish compiling). So the
+ * passes are unrolled only while the product over the whole chain (both ops of open/close) stays
+ * within NX_MORPH_UNROLL_MAX; otherwise each pass is a kernel of its own: a window fold for
+ * extents below NX_MORPH_LINE_MIN, van Herk from there on (measured crossovers: docs/morphology.md,
+ * "Window size"). No kernel the compiler sees then grows with the element. */
+#define NX_MORPH_UNROLL_MAX 125
+#define NX_MORPH_LINE_MIN 32
+
+static int64_t box_product(const morph_elem *e)
+{
+    int64_t p = 1;
+    for (int i = 0; i < e->nsp; i++)
+        p = p > NX_MORPH_UNROLL_MAX ? p : p * e->w[i];
+    return p;
+}
+
 /* A flat box is separable: the max (min) over a box is the max over its last axis, then over the
  * one before, and so on (w_1 + .. + w_d instead of w_1 * .. * w_d per voxel), exactly, for every
  * border rule (each pads axis by axis) and for VALID. Folding the last axis first keeps the
  * first winner in C order of the whole window: each pass keeps its first winner, and the final
  * pass over the first axis picks the first row holding the maximum, so gradients go where the
- * window fold would send them. */
+ * window fold would send them (van Herk passes excepted, see line_pass). */
 static nx_node box_separable(nx_graph *g, nx_node x, bool dilate, const morph_elem *e,
-                             const nx_morph_opts *o)
+                             const nx_morph_opts *o, bool unroll)
 {
     int lead = nx_node_ndim(g, x) - e->nsp;
-    for (int i = e->nsp - 1; i >= 0; i--)
-        if (e->w[i] > 1)
+    for (int i = e->nsp - 1; i >= 0; i--) {
+        if (e->w[i] <= 1)
+            continue;
+        if (unroll)
             x = box_pass(g, x, lead + i, e->w[i], dilate, o);
+        else if (e->w[i] < NX_MORPH_LINE_MIN)
+            x = fold_pass(g, x, lead + i, e->w[i], dilate, o);
+        else
+            x = line_pass(g, x, lead + i, e->w[i], dilate, o);
+    }
     return x;
 }
 
 /* One dilation or erosion of x (float) by a resolved element. */
 static nx_node morph_once(nx_graph *g, nx_node x, bool dilate, const morph_elem *e,
-                          const nx_morph_opts *o)
+                          const nx_morph_opts *o, bool unroll)
 {
     int nd = nx_node_ndim(g, x), lead = nd - e->nsp;
     if (x == NX_NONE || lead < 0)
         return NX_NONE; /* an earlier builder failed (out of memory): its error is recorded */
     if (e->flat_box && !e->has_values)
-        return box_separable(g, x, dilate, e, o);
+        return box_separable(g, x, dilate, e, o, unroll);
     int64_t lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0}, win[NX_MAX_DIMS], wshape[NX_MAX_DIMS];
     for (int i = 0; i < nd; i++)
         win[i] = wshape[i] = i < lead ? 1 : e->w[i - lead];
@@ -332,18 +453,21 @@ nx_node nx_morph_node(nx_graph *g, nx_morph_op op, nx_node x, const nx_morph_opt
         return graph_fail(g, st);
     }
     nx_node y = NX_NONE;
+    int64_t chain = box_product(&dil);
+    bool two = op == NX_MORPH_OPEN || op == NX_MORPH_CLOSE;
+    bool unroll = two ? chain <= NX_MORPH_UNROLL_MAX / chain : chain <= NX_MORPH_UNROLL_MAX;
     switch (op) {
     case NX_MORPH_DILATE:
-        y = morph_once(g, x, true, &dil, o);
+        y = morph_once(g, x, true, &dil, o, unroll);
         break;
     case NX_MORPH_ERODE:
-        y = morph_once(g, x, false, &ero, o);
+        y = morph_once(g, x, false, &ero, o, unroll);
         break;
     case NX_MORPH_OPEN:
-        y = morph_once(g, morph_once(g, x, false, &ero, o), true, &dil, o);
+        y = morph_once(g, morph_once(g, x, false, &ero, o, unroll), true, &dil, o, unroll);
         break;
     default:
-        y = morph_once(g, morph_once(g, x, true, &dil, o), false, &ero, o);
+        y = morph_once(g, morph_once(g, x, true, &dil, o, unroll), false, &ero, o, unroll);
         break;
     }
     elem_free(ctx, &dil);
@@ -370,7 +494,7 @@ static nx_node median_network(nx_graph *g, nx_node xp, const morph_elem *e, int 
     nx_node vals[NX_MORPH_NET_MAX];
     int k = 0;
     for (int64_t j = 0; j < e->count; j++) {
-        if (!e->in[j])
+        if (e->in && !e->in[j])
             continue;
         int64_t start[NX_MAX_DIMS] = {0}, stop[NX_MAX_DIMS], r = j;
         for (int i = nd - 1; i >= lead; i--) {
@@ -384,9 +508,44 @@ static nx_node median_network(nx_graph *g, nx_node xp, const morph_elem *e, int 
     return nx_morph_select_rank(g, n_in, vals, n_in / 2);
 }
 
-/* Median over the window as the IR's sort along one flattened window axis, then the element of
- * rank count / 2 (scipy's median_filter rank, the upper median for even counts). Small windows
- * could use sorting networks; that is the backends' lowering of sort, not a separate op here. */
+/* The median by the IR's sort along one flattened window axis (the footprint's places picked
+ * with a gather): the device form for large windows. It views every window at once (count values
+ * per place). */
+static nx_node median_sort(nx_graph *g, nx_node xp, const morph_elem *e, int nd,
+                           const int64_t *win)
+{
+    nx_ctx *ctx = nx_graph_ctx(g);
+    nx_node v = nx_window(g, xp, win, NULL, NULL);
+    int64_t shape[NX_MAX_DIMS * 2];
+    if (!v || !nx_node_shape(g, v, shape))
+        return NX_NONE;
+    shape[nd] = e->count;
+    v = nx_reshape(g, v, nd + 1, shape);
+    int64_t k = e->count;
+    if (e->in && !e->flat_box) {
+        int64_t *idx = nx_rt_alloc(ctx, (size_t)e->count * sizeof(int64_t));
+        if (!idx)
+            return nx_ir_graph_failf(g, NX_ERR_NOMEM, "nx_median_node: out of memory");
+        k = 0;
+        for (int64_t j = 0; j < e->count; j++)
+            if (e->in[j])
+                idx[k++] = j;
+        v = nx_gather(g, v, nx_constant(g, NX_DTYPE_I64, 1, &k, idx), nd);
+        nx_rt_free(ctx, idx, (size_t)e->count * sizeof(int64_t));
+    }
+    v = nx_sort(g, v, nd, false);
+    int64_t start[NX_MAX_DIMS] = {0}, stop[NX_MAX_DIMS];
+    memcpy(stop, shape, (size_t)nd * sizeof(int64_t));
+    start[nd] = k / 2;
+    stop[nd] = k / 2 + 1;
+    return nx_reshape(g, nx_slice(g, v, start, stop, NULL), nd, shape);
+}
+
+/* The median over each window: the element of rank count / 2 (scipy's median_filter rank, the
+ * upper median for even counts). Windows of at most NX_MORPH_NET_MAX places take a selection
+ * network (one fused loop); larger ones the selection extern (median-select.c), linear in the
+ * window, except on the cuda backend, which sorts each window with the IR's sort (the extern has
+ * no device code). */
 nx_node nx_median_node(nx_graph *g, nx_node x, const nx_morph_opts *opts)
 {
     static const char *who = "nx_median_node";
@@ -417,41 +576,19 @@ nx_node nx_median_node(nx_graph *g, nx_node x, const nx_morph_opts *opts)
     }
     nx_node xp =
         o->padding == NX_MORPH_SAME ? nx_pad(g, x, lo, hi, border_pad[o->border], o->cval) : x;
-    int64_t n_in = 0;
-    for (int64_t j = 0; j < e.count; j++)
-        n_in += e.in[j];
-    if (n_in <= NX_MORPH_NET_MAX) {
-        nx_node y = median_network(g, xp, &e, lead, (int)n_in);
-        elem_free(ctx, &e);
-        return y;
+    int64_t n_in = e.count;
+    if (e.in) {
+        n_in = 0;
+        for (int64_t j = 0; j < e.count; j++)
+            n_in += e.in[j];
     }
-    nx_node v = nx_window(g, xp, win, NULL, NULL);
-    int64_t shape[NX_MAX_DIMS * 2];
     nx_node y = NX_NONE;
-    if (v && nx_node_shape(g, v, shape)) {
-        shape[nd] = e.count;
-        v = nx_reshape(g, v, nd + 1, shape);
-        int64_t k = e.count;
-        if (!e.flat_box) {
-            int64_t *idx = nx_rt_alloc(ctx, (size_t)e.count * sizeof(int64_t));
-            if (!idx) {
-                elem_free(ctx, &e);
-                return nx_ir_graph_failf(g, NX_ERR_NOMEM, "%s: out of memory", who);
-            }
-            k = 0;
-            for (int64_t j = 0; j < e.count; j++)
-                if (e.in[j])
-                    idx[k++] = j;
-            v = nx_gather(g, v, nx_constant(g, NX_DTYPE_I64, 1, &k, idx), nd);
-            nx_rt_free(ctx, idx, (size_t)e.count * sizeof(int64_t));
-        }
-        v = nx_sort(g, v, nd, false);
-        int64_t start[NX_MAX_DIMS] = {0}, stop[NX_MAX_DIMS];
-        memcpy(stop, shape, (size_t)nd * sizeof(int64_t));
-        start[nd] = k / 2;
-        stop[nd] = k / 2 + 1;
-        y = nx_reshape(g, nx_slice(g, v, start, stop, NULL), nd, shape);
-    }
+    if (n_in <= NX_MORPH_NET_MAX)
+        y = median_network(g, xp, &e, lead, (int)n_in);
+    else if (o->backend != NX_BACKEND_CUDA)
+        y = nx_morph_median_select(g, xp, lead, nsp, e.w, e.in);
+    else
+        y = median_sort(g, xp, &e, nd, win);
     elem_free(ctx, &e);
     return y;
 }

@@ -9,6 +9,7 @@
  * (the runner's placement refuses them on any other, naming the tensor). The structuring element
  * and footprint are read on the host (they become graph constants). */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "morph.h"
@@ -67,10 +68,12 @@ const nx_op_field nx_morph_median_fields[] = {
 #undef FN
 
 /* Max and min select one input exactly, and the median one of its window: exact in every dtype
- * (tests/ops/morphology assert equality with scipy). */
-const nx_op_tol nx_morph_exact_tols[] = {
-    {NX_DTYPE_F32, NULL, NULL, 0, 0},
-    {NX_DTYPE_F64, NULL, NULL, 0, 0},
+ * (tests/ops/morphology assert equality with scipy; integer and bool results keep x's dtype). */
+const nx_op_tol nx_morph_exact_tols[NX_MORPH_NTOLS] = {
+    {NX_DTYPE_F32, NULL, NULL, 0, 0}, {NX_DTYPE_F64, NULL, NULL, 0, 0},
+    {NX_DTYPE_U8, NULL, NULL, 0, 0},  {NX_DTYPE_BOOL, NULL, NULL, 0, 0},
+    {NX_DTYPE_I8, NULL, NULL, 0, 0},  {NX_DTYPE_I16, NULL, NULL, 0, 0},
+    {NX_DTYPE_I32, NULL, NULL, 0, 0}, {NX_DTYPE_I64, NULL, NULL, 0, 0},
 };
 
 /* ---- one call ------------------------------------------------------------------------------*/
@@ -85,6 +88,7 @@ typedef struct morph_call {
     const nx_tensor *x;
     nx_morph_opts o;
     morph_stage stage;
+    nx_dtype out_dtype; /* x's dtype: the result keeps it, as scipy's does */
 } morph_call;
 
 static void opts_of(const nx_morph_args *a, nx_morph_opts *o)
@@ -119,6 +123,19 @@ static nx_node pad_box(nx_graph *g, nx_node x, bool dilate, const nx_morph_opts 
     return nx_pad(g, x, lo, hi, modes[o->border], o->cval);
 }
 
+/* Integer and bool inputs are computed in a float dtype that holds each of their values exactly
+ * (f32 up to 16 bits, f64 for i32 and i64; i64 values beyond 2^53 round). */
+static nx_dtype compute_dtype(nx_dtype d)
+{
+    switch (d) {
+    case NX_DTYPE_I32:
+    case NX_DTYPE_I64:
+        return NX_DTYPE_F64;
+    default:
+        return NX_DTYPE_F32;
+    }
+}
+
 /* Forward of the stage; in a vjp, x is the parameter nx_op_program differentiates. */
 static nx_status build(nx_graph *g, const nx_op_args *oc, const void *user, int nout, nx_node *outs)
 {
@@ -127,7 +144,7 @@ static nx_status build(nx_graph *g, const nx_op_args *oc, const void *user, int 
     nx_dtype dt = nx_tensor_dtype(c->x);
     nx_node x = oc->dy ? nx_parameter(g, "x", dt, nx_tensor_ndim(c->x), nx_tensor_shape(c->x))
                        : nx_input(g, "x", dt, nx_tensor_ndim(c->x), nx_tensor_shape(c->x));
-    nx_node xf = nx_dtype_is_float(dt) ? x : nx_cast(g, x, NX_DTYPE_F32);
+    nx_node xf = nx_dtype_is_float(dt) ? x : nx_cast(g, x, compute_dtype(dt));
     nx_morph_opts o = c->o;
     if (c->stage == STAGE_PAD) {
         outs[0] = pad_box(g, xf, c->op == NX_MORPH_DILATE, &o);
@@ -135,14 +152,22 @@ static nx_status build(nx_graph *g, const nx_op_args *oc, const void *user, int 
     }
     if (c->stage == STAGE_FOLD)
         o.padding = NX_MORPH_VALID;
-    outs[0] = c->op == NX_MORPH_OP_COUNT ? nx_median_node(g, xf, &o)
-                                         : nx_morph_node(g, (nx_morph_op)c->op, xf, &o);
+    nx_node y = c->op == NX_MORPH_OP_COUNT ? nx_median_node(g, xf, &o)
+                                           : nx_morph_node(g, (nx_morph_op)c->op, xf, &o);
+    /* Max, min and the median pick one of the window's values, exact in the compute dtype: the
+     * cast back is exact (with a structure, the sum saturates to the dtype's range). */
+    if (y && !oc->dy && c->out_dtype != nx_node_dtype(g, y))
+        y = nx_cast(g, y, c->out_dtype);
+    outs[0] = y;
     return nx_graph_status(g);
 }
 
 static nx_status program(const nx_op_args *oc, const morph_call *c, nx_program **out)
 {
-    return nx_op_program(oc, stage_names[c->stage], NULL, build, c, 1, out);
+    /* The fold's input is the padded float image: the result's dtype joins its key. */
+    char stage[32];
+    snprintf(stage, sizeof stage, "%s-%s", stage_names[c->stage], nx_dtype_name(c->out_dtype));
+    return nx_op_program(oc, stage, NULL, build, c, 1, out);
 }
 
 static nx_status check_x(nx_ctx *ctx, const char *who, const nx_tensor *x, const char *what)
@@ -224,14 +249,13 @@ static nx_status run_padded_box(const nx_op_args *oc, const morph_call *c, nx_te
 
 nx_status nx_morph_desc_run(const nx_op_args *c, int op, nx_tensor **outs)
 {
-    morph_call m = {.op = op, .x = c->in[0], .stage = STAGE_WHOLE};
+    morph_call m = {
+        .op = op, .x = c->in[0], .stage = STAGE_WHOLE, .out_dtype = nx_tensor_dtype(c->in[0])};
     opts_of(c->opts, &m.o);
     m.o.backend = c->backend;
-    if (empty_same(m.x, &m.o)) {
-        nx_dtype d = nx_tensor_dtype(m.x);
-        return nx_tensor_new(c->ctx, nx_dtype_is_float(d) ? d : NX_DTYPE_F32, nx_tensor_ndim(m.x),
+    if (empty_same(m.x, &m.o))
+        return nx_tensor_new(c->ctx, nx_tensor_dtype(m.x), nx_tensor_ndim(m.x),
                              nx_tensor_shape(m.x), outs);
-    }
     if (padded_box(c, &m))
         return run_padded_box(c, &m, outs);
     nx_program *p = NULL;

@@ -32,6 +32,13 @@ NX_HIDDEN nx_status nx_morph_edt_shape(void *user, int n_in, const nx_dtype *dty
 #define NX_MORPH_NET_MAX 64
 NX_HIDDEN nx_node nx_morph_select_rank(nx_graph *g, int count, const nx_node *values, int rank);
 
+/* The median of windows of any size (median-select.c): an extern picks, at each output place of
+ * the VALID windows of xp (window extents w over its nsp trailing axes; in, the footprint in C
+ * order, NULL: every place), the flat index of the element of rank count / 2, and xp is gathered
+ * there. Compile cost does not depend on the window; run time is linear in it. */
+NX_HIDDEN nx_node nx_morph_median_select(nx_graph *g, nx_node xp, int lead, int nsp,
+                                         const int64_t *w, const uint8_t *in);
+
 /* ---- the op-table side (morph-run.c, the descriptor files dilate.c ... median_filter.c) ----*/
 
 #include "ops/op.h"
@@ -58,7 +65,8 @@ NX_HIDDEN extern const nx_op_opt nx_morph_opts_schema[NX_MORPH_NOPTS];
 NX_HIDDEN extern const nx_op_field nx_morph_fields[];
 NX_HIDDEN extern const nx_op_opt nx_morph_median_schema[NX_MORPH_MEDIAN_NOPTS];
 NX_HIDDEN extern const nx_op_field nx_morph_median_fields[];
-NX_HIDDEN extern const nx_op_tol nx_morph_exact_tols[];
+#define NX_MORPH_NTOLS 8
+NX_HIDDEN extern const nx_op_tol nx_morph_exact_tols[NX_MORPH_NTOLS];
 /* op is an nx_morph_op, or NX_MORPH_OP_COUNT for the median. */
 NX_HIDDEN nx_status nx_morph_desc_check(const nx_op_args *c, int op);
 NX_HIDDEN nx_status nx_morph_desc_run(const nx_op_args *c, int op, nx_tensor **outs);
