@@ -1,10 +1,11 @@
 /* `nitrix bench` rows of the metrics family's similarity ops (bench.h): the issue's lncc workload,
  * radius 4 (a 9^3 window), reflect borders, 256^3 f32, on the inputs bench/peers-metrics.py gives
- * its scipy.ndimage.uniform_filter implementation: images of the same distribution (moving uniform
- * in [0, 1), fixed = sin(3 moving) plus uniform noise in [-0.3, 0.3)). Each row times calls through the
- * op table (nx_op_call / nx_op_vjp) after one warm-up call that compiles and caches the program:
- *   lncc_r4             the value, reduction mean (a registration cost);
- *   lncc_r4_value_grad  the value call, then nx_op_vjp of it (the gradients of moving and fixed:
+ * its scipy.ndimage.uniform_filter implementation: images of the same distribution (moving
+ * uniform in [0, 1), fixed = sin(3 moving) plus uniform noise in [-0.3, 0.3)). Each row times
+ * calls through the op table (nx_op_call / nx_op_vjp) after one warm-up call that compiles and
+ * caches the program:
+ *   lncc_value_r4       the value, reduction mean (a registration cost);
+ *   lncc_value_grad_r4  the value call, then nx_op_vjp of it (the gradients of moving and fixed:
  *                       autodiff of the graph);
  *   lncc_grad_r4        the closed-form force (the gradient of the sum with respect to moving).
  * Peers are run by hand in the same session:
@@ -26,7 +27,7 @@ typedef struct metric_row {
     double volumes; /* volumes the floor moves */
 } metric_row;
 
-/* Inputs of the distribution bench/peers-metrics.py draws (not the same bits: NumPy's generator). */
+/* Inputs of the distribution bench/peers-metrics.py draws (not its bits: NumPy's generator). */
 static nx_status make_inputs(nx_ctx *ctx, int n, nx_tensor **m, nx_tensor **f)
 {
     int64_t shape[3] = {n, n, n};
@@ -61,8 +62,9 @@ static nx_status call(nx_ctx *ctx, const metric_row *r, nx_tensor *const *in, nx
     const nx_tensor *ins[2] = {in[0], in[1]};
     const char *keys[] = {"radius", "mode", "reduction"}, *vals[] = {"4", "reflect", "mean"};
     nx_tensor *y = NULL, *dx[3] = {0};
-    nx_status st = nx_op_call(ctx, r->kind == 2 ? "lncc_grad" : "lncc", 2, ins, r->kind == 2 ? 2 : 3,
-                              keys, vals, 1, &y);
+    bool force = r->kind == 2; /* lncc_grad has no reduction */
+    nx_status st = nx_op_call(ctx, force ? "lncc_grad" : "lncc", 2, ins, force ? 2 : 3, keys, vals,
+                              1, &y);
     nx_tensor_free(y);
     if (st == NX_OK && r->kind == 1)
         st = nx_op_vjp(ctx, "lncc", 2, ins, 3, keys, vals, 1, (const nx_tensor *[]){dy}, dx);
@@ -110,8 +112,8 @@ static nx_status run_row(nx_ctx *ctx, const metric_row *r, nx_tensor *const *in,
 nx_status nx_bench_metrics(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
 {
     static const metric_row rows[] = {
-        {"lncc_r4", 0, 2.0},
-        {"lncc_r4_value_grad", 1, 4.0},
+        {"lncc_value_r4", 0, 2.0},
+        {"lncc_value_grad_r4", 1, 4.0},
         {"lncc_grad_r4", 2, 3.0},
     };
     bool any = false;

@@ -5,15 +5,15 @@ radius 4 (a 9^3 window), reflect borders, on 256^3 float32 images of the same di
 runs after a warm-up. Box sums are scipy.ndimage.uniform_filter times the window size, in
 float32 as the inputs (scipy filters float32 in float32 output with a double accumulator):
 
-  lncc_r4             the ANTs cc map and its mean;
-  lncc_r4_value_grad  the same plus the closed-form moving gradient (four more box sums; the
+  lncc_value_r4       the ANTs cc map and its mean;
+  lncc_value_grad_r4  the same plus the closed-form moving gradient (four more box sums; the
                       forward box filter stands for its transpose, exact in the interior);
   lncc_grad_r4        the closed-form gradient alone.
 
 Prints JSON lines with the fields of `nitrix bench --json` (backend "scipy"). Run by hand in the
 same session as the bench:
 
-    /work/venv/bin/python bench/peers-metrics.py [--runs N] [--rows lncc_r4]
+    /work/venv/bin/python bench/peers-metrics.py [--runs N] [--rows lncc_value_r4]
 """
 import argparse
 import json
@@ -81,8 +81,8 @@ def main():
     args = ap.parse_args()
     m, f = inputs()
     rows = {
-        "lncc_r4": lambda: value(m, f),
-        "lncc_r4_value_grad": lambda: grad(m, f, True),
+        "lncc_value_r4": lambda: value(m, f),
+        "lncc_value_grad_r4": lambda: grad(m, f, True),
         "lncc_grad_r4": lambda: grad(m, f),
     }
     print(json.dumps({"numpy": np.__version__, "scipy": scipy.__version__}), flush=True)

@@ -40,7 +40,7 @@ NX_HIDDEN nx_node nx_metric_box_sum_t(nx_graph *g, nx_node z, const nx_metric_bo
 #define NX_METRIC_MODE_OPT                                                                         \
     {                                                                                              \
         "mode", NX_OPT_BORDER, "reflect", NULL, 1,                                                 \
-            "border of the box sums: reflect|mirror|nearest|wrap|constant (scipy's; cval 0)"        \
+            "border of the box sums: reflect|mirror|nearest|wrap|constant (scipy's, cval 0)"       \
     }
 #define NX_METRIC_SPATIAL_RANK_OPT                                                                 \
     {                                                                                              \

@@ -45,8 +45,8 @@ static nx_status check(const nx_op_args *c)
                            "%s: range_fixed is (%g, %g); expected finite lo < hi", c->who,
                            o->range_fixed[0], o->range_fixed[1]);
     if (!(o->eps >= 0) || !isfinite(o->eps))
-        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG, "%s: eps is %g; expected a finite value >= 0",
-                           c->who, o->eps);
+        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
+                           "%s: eps is %g; expected a finite value >= 0", c->who, o->eps);
     if (nx_tensor_numel(c->in[0]) == 0)
         return nx_rt_error(c->ctx, NX_ERR_SHAPE,
                            "%s: the images have no elements; expected at least one", c->who);

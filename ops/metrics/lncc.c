@@ -23,8 +23,8 @@ static nx_status check(const nx_op_args *c)
         return st;
     const nx_lncc_args *o = c->opts;
     if (!(o->eps >= 0) || !isfinite(o->eps))
-        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG, "%s: eps is %g; expected a finite value >= 0",
-                           c->who, o->eps);
+        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
+                           "%s: eps is %g; expected a finite value >= 0", c->who, o->eps);
     return nx_metric_check_mask(c, c->in[2], nx_tensor_ndim(c->in[0]), nx_tensor_shape(c->in[0]));
 }
 
@@ -63,7 +63,8 @@ static const nx_op_opt opts[] = {
 
 #define F(m) offsetof(nx_lncc_args, m), NX_OP_NO_FIELD, sizeof(((nx_lncc_args *)0)->m)
 static const nx_op_field fields[] = {
-    {offsetof(nx_lncc_args, radius), offsetof(nx_lncc_args, nradius), sizeof(int64_t[NX_MAX_DIMS])},
+    {offsetof(nx_lncc_args, radius), offsetof(nx_lncc_args, nradius),
+     sizeof(int64_t[NX_MAX_DIMS])},
     {F(mode)},
     {F(eps)},
     {F(reduction)},

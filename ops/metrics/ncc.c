@@ -24,8 +24,8 @@ static nx_status check(const nx_op_args *c)
         return st;
     const ncc_args *o = c->opts;
     if (!(o->eps >= 0) || !isfinite(o->eps))
-        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG, "%s: eps is %g; expected a finite value >= 0",
-                           c->who, o->eps);
+        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
+                           "%s: eps is %g; expected a finite value >= 0", c->who, o->eps);
     return nx_metric_check_mask(c, c->in[2], nx_tensor_ndim(c->in[0]), nx_tensor_shape(c->in[0]));
 }
 
