@@ -74,7 +74,7 @@ static const nx_op_field fields[] = {
 #undef F
 
 static const nx_op_tol tols[] = {
-    {NX_DTYPE_F32, NULL, NULL, 1e-3, 1e-4},
+    {NX_DTYPE_F32, NULL, NULL, 2e-4, 2e-5},
     {NX_DTYPE_F64, NULL, NULL, 1e-9, 1e-11},
 };
 
