@@ -110,16 +110,36 @@ def quantile_lerp(x, q):
     return np.quantile(np.asarray(x, F64).ravel(), q)
 
 
-def pair(rng, shape, dt):
-    a = rng.standard_normal(shape)
-    b = 0.6 * a + 0.8 * rng.standard_normal(shape) + 0.3 * a ** 2
-    return a.astype(dt), b.astype(dt)
+def near_centre(x, bins, rng_):
+    """The distance of the samples' scaled values (before clipping) to the nearest bin centre,
+    the data range's own ends excluded: a central difference that crosses a bin centre (or a
+    range end) measures neither side's slope."""
+    x = np.asarray(x, F64).ravel()
+    lo, hi = (x.min(), x.max()) if rng_ is None else rng_
+    s = (x - lo) / (hi - lo) * (bins - 1)
+    if rng_ is None:
+        s = s[(x != lo) & (x != hi)]
+    near = np.clip(np.round(s), 0, bins - 1)
+    return np.abs(s - near).min()
+
+
+def pair(rng, shape, dt, settings):
+    """Correlated images whose samples all lie at least 1e-4 of a bin from a bin centre under
+    each (bins, range_moving, range_fixed) of settings (FD cases differentiate there)."""
+    while True:
+        a = rng.standard_normal(shape).astype(dt)
+        b = (0.6 * a + 0.8 * rng.standard_normal(shape) + 0.3 * a.astype(F64) ** 2).astype(dt)
+        if all(near_centre(a, k, r) > 1e-4 and near_centre(b, k, q) > 1e-4
+               for k, r, q in settings):
+            return a, b
 
 
 def cases(rng):
     for dt in (np.float64, np.float32):
         t = np.dtype(dt).name
-        a, b = pair(rng, (6, 7, 8), dt)
+        rm, rf = (-1.5, 1.2), (-1.0, 2.0)  # some samples outside: the edge bins take them
+        a, b = pair(rng, (6, 7, 8), dt, [(k, None, None) for k in (5, 7, 8, 10, 32)]
+                    + [(6, rm, rf), (6, None, rf)])
         ins = [("moving.npy", a), ("fixed.npy", b)]
         base = dict(op="joint_histogram", dtype=dt)
         gen = "numpy float64 triangular Parzen window (numpy.add.at), P = H / sum(H)"
@@ -128,7 +148,6 @@ def cases(rng):
         yield dict(base, name=f"hist_jh_a_default_{t}", inputs=ins,
                    outputs=[("P.npy", joint(a, b, 8).astype(dt))], options=[("bins", 8)],
                    generator=gen)
-        rm, rf = (-1.5, 1.2), (-1.0, 2.0)  # some samples outside: the edge bins take them
         w = rng.uniform(0.2, 1.0, size=(7, 8)).astype(dt)
         yield dict(base, name=f"hist_jh_b_ranges_weights_{t}",
                    inputs=ins + [("mask.npy", w)],
@@ -192,7 +211,10 @@ def cases(rng):
                    generator="the op's documented rule: an empty mask gives 0")
 
         # mi_grad, nmi_grad: pinned ranges holding every sample, then the data range
-        pr = (float(a.min()) - 0.25, float(a.max()) + 0.25)
+        off = 0.25
+        while near_centre(a, 8, (float(a.min()) - 0.25, float(a.max()) + off)) <= 1e-4:
+            off += 0.01
+        pr = (float(a.min()) - 0.25, float(a.max()) + off)
         prs = f"{pr[0]!r},{pr[1]!r}"
         for op, norm, tag in (("mi_grad", False, "mig"), ("nmi_grad", True, "nmig")):
             base = dict(op=op, dtype=dt)
