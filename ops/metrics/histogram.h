@@ -70,6 +70,7 @@ NX_HIDDEN void nx_hist_key(nx_rt_cache_blob *b, const nx_op_args *c, const nx_hi
 typedef struct nx_hist_side {
     nx_node x;     /* (N,) */
     nx_node lo, hi; /* 0-d */
+    nx_node v;     /* (N,) the clipped scaled values, in [0, bins - 1] */
     nx_node lower; /* (N,) i32, 0..bins-2 */
     nx_node frac;  /* (N,) weight of bin lower + 1 */
 } nx_hist_side;
@@ -80,9 +81,10 @@ NX_HIDDEN nx_hist_side nx_hist_bin(nx_graph *g, nx_node x, int64_t bins, const d
                                    int nrange);
 
 /* The unnormalised table H (bins, bins) of the samples [0, n) with the given step of two binned
- * sides, weighted by w ((N,) of the values' dtype, or NX_NONE), accumulated by the driver. */
+ * sides, weighted by w ((N,) of the values' dtype, or NX_NONE), accumulated by the driver; host:
+ * the scatter driver is the cpu backend's extern (histogram.c says why). */
 NX_HIDDEN nx_node nx_hist_table(nx_graph *g, const nx_hist_side *m, const nx_hist_side *f,
-                                nx_node w, int64_t bins, int64_t step, bool scatter);
+                                nx_node w, int64_t bins, int64_t step, bool scatter, bool host);
 
 /* P = H / sum(H), 0 where sum(H) = 0. */
 NX_HIDDEN nx_node nx_hist_normalise(nx_graph *g, nx_node h);
