@@ -1,7 +1,7 @@
 /* `nitrix bench` rows of the metrics family's mutual information (bench.h; issue 23): 32 bins on a
  * 256^3 f32 pair, on the CPU backend, through nx_op_call:
  *   mutual_information_32        the metric, driver auto (scatter outside reproducible mode)
- *   mutual_information_32_onehot the canonical driver (what reproducible mode runs)
+ *   mutual_information_onehot_32 the canonical driver (what reproducible mode runs)
  *   mi_grad_32                   the closed-form Mattes gradient, driver auto
  * moving is uniform in [0, 1), fixed = 0.7 moving^2 + 0.3 u (u uniform), as
  * bench/peers-metrics-mi.py builds them. Each row is the median of the timed calls after one
@@ -112,7 +112,7 @@ nx_status nx_bench_metrics_mi(nx_ctx *ctx, const char *filter, int runs, bool js
     static const mi_row rows[] = {
         {"mutual_information_32", "mutual_information", "auto",
          "numpy histogram2d + MI (peers)", 2},
-        {"mutual_information_32_onehot", "mutual_information", "onehot",
+        {"mutual_information_onehot_32", "mutual_information", "onehot",
          "numpy histogram2d + MI (peers)", 2},
         {"mi_grad_32", "mi_grad", "auto", "numpy soft histogram + Mattes (peers)", 5},
     };
