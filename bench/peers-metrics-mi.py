@@ -58,8 +58,8 @@ def mi_grad(m, f):
     p = (h / h.sum()).reshape(BINS, BINS)
     pm = p.sum(1)
     with np.errstate(divide="ignore"):
-        w = np.where(p > 0, np.log(np.where(p > 0, p, 1)) - np.log(np.where(pm > 0, pm, 1))[:, None],
-                     0.0)
+        lp = np.log(np.where(p > 0, p, 1))
+        w = np.where(p > 0, lp - np.log(np.where(pm > 0, pm, 1))[:, None], 0.0)
     d = (w[1:] - w[:-1]).astype(x.dtype).ravel()
     s = np.float32((BINS - 1) / max(hi - lo, 1e-6) / x.size)
     g = s * ((1 - tf) * d[base] + tf * d[base + 1])

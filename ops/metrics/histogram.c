@@ -264,12 +264,23 @@ nx_node nx_hist_row_diff(nx_graph *g, nx_node t)
     return nx_sub(g, up, nx_slice(g, t, lo, hi, NULL));
 }
 
+nx_node nx_hist_table_root(nx_graph *g, nx_node t)
+{
+    int64_t n = 1, shape[NX_MAX_DIMS] = {0};
+    int nd = nx_node_ndim(g, t);
+    nx_node_shape(g, t, shape);
+    for (int i = 0; i < nd; i++)
+        n *= shape[i];
+    nx_node flat_t = nx_reshape(g, t, 1, &n);
+    nx_node zeros = nx_broadcast(g, nx_scalar(g, nx_node_dtype(g, t), 0), 1, &n);
+    return nx_scatter(g, zeros, nx_iota(g, NX_DTYPE_I32, 1, &n, 0), flat_t, 0, NX_MONOID_SUM);
+}
+
 nx_node nx_hist_gather_rows(nx_graph *g, nx_node t, const nx_hist_side *m, const nx_hist_side *f,
                             int64_t bins)
 {
     nx_dtype dt = nx_node_dtype(g, m->frac);
-    int64_t cells = (bins - 1) * bins;
-    nx_node tf = nx_reshape(g, t, 1, &cells);
+    nx_node tf = nx_hist_table_root(g, t);
     nx_node k = nx_add(g, nx_mul(g, m->lower, nx_scalar(g, NX_DTYPE_I32, (double)bins)),
                        f->lower);
     nx_node k1 = nx_add(g, k, nx_scalar(g, NX_DTYPE_I32, 1));
@@ -359,7 +370,8 @@ typedef struct hs_job {
         const T *a = j->vm, *b = j->vf, *w = j->w;                                                 \
         for (int64_t i = begin; i < end; i++) {                                                    \
             double x = a[i], y = b[i], wi = w ? (double)w[i] : 1.0;                                \
-            int64_t l = (int64_t)x, k = (int64_t)y; /* x, y >= 0: truncation is floor */           \
+            /* x, y in [0, bins - 1]: truncation is floor; NaN takes bin 0 (the IR's cast) */     \
+            int64_t l = x >= 1 ? (int64_t)x : 0, k = y >= 1 ? (int64_t)y : 0;                      \
             l = l > top ? top : l;                                                                 \
             k = k > top ? top : k;                                                                 \
             double t = x - (double)l, u = y - (double)k, wt = wi * t, w1 = wi - wt;                \
@@ -431,7 +443,8 @@ static nx_status hs_vjp(void *user, nx_graph *g, int n_in, const nx_node *ins, n
     nx_node_shape(g, ins[0], shape);
     int64_t bins = shape[0], cells = bins * bins;
     nx_node top = nx_scalar(g, dt, (double)(bins - 2)), one = nx_scalar(g, dt, 1);
-    nx_node lm = nx_minimum(g, nx_floor(g, ins[1]), top), lf = nx_minimum(g, nx_floor(g, ins[2]), top);
+    nx_node lm = nx_minimum(g, nx_floor(g, ins[1]), top);
+    nx_node lf = nx_minimum(g, nx_floor(g, ins[2]), top);
     nx_node t = nx_sub(g, ins[1], lm), u = nx_sub(g, ins[2], lf);
     nx_node k = nx_add(g, nx_mul(g, nx_cast(g, lm, NX_DTYPE_I32),
                                  nx_scalar(g, NX_DTYPE_I32, (double)bins)),

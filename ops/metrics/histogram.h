@@ -112,6 +112,10 @@ NX_HIDDEN nx_node nx_hist_gather_rows(nx_graph *g, nx_node t, const nx_hist_side
  * moving's shape (nd, shape). */
 NX_HIDDEN nx_node nx_hist_force(nx_graph *g, nx_node v, const nx_hist_side *m, int64_t bins,
                                 int nd, const int64_t *shape);
+/* A small table t flattened and materialised (an identity scatter: a library kernel's operand is
+ * computed once), so that per-sample gathers load it: fusion would otherwise inline the table's
+ * expression (logs) into the per-sample kernel, evaluating it at every sample. */
+NX_HIDDEN nx_node nx_hist_table_root(nx_graph *g, nx_node t);
 /* Rows 1.. minus rows ..-2 of a (bins, ...) table: (bins - 1, ...). */
 NX_HIDDEN nx_node nx_hist_row_diff(nx_graph *g, nx_node t);
 

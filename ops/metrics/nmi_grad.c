@@ -52,7 +52,7 @@ static nx_status build(nx_graph *g, const nx_op_args *c, nx_node *outs)
     nx_node dhmf = nx_neg(g, nx_hist_force(g, nx_hist_gather_rows(g, e, &m, &f, bins), &m, bins,
                                            nd, shape));
     nx_node dl = nx_hist_row_diff(g, nx_hist_safe_log(g, pm));
-    nx_node dhm = nx_neg(g, nx_hist_force(g, nx_gather(g, dl, m.lower, 0), &m, bins, nd, shape));
+    nx_node dhm = nx_neg(g, nx_hist_force(g, nx_gather(g, nx_hist_table_root(g, dl), m.lower, 0), &m, bins, nd, shape));
     nx_node zero = nx_scalar(g, dt, 0), one = nx_scalar(g, dt, 1);
     nx_node empty = nx_le(g, hmf, zero);
     nx_node den = nx_select(g, empty, one, nx_mul(g, hmf, hmf));
