@@ -37,7 +37,7 @@ static const nx_op_opt opts[] = {
     {"cval", NX_OPT_FLOAT, "0", NULL, 1, "value outside for mode=constant"},
     {"driver", NX_OPT_ENUM, "auto", "auto|fir|recursive", 1,
      "fir: equal to scipy; recursive: Young-van Vliet, O(N), within 0.07 x the data's range of "
-     "fir; auto: fir (auto picks a faster variant only within 1e-6 x the data's range)"},
+     "fir; auto: fir (auto picks a faster variant only within 1e-3 x the data's range)"},
     {"spatial_rank", NX_OPT_INT, "0", "0:4", 1,
      "how many trailing axes are spatial (leading ones are batch); 0: all (ndim <= 4)"},
     {"nspatial", NX_OPT_INT, "0", "0:4", 1, "the older name of spatial_rank (kept one release)"},
