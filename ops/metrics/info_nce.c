@@ -1,0 +1,105 @@
+/* The op `info_nce`: the InfoNCE / NT-Xent score between two aligned view batches (spec §4.10),
+ * layout-agnostic: za, zb are (n, d) and the positive of za[i] is zb[i]; every other row of the
+ * other batch is a negative. As in the JAX reference (nitrix.metrics.info_nce), both batches are
+ * L2-normalised inside (z / max(||z||, 1e-12), torch's F.normalize convention) and the score is
+ * symmetric, the mean of the two directional cross-entropies:
+ *   L = za_n zb_n^T / temperature,                         (n, n), cross-view only
+ *   y_i = 1/2 (logsumexp_j L[i, j] - L[i, i]) + 1/2 (logsumexp_j L[j, i] - L[i, i]),
+ * unreduced by default ((n,): one value per pair), `reduction` none|sum|mean through the family's
+ * helper. There are no self-pairs to mask (the similarity is cross-view); a SimCLR-style stacked
+ * 2n layout is the caller's arrangement of the views. The log-sum-exps are the LOGSUMEXP monoid's
+ * max-shifted folds (no overflow at small temperatures); L[i, i] is read from L itself so each
+ * half is >= 0 up to the log-sum-exp's rounding. A graph of matmul, reduce and elementwise
+ * primitives: both backends; autodiff gives the gradients of za and zb. The JAX version defaulted
+ * to `mean`; this op defaults to `none` (spec §5). */
+#include "ops/metrics/metrics.h"
+
+#define NORM_EPS 1e-12 /* the reference's l2_normalize eps */
+
+typedef struct info_nce_args {
+    nx_backend backend;
+    double temperature;
+    int reduction; /* nx_metric_reduction */
+} info_nce_args;
+
+nx_node nx_metric_l2_rows(nx_graph *g, nx_node z, double eps)
+{
+    nx_dtype dt = nx_node_dtype(g, z);
+    int last = nx_node_ndim(g, z) - 1;
+    nx_node ss = nx_reduce(g, nx_mul(g, z, z), 1, &last, NX_MONOID_SUM, true);
+    /* sqrt(max(s, eps^2)) = max(||z||, eps), without sqrt's infinite slope at a zero row */
+    nx_node nrm = nx_sqrt(g, nx_maximum(g, ss, nx_scalar(g, dt, eps * eps)));
+    return nx_div(g, z, nrm);
+}
+
+static nx_status check(const nx_op_args *c)
+{
+    const info_nce_args *o = c->opts;
+    nx_status st = nx_metric_check_pair(c, 0, 1);
+    if (st != NX_OK)
+        return st;
+    const nx_tensor *za = c->in[0];
+    if (nx_tensor_ndim(za) != 2)
+        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
+                           "%s: za and zb have rank %d; expected (n, d) embeddings", c->who,
+                           nx_tensor_ndim(za));
+    const int64_t *s = nx_tensor_shape(za);
+    if (s[0] < 1 || s[1] < 1)
+        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
+                           "%s: za and zb are %lldx%lld; expected n >= 1 pairs of d >= 1 "
+                           "features",
+                           c->who, (long long)s[0], (long long)s[1]);
+    return nx_metric_check_positive(c, "temperature", o->temperature);
+}
+
+static nx_status build(nx_graph *g, const nx_op_args *c, nx_node *outs)
+{
+    const info_nce_args *o = c->opts;
+    const nx_tensor *za = c->in[0];
+    nx_dtype dt = nx_tensor_dtype(za);
+    const int64_t *s = nx_tensor_shape(za);
+    nx_node a = nx_parameter(g, "za", dt, 2, s);
+    nx_node b = nx_parameter(g, "zb", dt, 2, s);
+    nx_node an = nx_metric_l2_rows(g, a, NORM_EPS), bn = nx_metric_l2_rows(g, b, NORM_EPS);
+    nx_node l = nx_mul(g, nx_matmul(g, an, nx_permute(g, bn, (const int[]){1, 0})),
+                       nx_scalar(g, dt, 1.0 / o->temperature));
+    int64_t nn[2] = {s[0], s[0]};
+    int ax0 = 0, ax1 = 1;
+    nx_node eye = nx_eq(g, nx_iota(g, NX_DTYPE_I64, 2, nn, 0), nx_iota(g, NX_DTYPE_I64, 2, nn, 1));
+    nx_node diag =
+        nx_reduce(g, nx_select(g, eye, l, nx_scalar(g, dt, 0.0)), 1, &ax1, NX_MONOID_SUM, false);
+    nx_node rows = nx_reduce(g, l, 1, &ax1, NX_MONOID_LOGSUMEXP, false);
+    nx_node cols = nx_reduce(g, l, 1, &ax0, NX_MONOID_LOGSUMEXP, false);
+    nx_node half = nx_scalar(g, dt, 0.5);
+    nx_node y = nx_sub(g, nx_mul(g, half, nx_add(g, rows, cols)), diag);
+    outs[0] = nx_metric_reduce(g, y, NX_NONE, (nx_metric_reduction)o->reduction);
+    return nx_graph_status(g);
+}
+
+static const nx_op_opt opts[] = {
+    {"temperature", NX_OPT_FLOAT, "0.5", "0:", 1, "softmax temperature tau (> 0)"},
+    NX_METRIC_REDUCTION_OPT,
+};
+
+static const nx_op_field fields[] = {
+    {offsetof(info_nce_args, temperature), NX_OP_NO_FIELD, sizeof(double)},
+    {offsetof(info_nce_args, reduction), NX_OP_NO_FIELD, sizeof(int)},
+};
+
+/* f32: the cosine similarities carry ~d ulp, scaled by 1/temperature into the log-sum-exps. */
+static const nx_op_tol tols[] = {
+    {NX_DTYPE_F32, NULL, NULL, 1e-5, 1e-5},
+    {NX_DTYPE_F64, NULL, NULL, 1e-12, 1e-12},
+};
+
+const nx_op_desc nx_op_info_nce = {
+    .info = {.nopts = 2, .opts = opts},
+    .opts_size = sizeof(info_nce_args),
+    .fields = fields,
+    .backend_offset = offsetof(info_nce_args, backend),
+    .check = check,
+    .build = build,
+    .golden = "metrics",
+    .tols = tols,
+    .ntols = 2,
+};
