@@ -31,8 +31,9 @@ nx_node nx_metric_distill_ce(nx_graph *g, nx_node student, nx_node teacher, nx_n
     int last = nx_node_ndim(g, student) - 1;
     nx_node p = nx_softmax(g, nx_div(g, nx_sub(g, teacher, center), nx_scalar(g, dt, teacher_temp)),
                            last);
-    nx_node s = nx_div(g, student, nx_scalar(g, dt, student_temp));
-    nx_node ls = nx_sub(g, s, nx_reduce(g, s, 1, &last, NX_MONOID_LOGSUMEXP, true));
+    nx_node s = nx_div(g, student, nx_scalar(g, dt, student_temp)), m, logsum;
+    nx_metric_lse_parts(g, s, last, &m, &logsum);
+    nx_node ls = nx_sub(g, nx_sub(g, s, m), logsum); /* log_softmax, max-shifted */
     return nx_neg(g, nx_reduce(g, nx_mul(g, p, ls), 1, &last, NX_MONOID_SUM, false));
 }
 
@@ -110,9 +111,12 @@ static const nx_op_field fields[] = {
 };
 
 /* f32: logits / 0.04 reach a few hundred; the log-softmax keeps a few ulp of that. */
+/* Measured on the family's golden cases, cpu and ref (2026-12-07): f32 within 2e-6 relative
+ * (a koleo value of 0.06; most within 4e-7), f64 within 3e-15 relative; the rows leave room for
+ * reduction order and the cuda backend's exp and log. */
 static const nx_op_tol tols[] = {
-    {NX_DTYPE_F32, NULL, NULL, 2e-5, 2e-5},
-    {NX_DTYPE_F64, NULL, NULL, 1e-12, 1e-12},
+    {NX_DTYPE_F32, NULL, NULL, 1e-5, 1e-6},
+    {NX_DTYPE_F64, NULL, NULL, 1e-12, 1e-13},
 };
 
 const nx_op_desc nx_op_dino_cross_entropy = {

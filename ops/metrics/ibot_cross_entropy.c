@@ -74,9 +74,12 @@ static const nx_op_field fields[] = {
     {offsetof(ibot_args, reduction), NX_OP_NO_FIELD, sizeof(int)},
 };
 
+/* Measured on the family's golden cases, cpu and ref (2026-12-07): f32 within 2e-6 relative
+ * (a koleo value of 0.06; most within 4e-7), f64 within 3e-15 relative; the rows leave room for
+ * reduction order and the cuda backend's exp and log. */
 static const nx_op_tol tols[] = {
-    {NX_DTYPE_F32, NULL, NULL, 2e-5, 2e-5},
-    {NX_DTYPE_F64, NULL, NULL, 1e-12, 1e-12},
+    {NX_DTYPE_F32, NULL, NULL, 1e-5, 1e-6},
+    {NX_DTYPE_F64, NULL, NULL, 1e-12, 1e-13},
 };
 
 const nx_op_desc nx_op_ibot_cross_entropy = {

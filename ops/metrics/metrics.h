@@ -64,6 +64,14 @@ typedef struct nx_metric_logit {
 } nx_metric_logit;
 NX_HIDDEN void nx_metric_logit_parts(nx_graph *g, nx_node x, nx_metric_logit *p);
 
+/* The max-shifted log-sum-exp of x along `axis`, in two parts kept apart (both keepdims):
+ * *max = max_axis x and *logsum = log sum_axis exp(x - max), so that logsumexp = max + logsum.
+ * A log-softmax or a cross-entropy adds (max - x_k) + logsum, which keeps the digits of a small
+ * result where the logits are large (max + logsum rounded first would keep an ulp of max).
+ * (cross_entropy_with_logits.c) */
+NX_HIDDEN void nx_metric_lse_parts(nx_graph *g, nx_node x, int axis, nx_node *max,
+                                   nx_node *logsum);
+
 /* The rows of z [.., d] (last axis) scaled to unit L2 norm as torch.nn.functional.normalize:
  * z / max(||z||, eps), computed as z / sqrt(max(sum z^2, eps^2)) so that a zero row has a finite
  * gradient. (info_nce.c) */
