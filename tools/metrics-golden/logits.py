@@ -132,8 +132,9 @@ def cases(rng):
                    outputs=[("out.npy", focal(x, tg, 2.0, 0.25).astype(dt))],
                    generator="numpy/scipy float64 torchvision sigmoid_focal_loss definition, "
                              "gamma 2, alpha 0.25, log_expit bce")
-        # gamma < 1: (1 - p_t)^gamma has an infinite slope in t at hard targets (t = 0, 1) of
-        # confident logits, so the FD-checked case has soft targets and a second one hard ones
+        # gamma < 1 at hard targets of confident logits: 1 - p_t is sigmoid(-|x|) there (4e-44 at
+        # |x| = 100), and (1 - p_t)^gamma changes in t on that scale, far below a difference step;
+        # so the FD-checked case has soft targets and a second one hard ones
         x = logits(rng, (3, 5), dt)
         tg = rng.uniform(0.05, 0.95, size=(3, 5)).astype(dt)
         yield dict(name=f"logits_focal_gamma_half_noalpha_{t}", op="focal_loss", dtype=dt,
@@ -147,8 +148,8 @@ def cases(rng):
                    inputs=[("logits.npy", x), ("target.npy", th)],
                    outputs=[("out.npy", focal(x, th, 0.5, 0.4).astype(dt))],
                    options=[("gamma", "0.5"), ("alpha", "0.4")],
-                   fd="hard targets with gamma < 1: (1 - p_t)^gamma has no two-sided "
-                      "derivative in t at t = 0 or 1",
+                   fd="hard targets with gamma < 1: (1 - p_t)^gamma changes in t on the "
+                      "scale of sigmoid(-|x|), far below a difference step",
                    generator="numpy/scipy float64 focal loss, gamma 0.5, alpha 0.4, hard "
                              "targets")
         w = rng.uniform(0.0, 1.0, size=(3, 5)).astype(dt)
