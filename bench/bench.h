@@ -42,5 +42,6 @@ nx_status nx_bench_morphology(nx_ctx *ctx, const char *filter, int runs, bool js
 nx_status nx_bench_sparse(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 nx_status nx_bench_smoothing(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 nx_status nx_bench_bilateral(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
+nx_status nx_bench_logits(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 
 #endif

@@ -9,7 +9,8 @@
  * helper. There are no self-pairs to mask (the similarity is cross-view); a SimCLR-style stacked
  * 2n layout is the caller's arrangement of the views. Each half is computed max-shifted, as
  * (max_j L - L[i, i]) + log sum_j exp(L - max_j L) (no overflow at small temperatures, no rounding
- * at the scale of 1 / temperature), with L[i, i] read from L itself, so each half is >= 0. A graph of matmul, reduce and elementwise
+ * at the scale of 1 / temperature); L[i, i] is its own row dot product (see build), equal to the
+ * contraction's diagonal up to rounding. A graph of matmul, reduce and elementwise
  * primitives: both backends; autodiff gives the gradients of za and zb. The JAX version defaulted
  * to `mean`; this op defaults to `none` (spec §5). */
 #include "ops/metrics/metrics.h"
@@ -22,14 +23,19 @@ typedef struct info_nce_args {
     int reduction; /* nx_metric_reduction */
 } info_nce_args;
 
-nx_node nx_metric_l2_rows(nx_graph *g, nx_node z, double eps)
+nx_node nx_metric_l2_scale(nx_graph *g, nx_node z, double eps)
 {
     nx_dtype dt = nx_node_dtype(g, z);
     int last = nx_node_ndim(g, z) - 1;
     nx_node ss = nx_reduce(g, nx_mul(g, z, z), 1, &last, NX_MONOID_SUM, true);
     /* sqrt(max(s, eps^2)) = max(||z||, eps), without sqrt's infinite slope at a zero row */
     nx_node nrm = nx_sqrt(g, nx_maximum(g, ss, nx_scalar(g, dt, eps * eps)));
-    return nx_div(g, z, nrm);
+    return nx_div(g, nx_scalar(g, dt, 1.0), nrm);
+}
+
+nx_node nx_metric_l2_rows(nx_graph *g, nx_node z, double eps)
+{
+    return nx_mul(g, z, nx_metric_l2_scale(g, z, eps));
 }
 
 static nx_status check(const nx_op_args *c)
@@ -60,14 +66,18 @@ static nx_status build(nx_graph *g, const nx_op_args *c, nx_node *outs)
     const int64_t *s = nx_tensor_shape(za);
     nx_node a = nx_parameter(g, "za", dt, 2, s);
     nx_node b = nx_parameter(g, "zb", dt, 2, s);
-    nx_node an = nx_metric_l2_rows(g, a, NORM_EPS), bn = nx_metric_l2_rows(g, b, NORM_EPS);
-    nx_node l = nx_mul(g, nx_matmul(g, an, nx_permute(g, bn, (const int[]){1, 0})),
-                       nx_scalar(g, dt, 1.0 / o->temperature));
-    int64_t nn[2] = {s[0], s[0]};
+    /* L = za_n zb_n^T / temperature. zb_n^T / temperature is one (d, n) value that both the
+     * contraction and the diagonal read whole, so fusion stores it once, contiguous: the
+     * contraction then reads it at stride 1 along j (the CPU's register tiles) instead of
+     * striding through zb's rows. */
+    nx_node an = nx_metric_l2_rows(g, a, NORM_EPS);
+    const int t01[2] = {1, 0};
+    nx_node bt = nx_div(g, nx_permute(g, nx_metric_l2_rows(g, b, NORM_EPS), t01),
+                        nx_scalar(g, dt, o->temperature));
+    nx_node l = nx_matmul(g, an, bt);
     int ax1 = 1;
-    nx_node eye = nx_eq(g, nx_iota(g, NX_DTYPE_I64, 2, nn, 0), nx_iota(g, NX_DTYPE_I64, 2, nn, 1));
-    nx_node diag =
-        nx_reduce(g, nx_select(g, eye, l, nx_scalar(g, dt, 0.0)), 1, &ax1, NX_MONOID_SUM, false);
+    nx_node diag = nx_reduce(g, nx_mul(g, an, nx_permute(g, bt, t01)), 1, &ax1, NX_MONOID_SUM,
+                             false);
     /* each direction as (max - L_ii) + log sum exp(L - max): no rounding at the max's scale */
     nx_node mr, lr, mc, lc;
     nx_metric_lse_parts(g, l, 1, &mr, &lr);

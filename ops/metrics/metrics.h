@@ -76,6 +76,8 @@ NX_HIDDEN void nx_metric_lse_parts(nx_graph *g, nx_node x, int axis, nx_node *ma
  * z / max(||z||, eps), computed as z / sqrt(max(sum z^2, eps^2)) so that a zero row has a finite
  * gradient. (info_nce.c) */
 NX_HIDDEN nx_node nx_metric_l2_rows(nx_graph *g, nx_node z, double eps);
+/* Its factor alone: 1 / max(||z||, eps) per row, keepdims [.., 1]. (info_nce.c) */
+NX_HIDDEN nx_node nx_metric_l2_scale(nx_graph *g, nx_node z, double eps);
 
 /* The DINO cross-entropy per row of the last (prototype) axis:
  *   -sum_k softmax((teacher - center) / teacher_temp)_k log_softmax(student / student_temp)_k
