@@ -45,4 +45,60 @@ NX_HIDDEN nx_status nx_metric_check_mask(const nx_op_args *c, const nx_tensor *m
  * shapes. */
 NX_HIDDEN nx_status nx_metric_check_pair(const nx_op_args *c, int a, int b);
 
+/* The weighted mean of `values` over `naxes` of its axes (dropped from the result):
+ * sum(w x) / sum(w) along them, 0 where sum(w) = 0 (not 0/0). `w` (NX_NONE: 1) broadcasts to the
+ * values' shape and is cast to their dtype. A per-sample domain-mask mean (ibot_cross_entropy's
+ * mean over each sample's masked tokens) is this, before the flat reduction. */
+NX_HIDDEN nx_node nx_metric_mean_axes(nx_graph *g, nx_node values, nx_node w, int naxes,
+                                      const int *axes);
+
+/* ---- fragments the logits and contrastive kernels share (defined in their op files) ---- */
+
+/* Overflow-free pieces of a logit x (any float shape), from e = exp(-|x|) <= 1:
+ *   relu = max(x, 0), log1pexp = log1p(e), so that softplus(x) = relu + log1pexp and
+ *   softplus(-x) = relu - x + log1pexp; sig = sigmoid(x), sig_neg = sigmoid(-x) = 1 - sig
+ *   (each from e without cancellation). |x| and relu branch on one select (x >= 0), so autodiff
+ *   gives the smooth functions' derivatives at x = 0 as well. (bce_with_logits.c) */
+typedef struct nx_metric_logit {
+    nx_node relu, log1pexp, sig, sig_neg;
+} nx_metric_logit;
+NX_HIDDEN void nx_metric_logit_parts(nx_graph *g, nx_node x, nx_metric_logit *p);
+
+/* The max-shifted log-sum-exp of x along `axis`, in two parts kept apart (both keepdims):
+ * *max = max_axis x and *logsum = log sum_axis exp(x - max), so that logsumexp = max + logsum.
+ * A log-softmax or a cross-entropy adds (max - x_k) + logsum, which keeps the digits of a small
+ * result where the logits are large (max + logsum rounded first would keep an ulp of max).
+ * (cross_entropy_with_logits.c) */
+NX_HIDDEN void nx_metric_lse_parts(nx_graph *g, nx_node x, int axis, nx_node *max,
+                                   nx_node *logsum);
+
+/* The rows of z [.., d] (last axis) scaled to unit L2 norm as torch.nn.functional.normalize:
+ * z / max(||z||, eps), computed as z / sqrt(max(sum z^2, eps^2)) so that a zero row has a finite
+ * gradient. (info_nce.c) */
+NX_HIDDEN nx_node nx_metric_l2_rows(nx_graph *g, nx_node z, double eps);
+/* Its factor alone: 1 / max(||z||, eps) per row, keepdims [.., 1]. (info_nce.c) */
+NX_HIDDEN nx_node nx_metric_l2_scale(nx_graph *g, nx_node z, double eps);
+
+/* The DINO cross-entropy per row of the last (prototype) axis:
+ *   -sum_k softmax((teacher - center) / teacher_temp)_k log_softmax(student / student_temp)_k
+ * (student, teacher [.., k]; center broadcasts to teacher); the result drops the last axis.
+ * (dino_cross_entropy.c) */
+NX_HIDDEN nx_node nx_metric_distill_ce(nx_graph *g, nx_node student, nx_node teacher,
+                                       nx_node center, double student_temp, double teacher_temp);
+
+/* The checks dino_cross_entropy and ibot_cross_entropy share (inputs student, teacher, center):
+ * student and teacher of one float dtype and shape, of rank `rank` (>= 1 when rank < 0), with a
+ * nonempty prototype axis; center of their dtype, broadcastable to them; both temperatures finite
+ * and > 0. (dino_cross_entropy.c) */
+NX_HIDDEN nx_status nx_metric_check_distill(const nx_op_args *c, int rank, double student_temp,
+                                            double teacher_temp);
+
+/* Checks that `t` (named `name`) is f32 or f64 of dtype `dt` when dt is not NX_DTYPE_COUNT,
+ * with rank `ndim` when ndim >= 0. */
+NX_HIDDEN nx_status nx_metric_check_float(const nx_op_args *c, const nx_tensor *t,
+                                          const char *name, nx_dtype dt, int ndim);
+
+/* Checks a temperature-like option: finite and > 0. */
+NX_HIDDEN nx_status nx_metric_check_positive(const nx_op_args *c, const char *name, double v);
+
 #endif /* NX_OPS_METRICS_H */

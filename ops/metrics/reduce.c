@@ -1,6 +1,7 @@
 /* The one reduction of the metrics family (metrics.h): none | sum | mean, and the domain-mask
  * weighted mean sum(w x) / sum(w), as graph fragments, so that the reduction fuses with the
  * score it reduces and autodiff goes through it. */
+#include <math.h>
 #include <string.h>
 
 #include "ops/metrics/metrics.h"
@@ -110,5 +111,55 @@ nx_status nx_metric_check_pair(const nx_op_args *c, int a, int b)
                            "%s: %s and %s have different shapes (ranks %d and %d); expected "
                            "equal shapes",
                            c->who, na, nb, nd, nx_tensor_ndim(y));
+    return NX_OK;
+}
+
+nx_node nx_metric_mean_axes(nx_graph *g, nx_node values, nx_node w, int naxes, const int *axes)
+{
+    if (values == NX_NONE)
+        return values;
+    nx_dtype dt = nx_node_dtype(g, values);
+    int nd = nx_node_ndim(g, values);
+    int64_t shape[NX_MAX_DIMS] = {0};
+    nx_node_shape(g, values, shape);
+    nx_node num, den;
+    if (w != NX_NONE) {
+        w = nx_broadcast(g, nx_node_dtype(g, w) == dt ? w : nx_cast(g, w, dt), nd, shape);
+        num = nx_reduce(g, nx_mul(g, values, w), naxes, axes, NX_MONOID_SUM, false);
+        den = nx_reduce(g, w, naxes, axes, NX_MONOID_SUM, false);
+    } else {
+        int64_t n = 1;
+        for (int i = 0; i < naxes; i++)
+            n *= shape[axes[i] < 0 ? axes[i] + nd : axes[i]];
+        num = nx_reduce(g, values, naxes, axes, NX_MONOID_SUM, false);
+        den = nx_scalar(g, dt, (double)n);
+    }
+    nx_node zero = nx_scalar(g, dt, 0.0), one = nx_scalar(g, dt, 1.0);
+    nx_node empty = nx_eq(g, den, zero);
+    return nx_select(g, empty, zero, nx_div(g, num, nx_select(g, empty, one, den)));
+}
+
+nx_status nx_metric_check_float(const nx_op_args *c, const nx_tensor *t, const char *name,
+                                nx_dtype dt, int ndim)
+{
+    nx_dtype d = nx_tensor_dtype(t);
+    if (d != NX_DTYPE_F32 && d != NX_DTYPE_F64)
+        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG, "%s: %s is %s; expected f32 or f64",
+                           c->who, name, nx_dtype_name(d));
+    if (dt != NX_DTYPE_COUNT && d != dt)
+        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
+                           "%s: %s is %s but %s is %s; expected the same float dtype", c->who,
+                           name, nx_dtype_name(d), c->info->inputs[0], nx_dtype_name(dt));
+    if (ndim >= 0 && nx_tensor_ndim(t) != ndim)
+        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG, "%s: %s has rank %d; expected rank %d",
+                           c->who, name, nx_tensor_ndim(t), ndim);
+    return NX_OK;
+}
+
+nx_status nx_metric_check_positive(const nx_op_args *c, const char *name, double v)
+{
+    if (!(v > 0) || !isfinite(v))
+        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG, "%s: %s is %g; expected a finite value > 0",
+                           c->who, name, v);
     return NX_OK;
 }
