@@ -6,6 +6,7 @@
  * Then casts to and from u32/u64, sum/max/min reductions, select, and the builders' errors.
  * The CPU runs under NITRIX_STRICT_BACKEND=1, so a kernel it cannot compile fails the test instead
  * of falling back to the interpreter. */
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "helpers.h"
@@ -282,13 +283,53 @@ static void test_errors(void **state)
     nx_ctx_free(ctx);
 }
 
+/* .npy files NumPy 1.24.4 wrote ('<u4', '<u8'; tests/data/numerics/u4.npy, u8.npy, made with
+ * np.save of the arrays below) read as u32/u64 with their values, and writing them back gives
+ * NumPy's bytes. */
+static void npy_case(nx_ctx *ctx, const char *file, nx_dtype d, const uint64_t *want)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/numerics/%s", nx_test_data_dir(), file);
+    nx_tensor *t = NULL;
+    if (nx_npy_read(ctx, path, &t) != NX_OK)
+        fail_msg("%s: %s", file, nx_ctx_last_error(ctx));
+    assert_int_equal(nx_tensor_dtype(t), d);
+    assert_int_equal(nx_tensor_numel(t), 5);
+    for (int64_t i = 0; i < 5; i++)
+        assert_true(bits_at(t, i) == want[i]);
+    void *buf = NULL;
+    size_t len = 0;
+    assert_int_equal(nx_npy_write_mem(ctx, t, &buf, &len), NX_OK);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    char disk[512];
+    size_t got = fread(disk, 1, sizeof disk, f);
+    fclose(f);
+    assert_int_equal(got, len);
+    assert_memory_equal(disk, buf, len);
+    nx_ctx_buffer_free(ctx, buf, len);
+    nx_tensor_free(t);
+}
+
+static void test_npy(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
+    npy_case(ctx, "u4.npy", NX_DTYPE_U32,
+             (const uint64_t[]){0, 1, UINT64_C(1) << 31, UINT32_MAX, 12345});
+    npy_case(ctx, "u8.npy", NX_DTYPE_U64,
+             (const uint64_t[]){0, 1, UINT64_C(1) << 32, UINT64_C(1) << 63, UINT64_MAX});
+    nx_ctx_free(ctx);
+}
+
 int main(void)
 {
     setenv("NITRIX_STRICT_BACKEND", "1", 1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),      cmocka_unit_test(test_casts),
         cmocka_unit_test(test_reductions), cmocka_unit_test(test_select),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_errors),     cmocka_unit_test(test_npy),
     };
     return cmocka_run_group_tests_name("bits", tests, NULL, NULL);
 }
