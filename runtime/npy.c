@@ -82,7 +82,8 @@ static const struct {
 };
 #define DESCR_COUNT (sizeof descr_table / sizeof *descr_table)
 #define DESCR_EXPECTED                                                                             \
-    "'<f4' '<f8' '<f2' '|i1' '<i2' '<i4' '<i8' '|u1' '<u4' '<u8' '|b1' or '|V2' (bf16), '>' for big-endian"
+    "'<f4' '<f8' '<f2' '|i1' '<i2' '<i4' '<i8' '|u1' '<u4' '<u8' '|b1' or '|V2' (bf16), '>' "    \
+    "for big-endian"
 
 /* What the preamble and header say. */
 typedef struct npy_info {
