@@ -139,6 +139,18 @@ NX_API nx_node nx_gt(nx_graph *g, nx_node a, nx_node b);
 NX_API nx_node nx_ge(nx_graph *g, nx_node a, nx_node b);
 NX_API nx_node nx_and(nx_graph *g, nx_node a, nx_node b); /* bool */
 NX_API nx_node nx_or(nx_graph *g, nx_node a, nx_node b);  /* bool */
+/* Integer bits (any integer dtype; equal dtypes): ~x, a & b, a | b, a ^ b; a << b and a >> b
+ * (logical for unsigned, arithmetic for signed; a count >= the width gives 0, or the sign);
+ * a rotated left by b mod the width; mulhi: the high half of the double-width product (u32,
+ * u64). docs/numerics.md. */
+NX_API nx_node nx_bitnot(nx_graph *g, nx_node x);
+NX_API nx_node nx_bitand(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_bitor(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_bitxor(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_shl(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_shr(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_rotl(nx_graph *g, nx_node a, nx_node b);
+NX_API nx_node nx_mulhi(nx_graph *g, nx_node a, nx_node b);
 
 /* cond ? a : b, broadcasting all three; cond is bool. */
 NX_API nx_node nx_select(nx_graph *g, nx_node cond, nx_node a, nx_node b);

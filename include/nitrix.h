@@ -102,6 +102,8 @@ typedef enum nx_dtype {
     NX_DTYPE_I64,
     NX_DTYPE_U8,
     NX_DTYPE_BOOL, /* one byte, 0 or 1 */
+    NX_DTYPE_U32,
+    NX_DTYPE_U64,
     NX_DTYPE_COUNT
 } nx_dtype;
 

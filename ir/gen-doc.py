@@ -91,7 +91,9 @@ Conveniences in `frontend/compose.c` are compositions of these rows only: `nx_ma
 ## Conventions
 
 - **dtypes.** f32 and f64 are the numeric core. Integer dtypes take arithmetic (wrapping at their
-  width; division floors as numpy's `//`, `x / 0 = x mod 0 = 0`), comparisons and indexing. bool
+  width; division floors as numpy's `//`, `x / 0 = x mod 0 = 0`), comparisons and indexing, and
+  the bit rows (`bitnot` ... `mulhi`); u8, u32 and u64 compare, divide and convert as unsigned
+  (docs/numerics.md). bool
   takes and/or/not, comparisons and select. f16/bf16 are storage types: only leaves and cast take
   them. There is no implicit promotion: operands of a binary op share a dtype.
 - **Broadcasting** follows NumPy: shapes align at the right; an extent of 1 stretches.

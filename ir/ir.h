@@ -297,7 +297,13 @@ static inline bool nx_ir_is_float(nx_dtype d)
 static inline bool nx_ir_is_int(nx_dtype d)
 {
     return d == NX_DTYPE_I8 || d == NX_DTYPE_I16 || d == NX_DTYPE_I32 || d == NX_DTYPE_I64 ||
-           d == NX_DTYPE_U8;
+           d == NX_DTYPE_U8 || d == NX_DTYPE_U32 || d == NX_DTYPE_U64;
+}
+/* u8, u32, u64: integers whose values are read as unsigned (a u64 is carried in an int64's
+ * bits). */
+static inline bool nx_ir_is_unsigned(nx_dtype d)
+{
+    return d == NX_DTYPE_U8 || d == NX_DTYPE_U32 || d == NX_DTYPE_U64;
 }
 static inline bool nx_ir_dtype_ok(int64_t d)
 {

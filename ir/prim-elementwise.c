@@ -17,8 +17,28 @@ typedef enum accepts {
     NUMBER,     /* f32, f64 and integers */
     NUM_OR_INT, /* isnan: numbers, answer bool */
     BOOL_ONLY,
-    ANY, /* numbers and bool */
+    ANY,      /* numbers and bool */
+    INTEGER,  /* the integer dtypes (bit operations) */
+    UNSIGNED, /* u32, u64 (mulhi) */
 } accepts;
+
+/* The bit operations of the integer dtypes (docs/numerics.md). */
+static bool is_bitop(nx_prim op)
+{
+    switch (op) {
+    case NX_PRIM_BITNOT:
+    case NX_PRIM_BITAND:
+    case NX_PRIM_BITOR:
+    case NX_PRIM_BITXOR:
+    case NX_PRIM_SHL:
+    case NX_PRIM_SHR:
+    case NX_PRIM_ROTL:
+    case NX_PRIM_MULHI:
+        return true;
+    default:
+        return false;
+    }
+}
 
 static accepts unary_accepts(nx_prim op)
 {
@@ -31,6 +51,8 @@ static accepts unary_accepts(nx_prim op)
         return NUM_OR_INT;
     case NX_PRIM_NOT:
         return BOOL_ONLY;
+    case NX_PRIM_BITNOT:
+        return INTEGER;
     default:
         return FLOAT;
     }
@@ -44,6 +66,10 @@ static accepts binary_accepts(nx_prim op)
         return ANY;
     if (op == NX_PRIM_AND || op == NX_PRIM_OR)
         return BOOL_ONLY;
+    if (op == NX_PRIM_MULHI)
+        return UNSIGNED;
+    if (is_bitop(op))
+        return INTEGER;
     return NUMBER;
 }
 
@@ -64,6 +90,10 @@ static bool dtype_accepted(accepts a, nx_dtype d)
         return d == NX_DTYPE_BOOL;
     case ANY:
         return nx_ir_dtype_ok(d) && !nx_ir_is_half(d);
+    case INTEGER:
+        return nx_ir_is_int(d);
+    case UNSIGNED:
+        return d == NX_DTYPE_U32 || d == NX_DTYPE_U64;
     }
     return false;
 }
@@ -76,6 +106,8 @@ static const char *expected(accepts a)
         [NUM_OR_INT] = "f32, f64 or an integer dtype",
         [BOOL_ONLY] = "bool",
         [ANY] = "f32, f64, an integer dtype or bool",
+        [INTEGER] = "an integer dtype (i8, i16, i32, i64, u8, u32, u64)",
+        [UNSIGNED] = "u32 or u64",
     };
     return text[a];
 }
@@ -126,16 +158,19 @@ static double float_unary(nx_prim op, double x)
     }
 }
 
-static int64_t int_unary(nx_prim op, int64_t x)
+static int64_t int_unary(nx_prim op, nx_dtype d, int64_t x)
 {
     uint64_t u = (uint64_t)x;
+    bool un = nx_ir_is_unsigned(d);
     switch (op) {
     case NX_PRIM_NEG: /* y = -x, wrapping */
         return (int64_t)(0 - u);
-    case NX_PRIM_ABS: /* y = |x|, wrapping at the minimum */
-        return x < 0 ? (int64_t)(0 - u) : x;
-    case NX_PRIM_SIGN:
-        return (x > 0) - (x < 0);
+    case NX_PRIM_ABS: /* y = |x|, wrapping at the minimum; unsigned: x */
+        return !un && x < 0 ? (int64_t)(0 - u) : x;
+    case NX_PRIM_SIGN: /* unsigned: 0 or 1 */
+        return un ? u != 0 : (x > 0) - (x < 0);
+    case NX_PRIM_BITNOT: /* y = ~x (narrowed to the width by the store) */
+        return (int64_t)~u;
     case NX_PRIM_NOT: /* y = !x */
         return x == 0;
     default:
@@ -151,7 +186,7 @@ nx_ir_val nx_ir_scalar_unary(nx_prim op, nx_dtype in, nx_dtype out, nx_ir_val x)
     else if (nx_ir_is_float(in))
         r.f = float_unary(op, x.f);
     else
-        r.i = int_unary(op, x.i);
+        r.i = int_unary(op, in, x.i);
     return nx_ir_fix(r, out);
 }
 
@@ -231,9 +266,82 @@ static int64_t int_mod(int64_t a, int64_t b)
     return r;
 }
 
-static int64_t int_binary(nx_prim op, int64_t a, int64_t b)
+/* The bit operations on a w-bit integer dtype: a and b hold the dtype's values (signed ones
+ * sign-extended, unsigned ones zero-extended, a u64 its bits); the store narrows the result. */
+static int64_t int_bits(nx_prim op, nx_dtype d, int64_t a, int64_t b)
+{
+    int w = (int)nx_dtype_size(d) * 8;
+    uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    uint64_t mask = w == 64 ? ~UINT64_C(0) : (UINT64_C(1) << w) - 1;
+    /* the shift count read as an unsigned value of the dtype */
+    uint64_t sh = ub & mask;
+    switch (op) {
+    case NX_PRIM_BITAND:
+        return (int64_t)(ua & ub);
+    case NX_PRIM_BITOR:
+        return (int64_t)(ua | ub);
+    case NX_PRIM_BITXOR:
+        return (int64_t)(ua ^ ub);
+    case NX_PRIM_SHL: /* y = a << b, 0 once b >= w */
+        return sh >= (uint64_t)w ? 0 : (int64_t)(ua << sh);
+    case NX_PRIM_SHR: /* logical for unsigned (zero-extended a), arithmetic for signed */
+        if (nx_ir_is_unsigned(d))
+            return sh >= (uint64_t)w ? 0 : (int64_t)((ua & mask) >> sh);
+        return sh >= (uint64_t)w ? (a < 0 ? -1 : 0) : (a < 0 ? ~(~a >> sh) : a >> sh);
+    case NX_PRIM_ROTL: { /* y = a rotated left by b mod w */
+        unsigned r = (unsigned)(sh % (uint64_t)w);
+        uint64_t x = ua & mask;
+        return r == 0 ? (int64_t)x : (int64_t)(((x << r) | (x >> (w - r))) & mask);
+    }
+    case NX_PRIM_MULHI: /* u32, u64: the high half of the 2w-bit product */
+        if (w == 32)
+            return (int64_t)(((ua & mask) * (ub & mask)) >> 32);
+        return (int64_t)(uint64_t)(((unsigned __int128)ua * ub) >> 64);
+    default:
+        return 0;
+    }
+}
+
+static int64_t uint_pow(uint64_t a, uint64_t b)
+{
+    uint64_t r = 1;
+    while (b) {
+        if (b & 1)
+            r *= a;
+        a *= a;
+        b >>= 1;
+    }
+    return (int64_t)r;
+}
+
+static int64_t uint_div(uint64_t a, uint64_t b, bool div)
+{
+    if (b == 0)
+        return 0;
+    return (int64_t)(div ? a / b : a % b);
+}
+
+static int64_t int_binary(nx_prim op, nx_dtype d, int64_t a, int64_t b)
 {
     uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+    if (is_bitop(op))
+        return int_bits(op, d, a, b);
+    if (d == NX_DTYPE_U64) { /* the bits of an int64 read as unsigned */
+        switch (op) {
+        case NX_PRIM_DIV:
+            return uint_div(ua, ub, true);
+        case NX_PRIM_MOD:
+            return uint_div(ua, ub, false);
+        case NX_PRIM_MIN:
+            return (int64_t)(ub < ua ? ub : ua);
+        case NX_PRIM_MAX:
+            return (int64_t)(ub > ua ? ub : ua);
+        case NX_PRIM_POW: /* the exponent is unsigned too */
+            return uint_pow(ua, ub);
+        default:
+            break;
+        }
+    }
     switch (op) {
     case NX_PRIM_ADD:
         return (int64_t)(ua + ub);
@@ -296,16 +404,36 @@ static bool compare_int(nx_prim op, int64_t a, int64_t b)
     }
 }
 
+static bool compare_uint(nx_prim op, uint64_t a, uint64_t b)
+{
+    switch (op) {
+    case NX_PRIM_EQ:
+        return a == b;
+    case NX_PRIM_NE:
+        return a != b;
+    case NX_PRIM_LT:
+        return a < b;
+    case NX_PRIM_LE:
+        return a <= b;
+    case NX_PRIM_GT:
+        return a > b;
+    default:
+        return a >= b;
+    }
+}
+
 nx_ir_val nx_ir_scalar_binary(nx_prim op, nx_dtype in, nx_dtype out, nx_ir_val a, nx_ir_val b)
 {
     nx_ir_val r = {0, 0};
     bool fl = nx_ir_is_float(in);
     if (is_comparison(op))
-        r.i = fl ? compare(op, a.f, b.f) : compare_int(op, a.i, b.i);
+        r.i = fl                    ? compare(op, a.f, b.f)
+              : in == NX_DTYPE_U64 ? compare_uint(op, (uint64_t)a.i, (uint64_t)b.i)
+                                   : compare_int(op, a.i, b.i);
     else if (fl)
         r.f = float_binary(op, a.f, b.f);
     else
-        r.i = int_binary(op, a.i, b.i);
+        r.i = int_binary(op, in, a.i, b.i);
     return nx_ir_fix(r, out);
 }
 
@@ -572,6 +700,46 @@ nx_node nx_and(nx_graph *g, nx_node a, nx_node b)
 nx_node nx_or(nx_graph *g, nx_node a, nx_node b)
 {
     return binary(g, "nx_or", NX_PRIM_OR, a, b);
+}
+
+nx_node nx_bitnot(nx_graph *g, nx_node x)
+{
+    return unary(g, "nx_bitnot", NX_PRIM_BITNOT, x);
+}
+
+nx_node nx_bitand(nx_graph *g, nx_node a, nx_node b)
+{
+    return binary(g, "nx_bitand", NX_PRIM_BITAND, a, b);
+}
+
+nx_node nx_bitor(nx_graph *g, nx_node a, nx_node b)
+{
+    return binary(g, "nx_bitor", NX_PRIM_BITOR, a, b);
+}
+
+nx_node nx_bitxor(nx_graph *g, nx_node a, nx_node b)
+{
+    return binary(g, "nx_bitxor", NX_PRIM_BITXOR, a, b);
+}
+
+nx_node nx_shl(nx_graph *g, nx_node a, nx_node b)
+{
+    return binary(g, "nx_shl", NX_PRIM_SHL, a, b);
+}
+
+nx_node nx_shr(nx_graph *g, nx_node a, nx_node b)
+{
+    return binary(g, "nx_shr", NX_PRIM_SHR, a, b);
+}
+
+nx_node nx_rotl(nx_graph *g, nx_node a, nx_node b)
+{
+    return binary(g, "nx_rotl", NX_PRIM_ROTL, a, b);
+}
+
+nx_node nx_mulhi(nx_graph *g, nx_node a, nx_node b)
+{
+    return binary(g, "nx_mulhi", NX_PRIM_MULHI, a, b);
 }
 
 nx_node nx_select(nx_graph *g, nx_node cond, nx_node a, nx_node b)

@@ -158,7 +158,8 @@ static nx_ir_val limit(nx_dtype d, bool lowest)
                                                [NX_DTYPE_I64] = INT64_MIN};
     static const int64_t hi[NX_DTYPE_COUNT] = {
         [NX_DTYPE_I8] = INT8_MAX,   [NX_DTYPE_I16] = INT16_MAX, [NX_DTYPE_I32] = INT32_MAX,
-        [NX_DTYPE_I64] = INT64_MAX, [NX_DTYPE_U8] = UINT8_MAX,  [NX_DTYPE_BOOL] = 1};
+        [NX_DTYPE_I64] = INT64_MAX, [NX_DTYPE_U8] = UINT8_MAX,  [NX_DTYPE_BOOL] = 1,
+        [NX_DTYPE_U32] = UINT32_MAX, [NX_DTYPE_U64] = -1 /* 2^64 - 1's bits */};
     nx_ir_val v = {lowest ? -INFINITY : INFINITY, lowest ? lo[d] : hi[d]};
     return v;
 }
@@ -197,10 +198,12 @@ static void lse_step(nx_ir_carry *c, double x, nx_dtype d)
         c->s = (float)c->s;
 }
 
-static bool beats(nx_ir_val x, nx_ir_val best, bool fl, bool want_max)
+static bool beats(nx_ir_val x, nx_ir_val best, bool fl, bool want_max, nx_dtype d)
 {
     if (fl)
         return want_max ? x.f > best.f : x.f < best.f;
+    if (d == NX_DTYPE_U64) /* the bits read as unsigned */
+        return want_max ? (uint64_t)x.i > (uint64_t)best.i : (uint64_t)x.i < (uint64_t)best.i;
     return want_max ? x.i > best.i : x.i < best.i;
 }
 
@@ -218,7 +221,7 @@ void nx_ir_monoid_step(nx_ir_carry *c, int64_t m, nx_dtype d, nx_ir_val x, int64
     case NX_MONOID_MIN:
         if (fl && isnan(x.f))
             c->nan = true;
-        else if (beats(x, c->v, fl, m == NX_MONOID_MAX))
+        else if (beats(x, c->v, fl, m == NX_MONOID_MAX, d))
             c->v = x;
         break;
     case NX_MONOID_LOGSUMEXP:
@@ -227,7 +230,7 @@ void nx_ir_monoid_step(nx_ir_carry *c, int64_t m, nx_dtype d, nx_ir_val x, int64
     default: /* argmax/argmin: strict improvement keeps the first winner; the first NaN wins */
         if (c->nan)
             break;
-        if (k == 0 || (fl && isnan(x.f)) || beats(x, c->v, fl, m == NX_MONOID_ARGMAX)) {
+        if (k == 0 || (fl && isnan(x.f)) || beats(x, c->v, fl, m == NX_MONOID_ARGMAX, d)) {
             c->v = x;
             c->arg = k;
             c->nan = fl && isnan(x.f);

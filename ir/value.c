@@ -52,6 +52,15 @@ nx_ir_val nx_ir_get(const void *base, nx_dtype dt, int64_t idx)
     case NX_DTYPE_U8:
         v.i = *(const uint8_t *)p;
         break;
+    case NX_DTYPE_U32: {
+        uint32_t x;
+        memcpy(&x, p, sizeof x);
+        v.i = x;
+        break;
+    }
+    case NX_DTYPE_U64: /* the bits: unsigned readers convert */
+        memcpy(&v.i, p, sizeof v.i);
+        break;
     case NX_DTYPE_BOOL:
         v.i = *(const uint8_t *)p != 0;
         break;
@@ -100,6 +109,14 @@ void nx_ir_put(void *base, nx_dtype dt, int64_t idx, nx_ir_val v)
     case NX_DTYPE_U8:
         *(uint8_t *)p = (uint8_t)v.i;
         break;
+    case NX_DTYPE_U32: {
+        uint32_t x = (uint32_t)v.i;
+        memcpy(p, &x, sizeof x);
+        break;
+    }
+    case NX_DTYPE_U64:
+        memcpy(p, &v.i, sizeof v.i);
+        break;
     case NX_DTYPE_BOOL:
         *(uint8_t *)p = v.i != 0;
         break;
@@ -132,6 +149,9 @@ nx_ir_val nx_ir_fix(nx_ir_val v, nx_dtype dt)
     case NX_DTYPE_U8:
         v.i = (uint8_t)v.i;
         break;
+    case NX_DTYPE_U32:
+        v.i = (uint32_t)v.i;
+        break;
     case NX_DTYPE_BOOL:
         v.i = v.i != 0;
         break;
@@ -147,15 +167,19 @@ static int64_t saturate(double x, nx_dtype to)
                                                [NX_DTYPE_I16] = INT16_MIN,
                                                [NX_DTYPE_I32] = INT32_MIN,
                                                [NX_DTYPE_I64] = INT64_MIN,
-                                               [NX_DTYPE_U8] = 0};
+                                               [NX_DTYPE_U8] = 0,
+                                               [NX_DTYPE_U32] = 0};
     static const int64_t hi[NX_DTYPE_COUNT] = {[NX_DTYPE_I8] = INT8_MAX,
                                                [NX_DTYPE_I16] = INT16_MAX,
                                                [NX_DTYPE_I32] = INT32_MAX,
                                                [NX_DTYPE_I64] = INT64_MAX,
-                                               [NX_DTYPE_U8] = UINT8_MAX};
+                                               [NX_DTYPE_U8] = UINT8_MAX,
+                                               [NX_DTYPE_U32] = UINT32_MAX};
     if (isnan(x))
         return 0;
     x = trunc(x);
+    if (to == NX_DTYPE_U64) /* [0, 2^64 - 1], carried in the int64's bits */
+        return x <= 0 ? 0 : x >= 0x1p64 ? -1 : (int64_t)(uint64_t)x;
     if (x <= (double)lo[to])
         return lo[to];
     if (x >= 9223372036854775808.0 || x >= (double)hi[to])
@@ -174,7 +198,7 @@ nx_ir_val nx_ir_convert(nx_ir_val v, nx_dtype from, nx_dtype to)
     else if (ffrom)
         r.i = saturate(v.f, to);
     else if (fto)
-        r.f = (double)v.i;
+        r.f = from == NX_DTYPE_U64 ? (double)(uint64_t)v.i : (double)v.i;
     else
         r.i = v.i;
     return nx_ir_fix(r, to);
@@ -188,6 +212,8 @@ nx_ir_val nx_ir_from_double(double x, nx_dtype dt)
 
 double nx_ir_to_double(nx_ir_val v, nx_dtype dt)
 {
+    if (dt == NX_DTYPE_U64)
+        return (double)(uint64_t)v.i;
     return nx_ir_is_float(dt) ? v.f : (double)v.i;
 }
 

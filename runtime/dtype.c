@@ -14,7 +14,9 @@
     X(I32, "i32", 4, "int32")                                                                      \
     X(I64, "i64", 8, "int64")                                                                      \
     X(U8, "u8", 1, "uint8")                                                                        \
-    X(BOOL, "bool", 1, "bool_")
+    X(BOOL, "bool", 1, "bool_")                                                                    \
+    X(U32, "u32", 4, "uint32")                                                                     \
+    X(U64, "u64", 8, "uint64")
 
 static const struct {
     const char *name;
@@ -135,5 +137,6 @@ bool nx_dtype_is_float(nx_dtype dtype)
 bool nx_dtype_is_int(nx_dtype dtype)
 {
     return dtype == NX_DTYPE_I8 || dtype == NX_DTYPE_I16 || dtype == NX_DTYPE_I32 ||
-           dtype == NX_DTYPE_I64 || dtype == NX_DTYPE_U8;
+           dtype == NX_DTYPE_I64 || dtype == NX_DTYPE_U8 || dtype == NX_DTYPE_U32 ||
+           dtype == NX_DTYPE_U64;
 }

@@ -83,11 +83,13 @@ static const struct {
     {'f', 4, NX_DTYPE_F32}, {'f', 8, NX_DTYPE_F64}, {'f', 2, NX_DTYPE_F16},
     {'V', 2, NX_DTYPE_BF16}, {'i', 1, NX_DTYPE_I8}, {'i', 2, NX_DTYPE_I16},
     {'i', 4, NX_DTYPE_I32}, {'i', 8, NX_DTYPE_I64}, {'u', 1, NX_DTYPE_U8},
+    {'u', 4, NX_DTYPE_U32}, {'u', 8, NX_DTYPE_U64},
     {'b', 1, NX_DTYPE_BOOL},
 };
 #define DESCR_COUNT (sizeof descr_table / sizeof *descr_table)
 #define DESCR_EXPECTED                                                                             \
-    "'<f4' '<f8' '<f2' '|i1' '<i2' '<i4' '<i8' '|u1' '|b1' or '|V2' (bf16), '>' for big-endian"
+    "'<f4' '<f8' '<f2' '|i1' '<i2' '<i4' '<i8' '|u1' '<u4' '<u8' '|b1' or '|V2' (bf16), '>' "    \
+    "for big-endian"
 
 /* What the preamble and header say. */
 typedef struct npy_info {

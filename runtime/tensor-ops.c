@@ -326,6 +326,14 @@ static void read_int(nx_dtype d, const char *src, int64_t n, int64_t stride, int
         for (i = 0; i < n; i++)
             v[i] = (uint8_t)src[i * stride];
         break;
+    case NX_DTYPE_U32:
+        for (i = 0; i < n; i++)
+            v[i] = (uint32_t)ld_i32(src + i * stride);
+        break;
+    case NX_DTYPE_U64: /* the bits; write_from_int reads them as unsigned */
+        for (i = 0; i < n; i++)
+            v[i] = ld_i64(src + i * stride);
+        break;
     default: /* bool: any nonzero byte is true */
         for (i = 0; i < n; i++)
             v[i] = src[i * stride] != 0;
@@ -351,6 +359,7 @@ static void store_ints(nx_dtype d, const uint64_t *v, int64_t n, char *dst)
         }
         break;
     case NX_DTYPE_I32:
+    case NX_DTYPE_U32:
         for (i = 0; i < n; i++) {
             uint32_t x = (uint32_t)v[i];
             memcpy(dst + 4 * i, &x, 4);
@@ -407,6 +416,12 @@ static void int_range(nx_dtype d, double *lo, double *hi_excl)
     case NX_DTYPE_U8:
         *lo = 0.0, *hi_excl = 256.0;
         break;
+    case NX_DTYPE_U32:
+        *lo = 0.0, *hi_excl = 0x1p32;
+        break;
+    case NX_DTYPE_U64:
+        *lo = 0.0, *hi_excl = 0x1p64;
+        break;
     default:
         *lo = -0x1p63, *hi_excl = 0x1p63;
         break;
@@ -434,7 +449,7 @@ static int64_t write_from_float(nx_dtype d, const double *v, int64_t n, char *ds
         double t = trunc(v[i]);
         if (!(t >= lo && t < hi)) /* also catches NaN */
             return i;
-        scratch[i] = (uint64_t)(int64_t)t;
+        scratch[i] = t >= 0x1p63 ? (uint64_t)t : (uint64_t)(int64_t)t;
     }
     store_ints(d, scratch, n, dst);
     return -1;
@@ -455,9 +470,39 @@ static double int_to_double_odd(int64_t v)
     return v < 0 ? -d : d;
 }
 
-static void write_from_int(nx_dtype d, const int64_t *v, int64_t n, char *dst, double *scratch)
+/* u64 sources (from_u64) to floats: the value of the unsigned bits, rounded once (f16/bf16: to
+ * odd first when it needs more than 53 bits, as int_to_double_odd). */
+static void write_from_u64(nx_dtype d, const int64_t *v, int64_t n, char *dst, double *scratch)
+{
+    for (int64_t i = 0; i < n; i++) {
+        uint64_t m = (uint64_t)v[i];
+        if (d == NX_DTYPE_F32) {
+            float f = (float)m;
+            memcpy(dst + 4 * i, &f, 4);
+            continue;
+        }
+        int shift = 0;
+        if (d != NX_DTYPE_F64 && (m >> 53)) {
+            shift = 11 - __builtin_clzll(m);
+            uint64_t lost = m & ((UINT64_C(1) << shift) - 1);
+            m = (m >> shift) | (lost != 0);
+        }
+        scratch[i] = ldexp((double)m, shift);
+    }
+    if (d == NX_DTYPE_F64)
+        memcpy(dst, scratch, (size_t)n * 8);
+    else if (d != NX_DTYPE_F32)
+        store_floats(d, scratch, n, dst);
+}
+
+static void write_from_int(nx_dtype d, const int64_t *v, int64_t n, char *dst, double *scratch,
+                           bool from_u64)
 {
     int64_t i;
+    if (from_u64 && is_float(d)) {
+        write_from_u64(d, v, n, dst, scratch);
+        return;
+    }
     switch (d) {
     case NX_DTYPE_BOOL:
         for (i = 0; i < n; i++)
@@ -495,11 +540,13 @@ static nx_status cast_error(const nx_tensor *t, nx_dtype dtype, int64_t flat, do
     }
     double lo, hi;
     int_range(dtype, &lo, &hi);
-    long long max = hi >= 0x1p63 ? INT64_MAX : (long long)hi - 1;
+    unsigned long long max = hi >= 0x1p64   ? UINT64_MAX
+                             : hi >= 0x1p63 ? (unsigned long long)INT64_MAX
+                                            : (unsigned long long)hi - 1;
     char where[160];
     return nx_rt_error(t->storage->ctx, NX_ERR_INVALID_ARG,
                        "nx_tensor_cast: element %s is %.17g, which %s to %s cannot represent; "
-                       "expected a finite value whose integer part is in [%lld, %lld]",
+                       "expected a finite value whose integer part is in [%lld, %llu]",
                        nx_shape_str(where, sizeof where, t->ndim, idx), value,
                        nx_dtype_name(t->dtype), nx_dtype_name(dtype), (long long)lo, max);
 }
@@ -526,7 +573,7 @@ static nx_status cast_into(const nx_tensor *t, nx_dtype d, char *dst)
                     return cast_error(t, d, done + bad, fv[bad]);
             } else {
                 read_int(t->dtype, src, m, r.stride, iv);
-                write_from_int(d, iv, m, dst, fv);
+                write_from_int(d, iv, m, dst, fv, t->dtype == NX_DTYPE_U64);
             }
             dst += m * des;
             done += m;

@@ -140,6 +140,32 @@ const char nx_ptx_prelude[] =
     "    if (x <= (double)lo) return lo;\n"
     "    if (x >= 9223372036854775808.0 || x >= (double)hi) return hi;\n"
     "    return (i64)x;\n"
+    "}\n"
+    /* u64 (docs/numerics.md): the interpreter's unsigned division, power and saturation */
+    "static __device__ __forceinline__ u64 nx_udiv(u64 a, u64 b) { return b ? a / b : 0; }\n"
+    "static __device__ __forceinline__ u64 nx_umod(u64 a, u64 b) { return b ? a % b : 0; }\n"
+    "static __device__ __forceinline__ u64 nx_uabs(u64 a) { return a; }\n"
+    "static __device__ u64 nx_upow(u64 a, u64 b)\n"
+    "{\n"
+    "    u64 r = 1;\n"
+    "    while (b) { if (b & 1) r *= a; a *= a; b >>= 1; }\n"
+    "    return r;\n"
+    "}\n"
+    "static __device__ __forceinline__ u64 nx_satu64(double x)\n"
+    "{\n"
+    "    if (x != x) return 0;\n"
+    "    x = trunc(x);\n"
+    "    if (x <= 0.0) return 0;\n"
+    "    if (x >= 18446744073709551616.0) return ~0ULL;\n"
+    "    return (u64)x;\n"
+    "}\n"
+    /* a rotated left by b mod w, on the w low bits of a */
+    "static __device__ __forceinline__ u64 nx_rotl(u64 a, u64 b, int w)\n"
+    "{\n"
+    "    u64 m = w == 64 ? ~0ULL : (1ULL << w) - 1;\n"
+    "    unsigned r = (unsigned)(b % (u64)w);\n"
+    "    a &= m;\n"
+    "    return r ? ((a << r) | (a >> (w - r))) & m : a;\n"
     "}\n";
 
 /* ---- types and values ----------------------------------------------------------------------*/
@@ -159,6 +185,10 @@ const char *nx_ptx_ctype(int d)
         return "int";
     case NX_DTYPE_I64:
         return "i64";
+    case NX_DTYPE_U32:
+        return "unsigned int";
+    case NX_DTYPE_U64:
+        return "u64";
     default: /* u8, bool */
         return "unsigned char";
     }
@@ -239,6 +269,9 @@ static void int_bounds(int d, char *lo, char *hi, size_t len)
     case NX_DTYPE_U8:
         snprintf(lo, len, "0LL"), snprintf(hi, len, "255LL");
         break;
+    case NX_DTYPE_U32:
+        snprintf(lo, len, "0LL"), snprintf(hi, len, "4294967295LL");
+        break;
     default:
         snprintf(lo, len, "NX_I64_MIN"), snprintf(hi, len, "9223372036854775807LL");
         break;
@@ -253,8 +286,10 @@ static void int_bounds(int d, char *lo, char *hi, size_t len)
 static void cast_expr(int from, int to, int x, char *buf, size_t len)
 {
     const char *t = ctype(to);
-    if (to == NX_DTYPE_F32 && from == NX_DTYPE_I64) {
+    if (to == NX_DTYPE_F32 && (from == NX_DTYPE_I64 || from == NX_DTYPE_U64)) {
         snprintf(buf, len, "(float)(double)v%d", x);
+    } else if (to == NX_DTYPE_U64 && is_f(from)) {
+        snprintf(buf, len, "nx_satu64((double)v%d)", x);
     } else if (to == NX_DTYPE_BOOL) {
         snprintf(buf, len, "(unsigned char)(v%d != 0)", x);
     } else if (is_f(from) && !is_f(to)) {
@@ -288,7 +323,79 @@ typedef struct prim_emitter {
 /* The name a row writes for operands of dtype od. */
 static const char *row_name(const prim_emitter *r, int od)
 {
-    return od == NX_DTYPE_F32 ? r->f32 : od == NX_DTYPE_F64 ? r->f64 : r->i;
+    static const char *const signed_[] = {"nx_idiv", "nx_imod", "nx_ipow", "nx_iabs"};
+    static const char *const unsigned_[] = {"nx_udiv", "nx_umod", "nx_upow", "nx_uabs"};
+    const char *n = od == NX_DTYPE_F32 ? r->f32 : od == NX_DTYPE_F64 ? r->f64 : r->i;
+    if (od == NX_DTYPE_U64 && n) /* a u64 above 2^63 is no i64: the unsigned helpers */
+        for (size_t k = 0; k < sizeof signed_ / sizeof *signed_; k++)
+            if (strcmp(n, signed_[k]) == 0)
+                return unsigned_[k];
+    return n;
+}
+
+/* The unsigned C type of an integer dtype's width (the bits of its values). */
+static const char *utype(int d)
+{
+    switch (nx_dtype_size((nx_dtype)d)) {
+    case 1:
+        return "unsigned char";
+    case 2:
+        return "unsigned short";
+    case 4:
+        return "unsigned int";
+    default:
+        return "u64";
+    }
+}
+
+/* ---- integer bits (docs/numerics.md): the interpreter's semantics ----*/
+
+static void e_bitnot(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    (void)od;
+    snprintf(buf, len, "(%s)(~(%s)v%d)", ctype(in->dtype), utype(in->dtype), in->a[0]);
+}
+
+static void e_bits2(const nx_kinst *in, int od, char *buf, size_t len);
+
+/* the count read unsigned; from the width on 0 (shl, unsigned shr) or the sign (signed shr) */
+static void e_shift(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    (void)od;
+    int a = in->a[0], b = in->a[1], d = in->dtype, w = (int)nx_dtype_size((nx_dtype)d) * 8;
+    const char *t = ctype(d), *u = utype(d);
+    bool un = d == NX_DTYPE_U8 || d == NX_DTYPE_U32 || d == NX_DTYPE_U64;
+    if (in->prim == NX_PRIM_SHL)
+        snprintf(buf, len, "(%s)((%s)v%d >= %d ? 0ULL : ((u64)(%s)v%d << (%s)v%d))", t, u, b, w,
+                 u, a, u, b);
+    else if (un)
+        snprintf(buf, len, "(%s)((%s)v%d >= %d ? 0ULL : ((u64)(%s)v%d >> (%s)v%d))", t, u, b, w,
+                 u, a, u, b);
+    else
+        snprintf(buf, len, "(%s)((i64)v%d >> ((%s)v%d >= %d ? %d : (%s)v%d))", t, a, u, b, w,
+                 w - 1, u, b);
+}
+
+/* rotate: the funnel shift for 32 bits (its count is taken mod 32), else nx_rotl */
+static void e_rotl(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    (void)od;
+    int a = in->a[0], b = in->a[1], d = in->dtype, w = (int)nx_dtype_size((nx_dtype)d) * 8;
+    if (w == 32)
+        snprintf(buf, len, "(%s)__funnelshift_l((unsigned)v%d, (unsigned)v%d, (unsigned)v%d)",
+                 ctype(d), a, a, b);
+    else
+        snprintf(buf, len, "(%s)nx_rotl((u64)(%s)v%d, (u64)(%s)v%d, %d)", ctype(d), utype(d), a,
+                 utype(d), b, w);
+}
+
+static void e_mulhi(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    (void)od;
+    if (in->dtype == NX_DTYPE_U32)
+        snprintf(buf, len, "__umulhi(v%d, v%d)", in->a[0], in->a[1]);
+    else
+        snprintf(buf, len, "__umul64hi(v%d, v%d)", in->a[0], in->a[1]);
 }
 
 static void e_neg(const nx_kinst *in, int od, char *buf, size_t len)
@@ -389,6 +496,14 @@ static const prim_emitter EMITTERS[NX_PRIM_COUNT] = {
     [NX_PRIM_GE] = {e_infix, BOTH, ">=", ">=", ">="},
     [NX_PRIM_AND] = {e_infix, BOTH, "&&", "&&", "&&"},
     [NX_PRIM_OR] = {e_infix, BOTH, "||", "||", "||"},
+    [NX_PRIM_BITNOT] = {e_bitnot, ON_INT, NULL, NULL, NULL},
+    [NX_PRIM_BITAND] = {e_bits2, ON_INT, NULL, NULL, "&"},
+    [NX_PRIM_BITOR] = {e_bits2, ON_INT, NULL, NULL, "|"},
+    [NX_PRIM_BITXOR] = {e_bits2, ON_INT, NULL, NULL, "^"},
+    [NX_PRIM_SHL] = {e_shift, ON_INT, NULL, NULL, NULL},
+    [NX_PRIM_SHR] = {e_shift, ON_INT, NULL, NULL, NULL},
+    [NX_PRIM_ROTL] = {e_rotl, ON_INT, NULL, NULL, NULL},
+    [NX_PRIM_MULHI] = {e_mulhi, ON_INT, NULL, NULL, NULL},
     [NX_PRIM_SELECT] = {e_select, BOTH, NULL, NULL, NULL},
     [NX_PRIM_CAST] = {e_cast, BOTH, NULL, NULL, NULL},
 };
@@ -410,6 +525,12 @@ static bool gives_bool(int prim)
     default:
         return false;
     }
+}
+
+static void e_bits2(const nx_kinst *in, int od, char *buf, size_t len)
+{
+    snprintf(buf, len, "(%s)((%s)v%d %s (%s)v%d)", ctype(in->dtype), utype(in->dtype), in->a[0],
+             row_name(&EMITTERS[in->prim], od), utype(in->dtype), in->a[1]);
 }
 
 static void e_call1(const nx_kinst *in, int od, char *buf, size_t len)

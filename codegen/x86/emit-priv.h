@@ -34,8 +34,10 @@ static inline const char *rty(int d)
     case NX_DTYPE_I16:
         return "i16";
     case NX_DTYPE_I32:
+    case NX_DTYPE_U32:
         return "i32";
     case NX_DTYPE_I64:
+    case NX_DTYPE_U64:
         return "i64";
     case NX_DTYPE_BOOL:
         return "i1";
@@ -56,7 +58,7 @@ static inline bool is_fl(int d)
 
 static inline bool is_unsigned(int d)
 {
-    return d == NX_DTYPE_U8 || d == NX_DTYPE_BOOL;
+    return d == NX_DTYPE_U8 || d == NX_DTYPE_U32 || d == NX_DTYPE_U64 || d == NX_DTYPE_BOOL;
 }
 
 static inline int bits(int d)

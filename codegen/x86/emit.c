@@ -554,6 +554,84 @@ static int p_or(emitter *e, int32_t id)
     return binop(e, inst(e, id), NULL, NULL, "or");
 }
 
+/* ---- integer bits (docs/numerics.md) ----*/
+
+static int p_bitnot(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    return op2(e, "xor", rty(in->dtype), V(in->a[0]), constv(e, rty(in->dtype), "-1"));
+}
+
+static int p_bitand(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), NULL, "and", "and");
+}
+
+static int p_bitor(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), NULL, "or", "or");
+}
+
+static int p_bitxor(emitter *e, int32_t id)
+{
+    return binop(e, inst(e, id), NULL, "xor", "xor");
+}
+
+/* a << b, a >> b: the count read unsigned; from the width on, 0 (shl, logical shr) or the sign
+ * (arithmetic shr: a shift by the width - 1). LLVM's shifts are poison there, hence the select. */
+static int shift(emitter *e, int32_t id, bool left)
+{
+    const nx_kinst *in = inst(e, id);
+    int a = V(in->a[0]), b = V(in->a[1]), d = in->dtype;
+    const char *t = rty(d);
+    char wl[16], wm[16];
+    snprintf(wl, sizeof wl, "%d", bits(d));
+    snprintf(wm, sizeof wm, "%d", bits(d) - 1);
+    int oob = op2(e, "icmp uge", t, b, constv(e, t, wl));
+    if (!left && !is_unsigned(d))
+        return op2(e, "ashr", t, a, selv(e, t, oob, constv(e, t, wm), b));
+    int r = op2(e, left ? "shl" : "lshr", t, a, selv(e, t, oob, constv(e, t, "0"), b));
+    return selv(e, t, oob, constv(e, t, "0"), r);
+}
+
+static int p_shl(emitter *e, int32_t id)
+{
+    return shift(e, id, true);
+}
+
+static int p_shr(emitter *e, int32_t id)
+{
+    return shift(e, id, false);
+}
+
+/* llvm.fshl(a, a, b) rotates left by b mod the width */
+static int p_rotl(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    int a = V(in->a[0]), b = V(in->a[1]), v = fresh(e);
+    const char *t = rty(in->dtype);
+    put(&e->body, "  %%v%d = call %s @llvm.fshl.%s(%s %%v%d, %s %%v%d, %s %%v%d)\n", v, t, t, t, a,
+        t, a, t, b);
+    return v;
+}
+
+/* the high half of the product in twice the width (u32 in i64, u64 in i128) */
+static int p_mulhi(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    int a = V(in->a[0]), b = V(in->a[1]), w = bits(in->dtype);
+    const char *t = rty(in->dtype), *wt = w == 32 ? "i64" : "i128";
+    int za = fresh(e), zb = fresh(e), r = fresh(e);
+    put(&e->body, "  %%v%d = zext %s %%v%d to %s\n", za, t, a, wt);
+    put(&e->body, "  %%v%d = zext %s %%v%d to %s\n", zb, t, b, wt);
+    int p = op2(e, "mul", wt, za, zb);
+    char wl[16];
+    snprintf(wl, sizeof wl, "%d", w);
+    int hi = op2(e, "lshr", wt, p, constv(e, wt, wl));
+    put(&e->body, "  %%v%d = trunc %s %%v%d to %s\n", r, wt, hi, t);
+    return r;
+}
+
 static int p_select(emitter *e, int32_t id)
 {
     const nx_kinst *in = inst(e, id);
@@ -617,6 +695,14 @@ static const prim_rule prim_rules[NX_PRIM_COUNT] = {
     [NX_PRIM_GE] = {p_ge, OPS_ANY},
     [NX_PRIM_AND] = {p_and, OPS_BOOL},
     [NX_PRIM_OR] = {p_or, OPS_BOOL},
+    [NX_PRIM_BITNOT] = {p_bitnot, OPS_INT},
+    [NX_PRIM_BITAND] = {p_bitand, OPS_INT},
+    [NX_PRIM_BITOR] = {p_bitor, OPS_INT},
+    [NX_PRIM_BITXOR] = {p_bitxor, OPS_INT},
+    [NX_PRIM_SHL] = {p_shl, OPS_INT},
+    [NX_PRIM_SHR] = {p_shr, OPS_INT},
+    [NX_PRIM_ROTL] = {p_rotl, OPS_INT},
+    [NX_PRIM_MULHI] = {p_mulhi, OPS_INT},
     [NX_PRIM_SELECT] = {p_select, OPS_ANY},
     [NX_PRIM_CAST] = {p_cast, OPS_ANY},
 };
@@ -875,6 +961,8 @@ static void emit_declarations(const emitter *e, text *t)
         put(t, "declare float @llvm.%s.f32(float)\n", intr[i]);
         put(t, "declare double @llvm.%s.f64(double)\n", intr[i]);
     }
+    for (int i = 8; i <= 64; i *= 2)
+        put(t, "declare i%d @llvm.fshl.i%d(i%d, i%d, i%d)\n", i, i, i, i, i);
     put(t, "declare float @llvm.copysign.f32(float, float)\n");
     put(t, "declare double @llvm.copysign.f64(double, double)\n");
     static const int ib[] = {8, 16, 32, 64};

@@ -11,7 +11,11 @@
  *     kernel emitted and NVRTC-compiled (compute_80), i64 -> f32 through double as the
  *     interpreter rounds; on a GPU (a driver that runs kernels) each run against the reference
  *     interpreter on edge values (NaN, infinities, signed zeros, halves, the integer bounds and
- *     one past them, 2^60 + 2^36 + 1), bit for bit. */
+ *     one past them, 2^60 + 2^36 + 1), bit for bit; u32 and u64 included.
+ *   - The integer bit primitives over i8/i32/i64/u8/u32/u64 (mulhi: u32, u64) and the u64
+ *     division, mod and power: the emitted source holds the intrinsic or helper the row writes
+ *     (__umulhi, __umul64hi, __funnelshift_l, nx_udiv, ...), NVRTC compiles it where present, and
+ *     on a GPU the result equals the interpreter's bit for bit. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -59,6 +63,17 @@ static bool float_only(int p)
     return false;
 }
 
+/* The integer bit primitives: no float form; mulhi takes u32/u64 only. */
+static bool int_only(int p)
+{
+    static const int list[] = {NX_PRIM_BITNOT, NX_PRIM_BITAND, NX_PRIM_BITOR, NX_PRIM_BITXOR,
+                               NX_PRIM_SHL,    NX_PRIM_SHR,    NX_PRIM_ROTL,  NX_PRIM_MULHI};
+    for (size_t i = 0; i < sizeof list / sizeof list[0]; i++)
+        if (list[i] == p)
+            return true;
+    return false;
+}
+
 static void test_every_primitive(void **state)
 {
     (void)state;
@@ -72,7 +87,8 @@ static void test_every_primitive(void **state)
         for (int p = 0; p < NX_PRIM_COUNT; p++) {
             k->inst[id].prim = (uint16_t)p;
             const char *why = nx_ptx_unsupported(k);
-            bool want = elementwise(p) && !(dts[d] == NX_DTYPE_I32 && float_only(p));
+            bool want = elementwise(p) && !(dts[d] == NX_DTYPE_I32 && float_only(p)) &&
+                        !(dts[d] == NX_DTYPE_F32 && int_only(p));
             const char *name = nx_ir_prim_name(p);
             if (want && why)
                 fail_msg("%s over %s: refused (%s)", name, nx_dtype_name(dts[d]), why);
@@ -146,8 +162,9 @@ static void test_library_without_routine(void **state)
 
 /* ---- CAST ----------------------------------------------------------------------------------*/
 
-static const nx_dtype CAST_DTYPES[] = {NX_DTYPE_F32, NX_DTYPE_F64, NX_DTYPE_I8, NX_DTYPE_I16,
-                                       NX_DTYPE_I32, NX_DTYPE_I64, NX_DTYPE_U8, NX_DTYPE_BOOL};
+static const nx_dtype CAST_DTYPES[] = {NX_DTYPE_F32, NX_DTYPE_F64, NX_DTYPE_I8,  NX_DTYPE_I16,
+                                       NX_DTYPE_I32, NX_DTYPE_I64, NX_DTYPE_U8,  NX_DTYPE_BOOL,
+                                       NX_DTYPE_U32, NX_DTYPE_U64};
 #define NCAST (sizeof CAST_DTYPES / sizeof CAST_DTYPES[0])
 
 static const double FLOAT_EDGES[] = {
@@ -251,6 +268,116 @@ static void cast_case(nx_ctx *ctx, nx_dtype from, nx_dtype to, bool gpu)
     nx_graph_free(g);
 }
 
+/* ---- integer bits (docs/numerics.md) -------------------------------------------------------*/
+
+/* y = prim(a, b) over 16 values of dtype d: the emitted CUDA C holds each fragment of want (the
+ * device intrinsic or helper the row writes); NVRTC compiles it where present; on a GPU it equals
+ * the interpreter bit for bit on edge values and shift counts. */
+static void bits_case(nx_ctx *ctx, nx_node (*fn)(nx_graph *, nx_node, nx_node), nx_dtype d,
+                      const char *const *want, bool gpu)
+{
+    nx_graph *g = NULL;
+    assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+    int64_t n = 16;
+    nx_node y = fn(g, nx_input(g, "a", d, 1, &n), nx_input(g, "b", d, 1, &n));
+    if (nx_graph_status(g) != NX_OK)
+        fail_msg("%s: %s", nx_dtype_name(d), nx_graph_error(g));
+    nx_kplan *plan = NULL;
+    if (nx_pass_pipeline(ctx, &g->s, 1, &y, &plan) != NX_OK)
+        fail_msg("pipeline: %s", nx_ctx_last_error(ctx));
+    assert_int_equal(plan->nkernels, 1);
+    const nx_kernel *k = plan->kernels[0];
+    const char *why = nx_ptx_kernel_unsupported(k);
+    if (why)
+        fail_msg("%s: refused: %s", nx_dtype_name(d), why);
+    char *src = NULL;
+    size_t len = 0;
+    nx_ptx_launch l;
+    if (nx_ptx_kernel_emit(k, "k", false, &src, &len, &l) != NX_OK)
+        fail_msg("emit: %s", nx_ctx_last_error(ctx));
+    for (int i = 0; want[i]; i++)
+        if (!strstr(src, want[i]))
+            fail_msg("%s: the source lacks \"%s\":\n%s", nx_dtype_name(d), want[i], src);
+    if (have_nvrtc(ctx)) {
+        nx_ptx_image img;
+        nx_ptx_target t = {80, NX_PTX_KIND_PTX};
+        if (nx_ptx_compile(ctx, src, "bits.cu", t, NULL, 0, &img) != NX_OK)
+            fail_msg("NVRTC: %s\n%s", nx_ctx_last_error(ctx), src);
+        nx_ptx_image_free(ctx, &img);
+    }
+    nx_rt_free(ctx, src, len);
+    nx_kplan_free(plan);
+    if (gpu) {
+        static const int64_t A[16] = {0, 1, -1, 2, INT64_MIN, INT64_MAX, 0x5555555555555555LL,
+                                      2147483647, -2147483648LL, 2147483648LL, 4294967295LL,
+                                      4294967296LL, 127, 128, 255, -129};
+        static const int64_t B[16] = {0, 1, 31, 32, 33, 63, 64, 65, -1, 7, 8, 2, 4294967295LL,
+                                      INT64_MIN, 30, 3};
+        nx_tensor *ins[2] = {NULL, NULL};
+        for (int t = 0; t < 2; t++) {
+            assert_int_equal(nx_tensor_new(ctx, d, 1, &n, &ins[t]), NX_OK);
+            for (int64_t i = 0; i < n; i++) {
+                nx_ir_val v = {0, t ? B[i] : A[i]};
+                nx_ir_put(nx_tensor_data(ins[t]), d, i, nx_ir_fix(v, d));
+            }
+        }
+        nx_program *ref = NULL, *dev = NULL;
+        nx_compile_opts ro = {NX_BACKEND_REF, 1, &y}, co = {NX_BACKEND_CUDA, 1, &y};
+        if (nx_graph_compile(g, &ro, &ref) != NX_OK || nx_graph_compile(g, &co, &dev) != NX_OK)
+            fail_msg("compile: %s", nx_ctx_last_error(ctx));
+        nx_tensor *wantv = NULL, *got = NULL;
+        assert_int_equal(nx_program_run(ref, (const nx_tensor *const *)ins, &wantv), NX_OK);
+        if (nx_program_run(dev, (const nx_tensor *const *)ins, &got) != NX_OK)
+            fail_msg("run: %s", nx_ctx_last_error(ctx));
+        int64_t at = -1;
+        if (!same_bits(got, wantv, &at))
+            fail_msg("%s: element %lld differs from the interpreter", nx_dtype_name(d),
+                     (long long)at);
+        nx_tensor_free(ins[0]);
+        nx_tensor_free(ins[1]);
+        nx_tensor_free(wantv);
+        nx_tensor_free(got);
+        nx_program_free(ref);
+        nx_program_free(dev);
+    }
+    nx_graph_free(g);
+}
+
+static void test_bits(void **state)
+{
+    (void)state;
+    nx_ctx *ctx = NULL;
+    assert_int_equal(nx_ctx_new(NULL, &ctx), NX_OK);
+    bool gpu = have_gpu(ctx);
+    static const nx_dtype all[] = {NX_DTYPE_I8, NX_DTYPE_I32, NX_DTYPE_I64,
+                                   NX_DTYPE_U8, NX_DTYPE_U32, NX_DTYPE_U64};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        nx_dtype d = all[i];
+        bool u = d == NX_DTYPE_U8 || d == NX_DTYPE_U32 || d == NX_DTYPE_U64;
+        int w = (int)nx_dtype_size(d) * 8;
+        char width[16];
+        snprintf(width, sizeof width, ">= %d ?", w);
+        bits_case(ctx, nx_bitand, d, (const char *const[]){" & ", NULL}, gpu);
+        bits_case(ctx, nx_bitor, d, (const char *const[]){" | ", NULL}, gpu);
+        bits_case(ctx, nx_bitxor, d, (const char *const[]){" ^ ", NULL}, gpu);
+        bits_case(ctx, nx_shl, d, (const char *const[]){" << ", width, NULL}, gpu);
+        bits_case(ctx, nx_shr, d, (const char *const[]){" >> ", width, u ? "(u64)" : "(i64)", NULL},
+                  gpu);
+        bits_case(ctx, nx_rotl, d,
+                  (const char *const[]){w == 32 ? "__funnelshift_l(" : "nx_rotl(", NULL}, gpu);
+    }
+    bits_case(ctx, nx_mulhi, NX_DTYPE_U32, (const char *const[]){"__umulhi(", NULL}, gpu);
+    bits_case(ctx, nx_mulhi, NX_DTYPE_U64, (const char *const[]){"__umul64hi(", NULL}, gpu);
+    /* u64 arithmetic that an i64 helper would get wrong above 2^63 */
+    bits_case(ctx, nx_div, NX_DTYPE_U64, (const char *const[]){"nx_udiv(", NULL}, gpu);
+    bits_case(ctx, nx_mod, NX_DTYPE_U64, (const char *const[]){"nx_umod(", NULL}, gpu);
+    bits_case(ctx, nx_pow, NX_DTYPE_U64, (const char *const[]){"nx_upow(", NULL}, gpu);
+    bits_case(ctx, nx_div, NX_DTYPE_U32, (const char *const[]){"nx_idiv", NULL}, gpu);
+    bits_case(ctx, nx_maximum, NX_DTYPE_U64, (const char *const[]){"u64", NULL}, gpu);
+    bits_case(ctx, nx_add, NX_DTYPE_U32, (const char *const[]){"unsigned int", NULL}, gpu);
+    nx_ctx_free(ctx);
+}
+
 static void test_cast(void **state)
 {
     (void)state;
@@ -271,6 +398,7 @@ int main(void)
         cmocka_unit_test(test_out_of_table),
         cmocka_unit_test(test_library_without_routine),
         cmocka_unit_test(test_cast),
+        cmocka_unit_test(test_bits),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

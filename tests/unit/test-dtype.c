@@ -17,6 +17,7 @@ static void test_sizes_names(void **state)
         {NX_DTYPE_I8, 1, "i8", "int8"},      {NX_DTYPE_I16, 2, "i16", "int16"},
         {NX_DTYPE_I32, 4, "i32", "int32"},   {NX_DTYPE_I64, 8, "i64", "int64"},
         {NX_DTYPE_U8, 1, "u8", "uint8"},     {NX_DTYPE_BOOL, 1, "bool", "bool_"},
+        {NX_DTYPE_U32, 4, "u32", "uint32"},  {NX_DTYPE_U64, 8, "u64", "uint64"},
     };
     assert_int_equal(sizeof rows / sizeof *rows, NX_DTYPE_COUNT);
     for (size_t i = 0; i < NX_DTYPE_COUNT; i++) {
@@ -38,6 +39,12 @@ static void test_sizes_names(void **state)
     assert_false(nx_dtype_is_float(NX_DTYPE_I32));
     assert_true(nx_dtype_is_int(NX_DTYPE_U8));
     assert_false(nx_dtype_is_int(NX_DTYPE_BOOL));
+    assert_true(nx_dtype_is_int(NX_DTYPE_U32));
+    assert_true(nx_dtype_is_int(NX_DTYPE_U64));
+    /* the new dtypes come after the old ones: existing numbers keep their values */
+    assert_int_equal(NX_DTYPE_BOOL, 9);
+    assert_int_equal(NX_DTYPE_U32, 10);
+    assert_int_equal(NX_DTYPE_U64, 11);
 }
 
 /* Every spelling in the list generated with NumPy (tools/gen-dtype-spellings.py): accepted as
