@@ -40,6 +40,7 @@ const char *nx_dtype_name(nx_dtype dtype)
 
 /* NumPy's type names (np.sctypeDict, LP64 sizes from C's own types) for the supported dtypes. */
 #define INT_OF(bytes) ((bytes) == 8 ? NX_DTYPE_I64 : (bytes) == 4 ? NX_DTYPE_I32 : NX_DTYPE_I16)
+#define UINT_OF(bytes) ((bytes) == 8 ? NX_DTYPE_U64 : NX_DTYPE_U32)
 static const struct {
     const char *name;
     nx_dtype dtype;
@@ -56,17 +57,22 @@ static const struct {
     {"long", INT_OF(sizeof(long))}, {"intp", INT_OF(sizeof(void *))},
     {"int0", INT_OF(sizeof(void *))},
     {"uint8", NX_DTYPE_U8},     {"ubyte", NX_DTYPE_U8},
+    {"uint32", NX_DTYPE_U32},   {"uintc", UINT_OF(sizeof(unsigned))},
+    {"uint64", NX_DTYPE_U64},   {"ulonglong", NX_DTYPE_U64},
+    {"uint", UINT_OF(sizeof(unsigned long))}, {"uintp", UINT_OF(sizeof(void *))},
+    {"uint0", UINT_OF(sizeof(void *))}, {"ulong", UINT_OF(sizeof(unsigned long))},
     {"bool_", NX_DTYPE_BOOL},   {"bool8", NX_DTYPE_BOOL},
 };
 
 /* One-letter type codes (np.dtype('d')) and kind + size typestrings ('f8', 'b1'). */
 static bool numpy_code(const char *s, nx_dtype *out)
 {
-    static const char codes[] = "?bBhilqpefd";
+    static const char codes[] = "?bBhilqpefdILQP";
     static const nx_dtype code_dtype[] = {
         NX_DTYPE_BOOL, NX_DTYPE_I8, NX_DTYPE_U8, NX_DTYPE_I16, INT_OF(sizeof(int)),
         INT_OF(sizeof(long)), NX_DTYPE_I64, INT_OF(sizeof(void *)), NX_DTYPE_F16,
-        NX_DTYPE_F32, NX_DTYPE_F64,
+        NX_DTYPE_F32, NX_DTYPE_F64, UINT_OF(sizeof(unsigned)), UINT_OF(sizeof(unsigned long)),
+        NX_DTYPE_U64, UINT_OF(sizeof(void *)),
     };
     const char *c = s[0] ? strchr(codes, s[0]) : NULL;
     if (c && s[1] == '\0') {
@@ -81,6 +87,7 @@ static bool numpy_code(const char *s, nx_dtype *out)
     } typestrs[] = {
         {'b', '1', NX_DTYPE_BOOL}, {'i', '1', NX_DTYPE_I8},  {'i', '2', NX_DTYPE_I16},
         {'i', '4', NX_DTYPE_I32},  {'i', '8', NX_DTYPE_I64}, {'u', '1', NX_DTYPE_U8},
+        {'u', '4', NX_DTYPE_U32},  {'u', '8', NX_DTYPE_U64},
         {'f', '2', NX_DTYPE_F16},  {'f', '4', NX_DTYPE_F32}, {'f', '8', NX_DTYPE_F64},
     };
     for (size_t i = 0; i < sizeof typestrs / sizeof *typestrs; i++) {

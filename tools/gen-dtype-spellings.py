@@ -29,11 +29,13 @@ SUPPORTED = {  # NumPy dtype name -> nitrix dtype enum name
     "float32": "NX_DTYPE_F32", "float64": "NX_DTYPE_F64", "float16": "NX_DTYPE_F16",
     "int8": "NX_DTYPE_I8", "int16": "NX_DTYPE_I16", "int32": "NX_DTYPE_I32",
     "int64": "NX_DTYPE_I64", "uint8": "NX_DTYPE_U8", "bool": "NX_DTYPE_BOOL",
+    "uint32": "NX_DTYPE_U32", "uint64": "NX_DTYPE_U64",
 }
 NITRIX = {"f32": "NX_DTYPE_F32", "f64": "NX_DTYPE_F64", "f16": "NX_DTYPE_F16",
           "bf16": "NX_DTYPE_BF16", "bfloat16": "NX_DTYPE_BF16", "i8": "NX_DTYPE_I8",
           "i16": "NX_DTYPE_I16", "i32": "NX_DTYPE_I32", "i64": "NX_DTYPE_I64",
-          "u8": "NX_DTYPE_U8", "bool": "NX_DTYPE_BOOL"}
+          "u8": "NX_DTYPE_U8", "bool": "NX_DTYPE_BOOL", "u32": "NX_DTYPE_U32",
+          "u64": "NX_DTYPE_U64"}
 
 
 def candidates():
