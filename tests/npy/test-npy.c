@@ -867,7 +867,8 @@ static void test_write_targets(void **state)
     assert_non_null(strstr(nx_ctx_last_error(ctx), "symbolic links"));
 
     /* hard links: written in place, both names see the array, the link count stays 2 */
-    spit(in_targets("h1.npy"), "a longer old content than the array, to be truncated", 54);
+    static const char longer[] = "a longer old content than the array, to be truncated";
+    spit(in_targets("h1.npy"), longer, sizeof longer - 1);
     assert_int_equal(link(in_targets("h1.npy"), in_targets("h2.npy")), 0);
     assert_int_equal(stat(in_targets("h1.npy"), &sb), 0);
     ino_t ino = sb.st_ino;
