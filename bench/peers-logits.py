@@ -3,7 +3,7 @@
 and dtypes (f32), inputs drawn the same way (uniform; the bench's own generator, not bit-equal),
 each the median of runs after a warm-up, single-threaded NumPy as installed. Prints JSON lines
 with the fields of `nitrix bench --json` (backend "numpy"). Run by hand in the same session with a
-Python that has NumPy and SciPy (the pinned /work/venv one on the dev VM):
+Python that has NumPy and SciPy (a venv V with numpy 1.24 and scipy 1.10):
 
     python3 bench/peers-logits.py [--runs N]
 

@@ -4,7 +4,7 @@ same shapes and distributions (256^3 f32; moving uniform in [0, 1), fixed = 0.7 
 the median of runs after a warm-up. Prints JSON lines with the fields of `nitrix bench --json`
 (backend "numpy"). Run by hand in the same session as the bench:
 
-    /work/venv/bin/python bench/peers-metrics-mi.py [--runs N] [--rows mutual_information_32]
+    V/bin/python bench/peers-metrics-mi.py [--runs N] [--rows mutual_information_32]
 
 - mutual_information_32: numpy.histogram2d with 32 bins over each image's min..max, then
   MI = sum_{P > 0} P log(P / (p_m p_f)) (hard bins: the issue's peer).

@@ -13,7 +13,7 @@ float32 as the inputs (scipy filters float32 in float32 output with a double acc
 Prints JSON lines with the fields of `nitrix bench --json` (backend "scipy"). Run by hand in the
 same session as the bench:
 
-    /work/venv/bin/python bench/peers-metrics.py [--runs N] [--rows lncc_value_r4]
+    V/bin/python bench/peers-metrics.py [--runs N] [--rows lncc_value_r4]
 """
 import argparse
 import json

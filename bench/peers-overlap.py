@@ -5,7 +5,7 @@ numpy.percentile / counts: the golden generator's, tools/metrics-golden/overlap.
 roc_auc_score and NumPy's dice. The median of runs after a warm-up; JSON lines with the fields of
 `nitrix bench --json`. Run by hand in the same session as the bench:
 
-    /work/venv/bin/python bench/peers-overlap.py [--runs N] [--rows hausdorff95]
+    V/bin/python bench/peers-overlap.py [--runs N] [--rows hausdorff95]
 """
 import argparse
 import json

@@ -2,7 +2,7 @@
 """Writes tests/unit/dtype-spellings.h: what NumPy's np.dtype() makes of each candidate spelling,
 and so what nitrix's dtype parser (nx_dtype_from_name, --dtype=) must do with it.
 
-Run with the project's venv: /work/venv/bin/python tools/gen-dtype-spellings.py
+Run with a venv V that has numpy 1.24: V/bin/python tools/gen-dtype-spellings.py
 The candidates are every string key of np.sctypeDict, Python's builtin type names, every
 typestring kind letter with sizes 1..16, and every one-letter type code, each bare and with each
 byte-order prefix (< > = |), plus case variants and junk. For each, the header records NumPy's
