@@ -105,9 +105,9 @@ NX_API nx_status nx_op_check_options(nx_ctx *ctx, const char *name, int nopt,
                                      const char *const *keys, const char *const *values);
 
 /* The vector-Jacobian product of a differentiable op: given the forward inputs and one cotangent
- * per output (dy, each of its output's shape and dtype), writes one gradient per input to dx
- * (NULL for an input that carries none: integer inputs, indices). A non-differentiable op is
- * NX_ERR_UNSUPPORTED saying so. */
+ * per output (dy, each of its output's shape and dtype), writes one gradient per input given to
+ * dx (nin of them; NULL for an input that carries none: integer inputs, indices, an optional input
+ * passed as NULL). A non-differentiable op is NX_ERR_UNSUPPORTED saying so. */
 NX_API nx_status nx_op_vjp(nx_ctx *ctx, const char *name, int nin, const nx_tensor *const *in,
                            int nopt, const char *const *keys, const char *const *values,
                            int ndy, const nx_tensor *const *dy, nx_tensor **dx);

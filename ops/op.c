@@ -1029,8 +1029,10 @@ static nx_status call_text(nx_ctx *ctx, const char *name, int nin, const nx_tens
                            "--list`)",
                            who, name ? name : "(null)");
     }
-    int want_res = vjp ? info->ninputs : info->noutputs;
-    for (int i = 0; i < (vjp ? want_res : nres); i++)
+    /* A vjp writes one gradient per input given (nin of them: optional inputs left out get no
+     * slot in the caller's dx). */
+    int nclear = vjp ? (nin < 0 ? 0 : nin < info->ninputs ? nin : info->ninputs) : nres;
+    for (int i = 0; i < nclear; i++)
         res[i] = NULL;
     if (nin < info->nrequired || nin > info->ninputs) {
         if (info->nrequired == info->ninputs)
@@ -1064,16 +1066,23 @@ static nx_status call_text(nx_ctx *ctx, const char *name, int nin, const nx_tens
                                  : nx_rt_error(ctx, NX_ERR_INTERNAL, "%s: too many tensor options",
                                                info->name);
     if (st == NX_OK) {
+        nx_tensor *grads[NX_OP_MAX_IO] = {0}; /* the runner writes one per row input */
         run_args a = {.d = d,
                       .who = info->name,
                       .in = in,
                       .opts = opts,
                       .dy = dy,
                       .backend = backend,
-                      .out = res};
+                      .out = vjp ? grads : res};
         st = vjp && !dy ? nx_rt_error(ctx, NX_ERR_INVALID_ARG, "%s: dy is NULL; expected %d "
                                       "cotangents", info->name, info->noutputs)
                         : run(ctx, &a);
+        for (int i = 0; vjp && i < info->ninputs; i++) {
+            if (i < nin)
+                res[i] = grads[i];
+            else
+                nx_tensor_free(grads[i]); /* an absent input: none */
+        }
     }
     for (int i = 0; i < t.nowned; i++)
         nx_tensor_free(owned[i]);
