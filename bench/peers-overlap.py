@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Peers of the overlap rows of `nitrix bench` (bench/bench-overlap.c), on the same inputs: SciPy's
 reimplementation of MONAI's surface algorithm (binary_erosion edges, distance_transform_edt,
-numpy.percentile / counts: the golden generator's, tools/metrics-golden/overlap.py), scikit-learn's
+numpy.percentile / counts: the golden generator's, tools/golden-cases/metrics/overlap.py), scikit-learn's
 roc_auc_score and NumPy's dice. The median of runs after a warm-up; JSON lines with the fields of
 `nitrix bench --json`. Run by hand in the same session as the bench:
 

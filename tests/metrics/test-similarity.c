@@ -1,5 +1,5 @@
 /* The similarity metrics beyond the golden replay (golden/metrics/sim_*, from
- * tools/metrics-golden/similarity.py): the closed-form lncc_grad against autodiff (nx_op_vjp of
+ * tools/golden-cases/metrics/similarity.py): the closed-form lncc_grad against autodiff (nx_op_vjp of
  * lncc with reduction=sum) in float64 on every border mode, windows wider than the image and
  * batch axes; constant images and empty masks (eps: 0, not NaN); bad input. */
 #include <math.h>
