@@ -12,7 +12,10 @@
  * Floor: the larger of memory (reading both images once, and for mi_grad writing the gradient and
  * reading the images a second time for the gather pass, at memcpy's rate measured in the run) and
  * compute (about 24 flops of binning per sample and image at 2 cores x 2 FMA pipes x 8 f32 lanes
- * x 2.6 GHz, counting an FMA as one). */
+ * x 2.6 GHz, counting an FMA as one).
+ * Under NITRIX_BACKEND=cuda the rows run on the device: both images uploaded once, device tensors
+ * in and out, the floor the same passes at the H200's HBM rate; the peer is
+ * `bench/peers-metrics-mi.py --gpu` (PyTorch on the device, same call). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -92,6 +95,18 @@ static nx_status run_row(nx_ctx *ctx, const mi_row *r, const nx_tensor *m, const
         }
         row.median_s = nx_bench_median(t, runs);
         size_t bytes = (size_t)nx_tensor_numel(m) * sizeof(float);
+        if (nx_ctx_backend(ctx) == NX_BACKEND_CUDA) {
+            snprintf(row.backend, sizeof row.backend, "cuda");
+            row.floor_s = (double)r->passes * (double)bytes / NX_BENCH_H200_BYTES_PER_S;
+            snprintf(row.peer, sizeof row.peer, "torch soft histogram (peers --gpu)");
+            snprintf(row.note, sizeof row.note,
+                     "driver %s; device tensors in and out, sync included; floor %d passes at "
+                     "the H200's 4.8 TB/s; peer: bench/peers-metrics-mi.py --gpu",
+                     r->driver, r->passes);
+            nx_bench_print_row(&row, json, out);
+            free(t);
+            return st;
+        }
         double bw = nx_bench_memcpy_rate(bytes);
         double mem = bw > 0 ? (double)r->passes * (double)bytes / bw : 0;
         double ops = 2.0 * 24.0 * (double)nx_tensor_numel(m) / PEAK_OPS_PER_S;
@@ -123,6 +138,10 @@ nx_status nx_bench_metrics_mi(nx_ctx *ctx, const char *filter, int runs, bool js
         return NX_OK;
     nx_tensor *m = NULL, *fx = NULL;
     nx_status st = make_inputs(ctx, &m, &fx);
+    if (st == NX_OK)
+        st = nx_bench_place_input(ctx, &m);
+    if (st == NX_OK)
+        st = nx_bench_place_input(ctx, &fx);
     for (size_t i = 0; st == NX_OK && i < sizeof rows / sizeof rows[0]; i++)
         if (nx_bench_wanted(filter, rows[i].name))
             st = run_row(ctx, &rows[i], m, fx, runs, json, f);

@@ -12,7 +12,11 @@
  *     /work/venv/bin/python bench/peers-metrics.py
  * The floor is memory traffic at this machine's memcpy rate measured in the same run: the two
  * images read once and the result written once (the value: 2 volumes read; value + gradient and
- * the force: 2 read, 1 or 2 written). The note gives the median process CPU time. */
+ * the force: 2 read, 1 or 2 written). The note gives the median process CPU time.
+ * Under NITRIX_BACKEND=cuda the rows run on the device: the images (and the seed gradient) are
+ * uploaded once, each timed call takes and returns device tensors, and the floor is the same
+ * volumes at the H200's HBM rate; the peers are `bench/peers-metrics.py --gpu` (PyTorch conv3d
+ * box sums on the device, same call). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +83,7 @@ static nx_status run_row(nx_ctx *ctx, const metric_row *r, nx_tensor *const *in,
     nx_bench_row row;
     nx_bench_set_row(&row, r->name, "[256,256,256]");
     nx_status st = call(ctx, r, in, dy); /* warm-up: compiles and caches */
+    bool gpu = nx_ctx_backend(ctx) == NX_BACKEND_CUDA;
     double *t = calloc((size_t)runs * 2, sizeof(double)), *cpu = t ? t + runs : NULL;
     for (int i = 0; st == NX_OK && t && i < runs; i++) {
         double c0 = process_cpu_s(), t0 = nx_bench_now();
@@ -95,14 +100,23 @@ static nx_status run_row(nx_ctx *ctx, const metric_row *r, nx_tensor *const *in,
         }
         row.median_s = nx_bench_median(t, runs);
         size_t bytes = (size_t)nx_tensor_numel(in[0]) * 4;
-        double bw = nx_bench_memcpy_rate(bytes);
-        /* memcpy moves each byte twice (read + write) */
-        row.floor_s = bw > 0 ? r->volumes * (double)bytes / (2.0 * bw) : 0;
-        snprintf(row.peer, sizeof row.peer, "scipy uniform_filter (peers)");
-        snprintf(row.note, sizeof row.note,
-                 "cpu time %.4f s; floor %.0f volumes at memcpy %.1f GB/s; peer: "
-                 "bench/peers-metrics.py",
-                 nx_bench_median(cpu, runs), r->volumes, bw / 1e9);
+        if (gpu) {
+            snprintf(row.backend, sizeof row.backend, "cuda");
+            row.floor_s = r->volumes * (double)bytes / NX_BENCH_H200_BYTES_PER_S;
+            snprintf(row.peer, sizeof row.peer, "torch conv3d box sums (peers --gpu)");
+            snprintf(row.note, sizeof row.note,
+                     "device tensors in and out, sync included; floor %.0f volumes at the "
+                     "H200's 4.8 TB/s; peer: bench/peers-metrics.py --gpu", r->volumes);
+        } else {
+            double bw = nx_bench_memcpy_rate(bytes);
+            /* memcpy moves each byte twice (read + write) */
+            row.floor_s = bw > 0 ? r->volumes * (double)bytes / (2.0 * bw) : 0;
+            snprintf(row.peer, sizeof row.peer, "scipy uniform_filter (peers)");
+            snprintf(row.note, sizeof row.note,
+                     "cpu time %.4f s; floor %.0f volumes at memcpy %.1f GB/s; peer: "
+                     "bench/peers-metrics.py",
+                     nx_bench_median(cpu, runs), r->volumes, bw / 1e9);
+        }
         nx_bench_print_row(&row, json, f);
     }
     free(t);
@@ -125,6 +139,10 @@ nx_status nx_bench_metrics(nx_ctx *ctx, const char *filter, int runs, bool json,
     nx_status st = make_inputs(ctx, 256, &in[0], &in[1]);
     if (st == NX_OK && (st = nx_tensor_new(ctx, NX_DTYPE_F32, 0, NULL, &dy)) == NX_OK)
         *(float *)nx_tensor_data(dy) = 1.0f;
+    for (int k = 0; k < 2 && st == NX_OK; k++)
+        st = nx_bench_place_input(ctx, &in[k]);
+    if (st == NX_OK)
+        st = nx_bench_place_input(ctx, &dy);
     for (size_t i = 0; st == NX_OK && i < sizeof rows / sizeof rows[0]; i++)
         if (nx_bench_wanted(filter, rows[i].name))
             st = run_row(ctx, &rows[i], in, dy, runs, json, f);

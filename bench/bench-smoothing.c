@@ -22,7 +22,6 @@
 #include "nitrix-ops.h"
 
 #define PEAK_FMA_PER_S (2.0 * 2.0 * 8.0 * 2.6e9)
-#define H200_BYTES_PER_S 4.8e12
 #define H200_FMA_PER_S 3.345e13
 
 typedef struct smooth_row {
@@ -100,7 +99,7 @@ static void finish_gpu_row(nx_bench_row *row, const smooth_row *r, double *t, in
 {
     spread(row, t, runs);
     snprintf(row->backend, sizeof row->backend, "cuda");
-    double mem = 3.0 * 2.0 * (double)n * 4 / H200_BYTES_PER_S;
+    double mem = 3.0 * 2.0 * (double)n * 4 / NX_BENCH_H200_BYTES_PER_S;
     double flops = 3.0 * taps_of(r) * (double)n / H200_FMA_PER_S;
     row->floor_s = mem > flops ? mem : flops;
     snprintf(row->peer, sizeof row->peer, "%s", r->gpu_peer);
@@ -111,18 +110,6 @@ static void finish_gpu_row(nx_bench_row *row, const smooth_row *r, double *t, in
              r->driver, mem * 1e3, flops * 1e3);
 }
 
-/* On the device when the context's backend is cuda: x uploaded once, replaced by its copy. */
-static nx_status place_input(nx_ctx *ctx, nx_tensor **x)
-{
-    if (nx_ctx_backend(ctx) != NX_BACKEND_CUDA)
-        return NX_OK;
-    nx_tensor *d = NULL;
-    nx_status st = nx_tensor_to_device(*x, NX_DEVICE_CUDA, &d);
-    nx_tensor_free(*x);
-    *x = d;
-    return st;
-}
-
 static nx_status run_row(nx_ctx *ctx, const smooth_row *r, int runs, bool json, FILE *f)
 {
     nx_bench_row row;
@@ -130,7 +117,7 @@ static nx_status run_row(nx_ctx *ctx, const smooth_row *r, int runs, bool json, 
     nx_tensor *x = NULL, *y = NULL;
     nx_status st = make_input(ctx, 256, &x);
     if (st == NX_OK)
-        st = place_input(ctx, &x);
+        st = nx_bench_place_input(ctx, &x);
     if (st == NX_OK)
         st = call(ctx, r, x, &y); /* warm-up: compiles and caches */
     nx_tensor_free(y);

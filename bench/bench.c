@@ -212,6 +212,17 @@ void nx_bench_set_row(nx_bench_row *row, const char *name, const char *shape)
     snprintf(row->shape, sizeof row->shape, "%s", shape);
 }
 
+nx_status nx_bench_place_input(nx_ctx *ctx, nx_tensor **x)
+{
+    if (nx_ctx_backend(ctx) != NX_BACKEND_CUDA)
+        return NX_OK;
+    nx_tensor *d = NULL;
+    nx_status st = nx_tensor_to_device(*x, NX_DEVICE_CUDA, &d);
+    nx_tensor_free(*x);
+    *x = d;
+    return st;
+}
+
 #define N64M (64LL << 20)
 
 static nx_status row_elementwise(nx_ctx *ctx, int runs, nx_bench_row *row, double *compile_s)

@@ -33,6 +33,10 @@ double nx_bench_memcpy_rate(size_t bytes); /* best of 3 memcpy runs, bytes/s (0:
 void nx_bench_set_row(nx_bench_row *row, const char *name, const char *shape); /* cpu, f32 */
 void nx_bench_print_row(const nx_bench_row *r, bool json, FILE *f);
 bool nx_bench_wanted(const char *filter, const char *name);
+/* Under a cuda context, replaces *x by its device copy (uploaded once, before the timed calls, so
+ * a row times device tensors in and out); a no-op on the CPU. *x is freed either way on error. */
+nx_status nx_bench_place_input(nx_ctx *ctx, nx_tensor **x);
+#define NX_BENCH_H200_BYTES_PER_S 4.8e12 /* HBM3e, the H200's data sheet */
 
 /* The op families' rows: each runs its rows whose names match filter (or their names before the
  * rename, bench.c) and prints them. Row names start with the op's table name (dilate_3x3x3,

@@ -10,6 +10,11 @@ the median of runs after a warm-up. Prints JSON lines with the fields of `nitrix
   MI = sum_{P > 0} P log(P / (p_m p_f)) (hard bins: the issue's peer).
 - mi_grad_32: the same triangular Parzen histogram as nitrix (four numpy.bincount passes over the
   flat cell index) and the closed-form Mattes gradient by fancy indexing.
+
+With --gpu (on the GPU machine, same call as `NITRIX_BACKEND=cuda nitrix bench mutual_information,mi_grad`)
+it times the PyTorch peers on the device instead: the same triangular Parzen histogram by four
+scatter_add passes over the flat cell index, MI from it, and mi_grad as torch.autograd's gradient
+of that MI with respect to moving; CUDA events around each call.
 """
 import argparse
 import json
@@ -66,10 +71,70 @@ def mi_grad(m, f):
     return g.reshape(m.shape)
 
 
+def gpu_main(args, m0, f0):
+    import torch
+    dev = torch.device("cuda")
+    print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda,
+                      "device": torch.cuda.get_device_name(0)}), flush=True)
+    m = torch.from_numpy(m0).to(dev).ravel()
+    f = torch.from_numpy(f0).to(dev).ravel()
+
+    def tbin(x):
+        lo, hi = x.detach().min(), x.detach().max()
+        s = torch.clamp((x - lo) / torch.clamp(hi - lo, min=1e-12) * (BINS - 1), 0, BINS - 1)
+        low = torch.clamp(torch.floor(s.detach()), max=BINS - 2)
+        return low.long(), s - low
+
+    def tmi(a, b):
+        la, ta = tbin(a)
+        lb, tb = tbin(b)
+        base = la * BINS + lb
+        h = torch.zeros(BINS * BINS, device=dev, dtype=a.dtype)
+        for da, wa in ((0, 1 - ta), (1, ta)):
+            for db, wb in ((0, 1 - tb), (1, tb)):
+                h = h.scatter_add(0, base + (da * BINS + db), wa * wb)
+        p = (h / h.sum()).view(BINS, BINS)
+        pa, pb = p.sum(1), p.sum(0)
+        nz = p > 0
+        return (p[nz] * torch.log(p[nz] / torch.outer(pa, pb)[nz])).sum()
+
+    def value():
+        with torch.no_grad():
+            return tmi(m, f)
+
+    def grad():
+        a = m.detach().requires_grad_(True)
+        v = tmi(a, f)
+        v.backward()
+        return a.grad
+
+    runs = max(args.runs, 10)
+    for name, fn in (("mutual_information_32", value), ("mi_grad_32", grad)):
+        if args.rows and name not in args.rows.split(","):
+            continue
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(runs):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            fn()
+            e1.record()
+            e1.synchronize()
+            ts.append(e0.elapsed_time(e1) / 1e3)
+        print(json.dumps({"name": name, "backend": "torch-cuda", "dtype": "f32",
+                          "shape": "[256,256,256] x2", "median_s": float(np.median(ts)),
+                          "min_s": min(ts), "max_s": max(ts), "runs": runs,
+                          "peer": f"torch {torch.__version__} scatter_add Parzen histogram, "
+                                  "autograd for mi_grad"}), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--rows", default="")
+    ap.add_argument("--gpu", action="store_true", help="the device rows' PyTorch peers")
     args = ap.parse_args()
     rng = np.random.default_rng(20261207)
     u = rng.random((256, 256, 256))
@@ -77,6 +142,9 @@ def main():
     m = u.astype(np.float32)
     f = (0.7 * u * u + 0.3 * v).astype(np.float32)
     del u, v
+    if args.gpu:
+        gpu_main(args, m, f)
+        return
     print(json.dumps({"numpy": np.__version__}), flush=True)
     for name, fn in (("mutual_information_32", lambda: mi_hard(m, f)),
                      ("mi_grad_32", lambda: mi_grad(m, f))):

@@ -14,6 +14,11 @@ Prints JSON lines with the fields of `nitrix bench --json` (backend "scipy"). Ru
 same session as the bench:
 
     V/bin/python bench/peers-metrics.py [--runs N] [--rows lncc_value_r4]
+
+With --gpu it times the device rows' PyTorch peer instead (on the GPU machine, same call as
+`NITRIX_BACKEND=cuda nitrix bench lncc`): the same formula with box sums as three separable
+conv3d passes of 9 taps (reflect padding), the value (mean of the cc map) and value + gradient
+by torch.autograd, and the closed-form force; CUDA events around each call, TF32 off.
 """
 import argparse
 import json
@@ -74,11 +79,88 @@ def median_spread(fn, runs):
     return float(np.median(times)), float(min(times)), float(max(times)), float(np.median(cpu))
 
 
+def gpu_main(args):
+    import torch
+    import torch.nn.functional as F
+    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cudnn.benchmark = True
+    dev = torch.device("cuda")
+    print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda,
+                      "device": torch.cuda.get_device_name(0)}), flush=True)
+    m0, f0 = inputs()
+    m = torch.from_numpy(m0).to(dev).view(1, 1, 256, 256, 256)
+    f = torch.from_numpy(f0).to(dev).view(1, 1, 256, 256, 256)
+    k = 2 * R + 1
+    w = torch.ones(k, device=dev, dtype=torch.float32)
+    ks = [w.view(1, 1, k, 1, 1), w.view(1, 1, 1, k, 1), w.view(1, 1, 1, 1, k)]
+    pads = [(0, 0, 0, 0, R, R), (0, 0, R, R, 0, 0), (R, R, 0, 0, 0, 0)]
+    n = float(k ** 3)
+
+    def tbox(a):
+        for kern, p in zip(ks, pads):
+            a = F.conv3d(F.pad(a, p, mode="reflect"), kern)
+        return a
+
+    def tsums(a, b):
+        sa, sb = tbox(a), tbox(b)
+        return sa, sb, tbox(a * b) - sa * sb / n, tbox(a * a) - sa * sa / n, \
+            tbox(b * b) - sb * sb / n
+
+    def tvalue(a, b):
+        _, _, cross, va, vb = tsums(a, b)
+        return (cross * cross / (va * vb + EPS)).mean()
+
+    def value():
+        with torch.no_grad():
+            return tvalue(m, f)
+
+    def value_grad():
+        a = m.detach().requires_grad_(True)
+        b = f.detach().requires_grad_(True)
+        v = tvalue(a, b)
+        v.backward()
+        return v, a.grad, b.grad
+
+    def force():
+        with torch.no_grad():
+            sm, sf, cross, vm, vf = tsums(m, f)
+            d = vm * vf + EPS
+            p = 2 * cross / d
+            q = -p * cross * vf / d
+            return f * tbox(p) - tbox(p * (sf / n)) + m * tbox(q) - tbox(q * (sm / n))
+
+    runs = max(args.runs, 10)
+    for name, fn in (("lncc_value_r4", value), ("lncc_value_grad_r4", value_grad),
+                     ("lncc_grad_r4", force)):
+        if args.rows and not any(r in name for r in args.rows.split(",")):
+            continue
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        ts = []
+        for _ in range(runs):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            fn()
+            e1.record()
+            e1.synchronize()
+            ts.append(e0.elapsed_time(e1) / 1e3)
+        print(json.dumps({"name": name, "backend": "torch-cuda", "dtype": "f32",
+                          "shape": "[256,256,256]", "median_s": float(np.median(ts)),
+                          "min_s": min(ts), "max_s": max(ts), "runs": runs,
+                          "peer": f"torch {torch.__version__} separable conv3d box sums, "
+                                  "autograd for the gradient, TF32 off"}), flush=True)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--rows", default="")
+    ap.add_argument("--gpu", action="store_true", help="the device rows' PyTorch peers")
     args = ap.parse_args()
+    if args.gpu:
+        gpu_main(args)
+        return
     m, f = inputs()
     rows = {
         "lncc_value_r4": lambda: value(m, f),
