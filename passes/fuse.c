@@ -23,7 +23,9 @@
  * written out and read back whole. The slices are materialised (not recomputed by their own
  * readers) so that a chain of such values (each one's slices read by the next) costs one
  * evaluation per level, not one per level and reader; the value's expression is bounded too
- * (NX_FUSE_RECOMPUTE_MAX nodes, counted as a tree). */
+ * (NX_FUSE_RECOMPUTE_MAX nodes, counted as a tree). Finally, an inlined value nests at most
+ * NX_FUSE_DEPTH_MAX levels below its kernel's root; a deeper operand is materialised, which
+ * bounds the recursion of lowering and emission whatever the depth of the graph. */
 #include <string.h>
 
 #include "passes/fuse.h"
@@ -95,6 +97,7 @@ typedef struct fuse_state {
     uint32_t *sliced;   /* consumers that are small slices of the value */
     int64_t *tree;      /* nodes of the value's elementwise/movement expression, as a tree */
     bool *split;        /* inlined although shared: its small slices are materialised */
+    uint32_t *depth;    /* levels below the kernel root, the deepest over its consumers */
 } fuse_state;
 
 static bool is_elementwise(int op)
@@ -183,6 +186,7 @@ static void note_operands(const nx_ir_store *s, fuse_state *fs, nx_node id, uint
     int nv = nx_ir_num_valops(n);
     bool lib = nx_fuse_is_library(n->op);
     uint32_t mine = role[id] == NX_FUSE_ROOT ? id : fs->owner[id];
+    uint32_t below = role[id] == NX_FUSE_ROOT ? 1 : fs->depth[id] + 1;
     bool feeds = n->op == NX_PRIM_REDUCE || (role[id] == NX_FUSE_INLINE && fs->feeds_reduce[id]);
     for (int k = 0; k < nv; k++) {
         nx_node o = ops[k];
@@ -193,6 +197,7 @@ static void note_operands(const nx_ir_store *s, fuse_state *fs, nx_node id, uint
             continue;
         fs->uses[o]++;
         fs->consumer[o] = id;
+        fs->depth[o] = below > fs->depth[o] ? below : fs->depth[o];
         if (k == 0 && small_slice(s, n))
             fs->sliced[o]++;
         fs->owner[o] = fs->uses[o] == 1 || fs->owner[o] == mine ? mine : MULTI;
@@ -207,8 +212,12 @@ static void note_operands(const nx_ir_store *s, fuse_state *fs, nx_node id, uint
 static nx_fuse_role decide(const nx_ir_store *s, fuse_state *fs, nx_node id)
 {
     const nx_ir_node *n = nx_ir_node_at(s, id);
-    if (n->op == NX_PRIM_CONSTANT || n->op == NX_PRIM_IOTA || fs->index_only[id])
+    if (n->op == NX_PRIM_CONSTANT || n->op == NX_PRIM_IOTA)
         return NX_FUSE_INLINE; /* a scalar or an index: cheaper to recompute than to load */
+    if (fs->depth[id] > NX_FUSE_DEPTH_MAX)
+        return NX_FUSE_ROOT; /* bounds the nesting of a kernel's expression */
+    if (fs->index_only[id])
+        return NX_FUSE_INLINE;
     bool root = nx_fuse_is_library(n->op) || shared_root(fs, id, n);
     fs->split[id] = !root && fs->owner[id] == MULTI && small_sliced(fs, id, n);
     if (n->op == NX_PRIM_REDUCE)
@@ -242,11 +251,12 @@ nx_status nx_pass_fuse(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx
         nx_rt_calloc(ctx, slots, sizeof(uint32_t)),
         nx_rt_calloc(ctx, slots, sizeof(int64_t)),
         nx_rt_calloc(ctx, slots, sizeof(bool)),
+        nx_rt_calloc(ctx, slots, sizeof(uint32_t)),
     };
     nx_status st = NX_OK;
     if (!fs.uses || !fs.consumer || !fs.owner || !fs.feeds_reduce || !fs.base || !fs.index_only ||
-        !fs.sliced || !fs.tree || !fs.split) {
-        st = nx_rt_nomem(ctx, "fusion", slots * 35);
+        !fs.sliced || !fs.tree || !fs.split || !fs.depth) {
+        st = nx_rt_nomem(ctx, "fusion", slots * 39);
     } else {
         compute_base(s, fs.base, fs.index_only, fs.tree);
         memset(role, NX_FUSE_DEAD, slots);
@@ -275,5 +285,6 @@ nx_status nx_pass_fuse(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const nx
     nx_rt_free(ctx, fs.sliced, slots * sizeof(uint32_t));
     nx_rt_free(ctx, fs.tree, slots * sizeof(int64_t));
     nx_rt_free(ctx, fs.split, slots * sizeof(bool));
+    nx_rt_free(ctx, fs.depth, slots * sizeof(uint32_t));
     return st;
 }

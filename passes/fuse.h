@@ -18,6 +18,10 @@ typedef enum nx_fuse_role {
  * its expression has at most NX_FUSE_RECOMPUTE_MAX nodes (passes/fuse.c). */
 #define NX_FUSE_SLICE_RATIO 16
 #define NX_FUSE_RECOMPUTE_MAX 512
+/* An inlined value nests at most this many levels below its kernel's root: a deeper operand is
+ * materialised, so that a long chain (exp(exp(...)) 40 000 deep) becomes a sequence of kernels
+ * whose lowering and emission recurse a bounded depth. */
+#define NX_FUSE_DEPTH_MAX 256
 
 /* Partitions the program: role[id] for every node of s (s->n + 1 entries, role[0] unused). */
 NX_HIDDEN nx_status nx_pass_fuse(nx_ctx *ctx, const nx_ir_store *s, int noutputs,

@@ -2,6 +2,7 @@
  * disagrees, failed runs leave no outputs, backend fallback warns once (or fails under strict
  * mode), programs outlive their graph, only needed nodes run, NITRIX_DUMP=graph, and
  * allocation-failure sweeps over building, compiling and running. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -277,6 +278,51 @@ static void test_program_outlives_graph_and_strided_inputs(void **state)
     expect_values(r, 2, want, "sum_j j * x_ij");
     nx_tensor_free(xt);
     nx_program_free(p);
+    nx_ctx_free(ctx);
+    assert_int_equal(ta.live, 0);
+}
+
+/* A 40 000-node chain y <- 0.999 y + 0.001 (20 000 levels) and its gradient compile and run on
+ * the reference and the CPU backend: fusion materialises every NX_FUSE_DEPTH_MAX levels, so the
+ * lowering's recursion stays bounded (it overflowed the stack before). Closed forms: y = 1 +
+ * (x - 1) 0.999^n and d(sum y)/dx = 0.999^n. */
+static void test_deep_chain(void **state)
+{
+    (void)state;
+    enum { LEVELS = 20000 };
+    nx_test_alloc ta = {0};
+    nx_ctx *ctx = nx_test_ctx(&ta);
+    for (int b = 0; b < 2; b++) {
+        nx_graph *g = NULL;
+        assert_int_equal(nx_graph_new(ctx, &g), NX_OK);
+        nx_node x = nx_input(g, "x", NX_DTYPE_F64, 2, S23);
+        nx_node a = nx_scalar(g, NX_DTYPE_F64, 0.999), c = nx_scalar(g, NX_DTYPE_F64, 0.001);
+        nx_node y = x;
+        for (int i = 0; i < LEVELS; i++)
+            y = nx_add(g, nx_mul(g, y, a), c);
+        int axes[2] = {0, 1};
+        nx_node total = nx_reduce(g, y, 2, axes, NX_MONOID_SUM, false), dx = NX_NONE;
+        assert_int_equal(nx_graph_grad(g, total, 1, &x, &dx), NX_OK);
+        nx_node outs[2] = {y, dx};
+        nx_compile_opts o = {.backend = b ? NX_BACKEND_CPU : NX_BACKEND_REF, .n_outputs = 2,
+                             .outputs = outs};
+        nx_program *p = NULL;
+        assert_int_equal(nx_graph_compile(g, &o, &p), NX_OK);
+        double xd[6] = {-2, -1, 0, 1, 2, 3};
+        nx_tensor *xt = wrap(ctx, NX_DTYPE_F64, 2, S23, xd), *r[2] = {NULL, NULL};
+        assert_int_equal(nx_program_run(p, (const nx_tensor *const[]){xt}, r), NX_OK);
+        double q = pow(0.999, LEVELS);
+        for (int i = 0; i < 6; i++) {
+            double want = 1 + (xd[i] - 1) * q;
+            assert_true(fabs(value_at(r[0], i) - want) <= 1e-9 * (fabs(want) + 1e-300));
+            assert_true(fabs(value_at(r[1], i) - q) <= 1e-9 * q);
+        }
+        nx_tensor_free(r[0]);
+        nx_tensor_free(r[1]);
+        nx_tensor_free(xt);
+        nx_program_free(p);
+        nx_graph_free(g);
+    }
     nx_ctx_free(ctx);
     assert_int_equal(ta.live, 0);
 }
@@ -633,6 +679,7 @@ int main(void)
         cmocka_unit_test(test_only_needed_nodes_run),
         cmocka_unit_test(test_program_outlives_graph_and_strided_inputs),
         cmocka_unit_test(test_single_leaf_graph),
+        cmocka_unit_test(test_deep_chain),
         cmocka_unit_test(test_fallback_warning),
         cmocka_unit_test(test_strict_backend),
         cmocka_unit_test(test_dump_graph),
