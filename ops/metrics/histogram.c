@@ -105,25 +105,36 @@ static nx_node flat(nx_graph *g, nx_node x)
     return nx_reshape(g, x, 1, &n);
 }
 
+/* clip((x - lo) / max(hi - lo, 1e-12) * (bins - 1), 0, bins - 1), clipped by select so that the
+ * gradient passes inside [0, bins - 1], ends included. The cpu extern computes the same in the
+ * same order (hs_scaled). */
+static nx_node scaled(nx_graph *g, nx_node x, nx_node lo, nx_node hi, int64_t bins)
+{
+    nx_dtype dt = nx_node_dtype(g, x);
+    nx_node top = nx_scalar(g, dt, (double)(bins - 1)), zero = nx_scalar(g, dt, 0);
+    nx_node span = nx_maximum(g, nx_sub(g, hi, lo), nx_scalar(g, dt, 1e-12));
+    /* (x - lo) / span first, so the maximum lands exactly on bins - 1 */
+    nx_node v = nx_mul(g, nx_div(g, nx_sub(g, x, lo), span), top);
+    return nx_select(g, nx_lt(g, v, zero), zero, nx_select(g, nx_gt(g, v, top), top, v));
+}
+
 nx_hist_side nx_hist_bin(nx_graph *g, nx_node x, int64_t bins, const double *range, int nrange)
 {
     nx_hist_side s = {0};
     nx_dtype dt = nx_node_dtype(g, x);
+    s.img = x;
     s.x = flat(g, x);
-    int axis = 0;
+    int nd = nx_node_ndim(g, x), axes[NX_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        axes[d] = d;
     if (nrange == 2) {
         s.lo = nx_scalar(g, dt, range[0]);
         s.hi = nx_scalar(g, dt, range[1]);
     } else {
-        s.lo = nx_reduce(g, s.x, 1, &axis, NX_MONOID_MIN, false);
-        s.hi = nx_reduce(g, s.x, 1, &axis, NX_MONOID_MAX, false);
+        s.lo = nx_reduce(g, x, nd, axes, NX_MONOID_MIN, false);
+        s.hi = nx_reduce(g, x, nd, axes, NX_MONOID_MAX, false);
     }
-    nx_node top = nx_scalar(g, dt, (double)(bins - 1)), zero = nx_scalar(g, dt, 0);
-    nx_node span = nx_maximum(g, nx_sub(g, s.hi, s.lo), nx_scalar(g, dt, 1e-12));
-    /* (x - lo) / span first, so the maximum lands exactly on bins - 1 */
-    nx_node v = nx_mul(g, nx_div(g, nx_sub(g, s.x, s.lo), span), top);
-    /* clip by select: the gradient passes inside [0, bins - 1], ends included */
-    v = nx_select(g, nx_lt(g, v, zero), zero, nx_select(g, nx_gt(g, v, top), top, v));
+    nx_node v = scaled(g, s.x, s.lo, s.hi, bins);
     nx_node l = nx_minimum(g, nx_floor(g, v), nx_scalar(g, dt, (double)(bins - 2)));
     s.v = v;
     s.frac = nx_sub(g, v, l);
@@ -155,14 +166,14 @@ static nx_node onehot(nx_graph *g, nx_node lower, nx_node frac, int64_t bins)
                      nx_select(g, nx_eq(g, l1, k), t, zero));
 }
 
-static nx_node host_table(nx_graph *g, nx_node vm, nx_node vf, nx_node w, int64_t bins);
+static nx_node host_table(nx_graph *g, const nx_hist_side *m, const nx_hist_side *f, nx_node w,
+                          int64_t bins, int64_t step);
 
 nx_node nx_hist_table(nx_graph *g, const nx_hist_side *m, const nx_hist_side *f, nx_node w,
                       int64_t bins, int64_t step, bool scatter, bool host)
 {
     if (scatter && host)
-        return host_table(g, strided(g, m->v, step), strided(g, f->v, step),
-                          w != NX_NONE ? strided(g, w, step) : NX_NONE, bins);
+        return host_table(g, m, f, w, bins, step);
     nx_dtype dt = nx_node_dtype(g, m->frac);
     nx_node lm = strided(g, m->lower, step), tm = strided(g, m->frac, step);
     nx_node lf = strided(g, f->lower, step), tf = strided(g, f->frac, step);
@@ -340,36 +351,66 @@ nx_node nx_hist_quantiles(nx_graph *g, nx_node sorted, int64_t n, const double *
 
 /* ---- the cpu scatter driver: extern hist_scatter ------------------------------------------ */
 
-/* ins: base (bins, bins), vm (N,), vf (N,), then optionally w (N,): the binned values
- * s = clip(..., 0, bins - 1) of histogram.h and the weights. out = base + H. */
+/* ins: base (bins, bins), xm, xf, lo_m, hi_m, lo_f, hi_f (0-d), then optionally w: the images
+ * (any shapes of N elements each, read in C order), their ranges and the weights. The extern bins each sample itself (the
+ * scaling of histogram.h, in the images' dtype as the IR computes it), so the binned values are
+ * never written out: one read of each image. out = base + H. */
+enum { HS_BASE, HS_XM, HS_XF, HS_LOM, HS_HIM, HS_LOF, HS_HIF, HS_W, HS_MAX_IN };
+
 static nx_status hs_shape(void *user, int n_in, const nx_dtype *dtypes, const int *ndims,
                           const int64_t *const *shapes, nx_dtype *out_dtype, int *out_ndim,
                           int64_t out_shape[NX_MAX_DIMS])
 {
     (void)user;
-    if (n_in < 3 || n_in > 4 || ndims[0] != 2 || shapes[0][0] != shapes[0][1] || shapes[0][0] < 2)
+    if (n_in < HS_W || n_in > HS_MAX_IN || ndims[HS_BASE] != 2 ||
+        shapes[HS_BASE][0] != shapes[HS_BASE][1] || shapes[HS_BASE][0] < 2)
         return NX_ERR_SHAPE;
-    for (int i = 1; i < n_in; i++)
-        if (dtypes[i] != dtypes[0] || ndims[i] != 1 || shapes[i][0] != shapes[1][0])
+    int64_t numel[HS_MAX_IN];
+    for (int i = 1; i < n_in; i++) {
+        numel[i] = 1;
+        for (int d = 0; d < ndims[i]; d++)
+            numel[i] *= shapes[i][d];
+        bool sample = i == HS_XM || i == HS_XF || i == HS_W;
+        if (dtypes[i] != dtypes[HS_BASE] || (!sample && ndims[i] != 0) ||
+            (sample && numel[i] != numel[HS_XM]))
             return NX_ERR_SHAPE;
-    *out_dtype = dtypes[0];
+    }
+    *out_dtype = dtypes[HS_BASE];
     *out_ndim = 2;
-    out_shape[0] = out_shape[1] = shapes[0][0];
+    out_shape[0] = out_shape[1] = shapes[HS_BASE][0];
     return NX_OK;
 }
 
 typedef struct hs_job {
     const void *vm, *vf, *w;
+    double lo[2], hi[2]; /* moving, fixed */
     bool f64;
     int64_t bins;
     double *part; /* bins^2 per chunk */
 } hs_job;
 
-#define HS_ACCUMULATE(T)                                                                           \
+/* scaled() of one sample, in the images' dtype: NaN stays NaN (and takes bin 0 below, as the
+ * IR's cast does). */
+static inline float hs_scaled_f32(float x, float lo, float hi, float top)
+{
+    float span = hi - lo > 1e-12f ? hi - lo : 1e-12f, v = (x - lo) / span * top;
+    return v < 0 ? 0 : (v > top ? top : v);
+}
+
+static inline double hs_scaled_f64(double x, double lo, double hi, double top)
+{
+    double span = hi - lo > 1e-12 ? hi - lo : 1e-12, v = (x - lo) / span * top;
+    return v < 0 ? 0 : (v > top ? top : v);
+}
+
+#define HS_ACCUMULATE(T, SCALED)                                                                   \
     do {                                                                                           \
         const T *a = j->vm, *b = j->vf, *w = j->w;                                                 \
+        const T lom = (T)j->lo[0], him = (T)j->hi[0], lof = (T)j->lo[1], hif = (T)j->hi[1];        \
+        const T vtop = (T)(n - 1);                                                                 \
         for (int64_t i = begin; i < end; i++) {                                                    \
-            double x = a[i], y = b[i], wi = w ? (double)w[i] : 1.0;                                \
+            double x = SCALED(a[i], lom, him, vtop), y = SCALED(b[i], lof, hif, vtop);             \
+            double wi = w ? (double)w[i] : 1.0;                                                    \
             /* x, y in [0, bins - 1]: truncation is floor; NaN takes bin 0 (the IR's cast) */     \
             int64_t l = x >= 1 ? (int64_t)x : 0, k = y >= 1 ? (int64_t)y : 0;                      \
             l = l > top ? top : l;                                                                 \
@@ -390,9 +431,9 @@ static void hs_chunk(void *user, int64_t begin, int64_t end, int chunk)
     double *h = j->part + (size_t)chunk * (size_t)(n * n);
     memset(h, 0, (size_t)(n * n) * sizeof(double));
     if (j->f64)
-        HS_ACCUMULATE(double);
+        HS_ACCUMULATE(double, hs_scaled_f64);
     else
-        HS_ACCUMULATE(float);
+        HS_ACCUMULATE(float, hs_scaled_f32);
 }
 
 #define HS_GRAIN 65536
@@ -401,12 +442,21 @@ static nx_status hs_reference(void *user, nx_ctx *ctx, int n_in, const nx_tensor
                               nx_tensor *out)
 {
     (void)user;
-    int64_t bins = nx_tensor_shape(ins[0])[0], cells = bins * bins, n = nx_tensor_numel(ins[1]);
-    hs_job j = {.vm = nx_tensor_data(ins[1]),
-                .vf = nx_tensor_data(ins[2]),
-                .w = n_in > 3 ? nx_tensor_data(ins[3]) : NULL,
-                .f64 = nx_tensor_dtype(ins[0]) == NX_DTYPE_F64,
+    int64_t bins = nx_tensor_shape(ins[HS_BASE])[0], cells = bins * bins;
+    int64_t n = nx_tensor_numel(ins[HS_XM]);
+    hs_job j = {.vm = nx_tensor_data(ins[HS_XM]),
+                .vf = nx_tensor_data(ins[HS_XF]),
+                .w = n_in > HS_W ? nx_tensor_data(ins[HS_W]) : NULL,
+                .f64 = nx_tensor_dtype(ins[HS_BASE]) == NX_DTYPE_F64,
                 .bins = bins};
+    for (int k = 0; k < 4; k++) {
+        const void *p = nx_tensor_data(ins[HS_LOM + k]);
+        double v = j.f64 ? *(const double *)p : (double)*(const float *)p;
+        if (k % 2)
+            j.hi[k / 2] = v;
+        else
+            j.lo[k / 2] = v;
+    }
     int threads = 1;
     nx_status st = nx_rt_pool_threads(ctx, &threads);
     if (st != NX_OK)
@@ -432,20 +482,49 @@ static nx_status hs_reference(void *user, nx_ctx *ctx, int n_in, const nx_tensor
     return st;
 }
 
+/* d scaled(x, lo, hi) against x, lo and hi, applied to the cotangent dv of the scaled values:
+ * zero where the clip holds; dlo and dhi summed over the samples (the range is an image's min and
+ * max, or constants whose cotangents are dropped). */
+static void scaled_vjp(nx_graph *g, nx_node x, nx_node lo, nx_node hi, int64_t bins, nx_node dv,
+                       nx_node *dx, nx_node *dlo, nx_node *dhi)
+{
+    nx_dtype dt = nx_node_dtype(g, x);
+    nx_node top = nx_scalar(g, dt, (double)(bins - 1)), zero = nx_scalar(g, dt, 0);
+    nx_node eps = nx_scalar(g, dt, 1e-12), width = nx_sub(g, hi, lo);
+    nx_node span = nx_maximum(g, width, eps);
+    nx_node r = nx_div(g, nx_sub(g, x, lo), span), v = nx_mul(g, r, top);
+    nx_node pass = nx_select(g, nx_lt(g, v, zero), zero,
+                             nx_select(g, nx_gt(g, v, top), zero, dv));
+    nx_node gx = nx_div(g, nx_mul(g, pass, top), span); /* d/dx */
+    /* d/dspan = -r top / span, and span moves with hi - lo unless eps holds it */
+    nx_node gspan = nx_select(g, nx_gt(g, width, eps), nx_neg(g, nx_mul(g, gx, r)), zero);
+    int nd = nx_node_ndim(g, x), axes[NX_MAX_DIMS];
+    for (int d = 0; d < nd; d++)
+        axes[d] = d;
+    nx_node sx = nx_reduce(g, gx, nd, axes, NX_MONOID_SUM, false);
+    nx_node ss = nx_reduce(g, gspan, nd, axes, NX_MONOID_SUM, false);
+    *dx = gx;
+    *dlo = nx_neg(g, nx_add(g, sx, ss));
+    *dhi = ss;
+}
+
 /* The cotangent table dH gathered at each sample's four cells: dv_m, dv_f and dw are the
- * derivatives of its four products (the bins are piecewise constant). */
+ * derivatives of its four products (the bins are piecewise constant), then chained through the
+ * scaling to the images and their ranges. */
 static nx_status hs_vjp(void *user, nx_graph *g, int n_in, const nx_node *ins, nx_node out,
                         nx_node cot, nx_node *in_cot)
 {
     (void)user, (void)out;
-    nx_dtype dt = nx_node_dtype(g, ins[1]);
+    nx_dtype dt = nx_node_dtype(g, ins[HS_XM]);
     int64_t shape[NX_MAX_DIMS] = {0};
-    nx_node_shape(g, ins[0], shape);
+    nx_node_shape(g, ins[HS_BASE], shape);
     int64_t bins = shape[0], cells = bins * bins;
+    nx_node vm = scaled(g, ins[HS_XM], ins[HS_LOM], ins[HS_HIM], bins);
+    nx_node vf = scaled(g, ins[HS_XF], ins[HS_LOF], ins[HS_HIF], bins);
     nx_node top = nx_scalar(g, dt, (double)(bins - 2)), one = nx_scalar(g, dt, 1);
-    nx_node lm = nx_minimum(g, nx_floor(g, ins[1]), top);
-    nx_node lf = nx_minimum(g, nx_floor(g, ins[2]), top);
-    nx_node t = nx_sub(g, ins[1], lm), u = nx_sub(g, ins[2], lf);
+    nx_node lm = nx_minimum(g, nx_floor(g, vm), top);
+    nx_node lf = nx_minimum(g, nx_floor(g, vf), top);
+    nx_node t = nx_sub(g, vm, lm), u = nx_sub(g, vf, lf);
     nx_node k = nx_add(g, nx_mul(g, nx_cast(g, lm, NX_DTYPE_I32),
                                  nx_scalar(g, NX_DTYPE_I32, (double)bins)),
                        nx_cast(g, lf, NX_DTYPE_I32));
@@ -458,17 +537,18 @@ static nx_status hs_vjp(void *user, nx_graph *g, int n_in, const nx_node *ins, n
                          nx_mul(g, u, nx_sub(g, c[3], c[1])));
     nx_node dvf = nx_add(g, nx_mul(g, t1, nx_sub(g, c[1], c[0])),
                          nx_mul(g, t, nx_sub(g, c[3], c[2])));
-    in_cot[0] = cot;
-    if (n_in > 3) {
-        in_cot[1] = nx_mul(g, dvm, ins[3]);
-        in_cot[2] = nx_mul(g, dvf, ins[3]);
+    in_cot[HS_BASE] = cot;
+    if (n_in > HS_W) {
+        dvm = nx_mul(g, dvm, ins[HS_W]);
+        dvf = nx_mul(g, dvf, ins[HS_W]);
         nx_node a = nx_add(g, nx_mul(g, u1, c[0]), nx_mul(g, u, c[1]));
         nx_node b = nx_add(g, nx_mul(g, u1, c[2]), nx_mul(g, u, c[3]));
-        in_cot[3] = nx_add(g, nx_mul(g, t1, a), nx_mul(g, t, b));
-    } else {
-        in_cot[1] = dvm;
-        in_cot[2] = dvf;
+        in_cot[HS_W] = nx_add(g, nx_mul(g, t1, a), nx_mul(g, t, b));
     }
+    scaled_vjp(g, ins[HS_XM], ins[HS_LOM], ins[HS_HIM], bins, dvm, &in_cot[HS_XM],
+               &in_cot[HS_LOM], &in_cot[HS_HIM]);
+    scaled_vjp(g, ins[HS_XF], ins[HS_LOF], ins[HS_HIF], bins, dvf, &in_cot[HS_XF],
+               &in_cot[HS_LOF], &in_cot[HS_HIF]);
     return nx_graph_status(g);
 }
 
@@ -479,10 +559,20 @@ static const nx_extern_def hist_scatter_def = {
     .vjp = hs_vjp,
 };
 
-static nx_node host_table(nx_graph *g, nx_node vm, nx_node vf, nx_node w, int64_t bins)
+static nx_node host_table(nx_graph *g, const nx_hist_side *m, const nx_hist_side *f, nx_node w,
+                          int64_t bins, int64_t step)
 {
     int64_t sq[2] = {bins, bins};
-    nx_node base = nx_broadcast(g, nx_scalar(g, nx_node_dtype(g, vm), 0), 2, sq);
-    nx_node ins[4] = {base, vm, vf, w};
-    return nx_extern(g, &hist_scatter_def, w != NX_NONE ? 4 : 3, ins);
+    nx_node base = nx_broadcast(g, nx_scalar(g, nx_node_dtype(g, m->x), 0), 2, sq);
+    nx_node xm = step > 1 ? strided(g, m->x, step) : m->img;
+    nx_node xf = step > 1 ? strided(g, f->x, step) : f->img;
+    if (w != NX_NONE && step > 1) {
+        w = strided(g, w, step);
+    } else if (w != NX_NONE) { /* the images' shape, so that the adjoint's products line up */
+        int64_t shape[NX_MAX_DIMS] = {0};
+        nx_node_shape(g, m->img, shape);
+        w = nx_reshape(g, w, nx_node_ndim(g, m->img), shape);
+    }
+    nx_node ins[HS_MAX_IN] = {base, xm, xf, m->lo, m->hi, f->lo, f->hi, w};
+    return nx_extern(g, &hist_scatter_def, w != NX_NONE ? HS_MAX_IN : HS_W, ins);
 }

@@ -68,6 +68,8 @@ NX_HIDDEN void nx_hist_key(nx_rt_cache_blob *b, const nx_op_args *c, const nx_hi
 
 /* A soft-binned image: x flattened to (N,), its range and binning. */
 typedef struct nx_hist_side {
+    nx_node img;   /* x as given (any shape): what the range reductions and the cpu extern read,
+                    * so that no kernel copies the image into its flattened form */
     nx_node x;     /* (N,) */
     nx_node lo, hi; /* 0-d */
     nx_node v;     /* (N,) the clipped scaled values, in [0, bins - 1] */
