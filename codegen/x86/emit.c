@@ -142,8 +142,8 @@ static int emit_load(emitter *e, const nx_kinst *in)
     return v;
 }
 
-static const char *const math_names[] = {"exp", "log",  "log1p", "expm1", "sin",
-                                          "cos", "tanh", "erf",   "sqrt",  "pow"};
+static const char *const math_names[] = {"exp", "log",  "log1p", "expm1", "sin", "cos",
+                                          "tanh", "erf", "sqrt",  "pow",   "atan2"};
 #define MATH_COUNT (int)(sizeof math_names / sizeof *math_names)
 
 /* Records that the kernel calls name in dtype d: only those are declared, and so defined in the
@@ -491,6 +491,12 @@ static int p_pow(emitter *e, int32_t id)
     return nx_x86_mathcall(e, "pow", d0_of(e, in), a, b);
 }
 
+static int p_atan2(emitter *e, int32_t id)
+{
+    const nx_kinst *in = inst(e, id);
+    return nx_x86_mathcall(e, "atan2", d0_of(e, in), V(in->a[0]), V(in->a[1]));
+}
+
 /* Floats: a node of a MIN/MAX tree (float_minmax); integers: b beats a strictly, else a. */
 static int minmax(emitter *e, int32_t id, bool max)
 {
@@ -684,6 +690,7 @@ static const prim_rule prim_rules[NX_PRIM_COUNT] = {
     [NX_PRIM_MUL] = {p_mul, OPS_NUMBER},
     [NX_PRIM_DIV] = {p_div, OPS_NUMBER},
     [NX_PRIM_POW] = {p_pow, OPS_FLOAT},
+    [NX_PRIM_ATAN2] = {p_atan2, OPS_FLOAT},
     [NX_PRIM_MIN] = {p_min, OPS_NUMBER},
     [NX_PRIM_MAX] = {p_max, OPS_NUMBER},
     [NX_PRIM_MOD] = {p_mod, OPS_NUMBER},
@@ -938,7 +945,8 @@ static void emit_declarations(const emitter *e, text *t)
                 continue;
             const char *ty = f ? "double" : "float";
             put(t, "declare %s @nx.math.%s.%s(%s", ty, math_names[i], f ? "f64" : "f32", ty);
-            put(t, strcmp(math_names[i], "pow") == 0 ? ", %s)\n" : ")\n", ty);
+            bool two = strcmp(math_names[i], "pow") == 0 || strcmp(math_names[i], "atan2") == 0;
+            put(t, two ? ", %s)\n" : ")\n", ty);
         }
     for (int fn = 0; fn < 2; fn++)
         for (int f = 0; f < 2; f++)

@@ -28,7 +28,7 @@ typedef struct em {
 } em;
 
 static const char *const names[NX_X86_MATH_COUNT] = {
-    "exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "erf", "pow", "sqrt",
+    "exp", "log", "log1p", "expm1", "sin", "cos", "tanh", "erf", "pow", "sqrt", "atan2",
 };
 
 /* Part of every kernel cache key (nx_x86_math_version in math.h). Bump the number with every
@@ -37,7 +37,7 @@ static const char *const names[NX_X86_MATH_COUNT] = {
  * build time, so a rebuild keeps the disk cache and builds are reproducible. */
 const char *nx_x86_math_version(void)
 {
-    return "x86-math-3";
+    return "x86-math-4";
 }
 
 const char *nx_x86_math_name(nx_x86_math_fn fn)
@@ -47,7 +47,7 @@ const char *nx_x86_math_name(nx_x86_math_fn fn)
 
 int nx_x86_math_arity(nx_x86_math_fn fn)
 {
-    return fn == NX_X86_MATH_POW ? 2 : 1;
+    return fn == NX_X86_MATH_POW || fn == NX_X86_MATH_ATAN2 ? 2 : 1;
 }
 
 /* ---------------------------------------------------------------------------------------------
@@ -1222,6 +1222,79 @@ static LLVMValueRef pow64(const em *e, LLVMValueRef x, LLVMValueRef y)
  * -------------------------------------------------------------------------------------------*/
 
 /* The f64 emitter with e's lanes, for f32 functions computed in f64. */
+/* ---------------------------------------------------------------------------------------------
+ * atan2 (f64): fdlibm's atan (four reduction intervals, each with atan(c) in two parts, and an
+ * 11-term odd polynomial) on |y| / |x|, every interval computed and the right one selected, then
+ * e_atan2's quadrant rule and its special cases (C99 Annex F) by selects.
+ * -------------------------------------------------------------------------------------------*/
+
+static const double ATAN_HI[4] = {4.63647609000806093515e-01, 7.85398163397448278999e-01,
+                                  9.82793723247329054082e-01, 1.57079632679489655800e+00};
+static const double ATAN_LO[4] = {2.26987774529616870924e-17, 3.06161699786838301793e-17,
+                                  1.39033110312309984516e-17, 6.12323399573676603587e-17};
+static const double ATAN_EVEN[6] = {3.33333333333329318027e-01,  1.42857142725034663711e-01,
+                                    9.09088713343650656196e-02,  6.66107313738753120669e-02,
+                                    4.97687799461593236017e-02,  1.62858201153657823623e-02};
+static const double ATAN_ODD[5] = {-1.99999999998764832476e-01, -1.11111104054623557880e-01,
+                                   -7.69187620504482999495e-02, -5.83357013379057348645e-02,
+                                   -3.65315727442169155270e-02};
+static const double PI_HI = 3.1415926535897931160e+00, PI_LO = 1.2246467991473531772e-16;
+
+/* atan(r) for r >= 0 (inf gives pi/2; NaN stays NaN). */
+static LLVMValueRef atan_pos(const em *e, LLVMValueRef r)
+{
+    /* the interval: r < 7/16, < 11/16, < 19/16, < 39/16, above */
+    LLVMValueRef c0 = fcmp(e, LLVMRealOLT, r, K(e, 0.4375));
+    LLVMValueRef c1 = fcmp(e, LLVMRealOLT, r, K(e, 0.6875));
+    LLVMValueRef c2 = fcmp(e, LLVMRealOLT, r, K(e, 1.1875));
+    LLVMValueRef c3 = fcmp(e, LLVMRealOLT, r, K(e, 2.4375));
+    LLVMValueRef one = K(e, 1.0);
+    LLVMValueRef t1 = divf(e, sub(e, mul(e, K(e, 2.0), r), one), add(e, K(e, 2.0), r));
+    LLVMValueRef t2 = divf(e, sub(e, r, one), add(e, r, one));
+    LLVMValueRef t3 = divf(e, sub(e, r, K(e, 1.5)), fmad(e, K(e, 1.5), r, one));
+    LLVMValueRef t4 = divf(e, K(e, -1.0), r);
+    LLVMValueRef t = sel(e, c0, r, sel(e, c1, t1, sel(e, c2, t2, sel(e, c3, t3, t4))));
+    LLVMValueRef hi = sel(e, c1, K(e, ATAN_HI[0]),
+                          sel(e, c2, K(e, ATAN_HI[1]), sel(e, c3, K(e, ATAN_HI[2]),
+                                                           K(e, ATAN_HI[3]))));
+    LLVMValueRef lo = sel(e, c1, K(e, ATAN_LO[0]),
+                          sel(e, c2, K(e, ATAN_LO[1]), sel(e, c3, K(e, ATAN_LO[2]),
+                                                           K(e, ATAN_LO[3]))));
+    LLVMValueRef z = mul(e, t, t), w = mul(e, z, z);
+    LLVMValueRef s1 = mul(e, z, poly(e, w, ATAN_EVEN, 6));
+    LLVMValueRef s2 = mul(e, w, poly(e, w, ATAN_ODD, 5));
+    LLVMValueRef ts = mul(e, t, add(e, s1, s2));
+    LLVMValueRef small = sub(e, t, ts);
+    LLVMValueRef reduced = sub(e, hi, sub(e, sub(e, ts, lo), t));
+    return sel(e, c0, small, reduced);
+}
+
+static LLVMValueRef sign_bit(const em *e, LLVMValueRef x)
+{
+    LLVMValueRef bits = LLVMBuildBitCast(e->b, x, e->it, "");
+    return icmp(e, LLVMIntSLT, bits, splat(e, LLVMConstInt(scalar_i(e), 0, 0)));
+}
+
+static LLVMValueRef atan2_64(const em *e, LLVMValueRef y, LLVMValueRef x)
+{
+    LLVMValueRef ax = fabs_(e, x), ay = fabs_(e, y), inf = K(e, INFINITY), zero = K(e, 0.0);
+    LLVMValueRef xneg = sign_bit(e, x);
+    LLVMValueRef z = atan_pos(e, divf(e, ay, ax));
+    /* x < 0 (or -0): pi - z, with pi's low part */
+    LLVMValueRef r = sel(e, xneg, sub(e, K(e, PI_HI), sub(e, z, K(e, PI_LO))), z);
+    /* special cases, the later ones winning: y = 0; x = 0; x infinite; y infinite (x finite) */
+    LLVMValueRef y0 = fcmp(e, LLVMRealOEQ, y, zero), x0 = fcmp(e, LLVMRealOEQ, x, zero);
+    LLVMValueRef xinf = fcmp(e, LLVMRealOEQ, ax, inf), yinf = fcmp(e, LLVMRealOEQ, ay, inf);
+    r = sel(e, x0, K(e, PI_HI / 2), r);
+    r = sel(e, xinf, sel(e, xneg, K(e, PI_HI), zero), r);
+    r = sel(e, and1(e, xinf, yinf), sel(e, xneg, K(e, 3 * PI_HI / 4), K(e, PI_HI / 4)), r);
+    r = sel(e, and1(e, yinf, LLVMBuildNot(e->b, xinf, "")), K(e, PI_HI / 2), r);
+    r = sel(e, y0, sel(e, xneg, K(e, PI_HI), zero), r);
+    r = copysign_(e, r, y);
+    /* NaN in, NaN out */
+    return sel(e, or1(e, is_nan(e, x), is_nan(e, y)), add(e, x, y), r);
+}
+
 static em widen(const em *e)
 {
     em w = *e;
@@ -1255,6 +1328,8 @@ static LLVMValueRef eval64(const em *e, nx_x86_math_fn fn, LLVMValueRef x, LLVMV
         return pow64(e, x, y);
     case NX_X86_MATH_SQRT:
         return intrinsic(e, "llvm.sqrt", &x, 1);
+    case NX_X86_MATH_ATAN2:
+        return atan2_64(e, x, y);
     default:
         return NULL;
     }
@@ -1412,7 +1487,7 @@ nx_status nx_x86_math_define_declared(nx_ctx *ctx, LLVMModuleRef mod)
                                "x86 math: '%s' is declared with a type this library does not "
                                "provide; expected T %s(T%s) with T float, double or <N x float>, "
                                "<N x double> matching the suffix",
-                               name, names[fn], fn == NX_X86_MATH_POW ? ", T" : "");
+                               name, names[fn], nx_x86_math_arity(fn) == 2 ? ", T" : "");
         define_body(&e, f, fn);
     }
     return NX_OK;

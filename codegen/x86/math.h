@@ -1,5 +1,5 @@
-/* Vectorisable math for JIT-ed kernels: exp, log, log1p, expm1, sin, cos, tanh, erf, pow, sqrt as
- * LLVM IR, in f32 and f64 (scalar or vector types).
+/* Vectorisable math for JIT-ed kernels: exp, log, log1p, expm1, sin, cos, tanh, erf, pow, sqrt,
+ * atan2 as LLVM IR, in f32 and f64 (scalar or vector types).
  *
  * Each function is emitted into the kernel's module as an internal, always-inline function of
  * straight-line code (range reduction, polynomials, integer bit tricks, selects for special values
@@ -10,12 +10,15 @@
  * coefficients, made branch-free (every path is computed, selects pick); tanh is Cephes's rational
  * below 0.625 and fdlibm's 1 - 2/(expm1(2|x|) + 2) above; pow is exp(y log x) with log x in
  * double-double (a 9-entry select table narrows the reduced argument) and an exp that takes a
- * double-double argument. Exact products use Dekker's splitting, not an FMA the host may lack.
+ * double-double argument; atan2 is fdlibm's atan on |y| / |x| (its four intervals computed and
+ * selected) with e_atan2's quadrants and special cases. Exact products use Dekker's splitting,
+ * not an FMA the host may lack.
  * f32 exp and log use f32 polynomials; the other f32 functions evaluate the f64 code and round
  * once (as glibc's do), which vectorises at the f64 width.
  *
  * Accuracy, measured in JIT-ed vectorised loops against long double libm (tests/jit/test-math.c
- * checks these as bounds): f64 below 1 ulp except tanh (1.26 ulp); f32 exp 0.96, log 0.77, the
+ * checks these as bounds): f64 below 1 ulp except tanh (1.26 ulp) and atan2 (1.37 ulp: the
+ * quotient |y| / |x| is rounded before the atan); f32 exp 0.96, log 0.77, the
  * others 0.5 ulp. sin and cos reduce inline with a 3-part pi/2 (fdlibm's medium range) for
  * |x| <= NX_X86_TRIG_FAST_MAX = 2^20 pi/2 ~ 1.6e6; beyond, every finite x is reduced exactly
  * (Payne-Hanek: the mantissa times a 192-bit window of 2/pi in 64-bit integer products), on a
@@ -47,6 +50,7 @@ typedef enum nx_x86_math_fn {
     NX_X86_MATH_ERF,
     NX_X86_MATH_POW, /* two arguments */
     NX_X86_MATH_SQRT,
+    NX_X86_MATH_ATAN2, /* two arguments: atan2(y, x), y first as libm */
     NX_X86_MATH_COUNT
 } nx_x86_math_fn;
 
@@ -56,7 +60,7 @@ NX_HIDDEN const char *nx_x86_math_version(void);
 
 /* "exp", "log", ...; NULL out of range. */
 NX_HIDDEN const char *nx_x86_math_name(nx_x86_math_fn fn);
-/* 1, or 2 for pow. */
+/* 1, or 2 for pow and atan2. */
 NX_HIDDEN int nx_x86_math_arity(nx_x86_math_fn fn);
 
 /* The function `ty fn(ty[, ty])` in mod, named "nx.math.<name>.<f32|f64|vNf32|vNf64>", defined

@@ -38,7 +38,7 @@ typedef struct fn_case {
 static const fn_case cases[] = {
     /* measured max (f32, f64), NS = 150000: exp 0.956, 0.844; log 0.768, 0.794; log1p 0.500,
      * 0.773; expm1 0.500, 0.810; sin 0.500, 0.737; cos 0.500, 0.738; tanh 0.500, 1.257; erf
-     * 0.500, 0.916; pow 0.500, 0.870; sqrt 0.500, 0.500 */
+     * 0.500, 0.916; pow 0.500, 0.870; sqrt 0.500, 0.500; atan2 0.500, 1.369 */
     {NX_X86_MATH_EXP, expl, NULL, 1.0, 1.0},
     {NX_X86_MATH_LOG, logl, NULL, 1.0, 1.0},
     {NX_X86_MATH_LOG1P, log1pl, NULL, 0.75, 1.0},
@@ -49,6 +49,7 @@ static const fn_case cases[] = {
     {NX_X86_MATH_ERF, erfl, NULL, 0.75, 1.0},
     {NX_X86_MATH_POW, NULL, powl, 0.75, 1.0},
     {NX_X86_MATH_SQRT, sqrtl, NULL, 0.5, 0.5}, /* IEEE: correctly rounded */
+    {NX_X86_MATH_ATAN2, NULL, atan2l, 0.75, 1.5},
 };
 
 typedef void (*kern_fn)(void *out, const void *x, const void *y, int64_t n);
@@ -350,6 +351,23 @@ static void gen_inputs(nx_x86_math_fn fn, bool f64, inputs *in)
         for (int i = 0; i < NS; i++)
             push(in, unif(0, 10), unif(-30, 30));
         break;
+    case NX_X86_MATH_ATAN2: /* (y, x) */
+        /* every direction, radius over many decades */
+        for (int i = 0; i < NS; i++) {
+            double th = unif(-3.14159265358979, 3.14159265358979), rr = pow(10.0, unif(-30, 30));
+            push(in, rr * sin(th), rr * cos(th));
+        }
+        for (int i = 0; i < NS; i++)
+            push(in, rnd_bits(true), rnd_bits(true));
+        /* ratios at the interval edges of the reduction: 7/16, 11/16, 19/16, 39/16 */
+        for (int i = 0; i < NS; i++) {
+            static const double edge[4] = {0.4375, 0.6875, 1.1875, 2.4375};
+            double x = unif(-100, 100);
+            push(in, x * edge[rnd() % 4] * (1 + unif(-1e-6, 1e-6)) * ((rnd() & 1) ? 1 : -1), x);
+        }
+        for (int i = 0; i < NS; i++) /* near the axes: tiny and huge ratios */
+            push(in, unif(-1, 1) * pow(10.0, unif(-300, -10)), unif(-10, 10));
+        break;
     default:
         break;
     }
@@ -445,7 +463,7 @@ static void measure(const fn_case *fc, bool f64, kern_fn k, const double *x, con
     free(ob);
 }
 
-/* Zeros, infinities, NaN, subnormals and extremes, and all their pairs for pow. */
+/* Zeros, infinities, NaN, subnormals and extremes, and all their pairs for pow and atan2. */
 static void special_inputs(const fn_case *fc, bool f64, inputs *in)
 {
     double tiny = f64 ? 0x1p-1074 : 0x1p-149, maxv = f64 ? DBL_MAX : FLT_MAX;
@@ -478,7 +496,7 @@ static void special_inputs(const fn_case *fc, bool f64, inputs *in)
                         1e300 * (f64 ? 1 : 0)};
     int nv = (int)(sizeof v / sizeof v[0]);
     for (int i = 0; i < nv; i++) {
-        if (fc->fn == NX_X86_MATH_POW)
+        if (fc->fn == NX_X86_MATH_POW || fc->fn == NX_X86_MATH_ATAN2)
             for (int j = 0; j < nv; j++)
                 push(in, v[i], v[j]);
         else
