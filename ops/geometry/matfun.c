@@ -78,6 +78,18 @@ nx_node nx_mat_transpose(nx_graph *g, nx_node x)
     return nx_permute(g, x, perm);
 }
 
+nx_node nx_mat_barrier(nx_graph *g, nx_node x)
+{
+    int nd = nx_node_ndim(g, x);
+    int64_t s[NX_MAX_DIMS] = {0};
+    if (x == NX_NONE || nd + 1 > NX_MAX_DIMS)
+        return x;
+    nx_node_shape(g, x, s);
+    s[nd] = 1;
+    nx_node y = nx_scan(g, nx_reshape(g, x, nd + 1, s), nd, NX_MONOID_SUM, false);
+    return nx_reshape(g, y, nd, s);
+}
+
 /* max |x| over the last two axes, keepdims [..., 1, 1]. */
 static nx_node absmax2(nx_graph *g, nx_node x)
 {
@@ -160,6 +172,7 @@ nx_node nx_mat_solve(nx_graph *g, nx_node a, nx_node b, nx_node *singular)
         hi[nd - 1] = c + 1;
         nx_node f = nx_slice(g, m, lo, hi, NULL); /* [..., n, 1] */
         m = nx_select(g, isc, r, nx_sub(g, m, nx_mul(g, f, r)));
+        m = nx_mat_barrier(g, m);
         nx_node ap = nx_abs(g, piv);
         minpiv = minpiv == NX_NONE ? ap : nx_minimum(g, minpiv, ap);
     }
@@ -243,7 +256,9 @@ nx_node nx_mat_expm(nx_graph *g, nx_node a)
     nx_node scale = nx_pow(g, nx_scalar(g, dt, 2.0), nx_neg(g, sq));
     nx_node x = nx_mul(g, a, scale);
     nx_node eye = nx_mat_eye(g, dt, n);
-    nx_node x2 = nx_matmul(g, x, x), x4 = nx_matmul(g, x2, x2), x6 = nx_matmul(g, x4, x2);
+    nx_node x2 = nx_mat_barrier(g, nx_matmul(g, x, x));
+    nx_node x4 = nx_mat_barrier(g, nx_matmul(g, x2, x2));
+    nx_node x6 = nx_mat_barrier(g, nx_matmul(g, x4, x2));
     nx_node u, v;
     if (f64) {
         nx_node pw[7] = {NX_NONE, NX_NONE, x2, NX_NONE, x4, NX_NONE, x6};
@@ -263,9 +278,11 @@ nx_node nx_mat_expm(nx_graph *g, nx_node a)
         u = nx_matmul(g, x, poly(g, dt, eye, 7, pw, cu));
         v = poly(g, dt, eye, 7, pw, cv);
     }
-    nx_node r = nx_mat_solve(g, nx_sub(g, v, u), nx_add(g, v, u), NULL);
+    nx_node r = nx_mat_solve(g, nx_mat_barrier(g, nx_sub(g, v, u)),
+                             nx_mat_barrier(g, nx_add(g, v, u)), NULL);
     for (int k = 0; k < NX_MAT_EXPM_MAX_SQUARINGS; k++)
-        r = nx_select(g, nx_gt(g, sq, nx_scalar(g, dt, (double)k)), nx_matmul(g, r, r), r);
+        r = nx_mat_barrier(g, nx_select(g, nx_gt(g, sq, nx_scalar(g, dt, (double)k)),
+                                        nx_matmul(g, r, r), r));
     nx_node over = nx_gt(g, sq, nx_scalar(g, dt, (double)NX_MAT_EXPM_MAX_SQUARINGS));
     return nx_select(g, over, nx_scalar(g, dt, NAN), r);
 }

@@ -30,6 +30,13 @@ NX_HIDDEN nx_node nx_mat_transpose(nx_graph *g, nx_node x);
 /* Rows [r0, r1) and columns [c0, c1) of x [..., n, m]. */
 NX_HIDDEN nx_node nx_mat_block(nx_graph *g, nx_node x, int r0, int r1, int c0, int c1);
 
+/* x itself, materialised: a scan over a new axis of length 1 (a library primitive, whose operand
+ * and result fusion always keeps in memory). Fusion inlines a value whose readers are all in one
+ * kernel, so an unrolled chain of small matrix products (the squarings, the elimination steps)
+ * would otherwise become one kernel with a loop per product, past the kernel IR's loop limit
+ * (NX_KERNEL_MAX_LOOPS); the fragments below put one of these between steps. */
+NX_HIDDEN nx_node nx_mat_barrier(nx_graph *g, nx_node x);
+
 /* X = A^{-1} B for A [..., n, n] and B [..., n, k] (leading axes broadcast): Gauss-Jordan
  * elimination with partial pivoting (the row of largest |a| at or below the diagonal; ties: the
  * lowest row), unrolled over the n columns. When `singular` is not NULL it receives a bool [...]:
