@@ -63,7 +63,8 @@ static nx_status build(nx_graph *g, const nx_op_args *c, nx_node *outs)
     for (int i = 0; i < d; i++)
         for (int j = i + 1; j < d; j++)
             shear[k++] = nx_div(g, l[j * d + i], l[i * d + i]);
-    /* E^{-1} of the unit upper E: 2-D [[1, -a], [0, 1]]; 3-D, E = [[1, a, b], [0, 1, c], [0, 0, 1]]:
+    /* E^{-1} of the unit upper E: 2-D [[1, -a], [0, 1]]; 3-D, E = [[1, a, b], [0, 1, c],
+     * [0, 0, 1]]:
      * [[1, -a, a c - b], [0, 1, -c], [0, 0, 1]]. Columns then scaled by 1 / s. */
     nx_node inv_s[3];
     for (int i = 0; i < d; i++)
