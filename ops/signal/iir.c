@@ -221,6 +221,20 @@ static void mat2_mul(const double *a, const double *b, double *out)
     memcpy(out, r, sizeof r);
 }
 
+/* x computed once into a buffer of its own. Fusion would otherwise inline each level into the
+ * next, and a level reads its operand at two offsets, so the expression would double per level;
+ * an inclusive sum scan over an added axis of extent 1 (the identity, a library kernel) makes the
+ * level's state a buffer. */
+static nx_node materialise(nx_graph *g, nx_node x)
+{
+    int64_t sh[NX_MAX_DIMS + 1] = {0};
+    int nd = nx_node_ndim(g, x);
+    nx_node_shape(g, x, sh);
+    sh[nd] = 1;
+    nx_node y = nx_scan(g, nx_reshape(g, x, nd + 1, sh), nd, NX_MONOID_SUM, false);
+    return nx_reshape(g, y, nd, sh);
+}
+
 /* y[n] = u[n] + c1 y[n-1] + c2 y[n-2] by log-depth doubling of the state (the file's comment). */
 static nx_node assoc_iir(nx_graph *g, nx_node u, int axis, double c1, double c2, bool reverse)
 {
@@ -240,10 +254,10 @@ static nx_node assoc_iir(nx_graph *g, nx_node u, int axis, double c1, double c2,
                 n1 = nx_add(g, nx_add(g, s1, n1), nx_mul(g, h1, nx_scalar(g, dt, p[3])));
             }
         }
-        s0 = n0;
-        s1 = n1;
         if (d > n / 2)
-            break;
+            return n0;
+        s0 = materialise(g, n0);
+        s1 = n1 == NX_NONE ? NX_NONE : materialise(g, n1);
         mat2_mul(p, p, p);
     }
     return s0;
