@@ -334,3 +334,59 @@ nx_status nx_sig_check_x(const nx_op_args *c, const nx_tensor *x, int64_t axis, 
                                "filter", c->who, i);
     return NX_OK;
 }
+
+/* ---- running ---------------------------------------------------------------------------------*/
+
+/* Bytes of x per block on the cpu backend: the cascade's intermediates of a block (a few buffers
+ * of this size) stay in the cache between its kernels. */
+#define BLOCK_BYTES ((int64_t)1 << 21)
+
+static nx_status run_whole(const nx_op_args *c, nx_op_stage_fn build, const void *user,
+                           nx_tensor **outs)
+{
+    nx_program *p = NULL;
+    nx_status st = nx_op_program(c, NULL, NULL, build, user, 1, &p);
+    if (st != NX_OK)
+        return st;
+    if (c->dy)
+        return nx_program_run(p, (const nx_tensor *const[]){c->in[0], c->dy[0]}, outs);
+    return nx_program_run(p, (const nx_tensor *const[]){c->in[0]}, outs);
+}
+
+nx_status nx_sig_run(const nx_op_args *c, nx_op_stage_fn build, const void *user, int axis,
+                     nx_tensor **outs)
+{
+    const nx_tensor *x = c->in[0];
+    int64_t rows = nx_tensor_shape(x)[0], numel = nx_tensor_numel(x);
+    size_t es = nx_dtype_size(nx_tensor_dtype(x));
+    int64_t row_bytes = numel / rows * (int64_t)es;
+    int64_t block = row_bytes < BLOCK_BYTES ? BLOCK_BYTES / row_bytes : 1;
+    if (c->dy || c->backend != NX_BACKEND_CPU || axis == 0 || block >= rows ||
+        nx_tensor_device(x) != NX_DEVICE_HOST || !nx_tensor_is_contiguous(x))
+        return run_whole(c, build, user, outs);
+    nx_tensor *y = NULL;
+    nx_status st = nx_tensor_new(c->ctx, nx_tensor_dtype(x), nx_tensor_ndim(x),
+                                 nx_tensor_shape(x), &y);
+    for (int64_t r0 = 0; st == NX_OK && r0 < rows; r0 += block) {
+        int64_t r1 = r0 + block < rows ? r0 + block : rows;
+        nx_tensor *view = NULL, *yb = NULL;
+        st = nx_tensor_slice(x, 0, r0, r1, 1, &view);
+        if (st == NX_OK) {
+            nx_op_args b = *c;
+            b.in = (const nx_tensor *const[]){view};
+            st = run_whole(&b, build, user, &yb);
+        }
+        if (st == NX_OK)
+            memcpy((char *)nx_tensor_data(y) + r0 * row_bytes, nx_tensor_data(yb),
+                   (size_t)((r1 - r0) * row_bytes));
+        nx_tensor_free(view);
+        nx_tensor_free(yb);
+        nx_op_progress(c, r1, rows);
+    }
+    if (st != NX_OK) {
+        nx_tensor_free(y);
+        return st;
+    }
+    outs[0] = y;
+    return NX_OK;
+}

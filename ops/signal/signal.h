@@ -93,4 +93,11 @@ NX_HIDDEN nx_status nx_sig_filtfilt_edge(const nx_op_args *c, const nx_sig_sos *
 NX_HIDDEN nx_node nx_sig_filtfilt(nx_graph *g, nx_node x, int axis, const nx_sig_sos *s,
                                   int padtype, int64_t edge, bool assoc);
 
+/* Runs a one-output stage of x = c->in[0] (filtered along axis): as one program, or on the cpu
+ * backend, for a forward call on a host x whose rows (axis 0, not the time axis) are large, block
+ * by block of rows, each block's program the same graph on fewer rows, so that the cascade's
+ * intermediates stay in the cache. */
+NX_HIDDEN nx_status nx_sig_run(const nx_op_args *c, nx_op_stage_fn build, const void *user,
+                               int axis, nx_tensor **outs);
+
 #endif /* NX_OPS_SIGNAL_SIGNAL_H */

@@ -82,14 +82,9 @@ static nx_status run(const nx_op_args *c, nx_tensor **outs)
                                   &s.edge);
     if (st == NX_OK)
         st = nx_sig_resolve(c, o->driver, &s.assoc);
-    nx_program *p = NULL;
-    if (st == NX_OK)
-        st = nx_op_program(c, NULL, NULL, build, &s, 1, &p);
     if (st != NX_OK)
         return st;
-    if (c->dy)
-        return nx_program_run(p, (const nx_tensor *const[]){c->in[0], c->dy[0]}, outs);
-    return nx_program_run(p, (const nx_tensor *const[]){c->in[0]}, outs);
+    return nx_sig_run(c, build, &s, s.axis, outs);
 }
 
 static const nx_op_opt opts[] = {
