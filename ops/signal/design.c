@@ -55,7 +55,12 @@ static cplx csub(cplx a, cplx b)
 
 static cplx csq_root(cplx a)
 {
-    double complex r = csqrt(CMPLX(a.re, a.im));
+    /* A complex has the layout of double[2] (C17 6.2.5p13); CMPLX is not in every libc/compiler
+     * pair, and a.re + a.im * I loses the sign of a zero imaginary part (the branch cut). */
+    double parts[2] = {a.re, a.im};
+    double complex z;
+    memcpy(&z, parts, sizeof z);
+    double complex r = csqrt(z);
     return mk(creal(r), cimag(r));
 }
 
