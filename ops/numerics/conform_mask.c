@@ -2,7 +2,7 @@
  * mask or weight along `axis` of x, broadcast to x's shape so it applies elementwise,
  *     y[..., i_axis, ...] = mask[i_axis],
  * of the mask's dtype (bool stays bool; float weights carry gradients: the broadcast's adjoint
- * sums them back). x gives only the shape. */
+ * sums them back). x gives only the shape (its gradient is 0). */
 #include "ops/numerics/numerics.h"
 
 typedef struct cm_args {
@@ -44,7 +44,7 @@ static nx_status build(nx_graph *g, const nx_op_args *c, nx_node *outs)
     nx_status st = nx_num_axis(c, o->axis, nd, "axis", &k);
     if (st != NX_OK)
         return st;
-    (void)nx_input(g, "x", nx_tensor_dtype(xt), nd, nx_tensor_shape(xt));
+    (void)nx_num_declare(g, c, 0); /* float x: a parameter whose gradient is 0 */
     nx_node m = nx_num_declare(g, c, 1);
     int64_t vs[NX_MAX_DIMS];
     for (int i = 0; i < nd; i++)

@@ -152,22 +152,30 @@ def prescale(rng, dt):
 
 
 def norms(rng, dt):
-    x = rng.standard_normal((4, 6)).astype(dt)
-    X = f64(x)
-    X[2] = 0
-    x[2] = 0
-    for p, tag in ((2, "a_p2"), (1, "b_p1"), (3.5, "c_p3.5")):
+    x0 = rng.standard_normal((4, 6)).astype(dt)
+    for p, tag in ((2, "a_p2"), (1, "b_p1"), (3.5, "c_p3.5_zero_row")):
+        x = x0.copy()
+        if tag.startswith("c"):  # a zero row stays 0 (x / eps of 0); not an FD case (order)
+            x[2] = 0
+        X = f64(x)
         n = (np.abs(X) ** p).sum(-1, keepdims=True) ** (1 / p)
         yield case(tag, "lp_normalize", dt, [("x.npy", x)],
                    [("y.npy", X / np.maximum(n, 1e-12))], options=[("p", str(p))],
                    generator=f"numpy float64 x / max(sum(|x|^{p})^(1/{p}), 1e-12) along -1; "
                              "a zero row stays 0")
+    X = f64(x0)
     n = np.sqrt((X ** 2).sum(0, keepdims=True))
-    yield case("a_axis0", "l2_normalize", dt, [("x.npy", x)],
+    yield case("a_axis0", "l2_normalize", dt, [("x.npy", x0)],
                [("y.npy", X / np.maximum(n, 1e-12))], options=[("axis", "0")],
                generator="numpy float64 x / max(||x||_2 along 0, 1e-12)")
     n = np.sqrt((X ** 2).sum(-1, keepdims=True))
-    yield case("b_default", "l2_normalize", dt, [("x.npy", x)],
+    yield case("b_default", "l2_normalize", dt, [("x.npy", x0)],
+               [("y.npy", X / np.maximum(n, 1e-12))],
+               generator="numpy float64 x / max(||x||_2 along -1, 1e-12)")
+    X[1] = 0
+    x = X.astype(dt)
+    n = np.sqrt((X ** 2).sum(-1, keepdims=True))
+    yield case("c_default_zero_row", "l2_normalize", dt, [("x.npy", x)],
                [("y.npy", X / np.maximum(n, 1e-12))],
                generator="numpy float64 x / max(||x||_2 along -1, 1e-12); a zero row stays 0")
 
