@@ -5,9 +5,10 @@
  * a fixed left-to-right order. The IR's built-in SUM fold may be reassociated by the CPU backend
  * (`fadd reassoc`, vectorised and split across threads) and the GPU's tree reductions, and its
  * custom monoids (nx_reduce_custom) run on the interpreter on the CPU, have no device code and no
- * adjoint. As an extern, the recurrence is this file's C, compiled with the library (C17: GCC does
- * not contract across statements in ISO mode, and no step here is a product feeding a sum in one
- * expression; the products of Dot2 are split exactly with fma or in double), and on the device
+ * adjoint. As an extern, the recurrence is this file's C, compiled with the library (no fast-math;
+ * -std=c17 turns GCC's contraction off, and clang's default contracts only within an expression,
+ * where no step here has a product feeding a sum; Dot2's products are split exactly with fma or
+ * in double), and on the device
  * NVRTC code written with the _rn intrinsics (__dadd_rn, __fmul_rn, __fma_rn...), which the
  * compiler never contracts or reassociates whatever --fmad says. The adjoint is registered: the
  * sums' gradient is the cotangent broadcast along the line, Dot2's is cot * b and cot * a, built
