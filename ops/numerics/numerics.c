@@ -162,7 +162,10 @@ nx_node nx_num_to_lines(nx_graph *g, nx_node x, int naxes, const int *axes)
         perm[np++] = axes[i];
         n *= shape[axes[i]];
     }
-    nx_node p = nd > 1 ? nx_permute(g, x, perm) : x;
+    bool ident = true;
+    for (int k = 0; k < nd; k++)
+        ident = ident && perm[k] == k;
+    nx_node p = ident ? x : nx_permute(g, x, perm);
     int64_t ls[2] = {b, n};
     return nx_reshape(g, p, 2, ls);
 }
@@ -184,8 +187,11 @@ nx_node nx_num_from_lines(nx_graph *g, nx_node lines, int nd, const int64_t *sha
         ps[k] = shape[perm[k]];
         inv[perm[k]] = k;
     }
+    bool ident = true;
+    for (int k = 0; k < nd; k++)
+        ident = ident && perm[k] == k;
     nx_node y = nx_reshape(g, lines, nd, ps);
-    return nd > 1 ? nx_permute(g, y, inv) : y;
+    return ident ? y : nx_permute(g, y, inv);
 }
 
 nx_node nx_num_percentile(nx_graph *g, nx_node sorted, nx_node count, double q)
