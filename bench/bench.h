@@ -52,5 +52,6 @@ nx_status nx_bench_metrics_mi(nx_ctx *ctx, const char *filter, int runs, bool js
 nx_status nx_bench_logits(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 nx_status nx_bench_geometry(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 nx_status nx_bench_signal(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
+nx_status nx_bench_numerics(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 
 #endif

@@ -326,9 +326,13 @@ static nx_status add_vjp(nx_graph *g, const nx_op_args *c, int nout, nx_node *ou
         o->wrt[o->nwrt] = (int)i;
         wrt[o->nwrt++] = g->inputs[i];
     }
+    /* An integer or bool output (an op's indices or pads) carries no gradient: its cotangent is
+     * still an input of the program, and zero (NX_NONE) to nx_graph_vjp. */
     for (int i = 0; i < nout; i++) {
         const nx_tensor *t = c->dy[i];
         dy[i] = nx_input(g, "dy", nx_tensor_dtype(t), nx_tensor_ndim(t), nx_tensor_shape(t));
+        if (!nx_dtype_is_float(nx_tensor_dtype(t)))
+            dy[i] = NX_NONE;
     }
     if (nx_graph_status(g) != NX_OK)
         return nx_graph_status(g);
