@@ -181,24 +181,27 @@ static nx_node prefilter_fir(nx_graph *g, nx_node x, int axis, int64_t n)
 {
     nx_dtype dt = nx_node_dtype(g, x);
     int nd = nx_node_ndim(g, x);
+    int64_t xs[NX_MAX_DIMS] = {0}, v[3] = {1, n, 1};
+    nx_node_shape(g, x, xs);
+    for (int d = 0; d < nd; d++) /* the line's axis between what comes before and after it */
+        v[d < axis ? 0 : d > axis ? 2 : 1] *= d == axis ? 1 : xs[d];
     /* |z|^K below the dtype's epsilon times (1 - |z|) / (2 sqrt 3): the dropped tail of the
      * response sums to less than an ulp of the data's largest magnitude */
-    int K = dt == NX_DTYPE_F64 ? 29 : 14;
-    int64_t lo[NX_MAX_DIMS] = {0}, hi[NX_MAX_DIMS] = {0};
-    lo[axis] = hi[axis] = K;
-    nx_node p = nx_pad(g, x, lo, hi, NX_BORDER_MIRROR, 0.0);
-    nx_node acc = NX_NONE;
-    /* smallest taps first */
-    for (int r = K; r >= 0; r--) {
-        double h = sqrt(3.0) * pow(POLE, r);
-        nx_node t = slice_axis(g, p, axis, K + r, K + r + n);
-        if (r > 0)
-            t = nx_add(g, t, slice_axis(g, p, axis, K - r, K - r + n));
-        t = nx_mul(g, t, nx_scalar(g, dt, h));
-        acc = acc == NX_NONE ? t : nx_add(g, acc, t);
+    int K = dt == NX_DTYPE_F64 ? 29 : 14, W = 2 * K + 1;
+    int64_t lo[3] = {0, K, 0}, hi[3] = {0, K, 0}, win[3] = {1, W, 1}, hs[6] = {1, 1, 1, 1, W, 1};
+    double h[2 * 29 + 1];
+    float hf[2 * 29 + 1];
+    for (int r = -K; r <= K; r++) {
+        h[r + K] = sqrt(3.0) * pow(POLE, r < 0 ? -r : r);
+        hf[r + K] = (float)h[r + K];
     }
-    (void)nd;
-    return acc;
+    /* one window reduction per axis: y[i] = sum_r h[r] x_mirror[i + r] */
+    nx_node p = nx_pad(g, nx_reshape(g, x, 3, v), lo, hi, NX_BORDER_MIRROR, 0.0);
+    nx_node wv = nx_window(g, p, win, NULL, NULL);
+    nx_node hc = nx_constant(g, dt, 6, hs, dt == NX_DTYPE_F64 ? (void *)h : (void *)hf);
+    int axes[3] = {3, 4, 5};
+    nx_node y = nx_reduce(g, nx_mul(g, wv, hc), 3, axes, NX_MONOID_SUM, false);
+    return nx_reshape(g, y, nd, xs);
 }
 
 nx_node nx_geo_prefilter(nx_graph *g, nx_node x, int first, int nd, bool fir)
