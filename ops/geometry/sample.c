@@ -320,7 +320,7 @@ static nx_node weight_of(nx_graph *g, int m, nx_node d, int64_t order)
 #undef C
 }
 
-/* The sampled values before the non-finite rule; *finite: [B, P, 1] all coordinates finite. cval
+/* The sampled values [B, P, C]; *finite: all coordinates of the point finite ([B, P, 1, ..]). cval
  * broadcasts against [.., C] (a scalar, or one value per channel). */
 static nx_node sample_core(nx_graph *g, nx_node img, nx_node coords, const nx_geo_args *o,
                            nx_node cval, nx_node *finite)
@@ -412,29 +412,30 @@ static nx_node sample_core(nx_graph *g, nx_node img, nx_node coords, const nx_ge
     if (weight != NX_NONE)
         vals = nx_mul(g, vals, one ? weight : nx_reshape(g, nx_broadcast(g, weight, tnd, fs),
                                                          tnd + 1, ex));
-    nx_node out;
+    /* a point with a non-finite coordinate is NaN; after the weights, so that its gradient is 0
+     * (not 0 times a NaN weight) */
+    int64_t fr[NX_MAX_DIMS]; /* [B, P, 1, .., 1] (and 1 for the channel) */
+    for (int d = 0; d <= tnd; d++)
+        fr[d] = d == 0 ? B : d == 1 ? P : 1;
+    *finite = nx_reshape(g, fin_all, tnd + (one ? 0 : 1), fr);
+    vals = nx_select(g, *finite, vals, nx_scalar(g, dt, NAN));
     int64_t os[3] = {B, P, C};
-    if (T == 1) {
-        out = nx_reshape(g, vals, 3, os);
-    } else {
-        int axes[NX_GEO_MAX_RANK];
-        for (int a = 0; a < nd; a++)
-            axes[a] = 2 + a;
-        out = nx_reduce(g, vals, nd, axes, NX_MONOID_SUM, false);
-        if (one)
-            out = nx_reshape(g, out, 3, os);
-    }
-    int64_t f3[3] = {B, P, 1};
-    *finite = nx_reshape(g, fin_all, 3, f3);
-    return out;
+    if (T == 1)
+        return nx_reshape(g, vals, 3, os);
+    int axes[NX_GEO_MAX_RANK];
+    for (int a = 0; a < nd; a++)
+        axes[a] = 2 + a;
+    /* keepdims and a reshape: the reduction stays a kernel of its own where its reader is
+     * elementwise (fusion inlines a small reduction into a same-shaped elementwise reader, which
+     * nests the loops of chained samplings, as in the squarings of integrate_velocity_field) */
+    return nx_reshape(g, nx_reduce(g, vals, nd, axes, NX_MONOID_SUM, true), 3, os);
 }
 
 nx_node nx_geo_sample(nx_graph *g, nx_node img, nx_node coords, const nx_geo_args *o)
 {
     nx_dtype dt = nx_node_dtype(g, coords);
     nx_node finite = NX_NONE;
-    nx_node v = sample_core(g, img, coords, o, nx_scalar(g, dt, o->cval), &finite);
-    return nx_select(g, finite, v, nx_scalar(g, dt, NAN));
+    return sample_core(g, img, coords, o, nx_scalar(g, dt, o->cval), &finite);
 }
 
 /* multilabel: the indicators of each label (outside: of cval) sampled linearly, then the label of
@@ -483,7 +484,8 @@ static nx_node multilabel(nx_graph *g, nx_node img, nx_node coords, const nx_geo
     nx_node am = nx_reduce(g, nx_reshape(g, v, 4, v4), 1, (const int[]){3}, NX_MONOID_ARGMAX,
                            false);
     nx_node out = nx_gather(g, labels, am, 0); /* [B, P, C] */
-    return nx_select(g, finite, out, nx_scalar(g, dt, NAN));
+    int64_t f3[3] = {cs[0], cs[1], 1};
+    return nx_select(g, nx_reshape(g, finite, 3, f3), out, nx_scalar(g, dt, NAN));
 }
 
 nx_node nx_geo_resample_points(nx_graph *g, nx_node img, nx_node coords, const nx_geo_args *o,

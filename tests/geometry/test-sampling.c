@@ -81,7 +81,8 @@ static nx_tensor *points(nx_ctx *ctx, nx_dtype dt, int nd, const int64_t *sp_out
 }
 
 /* spatial_transform(image, identity_grid) is the image for every interpolating method (cubic
- * B-spline through its prefilter, lanczos and catmull-rom: a unit impulse at integer offsets). */
+ * B-spline through its mirror prefilter, so with mode mirror: the coefficients' extension must be
+ * the prefilter's; lanczos and catmull-rom: a unit impulse at integer offsets). */
 static void test_identity_grid_reproduces(void **state)
 {
     (void)state;
@@ -94,7 +95,7 @@ static void test_identity_grid_reproduces(void **state)
     const char *gk[2] = {"spatial_shape", "dtype"}, *gv[2] = {"7,6,5", "float64"};
     nx_tensor *grid = call(ctx, "identity_grid", 0, NULL, 2, gk, gv);
     for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
-        const char *k[2] = {"method", "mode"}, *v[2] = {methods[m], "constant"};
+        const char *k[2] = {"method", "mode"}, *v[2] = {methods[m], "mirror"};
         nx_tensor *y = call(ctx, "spatial_transform", 2, (const nx_tensor *const[]){img, grid}, 2,
                             k, v);
         for (int64_t i = 0; i < nx_tensor_numel(img); i++)
@@ -112,9 +113,9 @@ static void test_identity_grid_reproduces(void **state)
 }
 
 /* <dy, S(x)> = <S^T dy, x>: the image's vjp is the exact transpose of the sampling (linear in the
- * image for every differentiable method and mode), and on the cpu backend it is the reference
- * interpreter's result bit for bit (the scatter-add folds each target's updates in ascending order
- * there) and the same on a second run. */
+ * image for every differentiable method and mode); in reproducible mode the cpu backend's is the
+ * reference interpreter's result bit for bit (the scatter-add folds each target's updates in
+ * ascending order there) and the same on a second run. */
 static void test_image_adjoint(void **state)
 {
     (void)state;
@@ -128,6 +129,7 @@ static void test_image_adjoint(void **state)
     nx_tensor *def = points(ctx, NX_DTYPE_F64, 3, so, si);
     nx_tensor *dy = random_tensor(ctx, NX_DTYPE_F64, 4, ys, -1, 1);
     const nx_tensor *in[2] = {img, def};
+    assert_int_equal(nx_ctx_reproducible_push(ctx, true), NX_OK);
     for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
         for (size_t b = 0; b < sizeof modes / sizeof modes[0]; b++) {
             const char *k[4] = {"method", "mode", "cval", "backend"};
@@ -156,7 +158,17 @@ static void test_image_adjoint(void **state)
             }
             size_t bytes = (size_t)nx_tensor_numel(img) * sizeof(double);
             assert_memory_equal(nx_tensor_data(dx[0]), nx_tensor_data(dx2[0]), bytes);
-            assert_memory_equal(nx_tensor_data(dx[0]), nx_tensor_data(dref[0]), bytes);
+            /* lanczos' weights go through sin: the cpu's vector sin and the interpreter's libm
+             * may differ in the last bit, so there the sums agree to rounding only */
+            bool exact = strcmp(methods[m], "lanczos") != 0;
+            for (int64_t i = 0; i < nx_tensor_numel(img); i++) {
+                double a = at(dx[0], i), r = at(dref[0], i);
+                if (exact ? a != r : !nx_test_close(a, r, 1e-13, 1e-13)) {
+                    printf("%s/%s: image gradient %lld is %.17g on cpu, %.17g on ref\n",
+                           methods[m], modes[b], (long long)i, a, r);
+                    fail();
+                }
+            }
             for (int k2 = 0; k2 < 2; k2++) {
                 nx_tensor_free(dx[k2]);
                 nx_tensor_free(dx2[k2]);
@@ -165,6 +177,7 @@ static void test_image_adjoint(void **state)
             nx_tensor_free(y);
         }
     }
+    assert_int_equal(nx_ctx_reproducible_pop(ctx), NX_OK);
     nx_tensor_free(dy);
     nx_tensor_free(def);
     nx_tensor_free(img);
@@ -194,12 +207,13 @@ static void test_prefilter_drivers(void **state)
         const nx_tensor *in[2] = {img, def};
         const char *k[3] = {"method", "mode", "driver"};
         const char *v[3] = {"cubic_bspline", "mirror", "sequential"};
-        nx_tensor *ys = call(ctx, "spatial_transform", 2, in, 3, k, v);
-        v[2] = "fir";
-        nx_tensor *yf = call(ctx, "spatial_transform", 2, in, 3, k, v);
-        v[2] = "auto";
+        nx_tensor *yf = NULL, *ys = NULL, *ya = NULL;
         assert_int_equal(nx_ctx_reproducible_push(ctx, true), NX_OK);
-        nx_tensor *ya = call(ctx, "spatial_transform", 2, in, 3, k, v);
+        ys = call(ctx, "spatial_transform", 2, in, 3, k, v);
+        v[2] = "fir";
+        yf = call(ctx, "spatial_transform", 2, in, 3, k, v);
+        v[2] = "auto";
+        ya = call(ctx, "spatial_transform", 2, in, 3, k, v);
         assert_int_equal(nx_ctx_reproducible_pop(ctx), NX_OK);
         double worst = 0;
         for (int64_t i = 0; i < nx_tensor_numel(ys); i++) {
@@ -341,7 +355,7 @@ static void test_errors(void **state)
                                                                                        2, 1};
     nx_tensor *img = random_tensor(ctx, NX_DTYPE_F64, 4, s3, 0, 1);
     nx_tensor *def2 = random_tensor(ctx, NX_DTYPE_F64, 3, d2, 0, 1);
-    int64_t dl[4] = {3, 5, 4, 3}, dd[4] = {6, 5, 4, 3};
+    int64_t dl[4] = {3, 6, 7, 2}, dd[4] = {6, 5, 4, 3};
     nx_tensor *def_lead = random_tensor(ctx, NX_DTYPE_F64, 4, dl, 0, 1);
     nx_tensor *def = random_tensor(ctx, NX_DTYPE_F64, 4, dd, 0, 1);
     nx_tensor *img4 = random_tensor(ctx, NX_DTYPE_F64, 5, i4, 0, 1);
@@ -353,8 +367,10 @@ static void test_errors(void **state)
     /* the deformation's last axis against the image's spatial rank */
     expect_error(ctx, NX_ERR_SHAPE, "expected image [*lead, *spatial, channels]",
                  "spatial_transform", 2, (const nx_tensor *const[]){img, def2}, 0, NULL, NULL);
+    int64_t il[4] = {2, 5, 4, 1};
+    nx_tensor *img_lead = random_tensor(ctx, NX_DTYPE_F64, 4, il, 0, 1);
     expect_error(ctx, NX_ERR_SHAPE, "leading axis 0", "spatial_transform", 2,
-                 (const nx_tensor *const[]){img, def_lead}, 0, NULL, NULL);
+                 (const nx_tensor *const[]){img_lead, def_lead}, 0, NULL, NULL);
     expect_error(ctx, NX_ERR_SHAPE, "ndim 1..3", "spatial_transform", 2,
                  (const nx_tensor *const[]){img4, def4}, 0, NULL, NULL);
     expect_error(ctx, NX_ERR_DTYPE, "expected one dtype", "spatial_transform", 2,
@@ -421,7 +437,7 @@ static void test_errors(void **state)
     vg[0] = "4,4";
     vg[1] = "int32";
     expect_error(ctx, NX_ERR_DTYPE, "float32 or float64", "identity_grid", 0, NULL, 2, kg, vg);
-    nx_tensor *list[] = {img, def2, def_lead, def, img4, def4, def32, imgi, empty, dy, dy1, v,
+    nx_tensor *list[] = {img_lead, img, def2, def_lead, def, img4, def4, def32, imgi, empty, dy, dy1, v,
                          pts, bi, bd};
     for (size_t j = 0; j < sizeof list / sizeof list[0]; j++)
         nx_tensor_free(list[j]);
