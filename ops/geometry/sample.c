@@ -320,11 +320,115 @@ static nx_node weight_of(nx_graph *g, int m, nx_node d, int64_t order)
 #undef C
 }
 
+#define UNROLL_MAX 64 /* taps per point written out one by one; more: a reduction over taps */
+
+/* The sampler with its taps written out: per axis the T positions, folds and weights of each
+ * point ([B, P]), then the sum over the T^nd combinations of weight times the gathered value. One
+ * elementwise expression: the kernel reads each point's coordinates once and vectorises over the
+ * points (a reduction over tap axes keeps the points' row of carries and sweeps it per tap). */
+static nx_node sample_unrolled(nx_graph *g, nx_node img, nx_node coords, const nx_geo_args *o,
+                               nx_node cval, nx_node *finite)
+{
+    int64_t is[NX_MAX_DIMS] = {0}, cs[NX_MAX_DIMS] = {0};
+    int ind = nx_node_ndim(g, img);
+    nx_node_shape(g, img, is);
+    nx_node_shape(g, coords, cs);
+    int nd = (int)cs[2];
+    int64_t B = cs[0], P = cs[1], C = is[ind - 1];
+    nx_dtype dt = nx_node_dtype(g, coords), it = NX_DTYPE_I64;
+    int m = nx_geo_method_of(o->method);
+    int T = taps_of(m, o->order);
+    int64_t off = offset_of(m, o->order);
+    nx_border mode = (nx_border)o->mode;
+    int64_t stride[NX_GEO_MAX_RANK], V = 1;
+    for (int a = nd - 1; a >= 0; a--) {
+        stride[a] = V;
+        V *= is[1 + a];
+    }
+    int64_t bp[2] = {B, P}, bp1[3] = {B, P, 1};
+    bool one = C == 1;
+    nx_node zero = nx_scalar(g, dt, 0.0), fin_all = NX_NONE;
+    nx_node jn[NX_GEO_MAX_RANK][16], wn[NX_GEO_MAX_RANK][16], inn[NX_GEO_MAX_RANK][16];
+    for (int a = 0; a < nd; a++) {
+        int64_t start[3] = {0, 0, a}, stop[3] = {B, P, a + 1};
+        nx_node x = nx_reshape(g, nx_slice(g, coords, start, stop, NULL), 2, bp);
+        nx_node fin = nx_eq(g, nx_sub(g, x, x), zero);
+        fin_all = fin_all == NX_NONE ? fin : nx_and(g, fin_all, fin);
+        x = nx_select(g, fin, x, zero);
+        x = nx_minimum(g, nx_maximum(g, x, nx_scalar(g, dt, -COORD_LIMIT)),
+                       nx_scalar(g, dt, COORD_LIMIT));
+        nx_node fl = nx_floor(g, m == NX_GEO_NEAREST ? nx_add(g, x, nx_scalar(g, dt, 0.5)) : x);
+        nx_node base = nx_cast(g, fl, it), f = nx_sub(g, x, fl), sum = NX_NONE;
+        for (int t = 0; t < T; t++) {
+            nx_node i = off + t ? nx_add(g, base, nx_scalar(g, it, (double)(off + t))) : base;
+            inn[a][t] = NX_NONE;
+            jn[a][t] = fold(g, i, is[1 + a], mode, &inn[a][t]);
+            if (stride[a] != 1)
+                jn[a][t] = nx_mul(g, jn[a][t], nx_scalar(g, it, (double)stride[a]));
+            wn[a][t] = NX_NONE;
+            if (T > 1) {
+                nx_node d = nx_sub(g, f, nx_scalar(g, dt, (double)(t + off)));
+                wn[a][t] = weight_of(g, m, d, o->order);
+                sum = sum == NX_NONE ? wn[a][t] : nx_add(g, sum, wn[a][t]);
+            }
+        }
+        for (int t = 0; m == NX_GEO_LANCZOS && t < T; t++)
+            wn[a][t] = nx_div(g, wn[a][t], sum);
+    }
+    nx_node boff = NX_NONE;
+    if (B > 1) {
+        int64_t bs[2] = {B, 1};
+        boff = nx_mul(g, nx_iota(g, it, 2, bs, 0), nx_scalar(g, it, (double)V));
+    }
+    int64_t vs[2] = {B * V, C};
+    nx_node src = nx_reshape(g, img, one ? 1 : 2, vs);
+    nx_node cv = one ? nx_reshape(g, cval, 0, NULL) : cval;
+    int64_t combos = 1;
+    for (int a = 0; a < nd; a++)
+        combos *= T;
+    nx_node acc = NX_NONE;
+    for (int64_t c = 0; c < combos; c++) {
+        int tap[NX_GEO_MAX_RANK];
+        int64_t r = c;
+        for (int a = nd - 1; a >= 0; a--) {
+            tap[a] = (int)(r % T);
+            r /= T;
+        }
+        nx_node flat = boff, w = NX_NONE, in = NX_NONE;
+        for (int a = 0; a < nd; a++) {
+            flat = flat == NX_NONE ? jn[a][tap[a]] : nx_add(g, flat, jn[a][tap[a]]);
+            if (wn[a][tap[a]] != NX_NONE)
+                w = w == NX_NONE ? wn[a][tap[a]] : nx_mul(g, w, wn[a][tap[a]]);
+            if (inn[a][tap[a]] != NX_NONE)
+                in = in == NX_NONE ? inn[a][tap[a]] : nx_and(g, in, inn[a][tap[a]]);
+        }
+        nx_node v = nx_gather(g, src, nx_broadcast(g, flat, 2, bp), 0);
+        if (in != NX_NONE)
+            v = nx_select(g, one ? in : nx_reshape(g, in, 3, bp1), v, cv);
+        if (w != NX_NONE)
+            v = nx_mul(g, v, one ? w : nx_reshape(g, w, 3, bp1));
+        acc = acc == NX_NONE ? v : nx_add(g, acc, v);
+    }
+    *finite = one ? fin_all : nx_reshape(g, fin_all, 3, bp1);
+    acc = nx_select(g, *finite, acc, nx_scalar(g, dt, NAN));
+    int64_t os[3] = {B, P, C};
+    return nx_reshape(g, acc, 3, os);
+}
+
 /* The sampled values [B, P, C]; *finite: all coordinates of the point finite ([B, P, 1, ..]). cval
  * broadcasts against [.., C] (a scalar, or one value per channel). */
 static nx_node sample_core(nx_graph *g, nx_node img, nx_node coords, const nx_geo_args *o,
                            nx_node cval, nx_node *finite)
 {
+    {
+        int64_t cs0[NX_MAX_DIMS] = {0}, combos = 1;
+        nx_node_shape(g, coords, cs0);
+        int mm = nx_geo_method_of(o->method);
+        for (int a = 0; a < (int)cs0[2]; a++)
+            combos *= taps_of(mm, o->order);
+        if (combos <= UNROLL_MAX)
+            return sample_unrolled(g, img, coords, o, cval, finite);
+    }
     int64_t is[NX_MAX_DIMS] = {0}, cs[NX_MAX_DIMS] = {0};
     int ind = nx_node_ndim(g, img);
     nx_node_shape(g, img, is);
@@ -425,10 +529,12 @@ static nx_node sample_core(nx_graph *g, nx_node img, nx_node coords, const nx_ge
     int axes[NX_GEO_MAX_RANK];
     for (int a = 0; a < nd; a++)
         axes[a] = 2 + a;
-    /* keepdims and a reshape: the reduction stays a kernel of its own where its reader is
-     * elementwise (fusion inlines a small reduction into a same-shaped elementwise reader, which
-     * nests the loops of chained samplings, as in the squarings of integrate_velocity_field) */
-    return nx_reshape(g, nx_reduce(g, vals, nd, axes, NX_MONOID_SUM, true), 3, os);
+    /* the points' axis innermost (a single channel folded away), and the reader of the reduction
+     * is a reshape, never elementwise: fusion inlines a small reduction into a same-shaped
+     * elementwise reader, which would nest the loops of chained samplings (the squarings of
+     * integrate_velocity_field) */
+    nx_node r = nx_reduce(g, vals, nd, axes, NX_MONOID_SUM, false);
+    return nx_reshape(g, r, 3, os);
 }
 
 nx_node nx_geo_sample(nx_graph *g, nx_node img, nx_node coords, const nx_geo_args *o)
@@ -529,6 +635,12 @@ nx_node nx_geo_compose(nx_graph *g, nx_node outer, nx_node u, const nx_geo_args 
     memcpy(is + 1, s, (size_t)r * sizeof *s);
     nx_node v = nx_geo_resample_points(g, nx_reshape(g, outer, r + 1, is),
                                        nx_reshape(g, pts, 3, cs), o, fir);
+    /* a kernel of its own: a fold over a unit axis read through a reshape is never inlined, so a
+     * chain of compositions (the squarings) samples each step's stored field instead of
+     * re-expanding every earlier step at each of its taps */
+    int64_t c4[4] = {1, P, nd, 1};
+    int unit = 3;
+    v = nx_reduce(g, nx_reshape(g, v, 4, c4), 1, &unit, NX_MONOID_SUM, false);
     return nx_add(g, u, nx_reshape(g, v, r, s));
 }
 
