@@ -86,6 +86,10 @@ def cases(rng):
                    field(rng, (), (10,), (12,)), "cubic_bspline", "wrap")
         yield case(PREFIX + f"lanczos2_1d_{t}", dt, rng.standard_normal((9, 1)),
                    field(rng, (), (9,), (10,)), "lanczos", "nearest", order=2)
+        # lanczos(3) in 3-D: 216 tap combinations, the sampler's reduction form
+        img = rng.standard_normal((5, 6, 4, 1))
+        yield case(PREFIX + f"lanczos_3d_mirror_{t}", dt, img, field(rng, (), (5, 6, 4), (3, 2, 3)),
+                   "lanczos", "mirror", order=3)
         lab = rng.randint(0, 4, size=(6, 5, 4, 1)).astype(np.float64) * 2.0
         yield case(PREFIX + f"multilabel_3d_{t}", dt, lab, field(rng, (), (6, 5, 4), (4, 4, 3)),
                    "multilabel", "constant", 2.0, labels=[0.0, 2.0, 4.0, 6.0])
