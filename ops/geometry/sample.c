@@ -63,6 +63,11 @@ nx_status nx_geo_check_opts(const nx_op_args *c, const nx_geo_args *o)
         return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
                            "%s: multilabel needs labels (1..%d values, e.g. labels=0,1,2); got %d",
                            c->who, NX_GEO_MAX_LABELS, o->nlabels);
+    if (m != NX_GEO_MULTILABEL && o->nlabels > 0)
+        return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
+                           "%s: labels given with method %s; expected labels only with method "
+                           "multilabel",
+                           c->who, m == NX_GEO_LINEAR ? "linear" : "other than multilabel");
     if (m == NX_GEO_MULTILABEL && c->dy)
         return nx_rt_error(c->ctx, NX_ERR_UNSUPPORTED,
                            "%s: method multilabel is not differentiable (an argmax of the "

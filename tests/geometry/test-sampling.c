@@ -256,7 +256,8 @@ static void test_nonfinite(void **state)
     const nx_tensor *in[2] = {img, def};
     for (size_t m = 0; m < sizeof methods / sizeof methods[0]; m++) {
         const char *k[2] = {"method", "labels"}, *v[2] = {methods[m], "-2,-1,0,1"};
-        nx_tensor *y = call(ctx, "spatial_transform", 2, in, 2, k, v);
+        int nopt = strcmp(methods[m], "multilabel") == 0 ? 2 : 1;
+        nx_tensor *y = call(ctx, "spatial_transform", 2, in, nopt, k, v);
         for (int64_t p = 0; p < 12; p++) {
             bool bad = p == 0 || p == 2 || p == 4; /* elements 0, 5, 8 of [4, 3, 2] */
             assert_true(bad ? isnan(at(y, p)) : isfinite(at(y, p)));
@@ -392,7 +393,10 @@ static void test_errors(void **state)
     const char *vl[1] = {"multilabel"};
     expect_error(ctx, NX_ERR_INVALID_ARG, "needs labels", "spatial_transform", 2,
                  (const nx_tensor *const[]){img, def}, 1, km, vl);
-    const char *kl[2] = {"method", "labels"}, *vll[2] = {"multilabel", "0,1"};
+    const char *kl[2] = {"method", "labels"}, *vll[2] = {"linear", "0,1"};
+    expect_error(ctx, NX_ERR_INVALID_ARG, "labels only with method multilabel",
+                 "spatial_transform", 2, (const nx_tensor *const[]){img, def}, 2, kl, vll);
+    vll[0] = "multilabel";
     nx_tensor *dy = tensor(ctx, NX_DTYPE_F64, 4, dd), *dx[2] = {0};
     nx_tensor *dy1 = tensor(ctx, NX_DTYPE_F64, 4, s3);
     (void)dy;
