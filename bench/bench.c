@@ -521,6 +521,7 @@ nx_status nx_bench_main(nx_ctx *ctx, const char *filter, int runs, bool json, FI
         nx_bench_bilateral, nx_bench_overlap, nx_bench_metrics, nx_bench_metrics_mi,
         nx_bench_logits,
         nx_bench_geometry,
+        nx_bench_geometry_sampling,
         nx_bench_signal,
         nx_bench_numerics,
     };

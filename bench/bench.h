@@ -51,6 +51,8 @@ nx_status nx_bench_metrics(nx_ctx *ctx, const char *filter, int runs, bool json,
 nx_status nx_bench_metrics_mi(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 nx_status nx_bench_logits(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 nx_status nx_bench_geometry(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
+nx_status nx_bench_geometry_sampling(nx_ctx *ctx, const char *filter, int runs, bool json,
+                                     FILE *f);
 nx_status nx_bench_signal(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 nx_status nx_bench_numerics(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 
