@@ -209,6 +209,20 @@ void nx_rng_split2(nx_graph *g, const nx_rng_key *k, bool partitionable, nx_rng_
     }
 }
 
+/* s + t as (sum, rounding error), Knuth's TwoSum (no fma, no reassociation on any backend) */
+static void two_sum(nx_graph *g, nx_node a, nx_node b, nx_node *s, nx_node *err)
+{
+    *s = nx_add(g, a, b);
+    nx_node bb = nx_sub(g, *s, a);
+    *err = nx_add(g, nx_sub(g, a, nx_sub(g, *s, bb)), nx_sub(g, b, bb));
+}
+
+static bool power_of_two(double v)
+{
+    int e;
+    return v > 0 && frexp(v, &e) == 0.5;
+}
+
 nx_node nx_rng_uniform(nx_graph *g, const nx_rng_key *k, int64_t n, nx_dtype dt, double minval,
                        double maxval, bool partitionable)
 {
@@ -218,8 +232,45 @@ nx_node nx_rng_uniform(nx_graph *g, const nx_rng_key *k, int64_t n, nx_dtype dt,
     nx_node bits = nx_rng_bits(g, k, n, f64 ? 64 : 32, partitionable);
     nx_node m = f64 ? nx_shr(g, bits, nx_rng_u64(g, 12)) : nx_shr(g, bits, nx_rng_u32(g, 9));
     nx_node f = nx_mul(g, nx_cast(g, m, dt), nx_scalar(g, dt, f64 ? 0x1p-52 : 0x1p-23));
-    nx_node lo = nx_scalar(g, dt, minval), hi = nx_scalar(g, dt, maxval);
-    nx_node y = nx_add(g, nx_mul(g, f, nx_sub(g, hi, lo)), lo);
+    /* the span rounded in dtype, as jax subtracts */
+    double span;
+    if (f64) {
+        span = maxval - minval;
+    } else {
+        volatile float hs = (float)maxval, ls = (float)minval;
+        span = (double)(float)(hs - ls);
+    }
+    nx_node lo = nx_scalar(g, dt, minval), y;
+    if (minval == 0 || power_of_two(span)) {
+        /* f span is exact: one rounding, as XLA's fused multiply-add gives */
+        y = nx_add(g, nx_mul(g, f, nx_scalar(g, dt, span)), lo);
+    } else if (!f64) {
+        /* XLA's CPU code computes f span + minval as one fma. f (24 bits) times span (24 bits)
+         * is exact in f64, so the f64 sum rounds once before the rounding to f32: the fma's
+         * value except where that double rounding lands on an f32 midpoint (about 2^-29 of
+         * draws) */
+        nx_node p = nx_mul(g, nx_cast(g, f, NX_DTYPE_F64), nx_scalar(g, NX_DTYPE_F64, span));
+        y = nx_cast(g, nx_add(g, p, nx_scalar(g, NX_DTYPE_F64, minval)), NX_DTYPE_F32);
+    } else {
+        /* the f64 fma: f = m 2^-52 split into two 26-bit halves, span into Veltkamp halves of
+         * 26 and 27 bits (host), four exact partial products, summed with the minimum by
+         * TwoSum into a double-double and rounded once (correct except within 2^-100 of a
+         * midpoint) */
+        double c = 134217729.0 * span, bh = c - (c - span), bl = span - bh;
+        nx_node ah = nx_mul(g, nx_cast(g, nx_shr(g, m, nx_rng_u64(g, 26)), dt),
+                            nx_scalar(g, dt, 0x1p-26));
+        nx_node al = nx_mul(g, nx_cast(g, nx_bitand(g, m, nx_rng_u64(g, 0x3FFFFFFu)), dt),
+                            nx_scalar(g, dt, 0x1p-52));
+        nx_node terms[4] = {nx_mul(g, al, nx_scalar(g, dt, bl)), nx_mul(g, al, nx_scalar(g, dt, bh)),
+                            nx_mul(g, ah, nx_scalar(g, dt, bl)), lo};
+        nx_node s = nx_mul(g, ah, nx_scalar(g, dt, bh)), e = nx_scalar(g, dt, 0.0);
+        for (int i = 0; i < 4; i++) {
+            nx_node err;
+            two_sum(g, s, terms[i], &s, &err);
+            e = nx_add(g, e, err);
+        }
+        y = nx_add(g, s, e);
+    }
     return nx_maximum(g, lo, y);
 }
 
