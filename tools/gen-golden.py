@@ -6,7 +6,8 @@ never with nitrix.
 The cases live in modules under tools/golden-cases/<family>/ (one per group of ops: for metrics
 similarity.py, overlap.py, ...). Each module has PREFIX (its cases' folder names start with it)
 and cases(rng), yielding dicts: name, op, dtype, inputs [(file, array)], outputs [(file, array)],
-options [(key, value)], generator (the method), and optionally fd / contract lines and
+options [(key, value)], generator (the method), and optionally files [(file, array)] (the
+.npy files of TENSOR options, named by their option's value), fd / contract lines and
 `needs`: the extra oracle packages the case used (among PINNED: "sklearn", "jax"), whose
 pinned versions the manifest then names. This script removes a module's old cases (by prefix)
 and writes its new ones. Files whose names start with "_" are helpers the modules share, not
@@ -53,7 +54,7 @@ def check_pins():
 def write_case(root, case, versions):
     d = os.path.join(root, case["name"])
     os.makedirs(d, exist_ok=True)
-    for fname, arr in case["inputs"] + case["outputs"]:
+    for fname, arr in case["inputs"] + case["outputs"] + case.get("files", []):
         # np.ascontiguousarray would make a 0-d array 1-d
         np.save(os.path.join(d, fname), np.array(arr, order="C", copy=True))
     lines = [f"op = {case['op']}", f"dtype = {np.dtype(case['dtype']).name}",

@@ -20,6 +20,7 @@ typedef struct choice_args {
     int64_t axis;
     int dtype;
     bool partitionable;
+    const nx_tensor *p;
 } choice_args;
 
 static int64_t population(const choice_args *o, const nx_tensor *a, int *axis)
@@ -65,7 +66,7 @@ static nx_status check_p(const nx_op_args *c, const nx_tensor *p, int64_t n)
 static nx_status check(const nx_op_args *c)
 {
     const choice_args *o = c->opts;
-    const nx_tensor *a = c->in[1], *p = c->in[2];
+    const nx_tensor *a = c->in[1], *p = o->p;
     nx_status st = nx_rng_check_key(c, c->in[0], false);
     if (st != NX_OK)
         return st;
@@ -111,7 +112,7 @@ static nx_status check(const nx_op_args *c)
 static nx_status build(nx_graph *g, const nx_op_args *c, nx_node *outs)
 {
     const choice_args *o = c->opts;
-    const nx_tensor *a = c->in[1], *p = c->in[2];
+    const nx_tensor *a = c->in[1];
     int axis;
     int64_t n = population(o, a, &axis), d = 1;
     for (int i = 0; i < o->nshape; i++)
@@ -120,6 +121,17 @@ static nx_status build(nx_graph *g, const nx_op_args *c, nx_node *outs)
     nx_node an = a ? nx_input(g, "a", nx_tensor_dtype(a), nx_tensor_ndim(a), nx_tensor_shape(a))
                    : NX_NONE;
     nx_node ind;
+    nx_tensor *p = NULL;
+    if (o->p) {
+        /* p's values become graph constants (the option is keyed by them) */
+        nx_tensor *h = NULL;
+        nx_status st = nx_tensor_device(o->p) != NX_DEVICE_HOST
+                           ? nx_tensor_to_device(o->p, NX_DEVICE_HOST, &h)
+                           : nx_tensor_copy(o->p, &h);
+        if (st != NX_OK)
+            return st;
+        p = h;
+    }
     if (!p) {
         if (o->replace)
             ind = nx_reshape(g, nx_rng_randint(g, &k, d, 0, n, (nx_dtype)o->dtype,
@@ -129,7 +141,7 @@ static nx_status build(nx_graph *g, const nx_op_args *c, nx_node *outs)
                            &d, NULL);
     } else {
         nx_dtype pdt = nx_tensor_dtype(p);
-        nx_node pn = nx_input(g, "p", pdt, 1, &n);
+        nx_node pn = nx_constant(g, pdt, 1, &n, nx_tensor_data(p));
         if (o->replace) {
             nx_node cs = nx_scan(g, pn, 0, NX_MONOID_SUM, false);
             nx_node total = nx_slice(g, cs, (int64_t[]){n - 1}, &n, NULL);
@@ -148,6 +160,7 @@ static nx_status build(nx_graph *g, const nx_op_args *c, nx_node *outs)
             ind = nx_slice(g, nx_argsort(g, gv, 0, false), (int64_t[]){0}, &d, NULL);
         }
     }
+    nx_tensor_free(p);
     int64_t s0 = 0;
     nx_node idx = nx_reshape(g, ind, o->nshape, o->nshape ? o->shape : &s0);
     outs[0] = a ? nx_gather(g, an, idx, axis) : nx_cast(g, idx, (nx_dtype)o->dtype);
@@ -162,6 +175,8 @@ static const nx_op_opt opts[] = {
     {"dtype", NX_OPT_DTYPE, "int32", NULL, 1,
      "jax's int: int32 (default) or int64 (x64); the indices' dtype and randint's width"},
     NX_RNG_PARTITIONABLE_OPT,
+    {"p", NX_OPT_TENSOR, "none", NULL, 1,
+     "the probabilities of a's entries (float32/float64 [n]); none: uniform"},
 };
 
 static const nx_op_field fields[] = {
@@ -171,6 +186,7 @@ static const nx_op_field fields[] = {
     {offsetof(choice_args, axis), NX_OP_NO_FIELD, sizeof(int64_t)},
     {offsetof(choice_args, dtype), NX_OP_NO_FIELD, sizeof(int)},
     {offsetof(choice_args, partitionable), NX_OP_NO_FIELD, sizeof(bool)},
+    {offsetof(choice_args, p), NX_OP_NO_FIELD, sizeof(const nx_tensor *)},
 };
 
 static const nx_op_tol tols[] = {
@@ -179,7 +195,7 @@ static const nx_op_tol tols[] = {
 };
 
 const nx_op_desc nx_op_choice = {
-    .info = {.nopts = 6, .opts = opts},
+    .info = {.nopts = 7, .opts = opts},
     .opts_size = sizeof(choice_args),
     .fields = fields,
     .backend_offset = offsetof(choice_args, backend),

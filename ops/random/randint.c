@@ -1,8 +1,8 @@
-/* The op `randint`: jax.random.randint(key, shape, minval, maxval, dtype) for each key of a
- * leading batch. jax's algorithm: k1, k2 = split(key); hi, lo = random_bits of the dtype's width
- * from each; span s = maxval - minval in the unsigned type of that width (one more when maxval
- * is one past the dtype's maximum, wrapping to 0 over the whole range); m = (2^(w/2) mod s)^2 mod
- * s; y = minval + ((hi mod s) m + lo mod s) mod s, every product and sum wrapping at w bits (and
+/* The op `randint`: jax.random.randint(key, shape, minval, maxval, dtype), one key as jax takes.
+ * jax's algorithm: k1, k2 = split(key); hi, lo = random_bits of the dtype's width from each;
+ * span s = maxval - minval in the unsigned type of that width (one more when maxval is one past
+ * the dtype's maximum, wrapping to 0 over the whole range); m = (2^(w/2) mod s)^2 mod s;
+ * y = minval + ((hi mod s) m + lo mod s) mod s, every product and sum wrapping at w bits (and
  * mod 0 the identity, XLA's remainder). 8- and 16-bit arithmetic runs in u32, masked. s and m are
  * host constants: minval and maxval are options. */
 #include "ops/random/random.h"
@@ -57,7 +57,7 @@ static nx_status check(const nx_op_args *c)
 {
     const randint_args *o = c->opts;
     nx_dtype dt = (nx_dtype)o->dtype;
-    nx_status st = nx_rng_check_key(c, c->in[0], true);
+    nx_status st = nx_rng_check_key(c, c->in[0], false);
     if (st != NX_OK)
         return st;
     if (!width(dt))

@@ -193,18 +193,18 @@ nx_node nx_rng_split(nx_graph *g, const nx_rng_key *k, int64_t num, bool partiti
 void nx_rng_split2(nx_graph *g, const nx_rng_key *k, bool partitionable, nx_rng_key *first,
                    nx_rng_key *second)
 {
-    nx_node s = nx_rng_split(g, k, 2, partitionable);
+    /* The words of split(key, 2) one by one from their constant counters (no slice of a split
+     * node: a slice of a large inlined expression is re-emitted per use by the CPU emitter, and
+     * the consumers of these keys are threefry chains that use each word several times). */
     nx_rng_key *out[2] = {first, second};
     for (int i = 0; i < 2; i++) {
         *out[i] = *k;
-        for (int w = 0; w < 2; w++) {
-            nx_node v = nx_slice(g, s, (int64_t[]){0, i, w}, (int64_t[]){k->b, i + 1, w + 1},
-                                 NULL);
-            nx_node r = nx_reshape(g, v, 2, (int64_t[]){k->b, 1});
-            if (w == 0)
-                out[i]->k0 = r;
-            else
-                out[i]->k1 = r;
+        if (partitionable) {
+            nx_rng_threefry(g, k->k0, k->k1, nx_rng_u32(g, 0), nx_rng_u32(g, (uint32_t)i),
+                            &out[i]->k0, &out[i]->k1);
+        } else {
+            out[i]->k0 = word(g, k, nx_rng_u32(g, (uint32_t)(2 * i)), 4);
+            out[i]->k1 = word(g, k, nx_rng_u32(g, (uint32_t)(2 * i + 1)), 4);
         }
     }
 }
