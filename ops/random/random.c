@@ -261,7 +261,8 @@ nx_node nx_rng_uniform(nx_graph *g, const nx_rng_key *k, int64_t n, nx_dtype dt,
                             nx_scalar(g, dt, 0x1p-26));
         nx_node al = nx_mul(g, nx_cast(g, nx_bitand(g, m, nx_rng_u64(g, 0x3FFFFFFu)), dt),
                             nx_scalar(g, dt, 0x1p-52));
-        nx_node terms[4] = {nx_mul(g, al, nx_scalar(g, dt, bl)), nx_mul(g, al, nx_scalar(g, dt, bh)),
+        nx_node terms[4] = {nx_mul(g, al, nx_scalar(g, dt, bl)),
+                            nx_mul(g, al, nx_scalar(g, dt, bh)),
                             nx_mul(g, ah, nx_scalar(g, dt, bl)), lo};
         nx_node s = nx_mul(g, ah, nx_scalar(g, dt, bh)), e = nx_scalar(g, dt, 0.0);
         for (int i = 0; i < 4; i++) {
@@ -320,10 +321,14 @@ nx_node nx_rng_erfinv(nx_graph *g, nx_node x)
                        nx_sub(g, sw, nx_scalar(g, dt, 3.0)));
         p = nx_select(g, lt, nx_scalar(g, dt, erfinv_f32_lt5[0]),
                       nx_scalar(g, dt, erfinv_f32_ge5[0]));
+        /* XLA's CPU code contracts each step into an fma: p w (24 x 24 bits) is exact in f64,
+         * so the f64 sum rounds once before the f32 rounding (the fma's value but for double
+         * rounding at an f32 midpoint) */
+        nx_node w64 = nx_cast(g, ww, NX_DTYPE_F64);
         for (int i = 1; i < 9; i++) {
-            nx_node ci = nx_select(g, lt, nx_scalar(g, dt, erfinv_f32_lt5[i]),
-                                   nx_scalar(g, dt, erfinv_f32_ge5[i]));
-            p = nx_add(g, ci, nx_mul(g, p, ww));
+            nx_node ci = nx_select(g, lt, nx_scalar(g, NX_DTYPE_F64, (float)erfinv_f32_lt5[i]),
+                                   nx_scalar(g, NX_DTYPE_F64, (float)erfinv_f32_ge5[i]));
+            p = nx_cast(g, nx_add(g, ci, nx_mul(g, nx_cast(g, p, NX_DTYPE_F64), w64)), dt);
         }
     } else {
         nx_node lt6 = nx_lt(g, w, nx_scalar(g, dt, 6.25));
