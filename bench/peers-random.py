@@ -17,13 +17,14 @@ import numpy as np
 def timed(fn, runs, sync=lambda: None):
     fn()
     sync()
-    t = []
+    t, c = [], []
     for _ in range(runs):
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         fn()
         sync()
         t.append(time.perf_counter() - t0)
-    return float(np.median(t)), min(t), max(t)
+        c.append(time.process_time() - c0)
+    return float(np.median(t)), min(t), max(t), float(np.median(c))
 
 
 def main():
@@ -34,17 +35,17 @@ def main():
     if a.gpu:
         import torch
         n = 1 << 28
-        med, lo, hi = timed(lambda: torch.randn(n, dtype=torch.float32, device="cuda"), a.runs,
+        med, lo, hi, cpu = timed(lambda: torch.randn(n, dtype=torch.float32, device="cuda"), a.runs,
                             torch.cuda.synchronize)
         backend, peer, shape = "torch", f"torch {torch.__version__}", "[2^28]"
     else:
         n = 1 << 26
         g = np.random.Generator(np.random.PCG64(20261207))
-        med, lo, hi = timed(lambda: g.standard_normal(n, dtype=np.float32), a.runs)
+        med, lo, hi, cpu = timed(lambda: g.standard_normal(n, dtype=np.float32), a.runs)
         backend, peer, shape = "numpy", f"numpy {np.__version__}", "[2^26]"
     print(json.dumps({"name": "normal_f32", "backend": backend, "dtype": "f32", "shape": shape,
                       "median_s": med, "runs": a.runs, "min_s": lo, "max_s": hi,
-                      "peer": peer}))
+                      "peer": peer, "cpu_s": cpu}))
 
 
 if __name__ == "__main__":
