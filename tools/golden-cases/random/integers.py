@@ -74,7 +74,8 @@ def cases(rng):
         yield case(f"rint_choice_n{n}_{st}_{'repl' if replace else 'norepl'}_{t}", "choice",
                    out.dtype, [("key.npy", k)], out,
                    [("n", n), ("shape", ",".join(map(str, shape))),
-                    ("replace", str(replace).lower()), ("dtype", t)], f"jax.random.choice(key, {n}, {shape}, replace={replace})")
+                    ("replace", str(replace).lower()), ("dtype", t)],
+                   f"jax.random.choice(key, {n}, {shape}, replace={replace})")
     a = rng.standard_normal((8, 3)).astype(np.float32)
     out = np.asarray(jax.random.choice(k, a, (4,)))
     yield case("rint_choice_a2d_repl", "choice", np.float32, [("key.npy", k), ("a.npy", a)], out,
