@@ -10,7 +10,8 @@ options [(key, value)], generator (the method), and optionally files [(file, arr
 into the case folder but not inputs: a tensor option's file, `sos=sos.npy`), fd / contract lines and
 `needs`: the extra oracle packages the case used (among PINNED: "sklearn", "jax"), whose
 pinned versions the manifest then names. This script removes a module's old cases (by prefix)
-and writes its new ones.
+and writes its new ones. Files whose names start with "_" are helpers the modules share, not
+case modules.
 
 The environment is pinned (numpy 1.24, scipy 1.10, and where a case needs them scikit-learn
 1.3, jax 0.4.30; the tool refuses others) and every manifest names the versions and the seed.
@@ -91,7 +92,8 @@ def main():
         sys.exit("usage: gen-golden.py <family> [module ...]  (modules: "
                  "tools/golden-cases/<family>/<module>.py)")
     family = sys.argv[1]
-    modules = sorted(glob.glob(os.path.join(HERE, "golden-cases", family, "*.py")))
+    modules = sorted(m for m in glob.glob(os.path.join(HERE, "golden-cases", family, "*.py"))
+                     if not os.path.basename(m).startswith("_"))
     if not modules:
         sys.exit(f"gen-golden.py: no case modules in tools/golden-cases/{family}/")
     root = os.path.join(HERE, "..", "golden", family)
