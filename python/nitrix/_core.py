@@ -58,6 +58,7 @@ class Context:
     def __init__(self, backend=None, threads=None, cache_dir=None, *, ignore_env=False,
                  log_level=None):
         self._ptr = None
+        self._closed = False
         self._pid = os.getpid()
         if backend is not None and str(backend).lower() not in _lib.BACKENDS:
             raise error_for(1, f"Context: backend={backend!r}; expected one of "
@@ -96,7 +97,7 @@ class Context:
         return self._check().value
 
     def _check(self):
-        if self._ptr is None:
+        if self._ptr is None or self._closed:
             raise error_for(1, "this nitrix.Context is closed")
         if self._pid != os.getpid():
             raise error_for(1, "this nitrix.Context was made in the parent before os.fork(); "
@@ -105,10 +106,9 @@ class Context:
         return self._ptr
 
     def close(self):
-        """Frees the C context now (calls in it afterwards raise)."""
-        ptr, self._ptr = self._ptr, None
-        if ptr is not None and self._pid == os.getpid():
-            lib.nx_ctx_free(ptr)
+        """Closes the context: calls in it afterwards raise. The C context is freed once the
+        results made in it (which keep it alive) are gone too."""
+        self._closed = True
 
     def __del__(self):
         # In a forked child the parent's pool threads are gone: leave the context alone.
@@ -126,7 +126,7 @@ class Context:
         self.close()
 
     def __repr__(self):
-        if self._ptr is None:
+        if self._ptr is None or self._closed:
             return "<nitrix.Context closed>"
         return (f"<nitrix.Context backend={self.backend!r} threads={self.threads} "
                 f"cache_dir={self.cache_dir!r}>")
@@ -305,10 +305,11 @@ class _Owner:
     """Owns one nx_tensor and shows it to NumPy through __array_interface__ (no copy); the array
     keeps this object as its base, so the tensor lives as long as the array."""
 
-    __slots__ = ("ptr", "__array_interface__", "__weakref__")
+    __slots__ = ("ptr", "ctx", "__array_interface__", "__weakref__")
 
-    def __init__(self, ptr, dtype, shape, strides, data):
+    def __init__(self, ptr, ctx, dtype, shape, strides, data):
         self.ptr = ptr
+        self.ctx = ctx  # a tensor must not outlive its context
         self.__array_interface__ = {"version": 3, "shape": shape, "typestr": dtype.str,
                                     "data": (data or 0, False), "strides": strides}
 
@@ -325,18 +326,21 @@ def _geometry(ptr):
     return nd, tuple(sh[k] for k in range(nd)), tuple(sd[k] for k in range(nd))
 
 
-def _from_tensor(ptr):
-    """A result nx_tensor as a NumPy array over its memory (host), or a nitrix.Tensor (device).
-    Takes ownership of ptr."""
+def _from_tensor(ptr, ctx):
+    """A result nx_tensor of ctx as a NumPy array over its memory (host), or a nitrix.Tensor
+    (device). Takes ownership of ptr."""
     if lib.nx_tensor_device(ptr) != _lib.DEVICE_HOST:
-        return Tensor(ptr)
+        return Tensor(ptr, ctx)
     dt = _NX_TO_NP.get(lib.nx_tensor_dtype(ptr))
     if dt is None:  # bfloat16: no NumPy dtype; the caller gets a Tensor
-        return Tensor(ptr)
+        return Tensor(ptr, ctx)
     nd, shape, strides = _geometry(ptr)
+    data = lib.nx_tensor_data(ptr)
+    if not data:  # no elements: no memory to share
+        lib.nx_tensor_free(ptr)
+        return np.empty(shape, dt)
     item = dt.itemsize
-    owner = _Owner(ptr, dt, shape, tuple(s * item for s in strides),
-                   lib.nx_tensor_data(ptr))
+    owner = _Owner(ptr, ctx, dt, shape, tuple(s * item for s in strides), data)
     return np.asarray(owner)
 
 
@@ -345,8 +349,9 @@ class Tensor:
     exports itself through DLPack (torch.from_dlpack(t), cupy.from_dlpack(t)) with no copy, and
     .numpy() copies a host one into NumPy."""
 
-    def __init__(self, ptr):
+    def __init__(self, ptr, ctx=None):
         self.ptr = ptr
+        self.ctx = ctx  # the Context the tensor belongs to: kept alive with it
 
     def _new_ref(self, ctx_ptr=None):
         """A new handle on this tensor's memory (in ctx_ptr, else the tensor's own context);
@@ -515,7 +520,7 @@ def call(row, inputs, values, backend, ctx, dy=None):
             nres = n
         if st != _lib.OK:
             ctx._raise(st)
-        res = [(_from_tensor(outs[i]) if outs[i] else None) for i in range(nres)]
+        res = [(_from_tensor(outs[i], ctx) if outs[i] else None) for i in range(nres)]
     finally:
         ins.free()
         if douts is not None:
