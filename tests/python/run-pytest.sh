@@ -11,7 +11,8 @@ pydir=$2
 shift 2
 py=${NITRIX_TEST_PYTHON:-$src/.venv/bin/python}
 if ! "$py" -c "import pytest, numpy, scipy" >/dev/null 2>&1; then
-    msg="no Python with pytest, numpy and scipy at $py (make it: python3 -m venv .venv && .venv/bin/pip install -r tests/python/requirements.txt)"
+    msg="no Python with pytest, numpy and scipy at $py (make it: python3 -m venv .venv &&"
+    msg="$msg .venv/bin/pip install -r tests/python/requirements.txt .)"
     if [ "${NITRIX_REQUIRE_PYTHON_TESTS:-0}" = 1 ]; then
         echo "python tests: $msg" >&2
         exit 1

@@ -15,7 +15,8 @@ def test_bad_option_values_name_the_option_and_what_was_expected():
         nitrix.morphology.dilate(x, size=0)
     assert "dilate: option size='0'; expected" in str(e.value)
     assert e.value.status == "NX_ERR_INVALID_ARG" and isinstance(e.value, ValueError)
-    with pytest.raises(nitrix.InvalidArgumentError, match="mode='sideways'; expected one of reflect"):
+    with pytest.raises(nitrix.InvalidArgumentError,
+                       match="mode='sideways'; expected one of reflect"):
         nitrix.smoothing.gaussian(x, sigma=1.0, mode="sideways")
     with pytest.raises(nitrix.InvalidArgumentError, match="semiring"):
         nitrix.semiring.semiring_matmul(x, x, semiring="NOT_AN_ALGEBRA")

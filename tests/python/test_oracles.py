@@ -76,7 +76,7 @@ def test_semiring_matmul_matches_numpy(rng):
 
 
 def test_vjp_of_gaussian_is_its_adjoint(rng):
-    # gaussian is linear and, under mode=wrap on a periodic grid, self-adjoint: <dy, G x> = <G dy, x>
+    # gaussian is linear and, under mode=wrap, self-adjoint: <dy, G x> = <G dy, x>
     x = rng.normal(size=(8, 9))
     dy = rng.normal(size=(8, 9))
     (dx,) = nitrix.vjp("gaussian", (x,), dy, sigma=1.2, mode="wrap")
