@@ -213,8 +213,10 @@ static nx_status overhead_row(nx_ctx *ctx, const char *name, morph_call_fn call,
     if (st == NX_OK)
         st = call(ctx, x, &y); /* warm-up: compiles and caches */
     nx_tensor_free(y);
-    double *t = calloc((size_t)runs, sizeof(double));
+    double *t = calloc((size_t)runs * 2, sizeof(double)), *cpu = t ? t + runs : NULL;
     for (int i = 0; st == NX_OK && t && i < runs; i++) {
+        struct timespec c0, c1;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
         double t0 = nx_bench_now();
         for (int k = 0; st == NX_OK && k < OVERHEAD_BATCH; k++) {
             y = NULL;
@@ -222,6 +224,9 @@ static nx_status overhead_row(nx_ctx *ctx, const char *name, morph_call_fn call,
             nx_tensor_free(y);
         }
         t[i] = (nx_bench_now() - t0) / OVERHEAD_BATCH;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+        cpu[i] = ((double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec)) /
+                 OVERHEAD_BATCH;
     }
     if (st == NX_OK && t) {
         row.runs = runs;
@@ -231,10 +236,11 @@ static nx_status overhead_row(nx_ctx *ctx, const char *name, morph_call_fn call,
             row.max_s = t[i] > row.max_s ? t[i] : row.max_s;
         }
         row.median_s = nx_bench_median(t, runs);
+        double cpu_s = nx_bench_median(cpu, runs);
         snprintf(row.note, sizeof row.note,
-                 "one call, cache warm: the mean of %d calls per run; Python: "
-                 "bench/python-overhead.py",
-                 OVERHEAD_BATCH);
+                 "one call, cache warm, mean of %d per run; calling thread's cpu %.2f us "
+                 "(NITRIX_NUM_THREADS=1: all of it); Python: bench/python-overhead.py",
+                 OVERHEAD_BATCH, cpu_s * 1e6);
         nx_bench_print_row(&row, json, f);
     }
     free(t);

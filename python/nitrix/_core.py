@@ -321,9 +321,9 @@ class _Owner:
 
 def _geometry(ptr):
     nd = lib.nx_tensor_ndim(ptr)
-    sh = lib.nx_tensor_shape(ptr)
-    sd = lib.nx_tensor_strides(ptr)
-    return nd, tuple(sh[k] for k in range(nd)), tuple(sd[k] for k in range(nd))
+    if not nd:
+        return 0, (), ()
+    return nd, tuple(lib.nx_tensor_shape(ptr)[:nd]), tuple(lib.nx_tensor_strides(ptr)[:nd])
 
 
 def _from_tensor(ptr, ctx):
@@ -501,8 +501,11 @@ def call(row, inputs, values, backend, ctx, dy=None):
             keys.append(b"backend")
             vals.append(str(backend).encode())
         nk = len(keys)
-        ck = (C.c_char_p * max(nk, 1))(*keys)
-        cv = (C.c_char_p * max(nk, 1))(*vals)
+        if nk:
+            ck = (C.c_char_p * nk)(*keys)
+            cv = (C.c_char_p * nk)(*vals)
+        else:
+            ck = cv = None
         if dy is None:
             outs = (C.c_void_p * row.nout)()
             st = lib.nx_op_call(cptr, row.cname, n, ins.ptrs, nk, ck, cv, row.nout, outs)
