@@ -35,7 +35,15 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--batch", type=int, default=2000)
+    ap.add_argument("--gaussian", action="store_true",
+                    help="also gaussian sigma=2 on a 256^3 float32 array (nitrix bench "
+                         "gaussian_s2 is the C side)")
     a = ap.parse_args()
+    if a.gaussian:
+        vol = np.random.default_rng(1).random((256, 256, 256)).astype(np.float32)
+        med, lo, hi, _ = per_call(lambda: nitrix.smoothing.gaussian(vol, sigma=2.0), 1, a.runs)
+        print(f"  gaussian(sigma=2) 256^3 float32 from NumPy    {med:.4f} s  "
+              f"(min {lo:.4f}, max {hi:.4f})")
     x = np.random.default_rng(0).random((8, 8, 8)).astype(np.float32)
     np.testing.assert_array_equal(nitrix.morphology.dilate(x, size=3),
                                   ndi.grey_dilation(x, size=3))
