@@ -185,8 +185,79 @@ static nx_status run_row(nx_ctx *ctx, const morph_row *r, int runs, bool json, F
     return st;
 }
 
+/* Call overhead (issue 26): dilate (size 3) on an 8^3 f32 array, cache warm, through nx_op_call
+ * by name with its options as text (the path the Python package takes) and through the typed
+ * entry point. Each run times a batch of calls; the row gives the median time of one call. The
+ * Python figure is bench/python-overhead.py's, run in the same session. */
+#define OVERHEAD_BATCH 2000
+
+static nx_status call_dilate_8_text(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
+{
+    const char *keys[] = {"size"}, *vals[] = {"3"};
+    return nx_op_call(ctx, "dilate", 1, (const nx_tensor *const[]){x}, 1, keys, vals, 1, out);
+}
+
+static nx_status call_dilate_8_typed(nx_ctx *ctx, const nx_tensor *x, nx_tensor **out)
+{
+    nx_morph_opts o = {.size = {3, 3, 3}};
+    return nx_dilate(ctx, x, &o, out);
+}
+
+static nx_status overhead_row(nx_ctx *ctx, const char *name, morph_call_fn call, int runs,
+                              bool json, FILE *f)
+{
+    nx_bench_row row;
+    nx_bench_set_row(&row, name, "[8,8,8]");
+    nx_tensor *x = NULL, *y = NULL;
+    nx_status st = make_input(ctx, 8, 0, -1, &x);
+    if (st == NX_OK)
+        st = call(ctx, x, &y); /* warm-up: compiles and caches */
+    nx_tensor_free(y);
+    double *t = calloc((size_t)runs * 2, sizeof(double)), *cpu = t ? t + runs : NULL;
+    for (int i = 0; st == NX_OK && t && i < runs; i++) {
+        struct timespec c0, c1;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+        double t0 = nx_bench_now();
+        for (int k = 0; st == NX_OK && k < OVERHEAD_BATCH; k++) {
+            y = NULL;
+            st = call(ctx, x, &y);
+            nx_tensor_free(y);
+        }
+        t[i] = (nx_bench_now() - t0) / OVERHEAD_BATCH;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+        cpu[i] = ((double)(c1.tv_sec - c0.tv_sec) + 1e-9 * (double)(c1.tv_nsec - c0.tv_nsec)) /
+                 OVERHEAD_BATCH;
+    }
+    if (st == NX_OK && t) {
+        row.runs = runs;
+        row.min_s = row.max_s = t[0];
+        for (int i = 1; i < runs; i++) {
+            row.min_s = t[i] < row.min_s ? t[i] : row.min_s;
+            row.max_s = t[i] > row.max_s ? t[i] : row.max_s;
+        }
+        row.median_s = nx_bench_median(t, runs);
+        double cpu_s = nx_bench_median(cpu, runs);
+        snprintf(row.note, sizeof row.note,
+                 "one call, cache warm, mean of %d per run; calling thread's cpu %.2f us "
+                 "(NITRIX_NUM_THREADS=1: all of it); Python: bench/python-overhead.py",
+                 OVERHEAD_BATCH, cpu_s * 1e6);
+        nx_bench_print_row(&row, json, f);
+    }
+    free(t);
+    nx_tensor_free(x);
+    return st;
+}
+
 nx_status nx_bench_morphology(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f)
 {
+    if (nx_bench_wanted(filter, "dilate_8x8x8_op_call")) {
+        nx_status st = overhead_row(ctx, "dilate_8x8x8_op_call", call_dilate_8_text, runs, json,
+                                    f);
+        if (st == NX_OK)
+            st = overhead_row(ctx, "dilate_8x8x8_entry", call_dilate_8_typed, runs, json, f);
+        if (st != NX_OK)
+            return st;
+    }
     static const morph_row rows[] = {
         {"dilate_3x3x3", "[256,256,256]", "scipy grey_dilation (issue)", 0.645, 256, 0, -1,
          call_dilate, 4, true, 0},

@@ -112,6 +112,15 @@ NX_API nx_status nx_op_vjp(nx_ctx *ctx, const char *name, int nin, const nx_tens
                            int nopt, const char *const *keys, const char *const *values,
                            int ndy, const nx_tensor *const *dy, nx_tensor **dx);
 
+/* The tolerance op `name` (or an alias) promises against its independent oracle for results of
+ * dtype (the golden corpus, docs/fidelity.md): |got - want| <= atol + rtol |want| elementwise.
+ * backend ("cpu", "cuda", "ref") and driver (a driver= value) may be NULL for any; a row naming
+ * them outranks a general one. false (rtol and atol untouched) when the op is unknown or states
+ * no tolerance for dtype. Callers that compare results outside the library (the Python tests)
+ * read the same bound as the C golden replay. */
+NX_API bool nx_op_tolerance_get(const char *name, nx_dtype dtype, const char *backend,
+                                const char *driver, double *rtol, double *atol);
+
 #ifdef __cplusplus
 }
 #endif

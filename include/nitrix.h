@@ -351,6 +351,14 @@ NX_API nx_status nx_tensor_new(nx_ctx *ctx, nx_dtype dtype, int ndim, const int6
  * are in elements (may be negative or zero); NULL means C-contiguous. */
 NX_API nx_status nx_tensor_wrap(nx_ctx *ctx, void *data, nx_dtype dtype, int ndim,
                                 const int64_t *shape, const int64_t *strides, nx_tensor **out);
+/* nx_tensor_wrap for memory on a device: data is a host address (NX_DEVICE_HOST, the same as
+ * nx_tensor_wrap) or a CUDA device address (NX_DEVICE_CUDA: memory of the current CUDA context's
+ * device, as a DLPack producer on that device hands out). Borrowed as with nx_tensor_wrap; nothing
+ * is copied and nothing is checked about the address beyond its being non-NULL when the tensor has
+ * elements. Another device value is NX_ERR_INVALID_ARG. */
+NX_API nx_status nx_tensor_wrap_device(nx_ctx *ctx, void *data, nx_device device, nx_dtype dtype,
+                                       int ndim, const int64_t *shape, const int64_t *strides,
+                                       nx_tensor **out);
 /* Releases this tensor handle; the storage goes when its last view goes. NULL is ignored. */
 NX_API void nx_tensor_free(nx_tensor *t);
 

@@ -199,6 +199,13 @@ bool nx_op_tolerance(const nx_op_desc *d, nx_dtype dtype, const char *backend, c
     return true;
 }
 
+bool nx_op_tolerance_get(const char *name, nx_dtype dtype, const char *backend,
+                         const char *driver, double *rtol, double *atol)
+{
+    const nx_op_desc *d = name ? nx_op_desc_find(name) : NULL;
+    return d && nx_op_tolerance(d, dtype, backend, driver, rtol, atol);
+}
+
 /* ---- keys ----------------------------------------------------------------------------------*/
 
 /* A tensor option becomes part of what the program computes (a structuring element's values

@@ -158,16 +158,8 @@ static void fork_parent(void)
     pthread_mutex_unlock(&lock);
 }
 
-static void fork_child(void)
+static void init_wake(void)
 {
-    open_list = NULL;
-    monitor_started = false;
-    pthread_mutex_unlock(&lock);
-}
-
-static void setup_once(void)
-{
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
     pthread_condattr_t ca;
     if (pthread_condattr_init(&ca) == 0) {
         /* The monitor's deadlines are CLOCK_MONOTONIC; wall-clock jumps must not move them. */
@@ -175,6 +167,24 @@ static void setup_once(void)
             pthread_cond_init(&wake, &ca);
         pthread_condattr_destroy(&ca);
     }
+}
+
+static void fork_child(void)
+{
+    open_list = NULL;
+    monitor_started = false;
+    /* The parent's monitor may have been waiting on `wake` (and a caller on `sent`) when the fork
+     * came: the child inherits those waiters in the condition variables' state, and a broadcast
+     * would wait for them forever. Nobody waits in the child yet, so both start afresh. */
+    init_wake();
+    pthread_cond_init(&sent, NULL);
+    pthread_mutex_unlock(&lock);
+}
+
+static void setup_once(void)
+{
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    init_wake();
 }
 
 /* Starts the monitor (lock held). A failure leaves the callers' own lines. */

@@ -136,6 +136,28 @@ nx_status nx_tensor_wrap(nx_ctx *ctx, void *data, nx_dtype dtype, int ndim, cons
     return st;
 }
 
+nx_status nx_tensor_wrap_device(nx_ctx *ctx, void *data, nx_device device, nx_dtype dtype,
+                                int ndim, const int64_t *shape, const int64_t *strides,
+                                nx_tensor **out)
+{
+    if (!ctx || !out)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "nx_tensor_wrap_device: ctx and out must be non-NULL");
+    *out = NULL;
+    if (device != NX_DEVICE_HOST && device != NX_DEVICE_CUDA)
+        return nx_rt_error(ctx, NX_ERR_INVALID_ARG,
+                           "nx_tensor_wrap_device: device is %d; expected NX_DEVICE_HOST (0) or "
+                           "NX_DEVICE_CUDA (1)",
+                           (int)device);
+    nx_tensor *t = NULL;
+    nx_status st = nx_tensor_wrap(ctx, data, dtype, ndim, shape, strides, &t);
+    if (st != NX_OK)
+        return st;
+    t->storage->device = device;
+    *out = t;
+    return NX_OK;
+}
+
 nx_status nx_rt_tensor_view(const nx_tensor *t, int ndim, const int64_t *shape,
                             const int64_t *strides, int64_t offset, nx_tensor **out)
 {

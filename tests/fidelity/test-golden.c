@@ -61,6 +61,13 @@ static int replay(nx_ctx *ctx, const gc_case *c, const nx_op_desc *desc, const c
                driver ? driver : "", info->name);
         return 1;
     }
+    double rtol_pub = -1, atol_pub = -1; /* the public lookup gives the same bound */
+    if (!nx_op_tolerance_get(info->name, dt, backend, driver, &rtol_pub, &atol_pub) ||
+        rtol_pub != rtol || atol_pub != atol) {
+        printf("%s [%s]: nx_op_tolerance_get gives rtol %g atol %g; the descriptor %g %g\n",
+               c->name, info->name, rtol_pub, atol_pub, rtol, atol);
+        return 1;
+    }
     if (c->nout != info->noutputs) {
         printf("%s [%s]: %d reference outputs; the row has %d (%s)\n", c->name, info->name,
                c->nout, info->noutputs, "outputs in the row's order");

@@ -7,7 +7,9 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "nitrix-op.h"
 #include "progress.h"
@@ -267,6 +269,34 @@ static void test_monitor_thread(void **state)
     nx_ctx_free(ctx);
 }
 
+/* fork() right after a call, while the monitor thread is being woken by the call's end: the
+ * child inherits that waiter in the condition variable's state, without the thread. The child's
+ * calls must still begin and end (a broadcast to the phantom waiter used to block the child
+ * forever). Each child reports through its exit status and has 60 s (alarm). */
+static void test_fork_after_calls(void **state)
+{
+    (void)state;
+    nx_rt_progress_set_clock(NULL);
+    nx_rt_progress_set_monitor(true);
+    nx_ctx *ctx = ctx_new();
+    for (int round = 0; round < 20; round++) {
+        assert_int_equal(call_copy(ctx), NX_OK); /* its end wakes the monitor */
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            alarm(60);
+            nx_ctx *c = ctx_new(); /* the parent's pool threads are not here: a new context */
+            _exit(call_copy(c) == NX_OK && call_copy(c) == NX_OK ? 0 : 1);
+        }
+        int status = 0;
+        assert_int_equal(waitpid(pid, &status, 0), pid);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    assert_int_equal(call_copy(ctx), NX_OK); /* and the parent goes on */
+    nx_ctx_free(ctx);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -276,6 +306,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_runner_reports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fast_op_real_clock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_monitor_thread, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fork_after_calls, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

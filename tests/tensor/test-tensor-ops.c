@@ -806,6 +806,38 @@ static void *view_churn(void *arg)
     return NULL;
 }
 
+/* nx_tensor_wrap_device: a host address is nx_tensor_wrap; a device value out of range and NULL
+ * data with elements are refused; a CUDA address is taken as given (no copy, nothing read). */
+static void test_wrap_device(void **state)
+{
+    nx_ctx *ctx = ((fixture *)*state)->ctx;
+    float buf[6] = {1, 2, 3, 4, 5, 6};
+    int64_t shape[2] = {2, 3}, strides[2] = {1, 2};
+    nx_tensor *t = NULL;
+    assert_int_equal(nx_tensor_wrap_device(ctx, buf, NX_DEVICE_HOST, NX_DTYPE_F32, 2, shape,
+                                           strides, &t),
+                     NX_OK);
+    assert_ptr_equal(nx_tensor_data(t), buf);
+    assert_int_equal(nx_tensor_device(t), NX_DEVICE_HOST);
+    assert_int_equal(nx_tensor_strides(t)[1], 2);
+    nx_tensor_free(t);
+    assert_int_equal(nx_tensor_wrap_device(ctx, buf, (nx_device)7, NX_DTYPE_F32, 2, shape, NULL,
+                                           &t),
+                     NX_ERR_INVALID_ARG);
+    assert_null(t);
+    assert_non_null(strstr(nx_ctx_last_error(ctx), "device is 7"));
+    assert_int_equal(nx_tensor_wrap_device(ctx, NULL, NX_DEVICE_CUDA, NX_DTYPE_F32, 2, shape,
+                                           NULL, &t),
+                     NX_ERR_INVALID_ARG);
+    void *fake = (void *)(uintptr_t)0x1000; /* never dereferenced by wrapping */
+    assert_int_equal(nx_tensor_wrap_device(ctx, fake, NX_DEVICE_CUDA, NX_DTYPE_F32, 2, shape,
+                                           NULL, &t),
+                     NX_OK);
+    assert_int_equal(nx_tensor_device(t), NX_DEVICE_CUDA);
+    assert_ptr_equal(nx_tensor_data(t), fake);
+    nx_tensor_free(t);
+}
+
 static void test_views_across_threads(void **state)
 {
     (void)state;
@@ -842,6 +874,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_device_rejected, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_hook, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrap_device, setup, teardown),
         cmocka_unit_test(test_views_across_threads),
     };
     return cmocka_run_group_tests_name("tensor-ops", tests, NULL, NULL);
