@@ -197,6 +197,15 @@ def docstring(op, drivers=None):
     return "\n".join(lines)
 
 
+def _source_repr(v):
+    """repr(v) that is valid source for non-finite floats too (nan, inf) and tuples of them."""
+    if isinstance(v, float) and v != v or v in (float("inf"), float("-inf")):
+        return f"float({str(v)!r})"
+    if isinstance(v, tuple):
+        return "(" + "".join(_source_repr(x) + ", " for x in v) + ")"
+    return repr(v)
+
+
 def signature(op, annotated=False):
     """The parameter list of op's function, as source."""
     params = []
@@ -206,14 +215,15 @@ def signature(op, annotated=False):
             params.append(f"{name}{ann}")
         else:
             params.append(f"{name}{ann + ' | None' if annotated else ''} = None")
-    params.append("/")
+    if op.inputs:  # positional-only inputs; a constructor (key, identity_grid) has none
+        params.append("/")
     params.append("*")
     for o in op.options:
         ann = f": {_annotation(o)}" if annotated else ""
         if o.required:
             params.append(f"{o.pyname}{ann}")
         else:
-            params.append(f"{o.pyname}{ann} = {default_value(o)!r}")
+            params.append(f"{o.pyname}{ann} = {_source_repr(default_value(o))}")
     params.append("backend: str | None = None" if annotated else "backend=None")
     params.append("ctx: Context | None = None" if annotated else "ctx=None")
     return ", ".join(params)
