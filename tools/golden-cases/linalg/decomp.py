@@ -110,7 +110,7 @@ def cases(rng):
             aa = upper_garbage(rng, a) if p > 1 else a
             opts = [("l2", repr(l2))] if l2 else []
             yield dict(op="cho_solve", dtype=dt,
-                       name=f"la_cho_solve_p{p}_k{k}{'_l2' if l2 else ''}_{t}",
+                       name=f"la_cho_solve_{'z_' if p == 1 else ''}p{p}_k{k}{'_l2' if l2 else ''}_{t}",
                        inputs=[("a.npy", aa.astype(dt)), ("b.npy", b.astype(dt))],
                        outputs=[("x.npy", x.astype(dt))], options=opts,
                        generator="numpy.linalg.solve float64 of (a + l2 I) (lower triangle of a)")
@@ -134,7 +134,7 @@ def cases(rng):
             b = rng.standard_normal(batch + ((p,) if k == 0 else (p, k)))
             x = np.linalg.solve(a, b if k else b[..., None])
             x = x if k else x[..., 0]
-            yield dict(op="solve", dtype=dt, name=f"la_solve_p{p}_k{k}_{t}",
+            yield dict(op="solve", dtype=dt, name=f"la_solve_{'z_' if p == 1 else ''}p{p}_k{k}_{t}",
                        inputs=[("a.npy", a.astype(dt)), ("b.npy", b.astype(dt))],
                        outputs=[("x.npy", x.astype(dt))],
                        generator="numpy.linalg.solve float64")
@@ -158,7 +158,7 @@ def cases(rng):
             sign, logdet = np.linalg.slogdet(a)
             assert (sign > 0).all()
             aa = upper_garbage(rng, a) if p > 2 else a
-            yield dict(op="inv_logdet", dtype=dt, name=f"la_inv_logdet_p{p}_{t}",
+            yield dict(op="inv_logdet", dtype=dt, name=f"la_inv_logdet_{'z_' if p == 1 else ''}p{p}_{t}",
                        inputs=[("a.npy", aa.astype(dt))],
                        outputs=[("inv.npy", inv.astype(dt)),
                                 ("logdet.npy", np.asarray(logdet).astype(dt))],
@@ -187,7 +187,7 @@ def cases(rng):
             a = (a + np.swapaxes(a, -1, -2)) / 2
             wo, vo = eigh_normalised(a)
             aa = upper_garbage(rng, a) if p > 1 else a
-            yield dict(op="eigh", dtype=dt, name=f"la_eigh_p{p}_{t}",
+            yield dict(op="eigh", dtype=dt, name=f"la_eigh_{'z_' if p == 1 else ''}p{p}_{t}",
                        inputs=[("a.npy", aa.astype(dt))],
                        outputs=[("w.npy", wo.astype(dt)), ("v.npy", vo.astype(dt))],
                        generator="numpy.linalg.eigh float64 (UPLO=L), columns signed so that "
