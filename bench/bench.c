@@ -508,7 +508,7 @@ nx_status nx_bench_main(nx_ctx *ctx, const char *filter, int runs, bool json, FI
     nx_status (*const families[])(nx_ctx *, const char *, int, bool, FILE *) = {
         nx_bench_semiring, nx_bench_morphology, nx_bench_sparse, nx_bench_smoothing,
         nx_bench_bilateral, nx_bench_overlap, nx_bench_metrics, nx_bench_metrics_mi,
-        nx_bench_logits,
+        nx_bench_logits, nx_bench_linalg,
     };
     for (size_t i = 0; st == NX_OK && i < sizeof families / sizeof families[0]; i++)
         st = families[i](ctx, filter, runs, json, f);

@@ -46,5 +46,6 @@ nx_status nx_bench_overlap(nx_ctx *ctx, const char *filter, int runs, bool json,
 nx_status nx_bench_metrics(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 nx_status nx_bench_metrics_mi(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 nx_status nx_bench_logits(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
+nx_status nx_bench_linalg(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 
 #endif
