@@ -10,8 +10,9 @@
  * The two outputs are two kernels that share no intermediate value (fusion would materialise a
  * value both read, one batch-sized temporary per entry): info comes from the same recurrence
  * written with negated accumulators (M = -L) over a flat view of a, which the graph's
- * hash-consing and simplification keep apart from L's nodes. The pivots are equal to L's up to rounding order, so info can differ from the
- * poisoning of L only for a pivot within a rounding of 0. */
+ * hash-consing and simplification keep apart from L's nodes. The pivots are equal to L's up to
+ * rounding order, so info can differ from the poisoning of L only for a pivot within a rounding
+ * of 0. */
 #include <string.h>
 
 #include "ops/linalg/linalg.h"

@@ -1,5 +1,7 @@
-/* The op `cosine_kernel` (api-b §1.1; linalg/kernel.h, kernel.c): K = linear_kernel of the rows scaled to unit theta-norm,
- * x / (|x|_theta + eps), eps the dtype's machine epsilon (parameterised_norm). */
+/* The op `cosine_kernel` (api-b §1.1; linalg/kernel.h, kernel.c): K = linear_kernel of the rows
+ * scaled to unit theta-norm, x / (|x|_theta + eps), eps the dtype's machine epsilon
+ * (parameterised_norm).
+ */
 #include "ops/linalg/kernel.h"
 
 static nx_status check(const nx_op_args *c)

@@ -1,4 +1,6 @@
-/* The op `gaussian_kernel` (api-b §1.1; linalg/kernel.h, kernel.c): K = exp(-D / (2 sigma^2)), rbf_kernel with gamma = 1 / (2 sigma^2). */
+/* The op `gaussian_kernel` (api-b §1.1; linalg/kernel.h, kernel.c): K = exp(-D / (2 sigma^2)),
+ * rbf_kernel with gamma = 1 / (2 sigma^2).
+ */
 #include "ops/linalg/kernel.h"
 
 static nx_status check(const nx_op_args *c)

@@ -1,6 +1,7 @@
-/* The op `linear_distance` (api-b §1.1; linalg/kernel.h, kernel.c): D = max(|x|_theta^2 + |y|_theta^2 - 2 x^T theta y, 0),
- * the squared (Mahalanobis) distance through the matmul identity, clipped at 0 as the JAX
- * version (an (n, m, d) difference is never formed). */
+/* The op `linear_distance` (api-b §1.1; linalg/kernel.h, kernel.c): D = max(|x|_theta^2 +
+ * |y|_theta^2 - 2 x^T theta y, 0), the squared (Mahalanobis) distance through the matmul identity,
+ * clipped at 0 as the JAX version (an (n, m, d) difference is never formed).
+ */
 #include "ops/linalg/kernel.h"
 
 static nx_status check(const nx_op_args *c)

@@ -1,4 +1,6 @@
-/* The op `linear_kernel` (api-b §1.1; linalg/kernel.h, kernel.c): K = X0 theta X1^T (theta: I, diag(theta) or theta). */
+/* The op `linear_kernel` (api-b §1.1; linalg/kernel.h, kernel.c): K = X0 theta X1^T (theta: I,
+ * diag(theta) or theta).
+ */
 #include <stddef.h>
 
 #include "ops/linalg/kernel.h"

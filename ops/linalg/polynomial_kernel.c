@@ -1,4 +1,6 @@
-/* The op `polynomial_kernel` (api-b §1.1; linalg/kernel.h, kernel.c): K = (gamma X0 theta X1^T + r)^order. */
+/* The op `polynomial_kernel` (api-b §1.1; linalg/kernel.h, kernel.c): K = (gamma X0 theta X1^T +
+ * r)^order.
+ */
 #include "ops/linalg/kernel.h"
 
 static nx_status check(const nx_op_args *c)

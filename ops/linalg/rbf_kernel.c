@@ -1,4 +1,6 @@
-/* The op `rbf_kernel` (api-b §1.1; linalg/kernel.h, kernel.c): K = exp(-gamma D), D: linear_distance; gamma default 1 / d (scikit-learn). */
+/* The op `rbf_kernel` (api-b §1.1; linalg/kernel.h, kernel.c): K = exp(-gamma D), D:
+ * linear_distance; gamma default 1 / d (scikit-learn).
+ */
 #include "ops/linalg/kernel.h"
 
 static nx_status check(const nx_op_args *c)

@@ -1,4 +1,6 @@
-/* The op `sigmoid_kernel` (api-b §1.1; linalg/kernel.h, kernel.c): K = tanh(gamma X0 theta X1^T + r) (not positive semidefinite in general). */
+/* The op `sigmoid_kernel` (api-b §1.1; linalg/kernel.h, kernel.c): K = tanh(gamma X0 theta X1^T +
+ * r) (not positive semidefinite in general).
+ */
 #include "ops/linalg/kernel.h"
 
 static nx_status check(const nx_op_args *c)

@@ -110,7 +110,8 @@ def cases(rng):
             aa = upper_garbage(rng, a) if p > 1 else a
             opts = [("l2", repr(l2))] if l2 else []
             yield dict(op="cho_solve", dtype=dt,
-                       name=f"la_cho_solve_{'z_' if p == 1 else ''}p{p}_k{k}{'_l2' if l2 else ''}_{t}",
+                       name=f"la_cho_solve_{'z_' if p == 1 else ''}p{p}_k{k}"
+                       f"{'_l2' if l2 else ''}_{t}",
                        inputs=[("a.npy", aa.astype(dt)), ("b.npy", b.astype(dt))],
                        outputs=[("x.npy", x.astype(dt))], options=opts,
                        generator="numpy.linalg.solve float64 of (a + l2 I) (lower triangle of a)")
@@ -158,7 +159,8 @@ def cases(rng):
             sign, logdet = np.linalg.slogdet(a)
             assert (sign > 0).all()
             aa = upper_garbage(rng, a) if p > 2 else a
-            yield dict(op="inv_logdet", dtype=dt, name=f"la_inv_logdet_{'z_' if p == 1 else ''}p{p}_{t}",
+            yield dict(op="inv_logdet", dtype=dt,
+                       name=f"la_inv_logdet_{'z_' if p == 1 else ''}p{p}_{t}",
                        inputs=[("a.npy", aa.astype(dt))],
                        outputs=[("inv.npy", inv.astype(dt)),
                                 ("logdet.npy", np.asarray(logdet).astype(dt))],
