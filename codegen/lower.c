@@ -22,6 +22,7 @@
 
 typedef struct memo_entry {
     nx_node node; /* 0: an empty slot */
+    uint32_t gen; /* the kernel the entry belongs to: older generations are empty slots */
     int32_t idx[NX_MAX_DIMS];
     int32_t value;
 } memo_entry;
@@ -38,6 +39,7 @@ typedef struct lowerer {
     memo_entry *memo;
     size_t memo_cap; /* a power of two */
     size_t nmemo;
+    uint32_t gen; /* this kernel's memo generation (a new kernel empties the memo by gen++) */
     int32_t small[SMALL_CONSTS]; /* this kernel's i64 constants 0..SMALL_CONSTS-1, or -1 */
     nx_status st;
 } lowerer;
@@ -649,11 +651,11 @@ static size_t memo_hash(nx_node id, int ndim, const int32_t *idx)
     return (size_t)(h ^ (h >> 29));
 }
 
-static memo_entry *memo_slot(memo_entry *memo, size_t cap, nx_node id, int ndim,
+static memo_entry *memo_slot(memo_entry *memo, size_t cap, uint32_t gen, nx_node id, int ndim,
                              const int32_t *idx)
 {
     size_t i = memo_hash(id, ndim, idx) & (cap - 1);
-    while (memo[i].node != 0 &&
+    while (memo[i].node != 0 && memo[i].gen == gen &&
            !(memo[i].node == id && memcmp(memo[i].idx, idx, ndim * sizeof *idx) == 0))
         i = (i + 1) & (cap - 1);
     return &memo[i];
@@ -668,9 +670,9 @@ static bool memo_grow(lowerer *lw)
         return false;
     for (size_t i = 0; i < lw->memo_cap; i++) {
         const memo_entry *e = &lw->memo[i];
-        if (e->node != 0) {
+        if (e->node != 0 && e->gen == lw->gen) {
             int nd = nx_ir_node_at(lw->s, e->node)->ndim;
-            *memo_slot(m, cap, e->node, nd, e->idx) = *e;
+            *memo_slot(m, cap, lw->gen, e->node, nd, e->idx) = *e;
         }
     }
     nx_rt_free(lw->ctx, lw->memo, lw->memo_cap * sizeof *lw->memo);
@@ -687,8 +689,8 @@ static int32_t expr(lowerer *lw, nx_node id, const int32_t *idx)
     for (int d = 0; d < n->ndim; d++)
         if (idx[d] < 0)
             return -1;
-    const memo_entry *hit = memo_slot(lw->memo, lw->memo_cap, id, n->ndim, idx);
-    if (hit->node != 0)
+    const memo_entry *hit = memo_slot(lw->memo, lw->memo_cap, lw->gen, id, n->ndim, idx);
+    if (hit->node != 0 && hit->gen == lw->gen)
         return hit->value;
     int32_t v;
     if (lw->role[id] == NX_FUSE_LEAF || (lw->role[id] == NX_FUSE_ROOT && lw->slot_of[id] >= 0))
@@ -701,8 +703,9 @@ static int32_t expr(lowerer *lw, nx_node id, const int32_t *idx)
         lw->st = nx_rt_nomem(lw->ctx, "lowering: memo", 2 * lw->memo_cap * sizeof *lw->memo);
         return -1;
     }
-    memo_entry *e = memo_slot(lw->memo, lw->memo_cap, id, n->ndim, idx);
+    memo_entry *e = memo_slot(lw->memo, lw->memo_cap, lw->gen, id, n->ndim, idx);
     e->node = id;
+    e->gen = lw->gen;
     memset(e->idx, 0, sizeof e->idx);
     memcpy(e->idx, idx, n->ndim * sizeof *idx);
     e->value = v;
