@@ -180,7 +180,8 @@ nx_status nx_la_toeplitz_check(const nx_op_args *c, bool batched, int64_t *m, in
                            c->who, o->nshape);
     *m = o->nshape == 2 ? o->shape[0] : nx_tensor_shape(cc)[nd - 1];
     *n = o->nshape == 2 ? o->shape[1] : nx_tensor_shape(r)[nd - 1];
-    if (*m < 1 || *n < 1 || *m * *n > INT32_MAX || !isfinite(o->fill_value))
+    if (*m < 1 || *n < 1 || *m > INT32_MAX || *n > INT32_MAX || *m * *n > INT32_MAX ||
+        !isfinite(o->fill_value))
         return nx_rt_error(c->ctx, NX_ERR_INVALID_ARG,
                            "%s: shape (%lld, %lld), fill_value %g; expected a positive shape "
                            "and a finite fill",

@@ -18,7 +18,9 @@ static nx_status check(const nx_op_args *c)
         return st;
     int nd = nx_tensor_ndim(c->in[0]);
     int64_t n = nx_tensor_shape(c->in[0])[nd - 1];
-    int64_t side = o->offset >= 0 ? nx_la_vec2sym_side(n, o->offset) : -1;
+    /* an offset past n + 1 leaves no triangle of n entries (and keeps the side's sum finite) */
+    bool fits = o->offset >= 0 && o->offset <= n + 1;
+    int64_t side = fits ? nx_la_vec2sym_side(n, o->offset) : -1;
     if (side < 1 || side * side > INT32_MAX)
         return nx_rt_error(c->ctx, NX_ERR_SHAPE,
                            "%s: vec has %lld entries, which is no triangle at offset %lld; "
