@@ -525,6 +525,7 @@ nx_status nx_bench_main(nx_ctx *ctx, const char *filter, int runs, bool json, FI
         nx_bench_signal,
         nx_bench_numerics,
         nx_bench_random,
+        nx_bench_linalg,
     };
     for (size_t i = 0; st == NX_OK && i < sizeof families / sizeof families[0]; i++)
         st = families[i](ctx, filter, runs, json, f);

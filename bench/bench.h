@@ -56,5 +56,6 @@ nx_status nx_bench_geometry_sampling(nx_ctx *ctx, const char *filter, int runs, 
 nx_status nx_bench_signal(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 nx_status nx_bench_numerics(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 nx_status nx_bench_random(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
+nx_status nx_bench_linalg(nx_ctx *ctx, const char *filter, int runs, bool json, FILE *f);
 
 #endif

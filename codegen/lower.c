@@ -11,10 +11,18 @@
 
 #include "codegen/lower.h"
 
-#define MEMO_MAX 4096
+/* The memo is an open-addressed hash table on (node, idx), grown to keep at most half its slots
+ * full: an op unrolled at graph-build time (a small matrix factorisation written out per entry)
+ * expands tens of thousands of values in one kernel, each reused by many consumers. */
+#define MEMO_INITIAL 4096
+/* Small i64 constants are one instruction per kernel, so that equal indices built in different
+ * places (a broadcast's 0, a unit piece of a concat) are the same instruction and the memo above
+ * sees them as one point. */
+#define SMALL_CONSTS 64
 
 typedef struct memo_entry {
-    nx_node node;
+    nx_node node; /* 0: an empty slot */
+    uint32_t gen; /* the kernel the entry belongs to: older generations are empty slots */
     int32_t idx[NX_MAX_DIMS];
     int32_t value;
 } memo_entry;
@@ -29,7 +37,10 @@ typedef struct lowerer {
     int bufs_of_slot[NX_KERNEL_MAX_BUFFERS][2]; /* (slot, buffer) pairs of this kernel */
     int nbound;
     memo_entry *memo;
-    int nmemo;
+    size_t memo_cap; /* a power of two */
+    size_t nmemo;
+    uint32_t gen; /* this kernel's memo generation (a new kernel empties the memo by gen++) */
+    int32_t small[SMALL_CONSTS]; /* this kernel's i64 constants 0..SMALL_CONSTS-1, or -1 */
     nx_status st;
 } lowerer;
 
@@ -56,7 +67,11 @@ static int32_t chk(lowerer *lw, int32_t v)
 
 static int32_t ci(lowerer *lw, int64_t v)
 {
-    return chk(lw, nx_kernel_const_i(lw->k, NX_DTYPE_I64, v));
+    if (v < 0 || v >= SMALL_CONSTS)
+        return chk(lw, nx_kernel_const_i(lw->k, NX_DTYPE_I64, v));
+    if (lw->small[v] < 0)
+        lw->small[v] = chk(lw, nx_kernel_const_i(lw->k, NX_DTYPE_I64, v));
+    return lw->small[v];
 }
 
 /* Bounds of an i64 index instruction, as far as a shallow look can tell (loads: unbounded). */
@@ -503,7 +518,11 @@ static int32_t concat(lowerer *lw, const nx_ir_node *n, const int32_t *idx)
             continue;
         int32_t pi[NX_MAX_DIMS];
         memcpy(pi, idx, sizeof pi);
-        pi[axis] = clamp(lw, iop(lw, NX_PRIM_SUB, idx[axis], ci(lw, off[p])), 0, len - 1);
+        /* a unit piece is read at 0 whatever the point: one index, so pieces that share
+         * operands (an unrolled small matrix assembled entry by entry) share their expansion */
+        pi[axis] = len == 1 ? ci(lw, 0)
+                            : clamp(lw, iop(lw, NX_PRIM_SUB, idx[axis], ci(lw, off[p])), 0,
+                                    len - 1);
         int32_t piece = expr(lw, ops[p], pi);
         v = v < 0 ? piece
                   : sel(lw, n->dtype, cmp(lw, NX_PRIM_LT, idx[axis], ci(lw, off[p + 1])), piece,
@@ -624,6 +643,44 @@ static int32_t expand(lowerer *lw, nx_node id, const int32_t *idx)
     }
 }
 
+static size_t memo_hash(nx_node id, int ndim, const int32_t *idx)
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull ^ id;
+    for (int d = 0; d < ndim; d++)
+        h = (h ^ (uint32_t)idx[d]) * 0x100000001b3ull;
+    return (size_t)(h ^ (h >> 29));
+}
+
+static memo_entry *memo_slot(memo_entry *memo, size_t cap, uint32_t gen, nx_node id, int ndim,
+                             const int32_t *idx)
+{
+    size_t i = memo_hash(id, ndim, idx) & (cap - 1);
+    while (memo[i].node != 0 && memo[i].gen == gen &&
+           !(memo[i].node == id && memcmp(memo[i].idx, idx, ndim * sizeof *idx) == 0))
+        i = (i + 1) & (cap - 1);
+    return &memo[i];
+}
+
+/* Doubles the table; false when the allocation fails (the memo then stays as it is). */
+static bool memo_grow(lowerer *lw)
+{
+    size_t cap = lw->memo_cap * 2;
+    memo_entry *m = nx_rt_calloc(lw->ctx, cap, sizeof *m);
+    if (!m)
+        return false;
+    for (size_t i = 0; i < lw->memo_cap; i++) {
+        const memo_entry *e = &lw->memo[i];
+        if (e->node != 0 && e->gen == lw->gen) {
+            int nd = nx_ir_node_at(lw->s, e->node)->ndim;
+            *memo_slot(m, cap, lw->gen, e->node, nd, e->idx) = *e;
+        }
+    }
+    nx_rt_free(lw->ctx, lw->memo, lw->memo_cap * sizeof *lw->memo);
+    lw->memo = m;
+    lw->memo_cap = cap;
+    return true;
+}
+
 static int32_t expr(lowerer *lw, nx_node id, const int32_t *idx)
 {
     if (lw->st != NX_OK)
@@ -632,22 +689,27 @@ static int32_t expr(lowerer *lw, nx_node id, const int32_t *idx)
     for (int d = 0; d < n->ndim; d++)
         if (idx[d] < 0)
             return -1;
-    for (int i = lw->nmemo - 1; i >= 0; i--) {
-        const memo_entry *e = &lw->memo[i];
-        if (e->node == id && memcmp(e->idx, idx, n->ndim * sizeof *idx) == 0)
-            return e->value;
-    }
+    const memo_entry *hit = memo_slot(lw->memo, lw->memo_cap, lw->gen, id, n->ndim, idx);
+    if (hit->node != 0 && hit->gen == lw->gen)
+        return hit->value;
     int32_t v;
     if (lw->role[id] == NX_FUSE_LEAF || (lw->role[id] == NX_FUSE_ROOT && lw->slot_of[id] >= 0))
         v = load_slot(lw, id, idx);
     else
         v = expand(lw, id, idx);
-    if (v >= 0 && lw->nmemo < MEMO_MAX) {
-        memo_entry *e = &lw->memo[lw->nmemo++];
-        e->node = id;
-        memcpy(e->idx, idx, n->ndim * sizeof *idx);
-        e->value = v;
+    if (v < 0)
+        return v;
+    if (2 * (lw->nmemo + 1) > lw->memo_cap && !memo_grow(lw)) {
+        lw->st = nx_rt_nomem(lw->ctx, "lowering: memo", 2 * lw->memo_cap * sizeof *lw->memo);
+        return -1;
     }
+    memo_entry *e = memo_slot(lw->memo, lw->memo_cap, lw->gen, id, n->ndim, idx);
+    e->node = id;
+    e->gen = lw->gen;
+    memset(e->idx, 0, sizeof e->idx);
+    memcpy(e->idx, idx, n->ndim * sizeof *idx);
+    e->value = v;
+    lw->nmemo++;
     return v;
 }
 
@@ -753,6 +815,9 @@ static nx_status lower_root(lowerer *lw, nx_node id, int32_t *slot_of)
         return st;
     lw->nbound = 0;
     lw->nmemo = 0;
+    for (int i = 0; i < SMALL_CONSTS; i++)
+        lw->small[i] = -1;
+    memset(lw->memo, 0, lw->memo_cap * sizeof *lw->memo);
     st = lib ? lower_library(lw, id, out_slot) : lower_loop(lw, id, out_slot);
     if (st == NX_OK)
         st = add_kernel(lw->plan, lw->k);
@@ -820,7 +885,8 @@ nx_status nx_lower_plan(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const n
     if (p)
         p->ctx = ctx; /* before anything can fail: nx_kplan_free frees through it */
     int32_t *slot_of = nx_rt_alloc(ctx, slots * sizeof *slot_of);
-    memo_entry *memo = nx_rt_alloc(ctx, MEMO_MAX * sizeof *memo);
+    memo_entry *memo = nx_rt_calloc(ctx, MEMO_INITIAL, sizeof *memo);
+    size_t memo_cap = MEMO_INITIAL;
     nx_status st = NX_OK;
     if (!p || !slot_of || !memo) {
         st = nx_rt_nomem(ctx, "lowering", slots * sizeof *slot_of);
@@ -830,11 +896,13 @@ nx_status nx_lower_plan(nx_ctx *ctx, const nx_ir_store *s, int noutputs, const n
         for (size_t i = 0; i < slots; i++)
             slot_of[i] = -1;
         lowerer lw = {.ctx = ctx, .s = s, .role = role, .slot_of = slot_of, .plan = p,
-                      .memo = memo};
+                      .memo = memo, .memo_cap = MEMO_INITIAL};
         st = build(&lw, noutputs, outputs, slot_of);
+        memo = lw.memo;
+        memo_cap = lw.memo_cap;
     }
     nx_rt_free(ctx, slot_of, slots * sizeof *slot_of);
-    nx_rt_free(ctx, memo, MEMO_MAX * sizeof *memo);
+    nx_rt_free(ctx, memo, memo_cap * sizeof *memo);
     if (st != NX_OK) {
         if (p)
             nx_kplan_free(p);

@@ -348,8 +348,14 @@ static nx_status add_vjp(nx_graph *g, const nx_op_args *c, int nout, nx_node *ou
                            "%s: no input of this call carries a gradient (integer inputs "
                            "only); expected a float input to differentiate",
                            c->who);
+    /* an integer or bool output (an index, a status such as cholesky's info) carries no
+     * gradient: its cotangent input is declared, so the program's arity is the same, and read
+     * as zero */
+    nx_node cot[NX_OP_MAX_IO];
+    for (int i = 0; i < nout; i++)
+        cot[i] = nx_ir_is_float(nx_tensor_dtype(c->dy[i])) ? dy[i] : NX_NONE;
     nx_node grads[NX_OP_MAX_IO * 2];
-    nx_status st = nx_graph_vjp(g, nout, outs, dy, o->nwrt, wrt, grads);
+    nx_status st = nx_graph_vjp(g, nout, outs, cot, o->nwrt, wrt, grads);
     if (st == NX_OK)
         memcpy(outs, grads, (size_t)o->nwrt * sizeof(nx_node));
     return st;

@@ -1,0 +1,33 @@
+/* The op `linear_kernel` (api-b §1.1; linalg/kernel.h, kernel.c): K = X0 theta X1^T (theta: I,
+ * diag(theta) or theta).
+ */
+#include <stddef.h>
+
+#include "ops/linalg/kernel.h"
+
+static nx_status check(const nx_op_args *c)
+{
+    return nx_la_kernel_check(c);
+}
+
+static nx_status build(nx_graph *g, const nx_op_args *c, nx_node *outs)
+{
+    return nx_la_kernel_build(g, c, NX_LA_LINEAR, outs);
+}
+
+static const nx_op_tol tols[] = {
+    {NX_DTYPE_F32, NULL, NULL, 1e-5, 1e-6},
+    {NX_DTYPE_F64, NULL, NULL, 1e-10, 1e-12},
+};
+
+const nx_op_desc nx_op_linear_kernel = {
+    .info = {.nopts = 0, .opts = NULL},
+    .opts_size = sizeof(nx_la_kernel_args),
+    .fields = NULL,
+    .backend_offset = offsetof(nx_la_kernel_args, backend),
+    .check = check,
+    .build = build,
+    .golden = "linalg",
+    .tols = tols,
+    .ntols = 2,
+};
