@@ -240,3 +240,28 @@ nx_node nx_num_safe_div(nx_graph *g, nx_node x, nx_node d)
     nx_node q = nx_div(g, x, nx_select(g, nz, d, nx_scalar(g, dt, 1)));
     return nx_select(g, nz, q, nx_scalar(g, dt, 0));
 }
+
+nx_status nx_num_check_axis_mask(const nx_op_args *c, int64_t axis)
+{
+    const nx_tensor *x = c->in[0], *m = c->in[1];
+    int k;
+    nx_status st = nx_num_check_storable(c, 0);
+    if (st == NX_OK)
+        st = nx_num_check_storable(c, 1);
+    if (st == NX_OK && nx_tensor_ndim(x) < 1)
+        return nx_rt_error(c->ctx, NX_ERR_SHAPE, "%s: x is 0-d; expected at least one axis",
+                           c->who);
+    if (st == NX_OK)
+        st = nx_num_axis(c, axis, nx_tensor_ndim(x), "axis", &k);
+    if (st != NX_OK)
+        return st;
+    if (nx_tensor_ndim(m) != 1 || nx_tensor_shape(m)[0] != nx_tensor_shape(x)[k]) {
+        char ms[96];
+        nx_shape_str(ms, sizeof ms, nx_tensor_ndim(m), nx_tensor_shape(m));
+        return nx_rt_error(c->ctx, NX_ERR_SHAPE,
+                           "%s: mask has shape %s; expected a 1-d mask of x's extent along axis "
+                           "%d, [%lld]",
+                           c->who, ms, k, (long long)nx_tensor_shape(x)[k]);
+    }
+    return NX_OK;
+}

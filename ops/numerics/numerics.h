@@ -42,6 +42,9 @@ NX_HIDDEN nx_status nx_num_check_storable(const nx_op_args *c, int i);
 
 /* An axis option v of a tensor of rank nd, as 0..nd-1 (`what` names it in the error). */
 NX_HIDDEN nx_status nx_num_axis(const nx_op_args *c, int64_t v, int nd, const char *what, int *k);
+/* x (input 0) and a mask (input 1) of storable dtypes, x of rank >= 1, axis valid for x, and the
+ * mask 1-d with x's extent along that axis (apply_mask, conform_mask). */
+NX_HIDDEN nx_status nx_num_check_axis_mask(const nx_op_args *c, int64_t axis);
 
 /* A percentile (in [0, 100], finite) option check: "%s: <what> is %g; expected ...". */
 NX_HIDDEN nx_status nx_num_check_percentile(const nx_op_args *c, double q, const char *what);
